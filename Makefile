@@ -1,0 +1,50 @@
+# The habits of duetime. `make local` and `make test` install what they need themselves.
+SHELL := /bin/bash
+PY := .venv/bin/python
+VENV := .venv/.installed
+NODE := node_modules/.installed
+export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
+export PYTHONDONTWRITEBYTECODE := 1
+PYTEST := $(PY) -m pytest -q -p no:cacheprovider
+
+.PHONY: dev local test test-fast test-e2e lint format synth bench chaos clean
+
+$(VENV): pyproject.toml scripts/bootstrap.sh
+	./scripts/bootstrap.sh
+	touch $(VENV)
+
+$(NODE): package.json
+	npm install --no-audit --no-fund --loglevel=error
+	touch $(NODE)
+
+dev: $(VENV) $(NODE)
+
+local: $(VENV)  ## the whole system on this machine
+	.venv/bin/duetime local
+
+test: dev lint  ## every test: unit, integration, infrastructure, end-to-end
+	$(PYTEST) tests
+
+test-fast: $(VENV)  ## the inner loop: pure logic and adapters against moto
+	$(PYTEST) tests/unit tests/integration
+
+test-e2e: $(VENV)
+	$(PYTEST) tests/e2e
+
+lint: $(VENV)
+	.venv/bin/ruff check layers functions infra tests bench app.py
+	.venv/bin/ruff format --check layers functions infra tests bench app.py
+
+format: $(VENV)
+	.venv/bin/ruff check --fix layers functions infra tests bench app.py
+	.venv/bin/ruff format layers functions infra tests bench app.py
+
+synth: dev  ## CloudFormation template in cdk.out, offline and without Docker
+	$(PY) infra/build_layers.py
+	npx cdk synth --quiet
+
+bench: $(VENV)  ## figures: lateness, throughput, AWS calls per execution
+	$(PY) -m bench
+
+clean:
+	rm -rf .venv node_modules cdk.out build .duetime

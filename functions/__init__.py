@@ -1,0 +1,1 @@
+"""Thin Lambda handlers over the duetime core layer."""

@@ -1,0 +1,1 @@
+"""The api Lambda function."""

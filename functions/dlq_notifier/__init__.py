@@ -1,0 +1,1 @@
+"""The dlq_notifier Lambda function."""

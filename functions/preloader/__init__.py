@@ -1,0 +1,1 @@
+"""The preloader Lambda function."""

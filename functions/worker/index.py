@@ -1,0 +1,48 @@
+"""SQS event source -> run each due execution under its lease; partial batch failures are reported."""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from aws_lambda_powertools import Logger, Tracer
+from aws_lambda_powertools.utilities.data_classes import SQSEvent
+from duetime.config import RuntimeConfig, build_ports
+from duetime.queue.sqs import DueMessage, Received
+from duetime.worker.registry import load_modules
+from duetime.worker.runtime import Worker
+
+logger = Logger(service="duetime-worker")
+tracer = Tracer(service="duetime-worker")
+PORTS = build_ports(RuntimeConfig.from_env())
+load_modules([m for m in os.environ.get("DUETIME_HANDLER_MODULES", "").split(",") if m])
+JOB_CLASS = os.environ.get("DUETIME_JOB_CLASS", "default")
+# Outcomes that leave the message on the queue on purpose (hidden until due, or until a live lease ends).
+KEEP_MESSAGE = {"early", "busy", "lost", "stale", "released"}
+
+
+@logger.inject_lambda_context
+@tracer.capture_lambda_handler
+def handler(event: dict[str, Any], context: Any) -> dict[str, list[dict[str, str]]]:
+    """Run the batch's executions concurrently (a long one must not delay the others) and report the
+    records whose message must stay queued as batch item failures (ReportBatchItemFailures)."""
+    records = list(SQSEvent(event).records)
+    worker = Worker(PORTS, JOB_CLASS, f"lambda-{context.aws_request_id}", concurrency=max(1, len(records)))
+
+    def run(record: Any) -> tuple[str, str]:
+        received = Received(
+            message=DueMessage.from_body(record.body),
+            receipt=record.receipt_handle,
+            receive_count=int(record.attributes.approximate_receive_count),
+        )
+        try:
+            return record.message_id, worker.process(received)
+        except Exception:
+            logger.exception("execution failed to process", extra={"messageId": record.message_id})
+            return record.message_id, "error"
+
+    with ThreadPoolExecutor(max_workers=max(1, len(records))) as pool:
+        outcomes = list(pool.map(run, records))
+    failures = [{"itemIdentifier": mid} for mid, outcome in outcomes if outcome in KEEP_MESSAGE | {"error"}]
+    return {"batchItemFailures": failures}

@@ -1,0 +1,1 @@
+"""duetime: a distributed job scheduler on AWS serverless parts."""

@@ -1,0 +1,63 @@
+"""Who is calling: the owner from a verified bearer token, or a worker."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import jwt
+
+from duetime.domain.errors import Unauthorized
+
+ISSUER = "duetime-local"
+WORKER_ROLE = "worker"
+
+
+@dataclass(frozen=True)
+class Caller:
+    owner: str
+    is_worker: bool = False
+
+
+def issue_token(secret: str, owner: str, worker: bool = False, days: int = 30) -> str:
+    """A signed JWT the local API accepts (`duetime token`)."""
+    now = datetime.now(UTC)
+    claims: dict[str, Any] = {"sub": owner, "iss": ISSUER, "iat": now, "exp": now + timedelta(days=days)}
+    if worker:
+        claims["role"] = WORKER_ROLE
+    return jwt.encode(claims, secret, algorithm="HS256")
+
+
+def caller_from_event(event: dict[str, Any], local_secret: str | None) -> Caller:
+    """The caller of an API Gateway event; raises Unauthorized.
+
+    On AWS the gateway has verified the token already (JWT authorizer for owners, IAM for workers) and
+    the claims or IAM identity arrive in the request context. Locally the same JWT is verified here.
+    """
+    context = event.get("requestContext") or {}
+    authorizer = context.get("authorizer") or {}
+    claims = authorizer.get("claims") or (authorizer.get("jwt") or {}).get("claims")
+    if claims and claims.get("sub"):
+        return Caller(owner=str(claims["sub"]), is_worker=claims.get("role") == WORKER_ROLE)
+    identity = context.get("identity") or {}
+    if identity.get("userArn") and local_secret is None:
+        return Caller(owner=str(identity["userArn"]), is_worker=True)
+    if local_secret is None:
+        raise Unauthorized("missing credentials")
+    headers = {k.lower(): v for k, v in (event.get("headers") or {}).items()}
+    value = headers.get("authorization") or ""
+    scheme, _, token = value.partition(" ")
+    if scheme.lower() != "bearer" or not token:
+        raise Unauthorized("Authorization: Bearer <token> is required")
+    try:
+        verified = jwt.decode(
+            token.strip(),
+            local_secret,
+            algorithms=["HS256"],
+            issuer=ISSUER,
+            options={"require": ["sub", "exp"]},
+        )
+    except jwt.PyJWTError as exc:
+        raise Unauthorized(f"invalid token: {exc}") from exc
+    return Caller(owner=str(verified["sub"]), is_worker=verified.get("role") == WORKER_ROLE)

@@ -1,0 +1,73 @@
+"""Runtime configuration from the environment (checked at cold start) and the wiring of ports from it."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from duetime.definitions import LOCAL_SETTINGS, Settings
+from duetime.queue.notify import ConsoleNotifier, SnsNotifier
+from duetime.queue.sqs import DueQueues
+from duetime.service.context import Notifier, Ports
+from duetime.store.aws import make_client
+from duetime.store.dynamo import DynamoStore
+
+
+class RuntimeConfig(BaseModel):
+    """Where duetime's resources are and how it is tuned; CDK sets these as environment variables."""
+
+    prefix: str = "duetime"
+    region: str = "us-east-1"
+    endpoint_url: str | None = None
+    shards: int = Field(default=32, ge=1, le=1024)
+    preload_interval_seconds: int = Field(default=60, ge=1)
+    preload_window_seconds: int = Field(default=300, ge=1, le=840)
+    history_retention_days: int = Field(default=30, ge=1)
+    lease_seconds: int | None = Field(default=None, ge=3)
+    queue_urls: dict[str, str] | None = None
+    dlq_urls: dict[str, str] | None = None
+    alert_topic_arn: str | None = None
+    jwt_secret: str | None = None
+
+    @classmethod
+    def from_env(cls, environ: dict[str, str] | None = None) -> RuntimeConfig:
+        env = os.environ if environ is None else environ
+        values: dict[str, Any] = {}
+        for name in cls.model_fields:
+            raw = env.get(f"DUETIME_{name.upper()}")
+            if raw is None:
+                continue
+            values[name] = json.loads(raw) if name in ("queue_urls", "dlq_urls") else raw
+        return cls.model_validate(values)
+
+    def settings(self) -> Settings:
+        base = LOCAL_SETTINGS if self.endpoint_url else Settings()
+        settings = Settings(
+            prefix=self.prefix,
+            shards=self.shards,
+            preload_interval_seconds=self.preload_interval_seconds,
+            preload_window_seconds=self.preload_window_seconds,
+            history_retention_days=self.history_retention_days,
+            job_classes=dict(base.job_classes),
+        )
+        return settings.with_lease_seconds(self.lease_seconds) if self.lease_seconds else settings
+
+
+def build_ports(config: RuntimeConfig, notifier: Notifier | None = None) -> Ports:
+    """Clients, adapters and the notifier, wired once per process."""
+    settings = config.settings()
+    dynamodb = make_client("dynamodb", config.region, config.endpoint_url)
+    sqs = make_client("sqs", config.region, config.endpoint_url)
+    if config.queue_urls and config.dlq_urls:
+        queues = DueQueues(sqs, config.queue_urls, config.dlq_urls)
+    else:
+        queues = DueQueues.resolve(sqs, settings)
+    if notifier is None:
+        if config.alert_topic_arn:
+            notifier = SnsNotifier(make_client("sns", config.region, config.endpoint_url), config.alert_topic_arn)
+        else:
+            notifier = ConsoleNotifier()
+    return Ports(store=DynamoStore(dynamodb, settings), queues=queues, settings=settings, notifier=notifier)

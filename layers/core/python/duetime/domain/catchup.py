@@ -1,0 +1,77 @@
+"""Which missed cron slots run and which are skipped, by the job's catch-up policy and starting deadline."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from duetime.domain.cron import CronSchedule
+from duetime.domain.models import CatchUp
+
+# A slot is "missed" once it is this late: a run a few seconds behind (a slow pre-load) is just late.
+MISSED_AFTER = timedelta(seconds=60)
+# Bounded work: never walk more slots than this, never start more catch-up runs than this.
+MAX_SCAN = 100_000
+MAX_CATCH_UP_RUNS = 100
+
+
+@dataclass(frozen=True)
+class CatchUpPlan:
+    """Slots to run now, how many missed slots are skipped (and why), and the first future slot."""
+
+    run_slots: list[datetime] = field(default_factory=list)
+    skipped_count: int = 0
+    skip_reason: str | None = None
+    next_slot: datetime | None = None
+    first_skipped: datetime | None = None
+
+
+def plan_catch_up(
+    schedule: CronSchedule,
+    first_slot: datetime,
+    now: datetime,
+    policy: CatchUp,
+    starting_deadline_seconds: int | None,
+) -> CatchUpPlan | None:
+    """Plan what to do with a cron chain whose waiting slot `first_slot` may have been missed.
+
+    Returns None when `first_slot` is not missed (it simply runs). Otherwise walks the slots from
+    `first_slot` up to `now` (at most MAX_SCAN of them) and returns the plan: `latest` runs the most
+    recent one, `all` runs each in order (at most MAX_CATCH_UP_RUNS, the oldest beyond that skipped),
+    `none` skips them all; any slot older than the starting deadline is skipped too.
+    """
+    if now - first_slot < MISSED_AFTER:
+        return None
+    missed: list[datetime] = []
+    count = 0
+    slot = first_slot
+    while slot <= now and count < MAX_SCAN:
+        count += 1
+        missed.append(slot)
+        if len(missed) > MAX_CATCH_UP_RUNS:
+            missed.pop(0)
+        slot = schedule.next_after(slot)
+    while slot <= now:  # more than MAX_SCAN missed: jump ahead by the clock, bounded
+        slot = schedule.next_after(now)
+    deadline = timedelta(seconds=starting_deadline_seconds) if starting_deadline_seconds else None
+
+    def in_time(s: datetime) -> bool:
+        return deadline is None or now - s <= deadline
+
+    if policy == CatchUp.NONE:
+        runs: list[datetime] = []
+        reason = "catch-up none"
+    elif policy == CatchUp.LATEST:
+        runs = [missed[-1]] if in_time(missed[-1]) else []
+        reason = "catch-up latest" if runs else "starting deadline"
+    else:
+        runs = [s for s in missed if in_time(s)]
+        reason = "catch-up all: too many missed" if count > len(runs) else "starting deadline"
+    skipped = count - len(runs)
+    return CatchUpPlan(
+        run_slots=runs,
+        skipped_count=skipped,
+        skip_reason=reason if skipped else None,
+        next_slot=slot,
+        first_skipped=first_slot if skipped else None,
+    )

@@ -1,0 +1,56 @@
+"""Domain errors; each maps to one HTTP status in one place (duetime.api.errors)."""
+
+from __future__ import annotations
+
+
+class DuetimeError(Exception):
+    """Base of every error duetime reports to a caller."""
+
+    code = "error"
+
+    def __init__(self, message: str, field: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.field = field
+
+
+class InvalidInput(DuetimeError):
+    """The request is malformed or a field is out of range; `field` names it."""
+
+    code = "invalid_input"
+
+
+class InvalidSchedule(InvalidInput):
+    """A cron expression, time zone or `at` time that cannot be scheduled."""
+
+    code = "invalid_schedule"
+
+
+class Unauthorized(DuetimeError):
+    """No bearer token, or one that does not verify."""
+
+    code = "unauthorized"
+
+
+class NotFound(DuetimeError):
+    """No such job or execution for this caller (another owner's is not found either)."""
+
+    code = "not_found"
+
+
+class Conflict(DuetimeError):
+    """The change does not apply to the current state (a terminal execution, a cancelled job...)."""
+
+    code = "conflict"
+
+
+class StaleAttempt(Conflict):
+    """A worker wrote with an attempt number that no longer holds the execution: it is fenced out."""
+
+    code = "stale_attempt"
+
+
+class IdempotencyMismatch(DuetimeError):
+    """An Idempotency-Key reused with a different request body."""
+
+    code = "idempotency_key_reused"

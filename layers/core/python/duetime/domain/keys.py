@@ -1,0 +1,67 @@
+"""Deterministic identities and keys: execution ids, shards and the `hour#shard` due partition."""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass
+from datetime import datetime
+
+from duetime.domain.errors import NotFound
+from duetime.domain.models import from_ms, to_ms, to_utc
+
+
+def execution_id(job_id: str, scheduled_at: datetime, manual: bool = False) -> str:
+    """The id of the run of `job_id` in slot `scheduled_at`: the same slot always gives the same id.
+
+    It sorts by slot (zero-padded milliseconds), so the byJob index lists history in time order, and it
+    is the idempotency key handed to the job's handler on every attempt. A manual run ("run now")
+    gets a distinct id so it never collides with a scheduled slot.
+    """
+    return f"{job_id}.{to_ms(scheduled_at):013d}{'.m' if manual else ''}"
+
+
+def parse_execution_id(value: str) -> tuple[str, datetime]:
+    """(jobId, scheduledAt) encoded in an execution id; raises NotFound for anything else."""
+    parts = value.split(".")
+    if len(parts) not in (2, 3) or not parts[0] or len(parts[1]) != 13 or not parts[1].isdigit():
+        raise NotFound(f"execution {value!r} not found", field="executionId")
+    if len(parts) == 3 and parts[2] != "m":
+        raise NotFound(f"execution {value!r} not found", field="executionId")
+    return parts[0], from_ms(int(parts[1]))
+
+
+def stable_hash(value: str) -> int:
+    """A hash that is the same in every process and Python version (unlike hash())."""
+    return zlib.crc32(value.encode())
+
+
+def shard_of(job_id: str, shards: int) -> int:
+    return stable_hash(job_id) % shards
+
+
+def hour_bucket(at: datetime) -> str:
+    return to_utc(at).strftime("%Y%m%d%H")
+
+
+@dataclass(frozen=True)
+class ExecutionKey:
+    """Where an execution row lives: partition `YYYYMMDDHH#shard` of its due hour, sort `dueMs#executionId`."""
+
+    pk: str
+    sk: str
+
+    @classmethod
+    def for_due(cls, job_id: str, execution_id: str, due_at: datetime, shards: int) -> ExecutionKey:
+        return cls(pk=due_partition(due_at, shard_of(job_id, shards)), sk=sort_key(due_at, execution_id))
+
+
+def due_partition(due_at: datetime, shard: int) -> str:
+    return f"{hour_bucket(due_at)}#{shard:03d}"
+
+
+def sort_key(due_at: datetime, execution_id: str) -> str:
+    return f"{to_ms(due_at):013d}#{execution_id}"
+
+
+def new_job_id(random_hex: str) -> str:
+    return f"j_{random_hex}"

@@ -1,0 +1,172 @@
+"""Jobs and executions: the domain models, validated by pydantic, free of any storage shape."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_serializer, model_validator
+from pydantic.alias_generators import to_camel
+
+MAX_TIMEOUT_SECONDS = 43200  # SQS's 12-hour visibility cap
+
+
+def to_utc(value: datetime) -> datetime:
+    """An aware datetime in UTC; a naive one is taken to be UTC already."""
+    if value.tzinfo is None:
+        return value.replace(tzinfo=UTC)
+    return value.astimezone(UTC)
+
+
+def format_time(value: datetime) -> str:
+    """ISO 8601 UTC with milliseconds, as API.md specifies: 2026-11-30T20:30:00.000Z."""
+    return to_utc(value).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def to_ms(value: datetime) -> int:
+    return round(to_utc(value).timestamp() * 1000)
+
+
+def from_ms(ms: int) -> datetime:
+    return datetime.fromtimestamp(ms / 1000, tz=UTC)
+
+
+UtcDatetime = Annotated[datetime, AfterValidator(to_utc)]
+
+
+class CamelModel(BaseModel):
+    """camelCase on the wire, snake_case in Python; unknown fields are refused."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
+
+    @field_serializer("*", when_used="json")
+    def _times(self, value: Any) -> Any:
+        return format_time(value) if isinstance(value, datetime) else value
+
+
+class JobStatus(StrEnum):
+    ACTIVE = "active"
+    PAUSED = "paused"
+    CANCELLED = "cancelled"
+
+
+class ExecutionStatus(StrEnum):
+    SCHEDULED = "scheduled"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+    SKIPPED = "skipped"
+
+    @property
+    def is_terminal(self) -> bool:
+        return self not in (ExecutionStatus.SCHEDULED, ExecutionStatus.RUNNING)
+
+
+class Overlap(StrEnum):
+    ALLOW = "allow"
+    FORBID = "forbid"
+    REPLACE = "replace"
+
+
+class CatchUp(StrEnum):
+    LATEST = "latest"
+    ALL = "all"
+    NONE = "none"
+
+
+class Schedule(CamelModel):
+    """Either `at` (one run) or `cron` in `timeZone` (repeated runs)."""
+
+    at: UtcDatetime | None = None
+    cron: str | None = Field(default=None, min_length=1, max_length=200)
+    time_zone: str = Field(default="UTC", min_length=1, max_length=64)
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> Schedule:
+        if (self.at is None) == (self.cron is None):
+            raise ValueError("give exactly one of 'at' or 'cron'")
+        return self
+
+    @property
+    def is_cron(self) -> bool:
+        return self.cron is not None
+
+
+class RetryPolicy(CamelModel):
+    max_attempts: int = Field(default=3, ge=1, le=100)
+    base_delay_seconds: float = Field(default=30, ge=0, le=86400)
+    max_delay_seconds: float = Field(default=900, ge=0, le=86400)
+
+
+class JobSpec(CamelModel):
+    """What a user submits: the definition of a job (POST /jobs)."""
+
+    name: str = Field(min_length=1, max_length=128)
+    handler: str = Field(min_length=1, max_length=256)
+    payload: dict[str, Any] = Field(default_factory=dict)
+    schedule: Schedule
+    retry: RetryPolicy = Field(default_factory=RetryPolicy)
+    timeout_seconds: int = Field(default=3600, ge=1, le=MAX_TIMEOUT_SECONDS)
+    overlap: Overlap = Overlap.FORBID
+    catch_up: CatchUp = CatchUp.LATEST
+    starting_deadline_seconds: int | None = Field(default=None, ge=1, le=365 * 86400)
+    job_class: str = Field(default="default", min_length=1, max_length=64)
+
+
+class Job(JobSpec):
+    """A stored job: the definition plus identity, owner and lifecycle."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    job_id: str
+    owner: str
+    status: JobStatus = JobStatus.ACTIVE
+    created_at: UtcDatetime
+    updated_at: UtcDatetime
+    version: int = 1
+    next_run_at: UtcDatetime | None = None
+
+
+class AttemptRecord(CamelModel):
+    """One attempt of an execution, kept in its history."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    attempt: int
+    worker_id: str
+    started_at: UtcDatetime
+    finished_at: UtcDatetime | None = None
+    outcome: str | None = None
+    error: str | None = None
+
+
+RunKind = Literal["scheduled", "manual"]
+
+
+class Execution(CamelModel):
+    """One scheduled run of a job. `scheduled_at` is its slot and never changes; `due_at` moves on retry."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    execution_id: str
+    job_id: str
+    scheduled_at: UtcDatetime
+    due_at: UtcDatetime
+    job_class: str = "default"
+    status: ExecutionStatus = ExecutionStatus.SCHEDULED
+    attempt: int = 0
+    worker_id: str | None = None
+    lease_until: UtcDatetime | None = None
+    started_at: UtcDatetime | None = None
+    finished_at: UtcDatetime | None = None
+    result: Any = None
+    error: str | None = None
+    skip_reason: str | None = None
+    skipped_count: int | None = None
+    kind: RunKind = "scheduled"
+    attempts: list[AttemptRecord] = Field(default_factory=list)
+
+    def lease_live(self, now: datetime) -> bool:
+        return self.status == ExecutionStatus.RUNNING and self.lease_until is not None and self.lease_until > now

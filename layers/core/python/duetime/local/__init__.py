@@ -1,0 +1,1 @@
+"""The embedded runtime behind `duetime local`: moto, the API over HTTP, timers and workers."""

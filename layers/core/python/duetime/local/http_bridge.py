@@ -1,0 +1,107 @@
+"""A local HTTP server that turns each request into an API Gateway (REST) event for the API handler."""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit
+
+log = logging.getLogger("duetime.local.http")
+Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
+
+
+def to_event(method: str, target: str, headers: dict[str, str], body: bytes) -> dict[str, Any]:
+    """The API Gateway REST proxy event for one HTTP request."""
+    parts = urlsplit(target)
+    query = dict(parse_qsl(parts.query, keep_blank_values=True))
+    try:
+        text: str | None = body.decode("utf-8") if body else None
+        encoded = False
+    except UnicodeDecodeError:
+        text, encoded = base64.b64encode(body).decode(), True
+    return {
+        "resource": parts.path,
+        "path": parts.path,
+        "httpMethod": method,
+        "headers": headers,
+        "multiValueHeaders": {k: [v] for k, v in headers.items()},
+        "queryStringParameters": query or None,
+        "multiValueQueryStringParameters": {k: [v] for k, v in query.items()} or None,
+        "pathParameters": None,
+        "stageVariables": None,
+        "requestContext": {
+            "requestId": str(uuid.uuid4()),
+            "httpMethod": method,
+            "path": parts.path,
+            "stage": "local",
+            "requestTimeEpoch": int(time.time() * 1000),
+            "identity": {"sourceIp": "127.0.0.1"},
+        },
+        "body": text,
+        "isBase64Encoded": encoded,
+    }
+
+
+class ApiServer:
+    """Serves `handler` (an API Gateway Lambda handler) on 127.0.0.1:`port`."""
+
+    def __init__(self, handler: Handler, port: int = 8080, host: str = "127.0.0.1") -> None:
+        bridge = self
+
+        class RequestHandler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def _serve(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else b""
+                event = to_event(self.command, self.path, dict(self.headers.items()), body)
+                try:
+                    response = bridge.handler(event, None)
+                except Exception:  # a bug must still answer, as API Gateway would with 502
+                    log.exception("handler failed")
+                    response = {
+                        "statusCode": 500,
+                        "headers": {"Content-Type": "application/json"},
+                        "body": json.dumps({"error": {"code": "internal", "message": "internal error"}}),
+                    }
+                payload = response.get("body") or ""
+                data = base64.b64decode(payload) if response.get("isBase64Encoded") else payload.encode()
+                self.send_response(int(response.get("statusCode", 200)))
+                headers = dict(response.get("headers") or {})
+                for name, values in (response.get("multiValueHeaders") or {}).items():
+                    headers.setdefault(name, values[0] if values else "")
+                for name, value in headers.items():
+                    if name.lower() not in ("content-length", "connection"):
+                        self.send_header(name, str(value))
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            do_GET = do_POST = do_PATCH = do_DELETE = do_PUT = _serve
+
+            def log_message(self, format: str, *args: Any) -> None:
+                log.debug(format, *args)
+
+        self.handler = handler
+        self.server = ThreadingHTTPServer((host, port), RequestHandler)
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, name="api", daemon=True)
+
+    @property
+    def url(self) -> str:
+        host, port = self.server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def start(self) -> ApiServer:
+        self.thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.server.shutdown()

@@ -1,0 +1,178 @@
+"""`duetime local`: the whole system on one machine, the same code over an embedded moto server."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import secrets
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from duetime.api.app import build_app
+from duetime.api.auth import issue_token
+from duetime.config import RuntimeConfig, build_ports
+from duetime.definitions import LOCAL_SETTINGS
+from duetime.local.http_bridge import ApiServer
+from duetime.local.moto_server import EmbeddedMoto
+from duetime.queue.provision import create_queues
+from duetime.service.context import Notifier, Ports
+from duetime.service.deadletters import drain_dead_letters
+from duetime.service.dispatch import preload
+from duetime.store.aws import make_client
+from duetime.store.provision import create_tables
+from duetime.worker.runtime import Worker
+
+log = logging.getLogger("duetime.local")
+STATE_FILE = "local.json"
+FIRST_USER = "local-user"
+
+
+def read_state(data_dir: str | Path) -> dict[str, Any]:
+    """What other commands need to reach a running `duetime local` (written at its start)."""
+    path = Path(data_dir) / STATE_FILE
+    if not path.exists():
+        raise FileNotFoundError(f"{path} not found: is `duetime local --data-dir {data_dir}` running?")
+    state: dict[str, Any] = json.loads(path.read_text())
+    return state
+
+
+def config_from_state(state: dict[str, Any]) -> RuntimeConfig:
+    return RuntimeConfig(
+        prefix=state["prefix"],
+        region=state["region"],
+        endpoint_url=state["endpointUrl"],
+        shards=state["shards"],
+        preload_interval_seconds=state["preloadIntervalSeconds"],
+        preload_window_seconds=state["preloadWindowSeconds"],
+        lease_seconds=state["leaseSeconds"],
+        jwt_secret=state["jwtSecret"],
+    )
+
+
+class Every:
+    """Calls `fn` every `seconds` in a daemon thread until stopped; a failing call is logged, not fatal."""
+
+    def __init__(self, name: str, seconds: float, fn: Callable[[], object]) -> None:
+        self.seconds, self.fn = seconds, fn
+        self.stopped = threading.Event()
+        self.thread = threading.Thread(target=self._loop, name=name, daemon=True)
+
+    def _loop(self) -> None:
+        while not self.stopped.is_set():
+            try:
+                self.fn()
+            except Exception:
+                log.exception("%s failed", self.thread.name)
+            self.stopped.wait(self.seconds)
+
+    def start(self) -> Every:
+        self.thread.start()
+        return self
+
+
+class LocalSystem:
+    """moto, tables and queues from the shared definitions, the API on HTTP, the pre-loader and DLQ
+    notifier on timers, and worker threads per job class."""
+
+    def __init__(
+        self,
+        data_dir: str | Path = ".duetime",
+        port: int = 8080,
+        workers: int = 4,
+        lease_seconds: int = 30,
+        moto_port: int = 0,
+        shards: int = 8,
+        notifier: Notifier | None = None,
+    ) -> None:
+        self.data_dir = Path(data_dir)
+        self.port, self.workers, self.lease_seconds = port, workers, lease_seconds
+        self.moto_port, self.shards = moto_port, shards
+        self.notifier = notifier
+        self.moto: EmbeddedMoto | None = None
+        self.api: ApiServer | None = None
+        self.ports: Ports | None = None
+        self.timers: list[Every] = []
+        self.worker_threads: list[tuple[Worker, threading.Thread]] = []
+        self.secret = ""
+
+    def _secret(self) -> str:
+        path = self.data_dir / STATE_FILE
+        if path.exists():
+            try:
+                return str(json.loads(path.read_text())["jwtSecret"])
+            except (ValueError, KeyError):
+                pass
+        return secrets.token_urlsafe(32)
+
+    def start(self) -> LocalSystem:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.secret = self._secret()
+        self.moto = EmbeddedMoto(self.moto_port).start()
+        config = RuntimeConfig(
+            endpoint_url=self.moto.endpoint_url,
+            shards=self.shards,
+            preload_interval_seconds=LOCAL_SETTINGS.preload_interval_seconds,
+            preload_window_seconds=LOCAL_SETTINGS.preload_window_seconds,
+            lease_seconds=self.lease_seconds,
+            jwt_secret=self.secret,
+        )
+        settings = config.settings()
+        create_tables(make_client("dynamodb", config.region, config.endpoint_url), settings)
+        create_queues(make_client("sqs", config.region, config.endpoint_url), settings)
+        self.ports = ports = build_ports(config, self.notifier)
+        app = build_app(ports, local_secret=self.secret)
+        self.api = ApiServer(lambda event, context: dict(app.resolve(event, context)), port=self.port).start()
+        self._write_state(config)
+        preloader_id = f"local-preloader-{secrets.token_hex(3)}"
+        self.timers = [
+            Every("preloader", settings.preload_interval_seconds, lambda: preload(ports, preloader_id)).start(),
+            Every("dlq-notifier", 2, lambda: [drain_dead_letters(ports, c) for c in settings.job_classes]).start(),
+        ]
+        if self.workers > 0:
+            for job_class in settings.job_classes:
+                worker = Worker(ports, job_class, f"local-{job_class}-{secrets.token_hex(2)}", self.workers)
+                thread = threading.Thread(target=worker.run, name=f"worker-{job_class}", daemon=True)
+                thread.start()
+                self.worker_threads.append((worker, thread))
+        return self
+
+    def _write_state(self, config: RuntimeConfig) -> None:
+        assert self.moto and self.api
+        state = {
+            "apiUrl": self.api.url,
+            "endpointUrl": self.moto.endpoint_url,
+            "region": config.region,
+            "prefix": config.prefix,
+            "shards": config.shards,
+            "leaseSeconds": self.lease_seconds,
+            "preloadIntervalSeconds": config.preload_interval_seconds,
+            "preloadWindowSeconds": config.preload_window_seconds,
+            "jwtSecret": self.secret,
+            "pid": os.getpid(),
+        }
+        path = self.data_dir / STATE_FILE
+        path.write_text(json.dumps(state, indent=2))
+        path.chmod(0o600)
+
+    def token(self, owner: str = FIRST_USER, worker: bool = False) -> str:
+        return issue_token(self.secret, owner, worker=worker)
+
+    @property
+    def api_url(self) -> str:
+        assert self.api is not None
+        return self.api.url
+
+    def stop(self) -> None:
+        for worker, _ in self.worker_threads:
+            worker.stopping.set()
+        for timer in self.timers:
+            timer.stopped.set()
+        for _, thread in self.worker_threads:
+            thread.join(timeout=15)
+        if self.api:
+            self.api.stop()
+        if self.moto:
+            self.moto.stop()

@@ -1,0 +1,21 @@
+"""Create each job class's due queue and DLQ with redrive (the local runtime and tests)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from duetime.definitions import MAX_RECEIVE_COUNT, Settings
+
+
+def create_queues(client: Any, settings: Settings) -> None:
+    for job_class in settings.job_classes.values():
+        dlq_url = client.create_queue(QueueName=job_class.dlq_name(settings.prefix))["QueueUrl"]
+        dlq_arn = client.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+        client.create_queue(
+            QueueName=job_class.queue_name(settings.prefix),
+            Attributes={
+                "VisibilityTimeout": str(job_class.lease_seconds),
+                "RedrivePolicy": json.dumps({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": MAX_RECEIVE_COUNT}),
+            },
+        )

@@ -1,0 +1,166 @@
+"""SQS adapter: due messages sent with DelaySeconds in batches of 10, received, extended and deleted."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from duetime.definitions import SQS_BATCH_SIZE, SQS_MAX_DELAY_SECONDS, Settings
+from duetime.domain.keys import ExecutionKey
+from duetime.domain.models import Execution, to_ms
+
+# Send a second short of due: SQS delays are whole seconds and a delayed message can surface up to a
+# second late (moto's long poll re-checks once a second), so the worker waits out the remainder itself.
+EARLY_SECONDS = 1
+
+
+@dataclass(frozen=True)
+class DueMessage:
+    """What a worker needs to find and claim one execution row."""
+
+    key: ExecutionKey
+    execution_id: str
+    job_id: str
+    due_ms: int
+    job_class: str
+
+    def to_body(self) -> str:
+        return json.dumps(
+            {
+                "pk": self.key.pk,
+                "sk": self.key.sk,
+                "executionId": self.execution_id,
+                "jobId": self.job_id,
+                "dueMs": self.due_ms,
+                "jobClass": self.job_class,
+            },
+            separators=(",", ":"),
+        )
+
+    @classmethod
+    def from_body(cls, body: str) -> DueMessage:
+        v = json.loads(body)
+        return cls(
+            key=ExecutionKey(pk=v["pk"], sk=v["sk"]),
+            execution_id=v["executionId"],
+            job_id=v["jobId"],
+            due_ms=int(v["dueMs"]),
+            job_class=v.get("jobClass", "default"),
+        )
+
+    @classmethod
+    def for_execution(cls, execution: Execution, key: ExecutionKey) -> DueMessage:
+        return cls(
+            key=key,
+            execution_id=execution.execution_id,
+            job_id=execution.job_id,
+            due_ms=to_ms(execution.due_at),
+            job_class=execution.job_class,
+        )
+
+
+@dataclass(frozen=True)
+class Received:
+    """A received message: the due message, its receipt handle and how often it was received."""
+
+    message: DueMessage
+    receipt: str
+    receive_count: int
+
+
+def delay_seconds(due_ms: int, now: datetime) -> int:
+    """DelaySeconds for a message due at `due_ms`: whole seconds, a second early, within SQS's 0..900."""
+    remaining = (due_ms - to_ms(now)) / 1000 - EARLY_SECONDS
+    return max(0, min(SQS_MAX_DELAY_SECONDS, math.floor(remaining)))
+
+
+class DueQueues:
+    """The due queue and dead-letter queue of every job class."""
+
+    def __init__(self, client: Any, queue_urls: Mapping[str, str], dlq_urls: Mapping[str, str]) -> None:
+        self.client = client
+        self.queue_urls = dict(queue_urls)
+        self.dlq_urls = dict(dlq_urls)
+
+    @classmethod
+    def resolve(cls, client: Any, settings: Settings) -> DueQueues:
+        """Look up every class's queue URLs by name (the local runtime and tests)."""
+        urls = {
+            n: client.get_queue_url(QueueName=c.queue_name(settings.prefix))["QueueUrl"]
+            for n, c in settings.job_classes.items()
+        }
+        dlqs = {
+            n: client.get_queue_url(QueueName=c.dlq_name(settings.prefix))["QueueUrl"]
+            for n, c in settings.job_classes.items()
+        }
+        return cls(client, urls, dlqs)
+
+    def send(self, messages: Iterable[DueMessage], now: datetime) -> int:
+        """Send each message to its class's queue with its delay, 10 to a call; returns the number sent."""
+        by_class: dict[str, list[DueMessage]] = {}
+        for message in messages:
+            by_class.setdefault(message.job_class, []).append(message)
+        sent = 0
+        for job_class, items in by_class.items():
+            url = self.queue_urls[job_class]
+            for start in range(0, len(items), SQS_BATCH_SIZE):
+                batch = items[start : start + SQS_BATCH_SIZE]
+                entries = [
+                    {"Id": str(i), "MessageBody": m.to_body(), "DelaySeconds": delay_seconds(m.due_ms, now)}
+                    for i, m in enumerate(batch)
+                ]
+                pending = entries
+                for _ in range(5):
+                    response = self.client.send_message_batch(QueueUrl=url, Entries=pending)
+                    failed = {f["Id"] for f in response.get("Failed", [])}
+                    sent += len(pending) - len(failed)
+                    pending = [e for e in pending if e["Id"] in failed]
+                    if not pending:
+                        break
+                if pending:
+                    raise RuntimeError(f"SQS refused {len(pending)} messages for {job_class}")
+        return sent
+
+    def receive(self, job_class: str, max_messages: int, wait_seconds: int, visibility: int) -> list[Received]:
+        response = self.client.receive_message(
+            QueueUrl=self.queue_urls[job_class],
+            MaxNumberOfMessages=max(1, min(SQS_BATCH_SIZE, max_messages)),
+            WaitTimeSeconds=wait_seconds,
+            VisibilityTimeout=visibility,
+            MessageSystemAttributeNames=["ApproximateReceiveCount"],
+        )
+        return [
+            Received(
+                message=DueMessage.from_body(m["Body"]),
+                receipt=m["ReceiptHandle"],
+                receive_count=int(m.get("Attributes", {}).get("ApproximateReceiveCount", "1")),
+            )
+            for m in response.get("Messages", [])
+        ]
+
+    def extend(self, job_class: str, receipt: str, seconds: int) -> None:
+        self.client.change_message_visibility(
+            QueueUrl=self.queue_urls[job_class], ReceiptHandle=receipt, VisibilityTimeout=seconds
+        )
+
+    def delete(self, job_class: str, receipt: str) -> None:
+        self.client.delete_message(QueueUrl=self.queue_urls[job_class], ReceiptHandle=receipt)
+
+    def dead_letter(self, job_class: str, body: dict[str, Any]) -> None:
+        """Record an exhausted or permanently failed execution on the class's DLQ (alarmed on AWS)."""
+        self.client.send_message(QueueUrl=self.dlq_urls[job_class], MessageBody=json.dumps(body))
+
+    def receive_dead_letters(self, job_class: str, wait_seconds: int = 0) -> list[tuple[dict[str, Any], str]]:
+        response = self.client.receive_message(
+            QueueUrl=self.dlq_urls[job_class],
+            MaxNumberOfMessages=SQS_BATCH_SIZE,
+            WaitTimeSeconds=wait_seconds,
+        )
+        return [(json.loads(m["Body"]), m["ReceiptHandle"]) for m in response.get("Messages", [])]
+
+    def delete_dead_letter(self, job_class: str, receipt: str) -> None:
+        self.client.delete_message(QueueUrl=self.dlq_urls[job_class], ReceiptHandle=receipt)

@@ -1,0 +1,1 @@
+"""Use-cases: submit, pre-load, claim, heartbeat, complete, retry, cancel."""

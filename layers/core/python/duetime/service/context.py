@@ -1,0 +1,42 @@
+"""The ports every use-case works through, wired once per process (cold start, `duetime local`, tests)."""
+
+from __future__ import annotations
+
+import random
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Protocol
+
+from duetime.definitions import Settings
+from duetime.queue.sqs import DueQueues
+from duetime.store.dynamo import DynamoStore
+
+
+class Notifier(Protocol):
+    """Tells a job's owner that an execution failed for good."""
+
+    def notify(self, owner: str, subject: str, detail: dict[str, object]) -> None: ...
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass
+class Ports:
+    """Adapters plus the injected clock, ids and randomness, so use-cases stay deterministic in tests."""
+
+    store: DynamoStore
+    queues: DueQueues
+    settings: Settings
+    notifier: Notifier
+    clock: Callable[[], datetime] = utc_now
+    random_hex: Callable[[], str] = field(default=lambda: secrets.token_hex(8))
+    uniform: Callable[[float, float], float] = random.uniform
+
+    def dispatch_horizon(self, now: datetime) -> datetime:
+        """Executions due before this instant may already be past the pre-loader's cursor, so whoever
+        creates or moves one sends it at once. The slack covers clock skew and the pre-loader's own run."""
+        return now + timedelta(seconds=self.settings.preload_window_seconds + 5)

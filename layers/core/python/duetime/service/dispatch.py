@@ -1,0 +1,142 @@
+"""Dispatch: pre-load each shard's due window into SQS, create cron's next run, apply catch-up."""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from duetime.domain.catchup import CatchUpPlan, plan_catch_up
+from duetime.domain.cron import CronSchedule
+from duetime.domain.keys import due_partition, execution_id
+from duetime.domain.models import Execution, ExecutionStatus, Job, JobStatus, from_ms, to_ms
+from duetime.queue.sqs import DueMessage
+from duetime.service.context import Ports
+
+# Where a shard's pre-loader starts when it has no cursor yet (a new deployment).
+FIRST_LOOKBACK = timedelta(hours=1)
+
+
+def new_execution(job: Job, slot: datetime, due_at: datetime | None = None, manual: bool = False) -> Execution:
+    return Execution(
+        execution_id=execution_id(job.job_id, slot, manual=manual),
+        job_id=job.job_id,
+        scheduled_at=slot,
+        due_at=due_at or slot,
+        job_class=job.job_class,
+        kind="manual" if manual else "scheduled",
+    )
+
+
+@dataclass
+class DispatchReport:
+    sent: int = 0
+    created: int = 0
+    skipped: int = 0
+    cancelled: int = 0
+    held: int = 0  # waiting executions of paused jobs, left for resume
+
+
+def dispatch(ports: Ports, executions: list[Execution], now: datetime) -> DispatchReport:
+    """Send waiting executions to their queues, doing at dispatch what the schedule asks.
+
+    For a cron execution this creates the next slot (from the scheduled time, never the clock) and, if
+    that is due within the dispatch horizon, dispatches it too; a missed slot goes through the job's
+    catch-up policy. Executions of cancelled jobs end `cancelled`; those of paused jobs stay waiting.
+    """
+    report = DispatchReport()
+    jobs = ports.store.get_jobs([e.job_id for e in executions])
+    horizon = ports.dispatch_horizon(now)
+    pending = deque(executions)
+    to_send: list[Execution] = []
+    while pending:
+        execution = pending.popleft()
+        job = jobs.get(execution.job_id)
+        if job is None or job.status == JobStatus.CANCELLED:
+            if ports.store.end_waiting(ports.store.key_of(execution), ExecutionStatus.CANCELLED, now):
+                report.cancelled += 1
+            continue
+        if job.status == JobStatus.PAUSED:
+            report.held += 1
+            continue
+        if job.schedule.cron is None or execution.kind == "manual" or execution.attempt > 0:
+            to_send.append(execution)
+            continue
+        schedule = CronSchedule(job.schedule.cron, job.schedule.time_zone)
+        plan = plan_catch_up(schedule, execution.scheduled_at, now, job.catch_up, job.starting_deadline_seconds)
+        if plan is None:
+            to_send.append(execution)
+            next_slot: datetime | None = schedule.next_after(execution.scheduled_at)
+        else:
+            _apply_catch_up(ports, job, execution, plan, now, to_send, report)
+            next_slot = plan.next_slot
+        if next_slot is not None:
+            follower = new_execution(job, next_slot)
+            if ports.store.put_execution(follower):
+                report.created += 1
+                if next_slot <= horizon:
+                    pending.append(follower)
+    report.sent += ports.queues.send([DueMessage.for_execution(e, ports.store.key_of(e)) for e in to_send], now)
+    return report
+
+
+def _apply_catch_up(
+    ports: Ports,
+    job: Job,
+    first: Execution,
+    plan: CatchUpPlan,
+    now: datetime,
+    to_send: list[Execution],
+    report: DispatchReport,
+) -> None:
+    """Record the missed slots: the waiting execution runs if its own slot runs, else it becomes the one
+    skip record summarising every skipped slot (bounded work however many were missed)."""
+    runs_first = bool(plan.run_slots) and plan.run_slots[0] == first.scheduled_at
+    if runs_first:
+        to_send.append(first)
+    elif plan.skipped_count:
+        ended = ports.store.end_waiting(
+            ports.store.key_of(first), ExecutionStatus.SKIPPED, now, plan.skip_reason, plan.skipped_count
+        )
+        if ended is not None:
+            report.skipped += plan.skipped_count
+    for slot in plan.run_slots[1:] if runs_first else plan.run_slots:
+        catch_up = new_execution(job, slot, due_at=now)  # it was due already: it runs now
+        if ports.store.put_execution(catch_up):
+            report.created += 1
+            to_send.append(catch_up)
+
+
+def preload(ports: Ports, owner: str) -> DispatchReport:
+    """One pre-load cycle over every shard this process can lease: read what is due up to the window's
+    end (and anything overdue since the shard's cursor), dispatch it, move the cursor to the window's end."""
+    total = DispatchReport()
+    now = ports.clock()
+    window_end = now + timedelta(seconds=ports.settings.preload_window_seconds)
+    lease_until = now + timedelta(seconds=ports.settings.preload_interval_seconds * 3)
+    for shard in range(ports.settings.shards):
+        record_key = f"preload#{shard:03d}"
+        record = ports.store.acquire_lease(record_key, owner, to_ms(now), to_ms(lease_until))
+        if record is None:
+            continue  # another pre-loader holds this shard
+        cursor_ms = int(record.get("cursorMs", to_ms(now - FIRST_LOOKBACK)))
+        due: list[Execution] = []
+        for hour in _hours_between(cursor_ms, to_ms(window_end)):
+            due.extend(ports.store.query_due(due_partition(hour, shard), cursor_ms, to_ms(window_end)))
+        if due:
+            report = dispatch(ports, due, now)
+            for name in ("sent", "created", "skipped", "cancelled", "held"):
+                setattr(total, name, getattr(total, name) + getattr(report, name))
+        ports.store.advance_cursor(record_key, owner, to_ms(window_end))
+    return total
+
+
+def _hours_between(after_ms: int, until_ms: int) -> list[datetime]:
+    start = from_ms(after_ms + 1).replace(minute=0, second=0, microsecond=0)
+    end = from_ms(until_ms)
+    hours = []
+    current = start
+    while current <= end:
+        hours.append(current)
+        current += timedelta(hours=1)
+    return hours

@@ -1,0 +1,178 @@
+"""Worker-side use-cases: claim under a lease, heartbeat, complete, retry, dead-letter, release."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from enum import StrEnum
+from typing import Any
+
+from duetime.domain.errors import NotFound
+from duetime.domain.keys import ExecutionKey, parse_execution_id
+from duetime.domain.models import Execution, ExecutionStatus, Job, JobStatus, Overlap, format_time, to_ms
+from duetime.domain.retry import compute_backoff, should_retry
+from duetime.queue.sqs import DueMessage
+from duetime.service.context import Ports
+
+
+class ClaimVerdict(StrEnum):
+    CLAIMED = "claimed"  # this worker holds the new attempt: run it
+    DONE = "done"  # nothing to run (terminal, moved, skipped or cancelled): delete the message
+    HELD = "held"  # the job is paused: delete the message, the row waits for resume
+    BUSY = "busy"  # another worker holds a live lease: hide the message until the lease ends
+
+
+@dataclass(frozen=True)
+class Claim:
+    verdict: ClaimVerdict
+    execution: Execution | None = None
+    job: Job | None = None
+    hide_seconds: int = 0
+
+
+def lease_seconds(ports: Ports, job_class: str) -> int:
+    return ports.settings.job_class(job_class).lease_seconds
+
+
+def claim_execution(ports: Ports, message: DueMessage, worker_id: str) -> Claim:
+    """Claim the row a message points at, as DESIGN.md's lifecycle step 4 says.
+
+    Checks the job first (a paused or cancelled job's message is not run), then makes the one conditional
+    write; on success applies the job's overlap policy against its other running executions.
+    """
+    now = ports.clock()
+    job = ports.store.get_job(message.job_id)
+    if job is None or job.status == JobStatus.CANCELLED:
+        ports.store.end_waiting(message.key, ExecutionStatus.CANCELLED, now, "job cancelled")
+        return Claim(ClaimVerdict.DONE)
+    if job.status == JobStatus.PAUSED:
+        return Claim(ClaimVerdict.HELD, job=job)
+    lease = lease_seconds(ports, message.job_class)
+    outcome = ports.store.claim(message.key, worker_id, now, now + timedelta(seconds=lease))
+    if outcome.claimed is None:
+        current = outcome.current
+        if current is not None and current.lease_live(now) and current.lease_until is not None:
+            hide = math.ceil((current.lease_until - now).total_seconds()) + 1
+            return Claim(ClaimVerdict.BUSY, execution=current, job=job, hide_seconds=hide)
+        return Claim(ClaimVerdict.DONE, execution=current, job=job)
+    claimed = outcome.claimed
+    if job.overlap != Overlap.ALLOW and claimed.attempt == 1:
+        others = [
+            e
+            for e in ports.store.executions_of_job(job.job_id, newest_first=True, limit=20)
+            if e.execution_id != claimed.execution_id and e.lease_live(now)
+        ]
+        if others and job.overlap == Overlap.FORBID:
+            skipped = ports.store.end_claimed(message.key, claimed.attempt, ExecutionStatus.SKIPPED, now, "overlap")
+            return Claim(ClaimVerdict.DONE, execution=skipped, job=job)
+        for other in others:  # Overlap.REPLACE: end the old run; its next heartbeat is refused
+            ports.store.end_claimed(
+                ports.store.key_of(other), other.attempt, ExecutionStatus.CANCELLED, now, "replaced"
+            )
+    return Claim(ClaimVerdict.CLAIMED, execution=claimed, job=job)
+
+
+def heartbeat(ports: Ports, key: ExecutionKey, attempt: int) -> Execution:
+    """Extend `attempt`'s lease by one lease from now; raises StaleAttempt if it no longer holds."""
+    now = ports.clock()
+    execution = ports.store.get_execution(key)
+    job_class = execution.job_class if execution else "default"
+    return ports.store.heartbeat(key, attempt, now + timedelta(seconds=lease_seconds(ports, job_class)))
+
+
+def complete(
+    ports: Ports,
+    key: ExecutionKey,
+    attempt: int,
+    succeeded: bool,
+    result: Any = None,
+    error: str | None = None,
+    retryable: bool = True,
+    job: Job | None = None,
+) -> Execution:
+    """Record the outcome of `attempt`, fenced by it (raises StaleAttempt if it no longer holds).
+
+    A retryable failure with attempts left moves the row to now + full-jitter backoff (and sends it at
+    once if due within the dispatch horizon); otherwise the execution ends `failed` and goes to the DLQ.
+    """
+    now = ports.clock()
+    if succeeded:
+        return ports.store.finish(key, attempt, ExecutionStatus.SUCCEEDED, now, result=result)
+    current = ports.store.get_execution(key)
+    if current is None or current.status != ExecutionStatus.RUNNING or current.attempt != attempt:
+        # Let the fenced write refuse it with the usual error.
+        return ports.store.finish(key, attempt, ExecutionStatus.FAILED, now, error=error)
+    job = job or ports.store.get_job(current.job_id)
+    if job is not None and job.status == JobStatus.ACTIVE and should_retry(job.retry, attempt, retryable):
+        return _retry(ports, key, current, attempt, error, now, job)
+    failed = ports.store.finish(key, attempt, ExecutionStatus.FAILED, now, error=error)
+    ports.queues.dead_letter(
+        failed.job_class,
+        {
+            "kind": "failed",
+            "executionId": failed.execution_id,
+            "jobId": failed.job_id,
+            "owner": job.owner if job else None,
+            "jobName": job.name if job else None,
+            "attempt": attempt,
+            "error": failed.error,
+            "retryable": retryable,
+            "finishedAt": format_time(now),
+        },
+    )
+    return failed
+
+
+def _retry(
+    ports: Ports,
+    key: ExecutionKey,
+    current: Execution,
+    attempt: int,
+    error: str | None,
+    now: datetime,
+    job: Job,
+) -> Execution:
+    delay = compute_backoff(job.retry, attempt, ports.uniform)
+    due = now + timedelta(seconds=delay)
+    history = list(current.attempts)
+    if history:
+        history[-1] = history[-1].model_copy(update={"finished_at": now, "outcome": "failed", "error": error})
+    moved = current.model_copy(
+        update={
+            "due_at": due,
+            "status": ExecutionStatus.SCHEDULED,
+            "lease_until": None,
+            "worker_id": None,
+            "error": error,
+            "attempts": history,
+        }
+    )
+    new_key = ports.store.key_of(moved)
+    # Send before the move: a message for a row that never moved is deleted at claim, while a moved
+    # row whose message was never sent would wait for the reconciler.
+    if due <= ports.dispatch_horizon(now):
+        ports.queues.send([DueMessage.for_execution(moved, new_key)], now)
+    ports.store.move_for_retry(key, attempt, moved)
+    return moved
+
+
+def release(ports: Ports, key: ExecutionKey, attempt: int) -> bool:
+    """End `attempt`'s lease now (clean shutdown), so the next worker may claim it at once."""
+    return ports.store.release(key, attempt, ports.clock())
+
+
+def find_execution(ports: Ports, execution_id: str) -> Execution:
+    """An execution by id (worker-facing routes know only the id); raises NotFound."""
+    job_id, _ = parse_execution_id(execution_id)
+    execution = ports.store.find_execution(job_id, execution_id)
+    if execution is None:
+        raise NotFound(f"execution {execution_id!r} not found", field="executionId")
+    return execution
+
+
+def lateness_ms(execution: Execution) -> int:
+    """How late this attempt started against the time it was due."""
+    if execution.started_at is None:
+        return 0
+    return to_ms(execution.started_at) - to_ms(execution.due_at)

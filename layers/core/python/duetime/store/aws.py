@@ -1,0 +1,29 @@
+"""boto3 clients for duetime's adapters, pointed at AWS or at a local moto endpoint."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import boto3
+from botocore.config import Config
+
+# Standard retry mode retries throttling and transient errors with backoff; every write duetime makes
+# is conditional or idempotent by key, so a retried call cannot double an effect.
+CLIENT_CONFIG = Config(
+    retries={"mode": "standard", "max_attempts": 5},
+    max_pool_connections=64,
+    connect_timeout=5,
+    read_timeout=30,
+)
+
+
+def make_client(service: str, region: str, endpoint_url: str | None = None) -> Any:
+    kwargs: dict[str, Any] = {"region_name": region, "config": CLIENT_CONFIG}
+    if endpoint_url:
+        # moto accepts any credentials; fixed ones keep a developer's real keys out of local traffic.
+        kwargs.update(
+            endpoint_url=endpoint_url,
+            aws_access_key_id="duetime-local",
+            aws_secret_access_key="duetime-local",
+        )
+    return boto3.client(service, **kwargs)

@@ -1,0 +1,686 @@
+"""DynamoDB adapters for jobs, executions and control records; the only place item shapes are known."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from decimal import Decimal
+from typing import Any
+
+from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
+from botocore.exceptions import ClientError
+
+from duetime.definitions import (
+    CONTROL_TABLE,
+    EXECUTIONS_BY_JOB_INDEX,
+    EXECUTIONS_TABLE,
+    JOBS_BY_OWNER_INDEX,
+    JOBS_TABLE,
+    Settings,
+)
+from duetime.domain.errors import Conflict, StaleAttempt
+from duetime.domain.keys import ExecutionKey
+from duetime.domain.models import (
+    AttemptRecord,
+    Execution,
+    ExecutionStatus,
+    Job,
+    JobSpec,
+    JobStatus,
+    from_ms,
+    to_ms,
+)
+
+_serializer = TypeSerializer()
+_deserializer = TypeDeserializer()
+MAX_ERROR_CHARS = 4000
+
+
+def _ser(values: dict[str, Any]) -> dict[str, Any]:
+    return {k: _serializer.serialize(v) for k, v in values.items() if v is not None}
+
+
+def _deser(item: dict[str, Any]) -> dict[str, Any]:
+    return {k: _deserializer.deserialize(v) for k, v in item.items()}
+
+
+def _is_condition_failure(exc: ClientError) -> bool:
+    return exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException"
+
+
+def _is_transaction_condition_failure(exc: ClientError) -> bool:
+    if exc.response.get("Error", {}).get("Code") != "TransactionCanceledException":
+        return False
+    reasons = exc.response.get("CancellationReasons") or []
+    return any(r.get("Code") == "ConditionalCheckFailed" for r in reasons) or not reasons
+
+
+def _ms(value: datetime | None) -> int | None:
+    return None if value is None else to_ms(value)
+
+
+def _opt_time(value: Any) -> datetime | None:
+    return None if value is None else from_ms(int(value))
+
+
+# --- jobs ----------------------------------------------------------------------------------------
+
+
+def job_to_item(job: Job) -> dict[str, Any]:
+    spec = JobSpec.model_validate(job.model_dump(include=set(JobSpec.model_fields)))
+    return {
+        "jobId": job.job_id,
+        "owner": job.owner,
+        "createdKey": f"{to_ms(job.created_at):013d}#{job.job_id}",
+        "status": job.status.value,
+        "version": job.version,
+        "createdMs": to_ms(job.created_at),
+        "updatedMs": to_ms(job.updated_at),
+        "definition": spec.model_dump_json(by_alias=True),
+    }
+
+
+def job_from_item(item: dict[str, Any]) -> Job:
+    values = _deser(item)
+    definition = json.loads(values["definition"])
+    return Job.model_validate(
+        {
+            **definition,
+            "jobId": values["jobId"],
+            "owner": values["owner"],
+            "status": values["status"],
+            "version": int(values["version"]),
+            "createdAt": from_ms(int(values["createdMs"])),
+            "updatedAt": from_ms(int(values["updatedMs"])),
+        }
+    )
+
+
+# --- executions ------------------------------------------------------------------------------------
+
+
+def execution_key(execution: Execution, shards: int) -> ExecutionKey:
+    return ExecutionKey.for_due(execution.job_id, execution.execution_id, execution.due_at, shards)
+
+
+def _attempt_to_item(record: AttemptRecord) -> dict[str, Any]:
+    return {
+        k: v
+        for k, v in {
+            "workerId": record.worker_id,
+            "startedMs": to_ms(record.started_at),
+            "finishedMs": _ms(record.finished_at),
+            "outcome": record.outcome,
+            "error": record.error,
+        }.items()
+        if v is not None
+    }
+
+
+def execution_to_item(execution: Execution, shards: int, expires_at: int | None = None) -> dict[str, Any]:
+    key = execution_key(execution, shards)
+    return {
+        "pk": key.pk,
+        "sk": key.sk,
+        "executionId": execution.execution_id,
+        "jobId": execution.job_id,
+        "scheduledMs": to_ms(execution.scheduled_at),
+        "dueMs": to_ms(execution.due_at),
+        "jobClass": execution.job_class,
+        "status": execution.status.value,
+        "attempt": execution.attempt,
+        "workerId": execution.worker_id,
+        "leaseUntilMs": _ms(execution.lease_until),
+        "startedMs": _ms(execution.started_at),
+        "finishedMs": _ms(execution.finished_at),
+        "result": None if execution.result is None else json.dumps(execution.result),
+        "error": execution.error,
+        "skipReason": execution.skip_reason,
+        "skippedCount": execution.skipped_count,
+        "kind": execution.kind,
+        "attempts": [_attempt_to_item(a) for a in execution.attempts],
+        "expiresAt": expires_at,
+    }
+
+
+def execution_from_item(item: dict[str, Any]) -> Execution:
+    v = _deser(item)
+    attempts = [
+        AttemptRecord(
+            attempt=i + 1,
+            worker_id=str(a.get("workerId", "")),
+            started_at=from_ms(int(a["startedMs"])),
+            finished_at=_opt_time(a.get("finishedMs")),
+            outcome=a.get("outcome"),
+            error=a.get("error"),
+        )
+        for i, a in enumerate(v.get("attempts") or [])
+    ]
+    return Execution(
+        execution_id=v["executionId"],
+        job_id=v["jobId"],
+        scheduled_at=from_ms(int(v["scheduledMs"])),
+        due_at=from_ms(int(v["dueMs"])),
+        job_class=v.get("jobClass", "default"),
+        status=ExecutionStatus(v["status"]),
+        attempt=int(v.get("attempt", 0)),
+        worker_id=v.get("workerId"),
+        lease_until=_opt_time(v.get("leaseUntilMs")),
+        started_at=_opt_time(v.get("startedMs")),
+        finished_at=_opt_time(v.get("finishedMs")),
+        result=None if v.get("result") is None else json.loads(v["result"]),
+        error=v.get("error"),
+        skip_reason=v.get("skipReason"),
+        skipped_count=None if v.get("skippedCount") is None else int(v["skippedCount"]),
+        kind=v.get("kind", "scheduled"),
+        attempts=attempts,
+    )
+
+
+@dataclass(frozen=True)
+class ClaimOutcome:
+    """The result of a claim: `claimed` if this worker now holds the attempt, else the row as it stands."""
+
+    claimed: Execution | None
+    current: Execution | None
+
+
+@dataclass(frozen=True)
+class Page:
+    items: list[dict[str, Any]]
+    last_key: dict[str, Any] | None
+
+
+class DynamoStore:
+    """Jobs, executions and control records in DynamoDB; every state change is a conditional write."""
+
+    def __init__(self, client: Any, settings: Settings) -> None:
+        self.client = client
+        self.settings = settings
+        self.jobs_table = settings.table_name(JOBS_TABLE)
+        self.executions_table = settings.table_name(EXECUTIONS_TABLE)
+        self.control_table = settings.table_name(CONTROL_TABLE)
+
+    # -- helpers ------------------------------------------------------------------------------
+
+    def _expires_at(self, finished_at: datetime) -> int:
+        retention = timedelta(days=self.settings.history_retention_days)
+        return int((finished_at + retention).timestamp())
+
+    def key_of(self, execution: Execution) -> ExecutionKey:
+        return execution_key(execution, self.settings.shards)
+
+    # -- jobs ---------------------------------------------------------------------------------
+
+    def create_job(self, job: Job, first: Execution | None, idempotency: dict[str, Any] | None = None) -> None:
+        """Write a job and its first execution together: a job never exists without it.
+
+        With `idempotency` ({"key", "bodyHash", "expiresAt"}) the key's record is written in the same
+        transaction, so concurrent duplicates create one job; raises Conflict if the key exists.
+        """
+        items: list[dict[str, Any]] = [
+            {
+                "Put": {
+                    "TableName": self.jobs_table,
+                    "Item": _ser(job_to_item(job)),
+                    "ConditionExpression": "attribute_not_exists(jobId)",
+                }
+            }
+        ]
+        if first is not None:
+            items.append(self._put_execution_op(first))
+        if idempotency is not None:
+            items.append(
+                {
+                    "Put": {
+                        "TableName": self.control_table,
+                        "Item": _ser({**idempotency, "jobId": job.job_id}),
+                        "ConditionExpression": "attribute_not_exists(#k)",
+                        "ExpressionAttributeNames": {"#k": "key"},
+                    }
+                }
+            )
+        try:
+            self.client.transact_write_items(TransactItems=items)
+        except ClientError as exc:
+            if _is_transaction_condition_failure(exc):
+                raise Conflict(f"job {job.job_id} already exists") from exc
+            raise
+
+    def get_job(self, job_id: str) -> Job | None:
+        response = self.client.get_item(TableName=self.jobs_table, Key=_ser({"jobId": job_id}), ConsistentRead=True)
+        item = response.get("Item")
+        return job_from_item(item) if item else None
+
+    def get_jobs(self, job_ids: list[str]) -> dict[str, Job]:
+        """Many jobs by id in BatchGetItem calls of up to 100 keys."""
+        found: dict[str, Job] = {}
+        unique = list(dict.fromkeys(job_ids))
+        for start in range(0, len(unique), 100):
+            keys = [_ser({"jobId": j}) for j in unique[start : start + 100]]
+            request: dict[str, Any] = {self.jobs_table: {"Keys": keys, "ConsistentRead": True}}
+            while request:
+                response = self.client.batch_get_item(RequestItems=request)
+                for item in response.get("Responses", {}).get(self.jobs_table, []):
+                    job = job_from_item(item)
+                    found[job.job_id] = job
+                request = response.get("UnprocessedKeys") or {}
+        return found
+
+    def list_jobs(self, owner: str, limit: int, start_key: dict[str, Any] | None) -> Page:
+        kwargs: dict[str, Any] = {
+            "TableName": self.jobs_table,
+            "IndexName": JOBS_BY_OWNER_INDEX.name,
+            "KeyConditionExpression": "#o = :o",
+            "ExpressionAttributeNames": {"#o": "owner"},
+            "ExpressionAttributeValues": _ser({":o": owner}),
+            "ScanIndexForward": False,
+            "Limit": limit,
+        }
+        if start_key:
+            kwargs["ExclusiveStartKey"] = _ser(start_key)
+        response = self.client.query(**kwargs)
+        last = response.get("LastEvaluatedKey")
+        return Page(items=response.get("Items", []), last_key=_deser(last) if last else None)
+
+    def update_job_status(self, job: Job, status: JobStatus, now: datetime) -> Job:
+        """Set a job's status if its version is still `job.version`; raises Conflict otherwise."""
+        try:
+            self.client.update_item(
+                TableName=self.jobs_table,
+                Key=_ser({"jobId": job.job_id}),
+                UpdateExpression="SET #s = :s, updatedMs = :u, version = version + :one",
+                ConditionExpression="version = :v",
+                ExpressionAttributeNames={"#s": "status"},
+                ExpressionAttributeValues=_ser({":s": status.value, ":u": to_ms(now), ":v": job.version, ":one": 1}),
+            )
+        except ClientError as exc:
+            if _is_condition_failure(exc):
+                raise Conflict(f"job {job.job_id} changed concurrently; try again") from exc
+            raise
+        return job.model_copy(update={"status": status, "updated_at": now, "version": job.version + 1})
+
+    # -- executions ---------------------------------------------------------------------------
+
+    def _put_execution_op(self, execution: Execution) -> dict[str, Any]:
+        expires = self._expires_at(execution.finished_at) if execution.finished_at else None
+        return {
+            "Put": {
+                "TableName": self.executions_table,
+                "Item": _ser(execution_to_item(execution, self.settings.shards, expires)),
+                "ConditionExpression": "attribute_not_exists(pk)",
+            }
+        }
+
+    def put_execution(self, execution: Execution) -> bool:
+        """Create an execution unless its slot exists already; True if this call created it."""
+        op = self._put_execution_op(execution)["Put"]
+        try:
+            self.client.put_item(**op)
+        except ClientError as exc:
+            if _is_condition_failure(exc):
+                return False
+            raise
+        return True
+
+    def put_executions(self, executions: list[Execution]) -> list[Execution]:
+        """Create each execution whose slot is new; returns those this call created."""
+        return [e for e in executions if self.put_execution(e)]
+
+    def get_execution(self, key: ExecutionKey) -> Execution | None:
+        response = self.client.get_item(
+            TableName=self.executions_table, Key=_ser({"pk": key.pk, "sk": key.sk}), ConsistentRead=True
+        )
+        item = response.get("Item")
+        return execution_from_item(item) if item else None
+
+    def find_execution(self, job_id: str, execution_id: str) -> Execution | None:
+        """An execution by id, through the byJob index, then read strongly from its row."""
+        response = self.client.query(
+            TableName=self.executions_table,
+            IndexName=EXECUTIONS_BY_JOB_INDEX.name,
+            KeyConditionExpression="jobId = :j AND executionId = :e",
+            ExpressionAttributeValues=_ser({":j": job_id, ":e": execution_id}),
+        )
+        items = response.get("Items", [])
+        if not items:
+            return None
+        row = _deser(items[0])
+        return self.get_execution(ExecutionKey(pk=row["pk"], sk=row["sk"]))
+
+    def list_executions(
+        self, job_id: str, limit: int, start_key: dict[str, Any] | None, newest_first: bool = True
+    ) -> Page:
+        kwargs: dict[str, Any] = {
+            "TableName": self.executions_table,
+            "IndexName": EXECUTIONS_BY_JOB_INDEX.name,
+            "KeyConditionExpression": "jobId = :j",
+            "ExpressionAttributeValues": _ser({":j": job_id}),
+            "ScanIndexForward": not newest_first,
+            "Limit": limit,
+        }
+        if start_key:
+            kwargs["ExclusiveStartKey"] = _ser(start_key)
+        response = self.client.query(**kwargs)
+        last = response.get("LastEvaluatedKey")
+        return Page(items=response.get("Items", []), last_key=_deser(last) if last else None)
+
+    def executions_of_job(self, job_id: str, newest_first: bool = True, limit: int = 50) -> list[Execution]:
+        page = self.list_executions(job_id, limit, None, newest_first)
+        return [execution_from_item(i) for i in page.items]
+
+    def iter_executions_of_job(self, job_id: str) -> Iterator[Execution]:
+        start: dict[str, Any] | None = None
+        while True:
+            page = self.list_executions(job_id, 100, start, newest_first=False)
+            yield from (execution_from_item(i) for i in page.items)
+            if not page.last_key:
+                return
+            start = page.last_key
+
+    def query_due(self, partition: str, after_ms: int, until_ms: int) -> list[Execution]:
+        """Waiting executions in `partition` with after_ms < dueMs <= until_ms, oldest first."""
+        out: list[Execution] = []
+        kwargs: dict[str, Any] = {
+            "TableName": self.executions_table,
+            "KeyConditionExpression": "pk = :p AND sk BETWEEN :lo AND :hi",
+            "FilterExpression": "#s = :scheduled",
+            "ExpressionAttributeNames": {"#s": "status"},
+            "ExpressionAttributeValues": _ser(
+                {
+                    ":p": partition,
+                    ":lo": f"{after_ms + 1:013d}#",
+                    ":hi": f"{until_ms:013d}#~",
+                    ":scheduled": ExecutionStatus.SCHEDULED.value,
+                }
+            ),
+            "ConsistentRead": True,
+        }
+        while True:
+            response = self.client.query(**kwargs)
+            out.extend(execution_from_item(i) for i in response.get("Items", []))
+            last = response.get("LastEvaluatedKey")
+            if not last:
+                return out
+            kwargs["ExclusiveStartKey"] = last
+
+    def claim(self, key: ExecutionKey, worker_id: str, now: datetime, lease_until: datetime) -> ClaimOutcome:
+        """One conditional UpdateItem: `scheduled` (or `running` with an ended lease) -> `running`, attempt + 1.
+
+        Returns the row as claimed, or the row as it stands if another worker holds it or it has ended.
+        """
+        entry = {"workerId": worker_id, "startedMs": to_ms(now)}
+        try:
+            response = self.client.update_item(
+                TableName=self.executions_table,
+                Key=_ser({"pk": key.pk, "sk": key.sk}),
+                UpdateExpression=(
+                    "SET #s = :running, attempt = if_not_exists(attempt, :zero) + :one, workerId = :w, "
+                    "leaseUntilMs = :lease, startedMs = :now, "
+                    "attempts = list_append(if_not_exists(attempts, :empty), :entry)"
+                ),
+                ConditionExpression=(
+                    "attribute_exists(pk) AND (#s = :scheduled OR (#s = :running AND leaseUntilMs <= :now))"
+                ),
+                ExpressionAttributeNames={"#s": "status"},
+                ExpressionAttributeValues=_ser(
+                    {
+                        ":running": ExecutionStatus.RUNNING.value,
+                        ":scheduled": ExecutionStatus.SCHEDULED.value,
+                        ":zero": 0,
+                        ":one": 1,
+                        ":w": worker_id,
+                        ":lease": to_ms(lease_until),
+                        ":now": to_ms(now),
+                        ":empty": [],
+                        ":entry": [entry],
+                    }
+                ),
+                ReturnValues="ALL_NEW",
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            )
+        except ClientError as exc:
+            if _is_condition_failure(exc):
+                old = exc.response.get("Item")
+                return ClaimOutcome(claimed=None, current=execution_from_item(old) if old else None)
+            raise
+        return ClaimOutcome(claimed=execution_from_item(response["Attributes"]), current=None)
+
+    def heartbeat(self, key: ExecutionKey, attempt: int, lease_until: datetime) -> Execution:
+        """Extend the lease of `attempt`; raises StaleAttempt if that attempt no longer holds the row."""
+        try:
+            response = self.client.update_item(
+                TableName=self.executions_table,
+                Key=_ser({"pk": key.pk, "sk": key.sk}),
+                UpdateExpression="SET leaseUntilMs = :lease",
+                ConditionExpression="attribute_exists(pk) AND #s = :running AND attempt = :a",
+                ExpressionAttributeNames={"#s": "status"},
+                ExpressionAttributeValues=_ser(
+                    {":lease": to_ms(lease_until), ":running": ExecutionStatus.RUNNING.value, ":a": attempt}
+                ),
+                ReturnValues="ALL_NEW",
+            )
+        except ClientError as exc:
+            if _is_condition_failure(exc):
+                raise StaleAttempt(f"attempt {attempt} no longer holds {key.sk}") from exc
+            raise
+        return execution_from_item(response["Attributes"])
+
+    def release(self, key: ExecutionKey, attempt: int, now: datetime) -> bool:
+        """End the lease of `attempt` now (clean shutdown) so the next claim may take the row at once."""
+        try:
+            self.client.update_item(
+                TableName=self.executions_table,
+                Key=_ser({"pk": key.pk, "sk": key.sk}),
+                UpdateExpression="SET leaseUntilMs = :now",
+                ConditionExpression="attribute_exists(pk) AND #s = :running AND attempt = :a",
+                ExpressionAttributeNames={"#s": "status"},
+                ExpressionAttributeValues=_ser(
+                    {":now": to_ms(now), ":running": ExecutionStatus.RUNNING.value, ":a": attempt}
+                ),
+            )
+        except ClientError as exc:
+            if _is_condition_failure(exc):
+                return False
+            raise
+        return True
+
+    def finish(
+        self,
+        key: ExecutionKey,
+        attempt: int,
+        status: ExecutionStatus,
+        now: datetime,
+        result: Any = None,
+        error: str | None = None,
+    ) -> Execution:
+        """Record the outcome of `attempt` (the fencing token); raises StaleAttempt if it no longer holds."""
+        index = attempt - 1
+        error = None if error is None else error[:MAX_ERROR_CHARS]
+        values: dict[str, Any] = {
+            ":status": status.value,
+            ":now": to_ms(now),
+            ":running": ExecutionStatus.RUNNING.value,
+            ":a": attempt,
+            ":outcome": status.value,
+            ":expires": self._expires_at(now),
+        }
+        sets = [
+            "#s = :status",
+            "finishedMs = :now",
+            f"attempts[{index}].finishedMs = :now",
+            f"attempts[{index}].outcome = :outcome",
+            "expiresAt = :expires",
+        ]
+        removes = ["leaseUntilMs"]
+        if result is not None:
+            sets.append("#r = :result")
+            values[":result"] = json.dumps(result)
+        if error is not None:
+            sets += ["#e = :error", f"attempts[{index}].#e = :error"]
+            values[":error"] = error
+        else:
+            removes.append("#e")
+        names = {"#s": "status", "#e": "error"}
+        if result is not None:
+            names["#r"] = "result"
+        try:
+            response = self.client.update_item(
+                TableName=self.executions_table,
+                Key=_ser({"pk": key.pk, "sk": key.sk}),
+                UpdateExpression=f"SET {', '.join(sets)} REMOVE {', '.join(removes)}",
+                ConditionExpression="attribute_exists(pk) AND #s = :running AND attempt = :a",
+                ExpressionAttributeNames=names,
+                ExpressionAttributeValues=_ser(values),
+                ReturnValues="ALL_NEW",
+            )
+        except ClientError as exc:
+            if _is_condition_failure(exc):
+                raise StaleAttempt(f"attempt {attempt} no longer holds {key.sk}") from exc
+            raise
+        return execution_from_item(response["Attributes"])
+
+    def move_for_retry(self, key: ExecutionKey, attempt: int, moved: Execution) -> None:
+        """Move a failed attempt's row to the partition of its new due time, in one transaction fenced by
+        the attempt: the old row must still be held by `attempt`. Raises StaleAttempt otherwise."""
+        try:
+            self.client.transact_write_items(
+                TransactItems=[
+                    {
+                        "Delete": {
+                            "TableName": self.executions_table,
+                            "Key": _ser({"pk": key.pk, "sk": key.sk}),
+                            "ConditionExpression": "#s = :running AND attempt = :a",
+                            "ExpressionAttributeNames": {"#s": "status"},
+                            "ExpressionAttributeValues": _ser(
+                                {":running": ExecutionStatus.RUNNING.value, ":a": attempt}
+                            ),
+                        }
+                    },
+                    self._put_execution_op(moved),
+                ]
+            )
+        except ClientError as exc:
+            if _is_transaction_condition_failure(exc):
+                raise StaleAttempt(f"attempt {attempt} no longer holds {key.sk}") from exc
+            raise
+
+    def end_waiting(
+        self,
+        key: ExecutionKey,
+        status: ExecutionStatus,
+        now: datetime,
+        reason: str | None = None,
+        skipped_count: int | None = None,
+    ) -> Execution | None:
+        """End a still-`scheduled` execution as cancelled or skipped; None if it was no longer waiting."""
+        values: dict[str, Any] = {
+            ":status": status.value,
+            ":now": to_ms(now),
+            ":scheduled": ExecutionStatus.SCHEDULED.value,
+            ":expires": self._expires_at(now),
+        }
+        sets = ["#s = :status", "finishedMs = :now", "expiresAt = :expires"]
+        if reason:
+            sets.append("skipReason = :reason")
+            values[":reason"] = reason
+        if skipped_count and skipped_count > 1:
+            sets.append("skippedCount = :count")
+            values[":count"] = skipped_count
+        try:
+            response = self.client.update_item(
+                TableName=self.executions_table,
+                Key=_ser({"pk": key.pk, "sk": key.sk}),
+                UpdateExpression="SET " + ", ".join(sets),
+                ConditionExpression="attribute_exists(pk) AND #s = :scheduled",
+                ExpressionAttributeNames={"#s": "status"},
+                ExpressionAttributeValues=_ser(values),
+                ReturnValues="ALL_NEW",
+            )
+        except ClientError as exc:
+            if _is_condition_failure(exc):
+                return None
+            raise
+        return execution_from_item(response["Attributes"])
+
+    def end_claimed(
+        self, key: ExecutionKey, attempt: int, status: ExecutionStatus, now: datetime, reason: str
+    ) -> Execution:
+        """End an attempt this worker just claimed without running it (skipped or cancelled at claim)."""
+        try:
+            response = self.client.update_item(
+                TableName=self.executions_table,
+                Key=_ser({"pk": key.pk, "sk": key.sk}),
+                UpdateExpression=(
+                    "SET #s = :status, finishedMs = :now, skipReason = :reason, expiresAt = :expires "
+                    "REMOVE leaseUntilMs"
+                ),
+                ConditionExpression="attribute_exists(pk) AND #s = :running AND attempt = :a",
+                ExpressionAttributeNames={"#s": "status"},
+                ExpressionAttributeValues=_ser(
+                    {
+                        ":status": status.value,
+                        ":now": to_ms(now),
+                        ":reason": reason,
+                        ":expires": self._expires_at(now),
+                        ":running": ExecutionStatus.RUNNING.value,
+                        ":a": attempt,
+                    }
+                ),
+                ReturnValues="ALL_NEW",
+            )
+        except ClientError as exc:
+            if _is_condition_failure(exc):
+                raise StaleAttempt(f"attempt {attempt} no longer holds {key.sk}") from exc
+            raise
+        return execution_from_item(response["Attributes"])
+
+    # -- control records ----------------------------------------------------------------------
+
+    def get_control(self, key: str) -> dict[str, Any] | None:
+        response = self.client.get_item(TableName=self.control_table, Key=_ser({"key": key}), ConsistentRead=True)
+        item = response.get("Item")
+        return _plain(_deser(item)) if item else None
+
+    def acquire_lease(self, key: str, owner: str, now_ms: int, until_ms: int) -> dict[str, Any] | None:
+        """Take or renew the lease on `key` for `owner` unless someone else holds it live.
+
+        Returns the record (with its cursor) if `owner` now holds it, else None.
+        """
+        try:
+            response = self.client.update_item(
+                TableName=self.control_table,
+                Key=_ser({"key": key}),
+                UpdateExpression="SET leaseOwner = :o, leaseUntilMs = :u",
+                ConditionExpression="attribute_not_exists(leaseOwner) OR leaseOwner = :o OR leaseUntilMs <= :now",
+                ExpressionAttributeValues=_ser({":o": owner, ":u": until_ms, ":now": now_ms}),
+                ReturnValues="ALL_NEW",
+            )
+        except ClientError as exc:
+            if _is_condition_failure(exc):
+                return None
+            raise
+        return _plain(_deser(response["Attributes"]))
+
+    def advance_cursor(self, key: str, owner: str, cursor_ms: int) -> bool:
+        """Move the lease holder's cursor forward; False if `owner` lost the lease meanwhile."""
+        try:
+            self.client.update_item(
+                TableName=self.control_table,
+                Key=_ser({"key": key}),
+                UpdateExpression="SET cursorMs = :c",
+                ConditionExpression="leaseOwner = :o",
+                ExpressionAttributeValues=_ser({":c": cursor_ms, ":o": owner}),
+            )
+        except ClientError as exc:
+            if _is_condition_failure(exc):
+                return False
+            raise
+        return True
+
+
+def _plain(values: dict[str, Any]) -> dict[str, Any]:
+    """DynamoDB numbers as ints (every number duetime stores in control records is whole)."""
+    return {k: int(v) if isinstance(v, Decimal) else v for k, v in values.items()}

@@ -1,0 +1,38 @@
+"""Create the tables of duetime.definitions (the local runtime and tests; CDK does it on AWS)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from duetime.definitions import TABLES, Settings
+
+
+def create_tables(client: Any, settings: Settings) -> None:
+    for table in TABLES:
+        name = settings.table_name(table)
+        keys = [{"AttributeName": table.partition_key, "KeyType": "HASH"}]
+        if table.sort_key:
+            keys.append({"AttributeName": table.sort_key, "KeyType": "RANGE"})
+        kwargs: dict[str, Any] = {
+            "TableName": name,
+            "KeySchema": keys,
+            "AttributeDefinitions": [{"AttributeName": a, "AttributeType": "S"} for a in table.attribute_names()],
+            "BillingMode": "PAY_PER_REQUEST",
+        }
+        if table.indexes:
+            kwargs["GlobalSecondaryIndexes"] = [
+                {
+                    "IndexName": index.name,
+                    "KeySchema": [{"AttributeName": index.partition_key, "KeyType": "HASH"}]
+                    + ([{"AttributeName": index.sort_key, "KeyType": "RANGE"}] if index.sort_key else []),
+                    "Projection": {"ProjectionType": "ALL"},
+                }
+                for index in table.indexes
+            ]
+        try:
+            client.create_table(**kwargs)
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] != "ResourceInUseException":
+                raise

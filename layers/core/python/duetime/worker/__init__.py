@@ -1,0 +1,1 @@
+"""Worker runtime and handler registry (Lambda and `duetime worker`)."""

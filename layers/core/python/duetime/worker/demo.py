@@ -1,0 +1,34 @@
+"""The built-in handlers of API.md, available everywhere: demo.echo, demo.sleep, demo.fail."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from duetime.worker.registry import JobContext, PermanentFailure, handler
+
+
+@handler("demo.echo")
+def echo(ctx: JobContext) -> Any:
+    """Succeeds at once; the result is the payload."""
+    return ctx.payload
+
+
+@handler("demo.sleep")
+def sleep(ctx: JobContext) -> Any:
+    """Sleeps `payload.seconds` (heartbeats continue meanwhile); stops early if told to."""
+    seconds = float(ctx.payload.get("seconds", 1))
+    if not ctx.sleep(seconds):
+        raise InterruptedError(f"stopped before {seconds} s were up")
+    return {"slept": seconds}
+
+
+@handler("demo.fail")
+def fail(ctx: JobContext) -> Any:
+    """Fails its first `payload.times` attempts (permanently if `payload.permanent`), then succeeds."""
+    times = int(ctx.payload.get("times", 1))
+    if ctx.attempt <= times:
+        message = f"demo.fail: attempt {ctx.attempt} of the first {times} fails"
+        if ctx.payload.get("permanent"):
+            raise PermanentFailure(message)
+        raise RuntimeError(message)
+    return {"succeededOnAttempt": ctx.attempt}

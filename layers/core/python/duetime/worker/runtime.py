@@ -1,0 +1,238 @@
+"""The worker runtime: receive, wait out early arrival, claim, run under heartbeats, complete or retry."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import traceback
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from duetime.domain.errors import StaleAttempt
+from duetime.domain.models import Execution, Job, to_ms
+from duetime.queue.sqs import Received
+from duetime.service.context import Ports
+from duetime.service.executions import ClaimVerdict, claim_execution, complete, release
+from duetime.worker.registry import JobContext, PermanentFailure, get_handler
+
+log = logging.getLogger("duetime.worker")
+
+# A message more than this early (it can only be, if clocks disagree) goes back to wait in the queue.
+MAX_EARLY_WAIT_SECONDS = 5.0
+POLL_SECONDS = 1
+
+
+@dataclass
+class RunRecord:
+    """One handler run, as the chaos and fencing tests read them back."""
+
+    execution_id: str
+    attempt: int
+    worker_id: str
+    started_ms: int
+    ended_ms: int
+    outcome: str
+
+
+@dataclass
+class Running:
+    execution: Execution
+    received: Received
+    context: JobContext
+    released: bool = False  # handed back at shutdown: another worker continues, this one reports nothing
+
+
+class Worker:
+    """Runs executions of one job class: at most `concurrency` at once, each under a renewed lease."""
+
+    def __init__(
+        self,
+        ports: Ports,
+        job_class: str,
+        worker_id: str,
+        concurrency: int = 8,
+        on_run: Callable[[RunRecord], None] | None = None,
+    ) -> None:
+        self.ports = ports
+        self.job_class = job_class
+        self.worker_id = worker_id
+        self.concurrency = concurrency
+        self.lease = ports.settings.job_class(job_class).lease_seconds
+        self.on_run = on_run
+        self._inflight = 0
+        self._running: dict[str, Running] = {}
+        self._lock = threading.Lock()
+        self.stopping = threading.Event()
+
+    # -- the receive loop ------------------------------------------------------------------------
+
+    def run(self, grace_seconds: float = 5.0) -> None:
+        """Receive and run until `stopping` is set, never holding more messages than free slots; then
+        let runs finish within `grace_seconds` and release the rest so another worker continues at once."""
+        with ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix=self.worker_id) as pool:
+            while not self.stopping.is_set():
+                with self._lock:
+                    free = self.concurrency - self._inflight
+                if free == 0:
+                    time.sleep(0.05)
+                    continue
+                try:
+                    batch = self.ports.queues.receive(self.job_class, free, POLL_SECONDS, self.lease)
+                except Exception:  # an unreachable queue must not kill the worker
+                    log.exception("receive failed")
+                    time.sleep(1)
+                    continue
+                for received in batch:
+                    with self._lock:
+                        self._inflight += 1
+                    pool.submit(self._process_slot, received)
+            self._drain(grace_seconds)
+
+    def _process_slot(self, received: Received) -> None:
+        try:
+            self.process(received)
+        except Exception:
+            log.exception("processing %s failed", received.message.execution_id)
+        finally:
+            with self._lock:
+                self._inflight -= 1
+
+    def _drain(self, grace_seconds: float) -> None:
+        deadline = time.monotonic() + grace_seconds
+        while time.monotonic() < deadline:
+            with self._lock:
+                if not self._running:
+                    return
+            time.sleep(0.05)
+        with self._lock:
+            leftovers = list(self._running.values())
+        for running in leftovers:
+            running.released = True
+            running.context.cancelled.set()
+            key = running.received.message.key
+            if release(self.ports, key, running.execution.attempt):
+                self.ports.queues.extend(self.job_class, running.received.receipt, 0)
+                log.info("released %s attempt %s", running.execution.execution_id, running.execution.attempt)
+
+    # -- one message --------------------------------------------------------------------------
+
+    def process(self, received: Received) -> str:
+        """Handle one message to its end; returns what happened (for logs and tests)."""
+        message = received.message
+        early = (message.due_ms - to_ms(self.ports.clock())) / 1000
+        if early > MAX_EARLY_WAIT_SECONDS:
+            self.ports.queues.extend(self.job_class, received.receipt, int(early) - 1)
+            return "early"
+        if early > 0:
+            time.sleep(early)
+        claim = claim_execution(self.ports, message, self.worker_id)
+        if claim.verdict in (ClaimVerdict.DONE, ClaimVerdict.HELD):
+            self.ports.queues.delete(self.job_class, received.receipt)
+            return claim.verdict.value
+        if claim.verdict == ClaimVerdict.BUSY:
+            self.ports.queues.extend(self.job_class, received.receipt, claim.hide_seconds)
+            return claim.verdict.value
+        assert claim.execution is not None and claim.job is not None
+        return self._run(claim.execution, claim.job, received)
+
+    def _run(self, execution: Execution, job: Job, received: Received) -> str:
+        context = JobContext(
+            execution_id=execution.execution_id,
+            job_id=execution.job_id,
+            attempt=execution.attempt,
+            scheduled_at=execution.scheduled_at,
+            payload=job.payload,
+        )
+        running = Running(execution, received, context)
+        with self._lock:
+            self._running[execution.execution_id] = running
+        started = to_ms(self.ports.clock())
+        outcome: dict[str, Any] = {}
+        try:
+            lost = self._run_with_heartbeats(job, running, outcome)
+        finally:
+            with self._lock:
+                self._running.pop(execution.execution_id, None)
+        record = RunRecord(
+            execution.execution_id,
+            execution.attempt,
+            self.worker_id,
+            started,
+            to_ms(self.ports.clock()),
+            "lost" if lost else outcome.get("status", "?"),
+        )
+        if self.on_run:
+            self.on_run(record)
+        if running.released:
+            return "released"
+        if lost:
+            return "lost"
+        key = received.message.key
+        try:
+            complete(
+                self.ports,
+                key,
+                execution.attempt,
+                succeeded=outcome["status"] == "succeeded",
+                result=outcome.get("result"),
+                error=outcome.get("error"),
+                retryable=outcome.get("retryable", True),
+                job=job,
+            )
+        except StaleAttempt:
+            log.warning("%s attempt %s was fenced out at completion", execution.execution_id, execution.attempt)
+            return "stale"
+        self.ports.queues.delete(self.job_class, received.receipt)
+        return str(outcome["status"])
+
+    def _run_with_heartbeats(self, job: Job, running: Running, outcome: dict[str, Any]) -> bool:
+        """Run the handler in its own thread, heartbeating every lease/3 and stopping it at the job's
+        timeout; returns True if the lease was lost (the attempt is no longer ours to report)."""
+        context, received = running.context, running.received
+        fn = get_handler(job.handler)
+        done = threading.Event()
+
+        def target() -> None:
+            try:
+                if fn is None:
+                    raise PermanentFailure(f"no handler registered as {job.handler!r} on this worker")
+                outcome["result"] = fn(context)
+                outcome["status"] = "succeeded"
+            except PermanentFailure as exc:
+                outcome.update(status="failed", error=f"PermanentFailure: {exc}", retryable=False)
+            except Exception as exc:
+                text = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+                outcome.setdefault("status", "failed")
+                outcome.setdefault("error", text)
+                outcome.setdefault("retryable", True)
+            finally:
+                done.set()
+
+        thread = threading.Thread(target=target, name=f"run-{context.execution_id}", daemon=True)
+        thread.start()
+        deadline = time.monotonic() + job.timeout_seconds
+        interval = self.lease / 3
+        key = received.message.key
+        while not done.wait(min(interval, max(0.0, deadline - time.monotonic()))):
+            if time.monotonic() >= deadline:
+                outcome.update(status="failed", error=f"timeout after {job.timeout_seconds} s", retryable=True)
+                context.cancelled.set()
+                done.wait(min(5.0, self.lease / 3))
+                return False
+            if running.released:
+                return True
+            try:
+                lease_until = self.ports.clock() + timedelta(seconds=self.lease)
+                self.ports.store.heartbeat(key, context.attempt, lease_until)
+                self.ports.queues.extend(self.job_class, received.receipt, self.lease)
+            except StaleAttempt:
+                log.warning("%s attempt %s lost its lease; stopping", context.execution_id, context.attempt)
+                context.cancelled.set()
+                return True
+            except Exception:
+                log.exception("heartbeat failed; will try again")
+        return False
