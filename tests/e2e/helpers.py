@@ -1,0 +1,51 @@
+"""Helpers for end-to-end tests: submit jobs, wait for executions to reach a state."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+
+def iso_in(seconds: float) -> str:
+    at = datetime.now(UTC) + timedelta(seconds=seconds)
+    return at.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def parse(value: str) -> datetime:
+    return datetime.fromisoformat(value.replace("Z", "+00:00"))
+
+
+def wait_for(predicate: Callable[[], Any], timeout: float, interval: float = 0.25, what: str = "condition") -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(interval)
+
+
+def executions(api: Any, job_id: str) -> list[dict[str, Any]]:
+    response = api.get(f"/jobs/{job_id}/executions", params={"limit": 100})
+    assert response.status_code == 200, response.text
+    return list(response.json()["executions"])
+
+
+def wait_terminal(api: Any, job_id: str, timeout: float = 30, count: int = 1) -> list[dict[str, Any]]:
+    terminal = {"succeeded", "failed", "cancelled", "skipped"}
+
+    def done() -> list[dict[str, Any]] | None:
+        found = [e for e in executions(api, job_id) if e["status"] in terminal]
+        return found if len(found) >= count else None
+
+    return list(wait_for(done, timeout, what=f"{count} terminal execution(s) of {job_id}"))
+
+
+def submit(api: Any, **body: Any) -> dict[str, Any]:
+    body.setdefault("name", "test")
+    response = api.post("/jobs", json=body)
+    assert response.status_code == 201, response.text
+    return dict(response.json())
