@@ -64,7 +64,7 @@ def ports(clock: Clock, test_settings: Settings) -> Iterator[Ports]:
         counter = itertools.count(1)
         yield Ports(
             store=DynamoStore(dynamodb, test_settings),
-            queues=DueQueues.resolve(sqs, test_settings),
+            queues=DueQueues.resolve(sqs, test_settings, max_delay_seconds=0),
             settings=test_settings,
             notifier=ConsoleNotifier(),
             clock=clock,

@@ -72,22 +72,30 @@ class Received:
     receive_count: int
 
 
-def delay_seconds(due_ms: int, now: datetime) -> int:
+def delay_seconds(due_ms: int, now: datetime, cap: int = SQS_MAX_DELAY_SECONDS) -> int:
     """DelaySeconds for a message due at `due_ms`: whole seconds, a second early, within SQS's 0..900."""
     remaining = (due_ms - to_ms(now)) / 1000 - EARLY_SECONDS
-    return max(0, min(SQS_MAX_DELAY_SECONDS, math.floor(remaining)))
+    return max(0, min(cap, math.floor(remaining)))
 
 
 class DueQueues:
     """The due queue and dead-letter queue of every job class."""
 
-    def __init__(self, client: Any, queue_urls: Mapping[str, str], dlq_urls: Mapping[str, str]) -> None:
+    def __init__(
+        self,
+        client: Any,
+        queue_urls: Mapping[str, str],
+        dlq_urls: Mapping[str, str],
+        max_delay_seconds: int = SQS_MAX_DELAY_SECONDS,
+    ) -> None:
         self.client = client
         self.queue_urls = dict(queue_urls)
         self.dlq_urls = dict(dlq_urls)
+        # Tests that drive a hand clock set 0: SQS's delays run on the real clock.
+        self.max_delay_seconds = max_delay_seconds
 
     @classmethod
-    def resolve(cls, client: Any, settings: Settings) -> DueQueues:
+    def resolve(cls, client: Any, settings: Settings, max_delay_seconds: int = SQS_MAX_DELAY_SECONDS) -> DueQueues:
         """Look up every class's queue URLs by name (the local runtime and tests)."""
         urls = {
             n: client.get_queue_url(QueueName=c.queue_name(settings.prefix))["QueueUrl"]
@@ -97,7 +105,7 @@ class DueQueues:
             n: client.get_queue_url(QueueName=c.dlq_name(settings.prefix))["QueueUrl"]
             for n, c in settings.job_classes.items()
         }
-        return cls(client, urls, dlqs)
+        return cls(client, urls, dlqs, max_delay_seconds)
 
     def send(self, messages: Iterable[DueMessage], now: datetime) -> int:
         """Send each message to its class's queue with its delay, 10 to a call; returns the number sent."""
@@ -110,7 +118,11 @@ class DueQueues:
             for start in range(0, len(items), SQS_BATCH_SIZE):
                 batch = items[start : start + SQS_BATCH_SIZE]
                 entries = [
-                    {"Id": str(i), "MessageBody": m.to_body(), "DelaySeconds": delay_seconds(m.due_ms, now)}
+                    {
+                        "Id": str(i),
+                        "MessageBody": m.to_body(),
+                        "DelaySeconds": delay_seconds(m.due_ms, now, self.max_delay_seconds),
+                    }
                     for i, m in enumerate(batch)
                 ]
                 pending = entries

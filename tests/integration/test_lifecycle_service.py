@@ -1,0 +1,179 @@
+"""The execution lifecycle through the service, against moto: create, pre-load, claim, heartbeat,
+complete, retry, dead-letter, and fencing by attempt."""
+
+from __future__ import annotations
+
+import itertools
+from datetime import timedelta
+
+import pytest
+from duetime.domain.errors import StaleAttempt
+from duetime.domain.keys import ExecutionKey
+from duetime.domain.models import ExecutionStatus, JobSpec
+from duetime.service import executions as cases
+from duetime.service.dispatch import preload
+from duetime.service.jobs import get_job, submit_job
+
+
+def spec(**overrides):
+    body = {"name": "t", "handler": "demo.echo", "schedule": {"at": "2026-12-01T09:10:00Z"}}
+    body.update(overrides)
+    return JobSpec.model_validate(body)
+
+
+def receive_all(ports, job_class="default"):
+    return ports.queues.receive(job_class, 10, 0, 30)
+
+
+def test_an_execution_due_beyond_the_window_waits_for_the_preloader_then_is_sent(ports, clock):
+    # Given a job due in 10 minutes (beyond the 30 s window)
+    job, created = submit_job(ports, "alice", spec())
+    assert created and receive_all(ports) == []
+    # When the clock nears its time and the pre-loader runs
+    clock.advance(600 - 20)
+    report = preload(ports, "p1")
+    # Then exactly that execution is sent, once
+    assert report.sent == 1
+    [received] = receive_all(ports)
+    assert received.message.job_id == job.job_id
+    # And a second pre-load cycle does not send it again (the cursor moved past it)
+    assert preload(ports, "p1").sent == 0
+
+
+def test_an_execution_due_within_the_window_is_sent_at_create(ports, clock):
+    submit_job(ports, "alice", spec(schedule={"at": "2026-12-01T09:00:10Z"}))
+    assert len(receive_all(ports)) == 1
+
+
+def claimed(ports, clock, worker="w1"):
+    [received] = receive_all(ports)
+    claim = cases.claim_execution(ports, received.message, worker)
+    return received, claim
+
+
+def test_claim_is_exclusive_and_a_stale_attempt_is_fenced_out(ports, clock):
+    # Given a due execution claimed by w1
+    job, _ = submit_job(ports, "alice", spec(schedule={"at": "2026-12-01T09:00:05Z"}))
+    clock.advance(5)
+    received, first = claimed(ports, clock)
+    assert first.verdict == cases.ClaimVerdict.CLAIMED and first.execution.attempt == 1
+    key = received.message.key
+    # When another worker tries while the lease is live, it is told to wait for the lease to end
+    second = cases.claim_execution(ports, received.message, "w2")
+    assert second.verdict == cases.ClaimVerdict.BUSY and 30 <= second.hide_seconds <= 32
+    # When w1 is paused past its lease, w2 claims attempt 2
+    clock.advance(31)
+    third = cases.claim_execution(ports, received.message, "w2")
+    assert third.verdict == cases.ClaimVerdict.CLAIMED and third.execution.attempt == 2
+    # Then w1's heartbeat and completion with attempt 1 are refused and change nothing
+    with pytest.raises(StaleAttempt):
+        cases.heartbeat(ports, key, 1)
+    with pytest.raises(StaleAttempt):
+        cases.complete(ports, key, 1, succeeded=True, result="stale")
+    row = ports.store.get_execution(key)
+    assert row.status == ExecutionStatus.RUNNING and row.attempt == 2 and row.worker_id == "w2"
+    # And attempt 2's completion is recorded
+    done = cases.complete(ports, key, 2, succeeded=True, result={"ok": True})
+    assert done.status == ExecutionStatus.SUCCEEDED and done.result == {"ok": True}
+    assert [a.worker_id for a in done.attempts] == ["w1", "w2"]
+
+
+def test_heartbeat_extends_the_lease(ports, clock):
+    submit_job(ports, "alice", spec(schedule={"at": "2026-12-01T09:00:05Z"}))
+    clock.advance(5)
+    received, claim = claimed(ports, clock)
+    clock.advance(10)
+    beat = cases.heartbeat(ports, received.message.key, 1)
+    assert beat.lease_until == clock.now + timedelta(seconds=30)
+
+
+def test_a_retryable_failure_moves_the_row_to_its_new_due_hour_in_one_transaction(ports, clock):
+    # Given a job due at 09:59:50 whose first attempt fails with 100 s backoff (uniform -> the cap)
+    clock.now = clock.now.replace(minute=59, second=40)
+    submit_job(
+        ports,
+        "alice",
+        spec(
+            schedule={"at": "2026-12-01T09:59:50Z"},
+            retry={"maxAttempts": 3, "baseDelaySeconds": 50, "maxDelaySeconds": 100},
+        ),
+    )
+    clock.advance(10)
+    received, claim = claimed(ports, clock)
+    old_key = received.message.key
+    moved = cases.complete(ports, old_key, 1, succeeded=False, error="boom")
+    # Then the row lives in the partition of 10:01:30, the old key is gone, the slot is unchanged
+    assert moved.status == ExecutionStatus.SCHEDULED and moved.due_at == clock.now + timedelta(seconds=100)
+    new_key = ports.store.key_of(moved)
+    assert new_key.pk.startswith("2026120110#") and old_key.pk.startswith("2026120109#")
+    assert ports.store.get_execution(old_key) is None
+    again = ports.store.get_execution(new_key)
+    assert again.scheduled_at == claim.execution.scheduled_at and again.error == "boom"
+    assert again.attempts[0].outcome == "failed"
+    # And a stale retry of the same attempt cannot move it twice
+    with pytest.raises(StaleAttempt):
+        cases.complete(ports, old_key, 1, succeeded=False, error="again")
+
+
+def test_exhausted_attempts_end_failed_and_go_to_the_dlq(ports, clock):
+    job, _ = submit_job(ports, "alice", spec(schedule={"at": "2026-12-01T09:00:05Z"}, retry={"maxAttempts": 1}))
+    clock.advance(5)
+    received, _ = claimed(ports, clock)
+    failed = cases.complete(ports, received.message.key, 1, succeeded=False, error="nope")
+    assert failed.status == ExecutionStatus.FAILED and failed.error == "nope"
+    [(body, _)] = ports.queues.receive_dead_letters("default")
+    assert body["executionId"] == failed.execution_id and body["owner"] == "alice"
+
+
+def test_a_permanent_failure_is_not_retried(ports, clock):
+    submit_job(ports, "alice", spec(schedule={"at": "2026-12-01T09:00:05Z"}, retry={"maxAttempts": 5}))
+    clock.advance(5)
+    received, _ = claimed(ports, clock)
+    failed = cases.complete(ports, received.message.key, 1, succeeded=False, error="bad", retryable=False)
+    assert failed.status == ExecutionStatus.FAILED and failed.attempt == 1
+
+
+def test_a_message_for_a_finished_execution_is_dropped(ports, clock):
+    submit_job(ports, "alice", spec(schedule={"at": "2026-12-01T09:00:05Z"}))
+    clock.advance(5)
+    received, _ = claimed(ports, clock)
+    cases.complete(ports, received.message.key, 1, succeeded=True)
+    assert cases.claim_execution(ports, received.message, "w9").verdict == cases.ClaimVerdict.DONE
+
+
+def test_a_cron_job_creates_its_next_execution_at_dispatch_from_the_scheduled_time(ports, clock):
+    # Given an every-minute cron job
+    job, _ = submit_job(ports, "alice", spec(schedule={"cron": "* * * * *", "timeZone": "UTC"}))
+    assert get_job(ports, "alice", job.job_id).job.next_run_at == clock.now + timedelta(minutes=1)
+    # When the pre-loader runs shortly before each slot, three times
+    slots = []
+    for _ in range(3):
+        clock.advance(60)
+        preload(ports, "p1")
+        slots += [r.message.execution_id for r in receive_all(ports)]
+    # Then each minute's slot was sent exactly once, and they are consecutive minutes
+    minutes = sorted({s.split(".")[1] for s in slots})
+    assert len(minutes) == len(set(slots)) >= 3
+    deltas = {int(b) - int(a) for a, b in itertools.pairwise(minutes)}
+    assert deltas == {60_000}
+
+
+def test_preloader_shards_are_leased_to_one_preloader_at_a_time(ports, clock):
+    submit_job(ports, "alice", spec(schedule={"at": "2026-12-01T09:10:00Z"}))
+    clock.advance(590)
+    preload(ports, "p1")
+    now_ms = int(clock.now.timestamp() * 1000)
+    # p2 cannot take p1's shards while p1's lease is live, so it dispatches nothing
+    assert ports.store.acquire_lease("preload#000", "p2", now_ms, now_ms + 15_000) is None
+    assert preload(ports, "p2").sent == 0
+    assert ports.store.get_control("preload#000")["leaseOwner"] == "p1"
+    # Once p1's lease has ended (3 intervals), p2 takes over from p1's cursor
+    clock.advance(16)
+    assert ports.store.acquire_lease("preload#000", "p2", now_ms + 16_000, now_ms + 31_000)["leaseOwner"] == "p2"
+
+
+def test_an_unknown_message_key_is_dropped(ports):
+    from duetime.queue.sqs import DueMessage
+
+    message = DueMessage(ExecutionKey("2026120109#000", "x"), "j_x.0000000000000", "j_missing", 0, "default")
+    assert cases.claim_execution(ports, message, "w1").verdict == cases.ClaimVerdict.DONE
