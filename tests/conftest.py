@@ -27,6 +27,12 @@ from duetime.store.dynamo import DynamoStore  # noqa: E402
 from duetime.store.provision import create_tables  # noqa: E402
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests marked `observe_last` watch something that takes minutes of wall time (a cron job running
+    on consecutive minutes): run them last, so the time they wait overlaps the rest of the suite."""
+    items.sort(key=lambda item: item.get_closest_marker("observe_last") is not None)
+
+
 @dataclass
 class Clock:
     """A clock tests move by hand."""

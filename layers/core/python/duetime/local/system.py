@@ -86,11 +86,13 @@ class LocalSystem:
         moto_port: int = 0,
         shards: int = 8,
         notifier: Notifier | None = None,
+        prefix: str = "duetime",
     ) -> None:
         self.data_dir = Path(data_dir)
         self.port, self.workers, self.lease_seconds = port, workers, lease_seconds
         self.moto_port, self.shards = moto_port, shards
         self.notifier = notifier
+        self.prefix = prefix  # moto servers in one process share their backends: a prefix keeps them apart
         self.moto: EmbeddedMoto | None = None
         self.api: ApiServer | None = None
         self.ports: Ports | None = None
@@ -112,6 +114,7 @@ class LocalSystem:
         self.secret = self._secret()
         self.moto = EmbeddedMoto(self.moto_port).start()
         config = RuntimeConfig(
+            prefix=self.prefix,
             endpoint_url=self.moto.endpoint_url,
             shards=self.shards,
             preload_interval_seconds=LOCAL_SETTINGS.preload_interval_seconds,
