@@ -27,6 +27,7 @@ class DueMessage:
     job_id: str
     due_ms: int
     job_class: str
+    kind: str = "scheduled"
 
     def to_body(self) -> str:
         return json.dumps(
@@ -37,6 +38,7 @@ class DueMessage:
                 "jobId": self.job_id,
                 "dueMs": self.due_ms,
                 "jobClass": self.job_class,
+                "kind": self.kind,
             },
             separators=(",", ":"),
         )
@@ -50,6 +52,7 @@ class DueMessage:
             job_id=v["jobId"],
             due_ms=int(v["dueMs"]),
             job_class=v.get("jobClass", "default"),
+            kind=v.get("kind", "scheduled"),
         )
 
     @classmethod
@@ -60,6 +63,7 @@ class DueMessage:
             job_id=execution.job_id,
             due_ms=to_ms(execution.due_at),
             job_class=execution.job_class,
+            kind=execution.kind,
         )
 
 

@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 from duetime.domain.catchup import CatchUpPlan, plan_catch_up
 from duetime.domain.cron import CronSchedule
 from duetime.domain.keys import due_partition, execution_id
-from duetime.domain.models import Execution, ExecutionStatus, Job, JobStatus, from_ms, to_ms
+from duetime.domain.models import Execution, ExecutionStatus, Job, JobStatus, RunKind, from_ms, to_ms
 from duetime.queue.sqs import DueMessage
 from duetime.service.context import Ports
 
@@ -17,14 +17,14 @@ from duetime.service.context import Ports
 FIRST_LOOKBACK = timedelta(hours=1)
 
 
-def new_execution(job: Job, slot: datetime, due_at: datetime | None = None, manual: bool = False) -> Execution:
+def new_execution(job: Job, slot: datetime, due_at: datetime | None = None, kind: RunKind = "scheduled") -> Execution:
     return Execution(
-        execution_id=execution_id(job.job_id, slot, manual=manual),
+        execution_id=execution_id(job.job_id, slot, manual=kind == "manual"),
         job_id=job.job_id,
         scheduled_at=slot,
         due_at=due_at or slot,
         job_class=job.job_class,
-        kind="manual" if manual else "scheduled",
+        kind=kind,
     )
 
 
@@ -59,7 +59,7 @@ def dispatch(ports: Ports, executions: list[Execution], now: datetime) -> Dispat
         if job.status == JobStatus.PAUSED:
             report.held += 1
             continue
-        if job.schedule.cron is None or execution.kind == "manual" or execution.attempt > 0:
+        if job.schedule.cron is None or execution.kind != "scheduled" or execution.attempt > 0:
             to_send.append(execution)
             continue
         schedule = CronSchedule(job.schedule.cron, job.schedule.time_zone)
@@ -68,7 +68,19 @@ def dispatch(ports: Ports, executions: list[Execution], now: datetime) -> Dispat
             to_send.append(execution)
             next_slot: datetime | None = schedule.next_after(execution.scheduled_at)
         else:
-            _apply_catch_up(ports, job, execution, plan, now, to_send, report)
+            # Other waiting slots of this job that the plan covers (a job paused mid-chain has several).
+            siblings = [
+                e
+                for e in pending
+                if e.job_id == job.job_id
+                and e.kind == "scheduled"
+                and e.attempt == 0
+                and plan.next_slot is not None
+                and e.scheduled_at < plan.next_slot
+            ]
+            for sibling in siblings:
+                pending.remove(sibling)
+            _apply_catch_up(ports, job, [execution, *siblings], plan, now, to_send, report)
             next_slot = plan.next_slot
         if next_slot is not None:
             follower = new_execution(job, next_slot)
@@ -83,25 +95,31 @@ def dispatch(ports: Ports, executions: list[Execution], now: datetime) -> Dispat
 def _apply_catch_up(
     ports: Ports,
     job: Job,
-    first: Execution,
+    waiting: list[Execution],
     plan: CatchUpPlan,
     now: datetime,
     to_send: list[Execution],
     report: DispatchReport,
 ) -> None:
-    """Record the missed slots: the waiting execution runs if its own slot runs, else it becomes the one
-    skip record summarising every skipped slot (bounded work however many were missed)."""
-    runs_first = bool(plan.run_slots) and plan.run_slots[0] == first.scheduled_at
-    if runs_first:
-        to_send.append(first)
-    elif plan.skipped_count:
-        ended = ports.store.end_waiting(
-            ports.store.key_of(first), ExecutionStatus.SKIPPED, now, plan.skip_reason, plan.skipped_count
-        )
-        if ended is not None:
-            report.skipped += plan.skipped_count
-    for slot in plan.run_slots[1:] if runs_first else plan.run_slots:
-        catch_up = new_execution(job, slot, due_at=now)  # it was due already: it runs now
+    """Carry out a catch-up plan over the job's waiting executions (earliest first).
+
+    A slot that runs uses its waiting execution if it has one, else a new `catchup` execution due now.
+    Skipped slots are recorded with bounded work: the earliest waiting execution becomes one skip record
+    whose skippedCount covers every skipped slot without a row of its own.
+    """
+    existing = {e.scheduled_at: e for e in sorted(waiting, key=lambda e: e.scheduled_at)}
+    runs = set(plan.run_slots)
+    skipped_rows = [e for slot, e in existing.items() if slot not in runs]
+    for index, row in enumerate(skipped_rows):
+        count = plan.skipped_count - (len(skipped_rows) - 1) if index == 0 else 1
+        key = ports.store.key_of(row)
+        if ports.store.end_waiting(key, ExecutionStatus.SKIPPED, now, plan.skip_reason, count) is not None:
+            report.skipped += count
+    for slot in plan.run_slots:
+        if slot in existing:
+            to_send.append(existing[slot])
+            continue
+        catch_up = new_execution(job, slot, due_at=now, kind="catchup")  # it was due already: it runs now
         if ports.store.put_execution(catch_up):
             report.created += 1
             to_send.append(catch_up)

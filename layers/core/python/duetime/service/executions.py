@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
-from duetime.domain.errors import NotFound
+from duetime.domain.errors import Conflict, NotFound
 from duetime.domain.keys import ExecutionKey, parse_execution_id
 from duetime.domain.models import Execution, ExecutionStatus, Job, JobStatus, Overlap, format_time, to_ms
 from duetime.domain.retry import compute_backoff, should_retry
@@ -49,6 +50,10 @@ def claim_execution(ports: Ports, message: DueMessage, worker_id: str) -> Claim:
     if job.status == JobStatus.PAUSED:
         return Claim(ClaimVerdict.HELD, job=job)
     lease = lease_seconds(ports, message.job_class)
+    checks_overlap = job.overlap != Overlap.ALLOW and job.schedule.cron is not None
+    if checks_overlap and message.kind == "catchup" and _live_others(ports, job, message.execution_id, now):
+        # Catch-up runs of one job go one after another: wait for the running one, never skip.
+        return Claim(ClaimVerdict.BUSY, job=job, hide_seconds=max(1, lease // 3))
     outcome = ports.store.claim(message.key, worker_id, now, now + timedelta(seconds=lease))
     if outcome.claimed is None:
         current = outcome.current
@@ -57,20 +62,23 @@ def claim_execution(ports: Ports, message: DueMessage, worker_id: str) -> Claim:
             return Claim(ClaimVerdict.BUSY, execution=current, job=job, hide_seconds=hide)
         return Claim(ClaimVerdict.DONE, execution=current, job=job)
     claimed = outcome.claimed
-    if job.overlap != Overlap.ALLOW and claimed.attempt == 1:
-        others = [
-            e
-            for e in ports.store.executions_of_job(job.job_id, newest_first=True, limit=20)
-            if e.execution_id != claimed.execution_id and e.lease_live(now)
-        ]
+    if checks_overlap and claimed.attempt == 1 and claimed.kind == "scheduled":
+        others = _live_others(ports, job, claimed.execution_id, now)
         if others and job.overlap == Overlap.FORBID:
             skipped = ports.store.end_claimed(message.key, claimed.attempt, ExecutionStatus.SKIPPED, now, "overlap")
             return Claim(ClaimVerdict.DONE, execution=skipped, job=job)
-        for other in others:  # Overlap.REPLACE: end the old run; its next heartbeat is refused
-            ports.store.end_claimed(
-                ports.store.key_of(other), other.attempt, ExecutionStatus.CANCELLED, now, "replaced"
-            )
+        for other in others:  # Overlap.REPLACE: end the old run; its next heartbeat is refused and it stops
+            with contextlib.suppress(Conflict):
+                ports.store.end_claimed(
+                    ports.store.key_of(other), other.attempt, ExecutionStatus.CANCELLED, now, "replaced"
+                )
     return Claim(ClaimVerdict.CLAIMED, execution=claimed, job=job)
+
+
+def _live_others(ports: Ports, job: Job, execution_id: str, now: datetime) -> list[Execution]:
+    """The job's other executions running under a live lease (a read of its most recent history)."""
+    recent = ports.store.executions_of_job(job.job_id, newest_first=True, limit=20)
+    return [e for e in recent if e.execution_id != execution_id and e.lease_live(now)]
 
 
 def heartbeat(ports: Ports, key: ExecutionKey, attempt: int) -> Execution:

@@ -1,0 +1,141 @@
+"""Schedules through the service against moto: overlap, pause and resume with catch-up, cancel, run now."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from duetime.domain.errors import Conflict, StaleAttempt
+from duetime.domain.models import ExecutionStatus, JobSpec
+from duetime.service import executions as cases
+from duetime.service.dispatch import preload
+from duetime.service.jobs import cancel_job, get_job, pause_job, resume_job, run_now, submit_job
+
+
+def cron_job(ports, **overrides):
+    body = {"name": "c", "handler": "demo.echo", "schedule": {"cron": "* * * * *", "timeZone": "UTC"}}
+    body.update(overrides)
+    job, _ = submit_job(ports, "alice", JobSpec.model_validate(body))
+    return job
+
+
+def drain(ports):
+    out = []
+    while batch := ports.queues.receive("default", 10, 0, 30):
+        out += batch
+    return out
+
+
+def history(ports, job_id):
+    return sorted(ports.store.executions_of_job(job_id, limit=100), key=lambda e: e.execution_id)
+
+
+def test_forbid_records_the_next_run_skipped_while_the_previous_runs(ports, clock):
+    # Given an every-minute job whose 09:01 run is still running at 09:02
+    cron_job(ports, overlap="forbid")
+    clock.advance(60)
+    preload(ports, "p")
+    first = next(r for r in drain(ports) if r.message.due_ms == int(clock.now.timestamp() * 1000))
+    assert cases.claim_execution(ports, first.message, "w1").verdict == cases.ClaimVerdict.CLAIMED
+    clock.advance(40)
+    cases.heartbeat(ports, first.message.key, 1)
+    clock.advance(20)
+    preload(ports, "p")
+    second = next(r for r in drain(ports) if r.message.due_ms == int(clock.now.timestamp() * 1000))
+    # When the 09:02 run is claimed
+    claim = cases.claim_execution(ports, second.message, "w2")
+    # Then it is recorded skipped with reason overlap, and the first still runs
+    assert claim.verdict == cases.ClaimVerdict.DONE
+    assert claim.execution.status == ExecutionStatus.SKIPPED and claim.execution.skip_reason == "overlap"
+    assert ports.store.get_execution(first.message.key).status == ExecutionStatus.RUNNING
+
+
+def test_replace_ends_the_running_attempt_which_is_then_fenced_out(ports, clock):
+    job = cron_job(ports, overlap="replace")
+    clock.advance(60)
+    preload(ports, "p")
+    first = next(r for r in drain(ports) if r.message.due_ms == int(clock.now.timestamp() * 1000))
+    cases.claim_execution(ports, first.message, "w1")
+    clock.advance(40)
+    cases.heartbeat(ports, first.message.key, 1)
+    clock.advance(20)
+    preload(ports, "p")
+    second = next(r for r in drain(ports) if r.message.due_ms == int(clock.now.timestamp() * 1000))
+    assert cases.claim_execution(ports, second.message, "w2").verdict == cases.ClaimVerdict.CLAIMED
+    old = ports.store.get_execution(first.message.key)
+    assert old.status == ExecutionStatus.CANCELLED and old.skip_reason == "replaced"
+    with pytest.raises(StaleAttempt):
+        cases.heartbeat(ports, first.message.key, 1)
+    assert job.job_id
+
+
+def test_a_paused_jobs_queued_message_is_not_run_and_resume_catches_up_latest(ports, clock):
+    # Given an every-minute job whose first run is queued, then paused
+    job = cron_job(ports, catchUp="latest")
+    clock.advance(55)
+    preload(ports, "p")
+    pause_job(ports, "alice", job.job_id)
+    clock.advance(5)
+    [queued] = [r for r in drain(ports) if r.message.job_id == job.job_id][:1]
+    assert cases.claim_execution(ports, queued.message, "w1").verdict == cases.ClaimVerdict.HELD
+    # And the pre-loader dispatches nothing for it while paused
+    clock.advance(240)
+    preload(ports, "p")
+    assert [r for r in drain(ports) if r.message.job_id == job.job_id] == []
+    # When it is resumed after missing 09:01..09:05 (five slots)
+    resume_job(ports, "alice", job.job_id)
+    sent = [r for r in drain(ports) if r.message.job_id == job.job_id]
+    # Then only the latest missed slot (09:05) runs now; skip records account for the 4 others
+    rows = history(ports, job.job_id)
+    skipped = [e for e in rows if e.status == ExecutionStatus.SKIPPED]
+    assert sum(e.skipped_count or 1 for e in skipped) == 4
+    assert {e.skip_reason for e in skipped} == {"catch-up latest"}
+    latest_id = f"{job.job_id}.{int(clock.now.timestamp() * 1000):013d}"
+    assert [r.message.execution_id for r in sent] == [latest_id]
+    # And the schedule goes on from the next slot
+    waiting = sorted(e.scheduled_at for e in rows if e.status == ExecutionStatus.SCHEDULED)
+    assert waiting == [clock.now, clock.now + timedelta(minutes=1)]
+
+
+@pytest.mark.parametrize(("policy", "runs", "skipped"), [("all", 4, 0), ("none", 0, 4)])
+def test_resume_follows_the_catch_up_policy(ports, clock, policy, runs, skipped):
+    job = cron_job(ports, catchUp=policy)
+    pause_job(ports, "alice", job.job_id)
+    clock.advance(4 * 60 + 30)  # slots 09:01..09:04 missed
+    resume_job(ports, "alice", job.job_id)
+    sent = {r.message.execution_id for r in drain(ports) if r.message.job_id == job.job_id}
+    now_slot = clock.now.replace(second=0)
+    missed = {f"{job.job_id}.{int((now_slot - timedelta(minutes=i)).timestamp() * 1000):013d}" for i in range(4)}
+    assert len(sent & missed) == runs
+    rows = history(ports, job.job_id)
+    skip_records = [e for e in rows if e.status == ExecutionStatus.SKIPPED]
+    assert sum(e.skipped_count or 1 for e in skip_records) == skipped
+    following = [e for e in rows if e.status == ExecutionStatus.SCHEDULED and e.scheduled_at > clock.now]
+    assert following and following[0].scheduled_at == now_slot + timedelta(minutes=1)
+
+
+def test_cancel_ends_waiting_executions_and_fences_out_a_running_one(ports, clock):
+    job = cron_job(ports)
+    clock.advance(60)
+    preload(ports, "p")
+    first = next(r for r in drain(ports) if r.message.due_ms == int(clock.now.timestamp() * 1000))
+    cases.claim_execution(ports, first.message, "w1")
+    cancel_job(ports, "alice", job.job_id)
+    rows = history(ports, job.job_id)
+    assert {e.status for e in rows} == {ExecutionStatus.CANCELLED}
+    with pytest.raises(StaleAttempt):
+        cases.complete(ports, first.message.key, 1, succeeded=True)
+    assert get_job(ports, "alice", job.job_id).job.status.value == "cancelled"
+
+
+def test_run_now_runs_at_once_without_disturbing_the_schedule(ports, clock):
+    job = cron_job(ports)
+    before = get_job(ports, "alice", job.job_id).job.next_run_at
+    execution = run_now(ports, "alice", job.job_id)
+    [sent] = [r for r in drain(ports) if r.message.execution_id == execution.execution_id]
+    claim = cases.claim_execution(ports, sent.message, "w1")
+    assert claim.verdict == cases.ClaimVerdict.CLAIMED and claim.execution.kind == "manual"
+    assert get_job(ports, "alice", job.job_id).job.next_run_at == before
+    pause_job(ports, "alice", job.job_id)
+    with pytest.raises(Conflict):
+        run_now(ports, "alice", job.job_id)
