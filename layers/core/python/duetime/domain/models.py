@@ -142,7 +142,8 @@ class AttemptRecord(CamelModel):
     error: str | None = None
 
 
-RunKind = Literal["scheduled", "manual"]
+# scheduled: a slot of the schedule; manual: "run now"; catchup: a missed slot run late by catch-up `all`.
+RunKind = Literal["scheduled", "manual", "catchup"]
 
 
 class Execution(CamelModel):

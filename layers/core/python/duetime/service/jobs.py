@@ -216,7 +216,7 @@ def run_now(ports: Ports, owner: str, job_id: str) -> Execution:
     if job.status != JobStatus.ACTIVE:
         raise Conflict(f"job is {job.status.value}; only an active job can run now", field="status")
     now = ports.clock()
-    execution = new_execution(job, now, manual=True)
+    execution = new_execution(job, now, kind="manual")
     if not ports.store.put_execution(execution):
         raise Conflict("a run was requested at this same instant already")
     ports.queues.send([DueMessage.for_execution(execution, ports.store.key_of(execution))], now)
