@@ -1,0 +1,10 @@
+# The ECS worker of the `long` job class: `duetime worker` with the DUETIME_* environment the stack sets.
+FROM python:3.12-slim
+ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
+WORKDIR /app
+COPY pyproject.toml README.md* ./
+COPY layers ./layers
+# The `local` extra because `duetime.cli` imports the embedded runtime's moto server at start.
+RUN pip install ".[local]" && useradd --system --uid 10001 duetime
+USER duetime
+CMD ["duetime", "worker", "--job-class", "long"]

@@ -1,0 +1,1 @@
+"""duetime's AWS CDK app: one stack assembling one construct per concern."""

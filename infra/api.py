@@ -1,0 +1,261 @@
+"""API: a REST API in front of the api function; owners sign in with the Cognito user pool (optionally
+federated to any OIDC issuer), workers' routes are IAM-authorized; bodies validated, throttled, logged."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_cdk import CfnOutput, Duration, RemovalPolicy, SecretValue
+from aws_cdk import aws_apigateway as apigw
+from aws_cdk import aws_cognito as cognito
+from aws_cdk import aws_lambda as lambda_
+from constructs import Construct
+from duetime.definitions import JOB_CLASSES
+
+from infra.common import log_group, suppress
+from infra.context import DeployContext
+
+# JSON schemas (draft 4) of the request bodies in API.md, checked at the edge; the handler checks the rest.
+STRING = {"type": "string", "minLength": 1}
+JOB_SPEC_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["name", "handler", "schedule"],
+    "properties": {
+        "name": {**STRING, "maxLength": 200},
+        "handler": {**STRING, "maxLength": 200},
+        "payload": {"type": "object"},
+        "schedule": {
+            "type": "object",
+            "properties": {"at": STRING, "cron": {**STRING, "maxLength": 200}, "timeZone": {**STRING, "maxLength": 64}},
+        },
+        "retry": {"type": "object"},
+        "timeoutSeconds": {"type": "integer", "minimum": 1, "maximum": 43200},
+        "overlap": {"type": "string", "enum": ["allow", "forbid", "replace"]},
+        "catchUp": {"type": "string", "enum": ["latest", "all", "none"]},
+        "jobClass": {"type": "string", "enum": sorted(JOB_CLASSES)},
+    },
+}
+STATUS_CHANGE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["status"],
+    "properties": {"status": {"type": "string", "enum": ["paused", "active"]}},
+}
+PREVIEW_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"count": {"type": "integer", "minimum": 1, "maximum": 100}},
+}
+HEARTBEAT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["attempt"],
+    "properties": {"attempt": {"type": "integer", "minimum": 1}},
+}
+COMPLETE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["attempt", "result"],
+    "properties": {
+        "attempt": {"type": "integer", "minimum": 1},
+        "result": {"type": "string", "enum": ["succeeded", "failed"]},
+        "retryable": {"type": "boolean"},
+    },
+}
+WORKER_ROUTES = ("heartbeat", "complete")
+
+
+class Api(Construct):
+    """The REST API, its user pool and its access logs."""
+
+    def __init__(self, scope: Construct, construct_id: str, *, ctx: DeployContext, function: lambda_.IFunction) -> None:
+        super().__init__(scope, construct_id)
+        self.user_pool = cognito.UserPool(
+            self,
+            "Users",
+            self_sign_up_enabled=False,
+            sign_in_aliases=cognito.SignInAliases(email=True, username=True),
+            password_policy=cognito.PasswordPolicy(
+                min_length=12, require_digits=True, require_lowercase=True, require_uppercase=True, require_symbols=True
+            ),
+            mfa=cognito.Mfa.OPTIONAL,
+            mfa_second_factor=cognito.MfaSecondFactor(otp=True, sms=False),
+            account_recovery=cognito.AccountRecovery.EMAIL_ONLY,
+            feature_plan=cognito.FeaturePlan.PLUS,
+            standard_threat_protection_mode=cognito.StandardThreatProtectionMode.FULL_FUNCTION,
+            deletion_protection=True,
+            removal_policy=RemovalPolicy.RETAIN,
+        )
+        suppress(
+            self.user_pool,
+            {
+                "AwsSolutions-COG2": "MFA is offered (TOTP) but optional: duetime users are team members whose IdP "
+                "may already enforce MFA through federation (context jwtIssuer).",
+            },
+        )
+        providers = [cognito.UserPoolClientIdentityProvider.COGNITO]
+        oauth = None
+        if ctx.jwt_issuer:
+            oidc = cognito.UserPoolIdentityProviderOidc(
+                self,
+                "Issuer",
+                user_pool=self.user_pool,
+                name="oidc",
+                issuer_url=ctx.jwt_issuer,
+                client_id=ctx.jwt_audience,  # type: ignore[arg-type]
+                client_secret=SecretValue.secrets_manager(ctx.jwt_client_secret_name).unsafe_unwrap(),  # type: ignore[arg-type]
+                scopes=["openid", "email", "profile"],
+                attribute_mapping=cognito.AttributeMapping(email=cognito.ProviderAttribute.other("email")),
+            )
+            providers.append(cognito.UserPoolClientIdentityProvider.custom(oidc.provider_name))
+            oauth = cognito.OAuthSettings(
+                flows=cognito.OAuthFlows(authorization_code_grant=True),
+                scopes=[cognito.OAuthScope.OPENID, cognito.OAuthScope.EMAIL, cognito.OAuthScope.PROFILE],
+                callback_urls=[ctx.callback_url],
+            )
+            self.user_pool.add_domain(
+                "Domain", cognito_domain=cognito.CognitoDomainOptions(domain_prefix=ctx.settings.prefix)
+            )
+        self.client = self.user_pool.add_client(
+            "Client",
+            auth_flows=cognito.AuthFlow(user_password=True, user_srp=True),
+            supported_identity_providers=providers,
+            o_auth=oauth,
+            id_token_validity=Duration.hours(1),
+            access_token_validity=Duration.hours(1),
+            prevent_user_existence_errors=True,
+        )
+
+        access_logs = log_group(self, "AccessLogs", ctx.log_retention_days)
+        self.rest_api = apigw.RestApi(
+            self,
+            "Rest",
+            rest_api_name=f"{ctx.settings.prefix}-api",
+            description="duetime: jobs for owners, heartbeat and complete for workers",
+            cloud_watch_role=True,
+            cloud_watch_role_removal_policy=RemovalPolicy.DESTROY,
+            endpoint_types=[apigw.EndpointType.REGIONAL],
+            deploy_options=apigw.StageOptions(
+                stage_name="v1",
+                throttling_rate_limit=ctx.api_rate_limit,
+                throttling_burst_limit=ctx.api_burst_limit,
+                access_log_destination=apigw.LogGroupLogDestination(access_logs),
+                access_log_format=apigw.AccessLogFormat.json_with_standard_fields(
+                    caller=True,
+                    http_method=True,
+                    ip=True,
+                    protocol=True,
+                    request_time=True,
+                    resource_path=True,
+                    response_length=True,
+                    status=True,
+                    user=True,
+                ),
+                logging_level=apigw.MethodLoggingLevel.ERROR,
+                data_trace_enabled=False,
+                tracing_enabled=True,
+                metrics_enabled=True,
+            ),
+        )
+        self.authorizer = apigw.CognitoUserPoolsAuthorizer(
+            self, "Owners", cognito_user_pools=[self.user_pool], results_cache_ttl=Duration.minutes(5)
+        )
+        self.validator = self.rest_api.add_request_validator(
+            "Validate", validate_request_body=True, validate_request_parameters=True
+        )
+        integration = apigw.LambdaIntegration(function, proxy=True)  # type: ignore[arg-type]
+        owner = {"authorizer": self.authorizer, "authorization_type": apigw.AuthorizationType.COGNITO}
+
+        def model(name: str, schema: dict[str, Any]) -> dict[str, apigw.IModel]:
+            created = self.rest_api.add_model(
+                name, content_type="application/json", model_name=name, schema=_schema(schema)
+            )
+            return {"application/json": created}
+
+        def method(
+            resource: apigw.IResource, verb: str, body: dict[str, apigw.IModel] | None = None, **auth: Any
+        ) -> None:
+            auth = auth or owner
+            resource.add_method(
+                verb,
+                integration,
+                request_validator=self.validator,
+                request_models=body,
+                **auth,
+            )
+
+        jobs = self.rest_api.root.add_resource("jobs")
+        method(jobs, "GET")
+        method(jobs, "POST", model("JobSpec", JOB_SPEC_SCHEMA))
+        job = jobs.add_resource("{jobId}")
+        method(job, "GET")
+        method(job, "PATCH", model("StatusChange", STATUS_CHANGE_SCHEMA))
+        method(job, "DELETE")
+        method(job.add_resource("executions"), "GET")
+        method(job.add_resource("run"), "POST")
+        method(
+            self.rest_api.root.add_resource("schedules").add_resource("preview"),
+            "POST",
+            model("Preview", PREVIEW_SCHEMA),
+        )
+        execution = self.rest_api.root.add_resource("executions").add_resource("{executionId}")
+        worker_models = {"heartbeat": HEARTBEAT_SCHEMA, "complete": COMPLETE_SCHEMA}
+        for route in WORKER_ROUTES:
+            route_resource = execution.add_resource(route)
+            method(
+                route_resource,
+                "POST",
+                model(route.capitalize(), worker_models[route]),
+                authorization_type=apigw.AuthorizationType.IAM,
+            )
+            suppress(
+                route_resource,
+                {
+                    "AwsSolutions-COG4": "Worker-facing route: workers are AWS principals, so SigV4 (IAM) "
+                    "authorizes it instead of an owner's Cognito token.",
+                },
+            )
+
+        suppress(
+            self.rest_api,
+            {
+                "AwsSolutions-APIG3": "No WAF web ACL by default: every route needs a Cognito token or SigV4, and the "
+                "stage is throttled; attach the account's web ACL to the stage where policy requires one.",
+                "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/"
+                "AmazonAPIGatewayPushToCloudWatchLogs]": "API Gateway's account-level CloudWatch role uses the AWS "
+                "managed policy made for it, the documented way to let API Gateway write execution logs.",
+            },
+        )
+        CfnOutput(self, "ApiUrl", value=self.rest_api.url, description="duetime API base URL")
+        CfnOutput(self, "UserPoolId", value=self.user_pool.user_pool_id)
+        CfnOutput(self, "UserPoolClientId", value=self.client.user_pool_client_id)
+
+    def worker_route_arns(self) -> list[str]:
+        """execute-api ARNs of the IAM-authorized worker routes, for granting a worker principal."""
+        return [
+            self.rest_api.arn_for_execute_api(
+                "POST", f"/executions/*/{route}", self.rest_api.deployment_stage.stage_name
+            )
+            for route in WORKER_ROUTES
+        ]
+
+
+def _schema(schema: dict[str, Any], top: bool = True) -> apigw.JsonSchema:
+    """A plain draft-4 dict as apigw.JsonSchema (which wants snake_case keywords)."""
+    converted: dict[str, Any] = {"schema": apigw.JsonSchemaVersion.DRAFT4} if top else {}
+    for key, value in schema.items():
+        if key == "type":
+            converted["type"] = apigw.JsonSchemaType[value.upper()]
+        elif key == "properties":
+            converted["properties"] = {name: _schema(sub, top=False) for name, sub in value.items()}
+        elif key == "required":
+            converted["required"] = value
+        elif key == "enum":
+            converted["enum"] = value
+        elif key == "minLength":
+            converted["min_length"] = value
+        elif key == "maxLength":
+            converted["max_length"] = value
+        elif key == "minimum":
+            converted["minimum"] = value
+        elif key == "maximum":
+            converted["maximum"] = value
+        else:
+            raise ValueError(f"unsupported JSON schema keyword {key!r}")
+    return apigw.JsonSchema(**converted)

@@ -1,0 +1,128 @@
+"""Build the Lambda dependency layer (build/layers/deps/python) with pip for arm64 Python 3.12, without Docker.
+
+The requirements are the core's runtime dependencies from pyproject.toml, less boto3 and botocore, which the
+Lambda runtime provides. A target already built for the same requirement list is kept as it is, so `make synth`
+and the infrastructure tests rebuild only when pyproject.toml changes.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import shutil
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DEPS_LAYER_DIR = ROOT / "build" / "layers" / "deps"
+CORE_LAYER_DIR = ROOT / "layers" / "core"
+STAMP_NAME = ".requirements.json"
+# The Lambda runtime ships these (and their own dependencies); shipping them again only costs size.
+PROVIDED_BY_RUNTIME = {"boto3", "botocore", "s3transfer", "jmespath", "urllib3"}
+PLATFORM_ARGS = [
+    "--platform",
+    "manylinux2014_aarch64",
+    "--implementation",
+    "cp",
+    "--python-version",
+    "3.12",
+    "--only-binary=:all:",
+]
+
+
+def _name(requirement: str) -> str:
+    return re.split(r"[\s<>=!~;\[]", requirement, maxsplit=1)[0].lower().replace("_", "-")
+
+
+def layer_requirements(pyproject: Path = ROOT / "pyproject.toml") -> list[str]:
+    """The core's runtime dependencies as pinned in pyproject.toml, less what the Lambda runtime provides."""
+    project = tomllib.loads(pyproject.read_text())["project"]
+    requirements = [r for r in project["dependencies"] if _name(r) not in PROVIDED_BY_RUNTIME]
+    if not any(_name(r) == "python-dateutil" for r in requirements):
+        requirements.append("python-dateutil<3")  # botocore needs <3; PyPI serves 4.x
+    return requirements
+
+
+def _pip_command() -> list[str]:
+    """pip of this interpreter, else of python3 on PATH, else uv's pip (the venv may be made by uv without pip)."""
+    if importlib.util.find_spec("pip") is not None:
+        return [sys.executable, "-m", "pip"]
+    for python in ("python3", "python"):
+        found = shutil.which(python)
+        if found and subprocess.run([found, "-m", "pip", "--version"], capture_output=True).returncode == 0:
+            return [found, "-m", "pip"]
+    uv = shutil.which("uv")
+    if uv:
+        return [uv, "pip"]
+    raise RuntimeError("no pip found: install pip or uv to build the Lambda dependency layer")
+
+
+def _install(requirements: list[str], target: Path) -> None:
+    pip = _pip_command()
+    if pip[-1] == "pip" and pip[0].endswith("uv"):
+        command = [
+            *pip,
+            "install",
+            "--quiet",
+            "--python-platform",
+            "aarch64-manylinux2014",
+            "--python-version",
+            "3.12",
+            "--only-binary",
+            ":all:",
+            "--target",
+            str(target),
+            *requirements,
+        ]
+    else:
+        command = [
+            *pip,
+            "install",
+            "-qq",
+            "--disable-pip-version-check",
+            "--no-warn-conflicts",
+            "--root-user-action=ignore",
+            "--no-compile",
+            *PLATFORM_ARGS,
+            "--target",
+            str(target),
+            *requirements,
+        ]
+    subprocess.run(command, check=True)
+
+
+def build_deps_layer(target: Path = DEPS_LAYER_DIR, requirements: list[str] | None = None) -> Path:
+    """Build (or keep) the dependency layer at `target`; returns `target`, whose `python/` Lambda puts on sys.path."""
+    requirements = layer_requirements() if requirements is None else requirements
+    wanted = {"requirements": requirements, "platform": PLATFORM_ARGS}
+    stamp = target / STAMP_NAME
+    if stamp.is_file() and (target / "python").is_dir():
+        try:
+            if json.loads(stamp.read_text()) == wanted:
+                return target
+        except ValueError:
+            pass
+    staging = target.with_name(target.name + ".partial")
+    shutil.rmtree(staging, ignore_errors=True)
+    _install(requirements, staging / "python")
+    # Console scripts and caches are of no use in a layer.
+    shutil.rmtree(staging / "python" / "bin", ignore_errors=True)
+    for cache in (staging / "python").rglob("__pycache__"):
+        shutil.rmtree(cache, ignore_errors=True)
+    (staging / STAMP_NAME).write_text(json.dumps(wanted, indent=2))
+    shutil.rmtree(target, ignore_errors=True)
+    staging.rename(target)
+    return target
+
+
+def main() -> int:
+    target = build_deps_layer()
+    print(f"dependency layer ready: {target.relative_to(ROOT)}/python ({', '.join(layer_requirements())})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

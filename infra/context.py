@@ -1,0 +1,142 @@
+"""Deployment settings from CDK context (`cdk deploy -c key=value`), each with its documented default.
+
+Defaults that the local runtime shares (prefix, shards, window, retention, lease) come from
+duetime.definitions.Settings, never restated here. Job classes, their queues and leases are
+duetime.definitions.JOB_CLASSES: the runtime reads the same table, so they are not context.
+
+| key                    | default                              | meaning                                              |
+| ---------------------- | ------------------------------------ | ---------------------------------------------------- |
+| prefix                 | Settings.prefix ("duetime")          | name prefix of tables and queues (DUETIME_PREFIX)    |
+| shards                 | Settings.shards (32)                 | execution partitions per hour                        |
+| leaseSeconds           | each job class's lease (30)          | lease of a claimed attempt; heartbeats every 1/3     |
+| preloadWindowSeconds   | Settings.preload_window_seconds (300)| how far ahead the pre-loader sends due executions    |
+| historyRetentionDays   | Settings.history_retention_days (30) | TTL of finished executions                           |
+| alarmEmail             | none                                 | email subscribed to the alarm topic                  |
+| jwtIssuer              | none: a Cognito user pool's tokens   | an OIDC issuer URL federated into the user pool      |
+| jwtAudience            | none                                 | the client id duetime has at `jwtIssuer`             |
+| jwtClientSecretName    | none                                 | Secrets Manager secret with that client's secret     |
+| callbackUrl            | http://localhost:8080/callback       | OAuth callback of the user pool client (federation)  |
+| handlerModules         | "" (built-in demo handlers only)     | DUETIME_HANDLER_MODULES of the workers               |
+| logRetentionDays       | 90                                   | retention of every log group                         |
+| apiRateLimit           | 1000                                 | API Gateway steady requests per second               |
+| apiBurstLimit          | 2000                                 | API Gateway burst                                    |
+| longWorkerMinTasks     | 1                                    | ECS tasks of the `long` class when idle              |
+| longWorkerMaxTasks     | 10                                   | ECS tasks of the `long` class at most                |
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from constructs import Node
+from duetime.definitions import SQS_MAX_DELAY_SECONDS, Settings
+
+# SQS's delay cap less the pre-load interval: what is loaded must still fit a DelaySeconds next minute.
+MAX_PRELOAD_WINDOW_SECONDS = SQS_MAX_DELAY_SECONDS - Settings().preload_interval_seconds
+DEFAULT_CALLBACK_URL = "http://localhost:8080/callback"
+# Days CloudWatch Logs accepts as a retention, with the name aws_logs.RetentionDays gives each.
+LOG_RETENTION_CHOICES = {
+    1: "ONE_DAY",
+    3: "THREE_DAYS",
+    5: "FIVE_DAYS",
+    7: "ONE_WEEK",
+    14: "TWO_WEEKS",
+    30: "ONE_MONTH",
+    60: "TWO_MONTHS",
+    90: "THREE_MONTHS",
+    120: "FOUR_MONTHS",
+    150: "FIVE_MONTHS",
+    180: "SIX_MONTHS",
+    365: "ONE_YEAR",
+    400: "THIRTEEN_MONTHS",
+    545: "EIGHTEEN_MONTHS",
+    731: "TWO_YEARS",
+    1096: "THREE_YEARS",
+    1827: "FIVE_YEARS",
+    2192: "SIX_YEARS",
+    2557: "SEVEN_YEARS",
+    2922: "EIGHT_YEARS",
+    3288: "NINE_YEARS",
+    3653: "TEN_YEARS",
+}
+
+
+def _int(node: Node, key: str, default: int, minimum: int = 1) -> int:
+    raw: Any = node.try_get_context(key)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"context {key} must be an integer, got {raw!r}") from exc
+    if value < minimum:
+        raise ValueError(f"context {key} must be at least {minimum}, got {value}")
+    return value
+
+
+def _str(node: Node, key: str, default: str | None = None) -> str | None:
+    raw: Any = node.try_get_context(key)
+    return default if raw is None or raw == "" else str(raw)
+
+
+@dataclass(frozen=True)
+class DeployContext:
+    """Every setting the stack reads, resolved once from CDK context."""
+
+    settings: Settings
+    lease_seconds: int | None
+    alarm_email: str | None
+    jwt_issuer: str | None
+    jwt_audience: str | None
+    jwt_client_secret_name: str | None
+    callback_url: str
+    handler_modules: str
+    log_retention_days: int
+    api_rate_limit: int
+    api_burst_limit: int
+    long_worker_min_tasks: int
+    long_worker_max_tasks: int
+
+    @classmethod
+    def from_node(cls, node: Node) -> DeployContext:
+        base = Settings()
+        settings = Settings(
+            prefix=_str(node, "prefix", base.prefix) or base.prefix,
+            shards=_int(node, "shards", base.shards),
+            preload_interval_seconds=base.preload_interval_seconds,
+            preload_window_seconds=_int(node, "preloadWindowSeconds", base.preload_window_seconds),
+            history_retention_days=_int(node, "historyRetentionDays", base.history_retention_days),
+        )
+        if settings.preload_window_seconds > MAX_PRELOAD_WINDOW_SECONDS:
+            raise ValueError(f"context preloadWindowSeconds must be at most {MAX_PRELOAD_WINDOW_SECONDS}")
+        lease = node.try_get_context("leaseSeconds")
+        lease_seconds = None if lease in (None, "") else _int(node, "leaseSeconds", 30, minimum=3)
+        if lease_seconds is not None:
+            settings = settings.with_lease_seconds(lease_seconds)
+        retention = _int(node, "logRetentionDays", 90)
+        if retention not in LOG_RETENTION_CHOICES:
+            raise ValueError(
+                f"context logRetentionDays must be one of {sorted(LOG_RETENTION_CHOICES)}, got {retention}"
+            )
+        issuer = _str(node, "jwtIssuer")
+        audience = _str(node, "jwtAudience")
+        secret_name = _str(node, "jwtClientSecretName")
+        if issuer and not (audience and secret_name):
+            raise ValueError("context jwtIssuer needs jwtAudience (the client id) and jwtClientSecretName")
+        min_tasks = _int(node, "longWorkerMinTasks", 1, minimum=0)
+        return cls(
+            settings=settings,
+            lease_seconds=lease_seconds,
+            alarm_email=_str(node, "alarmEmail"),
+            jwt_issuer=issuer,
+            jwt_audience=audience,
+            jwt_client_secret_name=secret_name,
+            callback_url=_str(node, "callbackUrl", DEFAULT_CALLBACK_URL) or DEFAULT_CALLBACK_URL,
+            handler_modules=_str(node, "handlerModules", "") or "",
+            log_retention_days=retention,
+            api_rate_limit=_int(node, "apiRateLimit", 1000),
+            api_burst_limit=_int(node, "apiBurstLimit", 2000),
+            long_worker_min_tasks=min_tasks,
+            long_worker_max_tasks=max(min_tasks, _int(node, "longWorkerMaxTasks", 10)),
+        )

@@ -1,0 +1,202 @@
+"""Functions and layers: the core and its dependencies as layers, one arm64 Python function per handler,
+each with its own role that holds only what its handler calls."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from aws_cdk import Duration, Stack
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_lambda_event_sources as sources
+from aws_cdk import aws_sns as sns
+from constructs import Construct
+
+from infra.build_layers import CORE_LAYER_DIR, DEPS_LAYER_DIR
+from infra.common import ROOT, log_group, suppress
+from infra.context import DeployContext
+from infra.permissions import (
+    API_TABLE_ACTIONS,
+    CONSUME,
+    DLQ_NOTIFIER_TABLE_ACTIONS,
+    DRAIN,
+    PRELOADER_TABLE_ACTIONS,
+    SEND,
+    WORKER_TABLE_ACTIONS,
+    grant_queues,
+    grant_tables,
+)
+from infra.queues import Queues, lambda_worker_timeout
+from infra.storage import Storage
+
+RUNTIME = lambda_.Runtime.PYTHON_3_12  # the dependency layer is built for CPython 3.12 (build_layers.py)
+ARCHITECTURE = lambda_.Architecture.ARM_64
+ASSET_EXCLUDES = ["**/__pycache__", "**/*.pyc", "*.egg-info", "**/*.egg-info"]
+# X-Ray's PutTraceSegments and PutTelemetryRecords take no resource ARN: "*" is the only choice.
+XRAY_WILDCARD = "X-Ray trace and telemetry actions do not support resource-level permissions (Resource: *)."
+
+
+def runtime_environment(ctx: DeployContext, queues: Queues) -> dict[str, str]:
+    """The DUETIME_* variables RuntimeConfig.from_env reads, shared by every function and the ECS worker."""
+    settings = ctx.settings
+    stack = Stack.of(queues)
+    env = {
+        "DUETIME_PREFIX": settings.prefix,
+        "DUETIME_REGION": stack.region,
+        "DUETIME_SHARDS": str(settings.shards),
+        "DUETIME_PRELOAD_INTERVAL_SECONDS": str(settings.preload_interval_seconds),
+        "DUETIME_PRELOAD_WINDOW_SECONDS": str(settings.preload_window_seconds),
+        "DUETIME_HISTORY_RETENTION_DAYS": str(settings.history_retention_days),
+        "DUETIME_QUEUE_URLS": stack.to_json_string(queues.queue_urls()),
+        "DUETIME_DLQ_URLS": stack.to_json_string(queues.dlq_urls()),
+        "POWERTOOLS_METRICS_NAMESPACE": "duetime",
+    }
+    if ctx.lease_seconds is not None:
+        env["DUETIME_LEASE_SECONDS"] = str(ctx.lease_seconds)
+    return env
+
+
+@dataclass(frozen=True)
+class FunctionSpec:
+    name: str
+    description: str
+    timeout: Duration
+    memory_mb: int = 512
+
+
+class Functions(Construct):
+    """The api, preloader, worker (the `default` class, or any class whose worker_kind is "lambda") and
+    dlq_notifier functions."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        ctx: DeployContext,
+        storage: Storage,
+        queues: Queues,
+        alert_topic: sns.Topic,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        deps_python = DEPS_LAYER_DIR / "python"
+        if not deps_python.is_dir():
+            raise FileNotFoundError(f"{deps_python} is missing: run `python infra/build_layers.py` (make synth does)")
+        self.deps_layer = lambda_.LayerVersion(
+            self,
+            "DepsLayer",
+            code=lambda_.Code.from_asset(str(DEPS_LAYER_DIR), exclude=[".requirements.json", *ASSET_EXCLUDES]),
+            compatible_runtimes=[RUNTIME],
+            compatible_architectures=[ARCHITECTURE],
+            description="duetime third-party dependencies (pip, manylinux2014_aarch64, cp312)",
+        )
+        self.core_layer = lambda_.LayerVersion(
+            self,
+            "CoreLayer",
+            code=lambda_.Code.from_asset(str(CORE_LAYER_DIR), exclude=ASSET_EXCLUDES),
+            compatible_runtimes=[RUNTIME],
+            compatible_architectures=[ARCHITECTURE],
+            description="duetime core (layers/core/python/duetime)",
+        )
+        self.ctx = ctx
+        self.environment = runtime_environment(ctx, queues)
+        tables = storage.tables
+        every_due = [q.due for q in queues.by_class.values()]
+        every_dlq = [q.dlq for q in queues.by_class.values()]
+
+        self.api = self._function(FunctionSpec("api", "duetime HTTP API", Duration.seconds(29), 1024))
+        grant_tables(self.api.role, tables, API_TABLE_ACTIONS)  # type: ignore[arg-type]
+        # Creating a job sends its first execution when due soon; completing one may retry or dead-letter it.
+        grant_queues(self.api.role, every_due + every_dlq, SEND)  # type: ignore[arg-type]
+
+        interval = ctx.settings.preload_interval_seconds
+        self.preloader = self._function(
+            FunctionSpec("preloader", "duetime pre-loader: sends due executions to SQS", Duration.seconds(interval))
+        )
+        grant_tables(self.preloader.role, tables, PRELOADER_TABLE_ACTIONS)  # type: ignore[arg-type]
+        grant_queues(self.preloader.role, every_due, SEND)  # type: ignore[arg-type]
+
+        self.workers: dict[str, lambda_.Function] = {}
+        for name, class_queues in queues.by_class.items():
+            if class_queues.job_class.worker_kind != "lambda":
+                continue
+            worker = self._function(
+                FunctionSpec(
+                    "worker",
+                    f"duetime worker of the {name!r} job class",
+                    lambda_worker_timeout(class_queues.job_class),
+                    1024,
+                ),
+                construct_id=f"Worker-{name}",
+                extra_env={"DUETIME_JOB_CLASS": name, "DUETIME_HANDLER_MODULES": ctx.handler_modules},
+            )
+            grant_tables(worker.role, tables, WORKER_TABLE_ACTIONS)  # type: ignore[arg-type]
+            grant_queues(worker.role, [class_queues.due], [*CONSUME, *SEND])  # type: ignore[arg-type]
+            grant_queues(worker.role, [class_queues.dlq], SEND)  # type: ignore[arg-type]
+            worker.add_event_source(
+                sources.SqsEventSource(
+                    class_queues.due,
+                    batch_size=10,
+                    # On time beats fewer invocations: hand over each message as soon as it is visible.
+                    max_batching_window=Duration.seconds(0),
+                    report_batch_item_failures=True,
+                )
+            )
+            self.workers[name] = worker
+
+        self.dlq_notifier = self._function(
+            FunctionSpec(
+                "dlq_notifier", "duetime DLQ notifier: records dead letters, tells owners", Duration.minutes(1)
+            ),
+            extra_env={"DUETIME_ALERT_TOPIC_ARN": alert_topic.topic_arn},
+        )
+        grant_tables(self.dlq_notifier.role, tables, DLQ_NOTIFIER_TABLE_ACTIONS)  # type: ignore[arg-type]
+        grant_queues(self.dlq_notifier.role, every_dlq, DRAIN)  # type: ignore[arg-type]
+        alert_topic.grant_publish(self.dlq_notifier)  # with kms:Decrypt and kms:GenerateDataKey* on its key
+        suppress(
+            self.dlq_notifier.role,  # type: ignore[arg-type]
+            {
+                "AwsSolutions-IAM5[Action::kms:GenerateDataKey*]": "Granted by Topic.grantPublish on the alert "
+                "topic's own key only: publishing to an encrypted topic needs a data key of that key.",
+            },
+        )
+
+    @property
+    def all(self) -> list[lambda_.Function]:
+        return [self.api, self.preloader, *self.workers.values(), self.dlq_notifier]
+
+    def _function(
+        self, spec: FunctionSpec, construct_id: str | None = None, extra_env: dict[str, str] | None = None
+    ) -> lambda_.Function:
+        construct_id = construct_id or "".join(part.capitalize() for part in spec.name.split("_"))
+        logs = log_group(self, f"{construct_id}Logs", self.ctx.log_retention_days)
+        role = iam.Role(
+            self,
+            f"{construct_id}Role",
+            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),  # type: ignore[arg-type]
+            description=f"duetime {spec.name}: only what its handler calls",
+        )
+        logs.grant_write(role)
+        function = lambda_.Function(
+            self,
+            construct_id,
+            description=spec.description,
+            runtime=RUNTIME,
+            architecture=ARCHITECTURE,
+            handler="index.handler",
+            code=lambda_.Code.from_asset(str(ROOT / "functions" / spec.name), exclude=ASSET_EXCLUDES),
+            layers=[self.deps_layer, self.core_layer],
+            environment={**self.environment, "POWERTOOLS_SERVICE_NAME": spec.name, **(extra_env or {})},
+            timeout=spec.timeout,
+            memory_size=spec.memory_mb,
+            role=role,  # type: ignore[arg-type]
+            log_group=logs,  # type: ignore[arg-type]
+            tracing=lambda_.Tracing.ACTIVE,
+            logging_format=lambda_.LoggingFormat.JSON,
+        )
+        suppress(role, {"AwsSolutions-IAM5[Resource::*]": XRAY_WILDCARD})
+        suppress(
+            function,
+            {"AwsSolutions-L1": "Python 3.12 on purpose: the dependency layer's binary wheels are built for cp312."},
+        )
+        return function

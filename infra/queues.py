@@ -1,0 +1,68 @@
+"""Queues: per job class of duetime.definitions a due queue and its DLQ, encrypted, TLS-only, with redrive."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from aws_cdk import Duration
+from aws_cdk import aws_sqs as sqs
+from constructs import Construct
+from duetime.definitions import MAX_RECEIVE_COUNT, JobClassDef, Settings
+
+from infra.common import suppress
+
+DLQ_RETENTION = Duration.days(14)  # SQS's maximum: time for the notifier and people to look
+
+
+@dataclass(frozen=True)
+class ClassQueues:
+    job_class: JobClassDef
+    due: sqs.Queue
+    dlq: sqs.Queue
+
+
+def lambda_worker_timeout(job_class: JobClassDef) -> Duration:
+    """The worker function's timeout: the class's longest job plus a minute to report, within Lambda's 15."""
+    return Duration.seconds(min(900, job_class.max_timeout_seconds + 60))
+
+
+class Queues(Construct):
+    """Due queues and DLQs, keyed by job class name."""
+
+    def __init__(self, scope: Construct, construct_id: str, *, settings: Settings) -> None:
+        super().__init__(scope, construct_id)
+        self.by_class: dict[str, ClassQueues] = {}
+        for name, job_class in settings.job_classes.items():
+            dlq = sqs.Queue(
+                self,
+                f"Dlq-{name}",
+                queue_name=job_class.dlq_name(settings.prefix),
+                encryption=sqs.QueueEncryption.SQS_MANAGED,
+                enforce_ssl=True,
+                retention_period=DLQ_RETENTION,
+            )
+            suppress(dlq, {"AwsSolutions-SQS3": "This queue is itself the dead-letter queue of its job class."})
+            # An SQS event source needs the visibility timeout to cover the function's timeout; the worker
+            # shortens it to one lease by its first heartbeat. `duetime worker` sets it to a lease on receive.
+            visibility = (
+                lambda_worker_timeout(job_class)
+                if job_class.worker_kind == "lambda"
+                else Duration.seconds(job_class.lease_seconds)
+            )
+            due = sqs.Queue(
+                self,
+                f"Due-{name}",
+                queue_name=job_class.queue_name(settings.prefix),
+                encryption=sqs.QueueEncryption.SQS_MANAGED,
+                enforce_ssl=True,
+                visibility_timeout=visibility,
+                retention_period=Duration.days(4),
+                dead_letter_queue=sqs.DeadLetterQueue(queue=dlq, max_receive_count=MAX_RECEIVE_COUNT),
+            )
+            self.by_class[name] = ClassQueues(job_class=job_class, due=due, dlq=dlq)
+
+    def queue_urls(self) -> dict[str, str]:
+        return {name: q.due.queue_url for name, q in self.by_class.items()}
+
+    def dlq_urls(self) -> dict[str, str]:
+        return {name: q.dlq.queue_url for name, q in self.by_class.items()}

@@ -1,0 +1,48 @@
+"""Storage: the DynamoDB tables of duetime.definitions.TABLES, on demand, recoverable and protected."""
+
+from __future__ import annotations
+
+from aws_cdk import RemovalPolicy
+from aws_cdk import aws_dynamodb as dynamodb
+from constructs import Construct
+from duetime.definitions import TABLES, Settings, TableDef
+
+
+def _key(name: str | None) -> dynamodb.Attribute | None:
+    # Every key attribute of duetime is a string (definitions.TableDef).
+    return dynamodb.Attribute(name=name, type=dynamodb.AttributeType.STRING) if name else None
+
+
+class Storage(Construct):
+    """One table per TableDef: its name, keys, indexes and TTL attribute all read from the definition."""
+
+    def __init__(self, scope: Construct, construct_id: str, *, settings: Settings) -> None:
+        super().__init__(scope, construct_id)
+        self.tables: dict[str, dynamodb.Table] = {}
+        for definition in TABLES:
+            self.tables[definition.logical_name] = self._table(definition, settings)
+
+    def _table(self, definition: TableDef, settings: Settings) -> dynamodb.Table:
+        table = dynamodb.Table(
+            self,
+            definition.logical_name.capitalize(),
+            table_name=settings.table_name(definition),
+            partition_key=_key(definition.partition_key),  # type: ignore[arg-type]
+            sort_key=_key(definition.sort_key),
+            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
+            point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
+                point_in_time_recovery_enabled=True
+            ),
+            deletion_protection=True,
+            encryption=dynamodb.TableEncryption.AWS_MANAGED,
+            time_to_live_attribute=definition.ttl_attribute,
+            removal_policy=RemovalPolicy.RETAIN,
+        )
+        for index in definition.indexes:
+            table.add_global_secondary_index(
+                index_name=index.name,
+                partition_key=_key(index.partition_key),  # type: ignore[arg-type]
+                sort_key=_key(index.sort_key),
+                projection_type=dynamodb.ProjectionType.ALL,
+            )
+        return table

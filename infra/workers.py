@@ -1,0 +1,164 @@
+"""Workers: the ECS Fargate service running `duetime worker` for each job class whose worker_kind is "ecs"
+(the `long` class), in private subnets, scaled on its due queue's backlog."""
+
+from __future__ import annotations
+
+from aws_cdk import Duration, IgnoreMode
+from aws_cdk import aws_applicationautoscaling as autoscaling
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_ecr_assets as ecr_assets
+from aws_cdk import aws_ecs as ecs
+from aws_cdk import aws_iam as iam
+from constructs import Construct
+
+from infra.common import ROOT, log_group, suppress
+from infra.context import DeployContext
+from infra.permissions import CONSUME, SEND, WORKER_TABLE_ACTIONS, grant_queues, grant_tables
+from infra.queues import Queues
+from infra.storage import Storage
+
+# Only what `pip install .` needs goes into the Docker build context (the asset is staged, not built, at synth).
+IMAGE_CONTEXT_EXCLUDES = [
+    "*",
+    "!Dockerfile",
+    "!pyproject.toml",
+    "!README.md",
+    "!layers",
+    "**/__pycache__",
+    "**/*.egg-info",
+]
+# `duetime worker` finishes its running executions within this grace and releases the rest (SIGTERM).
+STOP_GRACE_SECONDS = 30
+
+
+class Workers(Construct):
+    """One Fargate service per ECS job class, with its task role holding only what the worker calls."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        ctx: DeployContext,
+        storage: Storage,
+        queues: Queues,
+        environment: dict[str, str],
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self.vpc = ec2.Vpc(
+            self,
+            "Vpc",
+            max_azs=2,
+            nat_gateways=1,
+            subnet_configuration=[
+                ec2.SubnetConfiguration(name="public", subnet_type=ec2.SubnetType.PUBLIC, cidr_mask=24),
+                ec2.SubnetConfiguration(name="workers", subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS, cidr_mask=22),
+            ],
+            gateway_endpoints={
+                "DynamoDb": ec2.GatewayVpcEndpointOptions(service=ec2.GatewayVpcEndpointAwsService.DYNAMODB)
+            },
+        )
+        self.vpc.add_flow_log(
+            "FlowLogs",
+            destination=ec2.FlowLogDestination.to_cloud_watch_logs(
+                log_group(self, "FlowLogGroup", ctx.log_retention_days)
+            ),
+            traffic_type=ec2.FlowLogTrafficType.REJECT,
+        )
+        self.cluster = ecs.Cluster(
+            self,
+            "Cluster",
+            vpc=self.vpc,
+            container_insights_v2=ecs.ContainerInsights.ENABLED,
+        )
+        image = ecs.ContainerImage.from_asset(
+            str(ROOT),
+            file="Dockerfile",
+            platform=ecr_assets.Platform.LINUX_ARM64,
+            exclude=IMAGE_CONTEXT_EXCLUDES,
+            ignore_mode=IgnoreMode.DOCKER,
+        )
+        self.services: dict[str, ecs.FargateService] = {}
+        for name, class_queues in queues.by_class.items():
+            job_class = class_queues.job_class
+            if job_class.worker_kind != "ecs":
+                continue
+            task_role = iam.Role(
+                self,
+                f"TaskRole-{name}",
+                assumed_by=iam.ServicePrincipal("ecs-tasks.amazonaws.com"),  # type: ignore[arg-type]
+                description=f"duetime worker of the {name!r} job class: only what `duetime worker` calls",
+            )
+            grant_tables(task_role, storage.tables, WORKER_TABLE_ACTIONS)
+            grant_queues(task_role, [class_queues.due], [*CONSUME, *SEND])
+            grant_queues(task_role, [class_queues.dlq], SEND)
+            task = ecs.FargateTaskDefinition(
+                self,
+                f"Task-{name}",
+                cpu=512,
+                memory_limit_mib=1024,
+                task_role=task_role,  # type: ignore[arg-type]
+                runtime_platform=ecs.RuntimePlatform(
+                    cpu_architecture=ecs.CpuArchitecture.ARM64,
+                    operating_system_family=ecs.OperatingSystemFamily.LINUX,
+                ),
+            )
+            task.add_container(
+                "worker",
+                image=image,
+                command=[
+                    "duetime",
+                    "worker",
+                    "--job-class",
+                    name,
+                    "--concurrency",
+                    str(job_class.concurrency),
+                    "--grace-seconds",
+                    str(STOP_GRACE_SECONDS - 5),
+                ],
+                environment={**environment, "DUETIME_JOB_CLASS": name, "DUETIME_HANDLER_MODULES": ctx.handler_modules},
+                logging=ecs.LogDriver.aws_logs(
+                    stream_prefix=f"worker-{name}",
+                    log_group=log_group(self, f"Logs-{name}", ctx.log_retention_days),
+                ),
+                stop_timeout=Duration.seconds(STOP_GRACE_SECONDS),
+            )
+            service = ecs.FargateService(
+                self,
+                f"Service-{name}",
+                cluster=self.cluster,
+                task_definition=task,
+                desired_count=ctx.long_worker_min_tasks,
+                vpc_subnets=ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS),
+                assign_public_ip=False,
+                min_healthy_percent=100,
+                max_healthy_percent=200,
+                circuit_breaker=ecs.DeploymentCircuitBreaker(rollback=True),
+            )
+            scaling = service.auto_scale_task_count(
+                min_capacity=ctx.long_worker_min_tasks, max_capacity=ctx.long_worker_max_tasks
+            )
+            # Backlog: due messages visible and not yet received; each task runs `concurrency` at once.
+            scaling.scale_on_metric(
+                "QueueBacklog",
+                metric=class_queues.due.metric_approximate_number_of_messages_visible(
+                    period=Duration.minutes(1), statistic="Maximum"
+                ),
+                scaling_steps=[
+                    autoscaling.ScalingInterval(upper=0, change=-1),
+                    autoscaling.ScalingInterval(lower=1, change=+1),
+                    autoscaling.ScalingInterval(lower=job_class.concurrency * 4, change=+3),
+                ],
+                adjustment_type=autoscaling.AdjustmentType.CHANGE_IN_CAPACITY,
+                cooldown=Duration.minutes(2),
+            )
+            self.services[name] = service
+            suppress(
+                task,
+                {
+                    "AwsSolutions-ECS2": "The environment holds resource names and URLs only (no secrets): the "
+                    "DUETIME_* settings RuntimeConfig.from_env reads.",
+                    "AwsSolutions-IAM5[Resource::*]": "The execution role's ecr:GetAuthorizationToken, granted by CDK "
+                    "to pull the image asset, takes no resource ARN.",
+                },
+            )

@@ -1,0 +1,74 @@
+"""Checks a platform team runs: cdk-nag AwsSolutions (at synth) and cfn-lint on the template; context defaults."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import aws_cdk as cdk
+import pytest
+from duetime.definitions import Settings
+
+from infra.build_layers import layer_requirements
+from infra.context import DeployContext
+
+
+def test_cdk_nag_aws_solutions_runs_and_reports_nothing_unacknowledged(synthesized):
+    # The plugin runs inside app.synth() (the session fixture) and fails it on any unacknowledged finding.
+    report = synthesized.outdir / "validation-report.json"
+    if report.exists():
+        assert json.loads(report.read_text())["pluginReports"] == []
+    acknowledged = json.dumps(synthesized.raw)  # acknowledgments are construct metadata, not template content
+    assert "AwsSolutions" not in acknowledged or "rules_to_suppress" in acknowledged
+
+
+def test_cdk_nag_plugin_is_registered_on_the_app():
+    source = (synthesized_root() / "app.py").read_text()
+    assert "AwsSolutionsChecks(app" in source and "add_plugins" in source
+
+
+def test_cfn_lint_reports_no_errors(synthesized, tmp_path):
+    template = tmp_path / "DuetimeStack.template.json"
+    template.write_text(json.dumps(synthesized.raw))
+    result = subprocess.run(
+        [sys.executable, "-m", "cfnlint", "--format", "parseable", str(template)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    errors = [line for line in result.stdout.splitlines() if ":E" in line or line.split(":")[-2:-1] == ["error"]]
+    assert result.returncode & 2 == 0 and not errors, result.stdout + result.stderr
+
+
+def test_context_defaults_are_the_shared_settings():
+    ctx = DeployContext.from_node(cdk.App().node)
+    assert ctx.settings == Settings()
+    assert ctx.lease_seconds is None and ctx.alarm_email is None and ctx.jwt_issuer is None
+
+
+def test_context_overrides_and_validates():
+    app = cdk.App(context={"shards": "64", "leaseSeconds": 45, "preloadWindowSeconds": 600, "alarmEmail": "a@b.c"})
+    ctx = DeployContext.from_node(app.node)
+    assert ctx.settings.shards == 64 and ctx.settings.preload_window_seconds == 600
+    assert {c.lease_seconds for c in ctx.settings.job_classes.values()} == {45}
+    assert ctx.alarm_email == "a@b.c"
+    with pytest.raises(ValueError, match="preloadWindowSeconds"):
+        DeployContext.from_node(cdk.App(context={"preloadWindowSeconds": 900}).node)
+    with pytest.raises(ValueError, match="jwtAudience"):
+        DeployContext.from_node(cdk.App(context={"jwtIssuer": "https://id.example.com"}).node)
+
+
+def test_dependency_layer_leaves_boto_out_and_pins_dateutil_below_3():
+    requirements = layer_requirements()
+    names = {r.split("=")[0].split("<")[0].lower() for r in requirements}
+    assert {"pydantic", "croniter", "aws-lambda-powertools", "pyjwt", "tzdata", "python-dateutil"} <= names
+    assert not {"boto3", "botocore"} & names
+    dateutil = next(r for r in requirements if r.lower().startswith("python-dateutil"))
+    assert dateutil.split("==")[-1].startswith("2.") or "<3" in dateutil
+
+
+def synthesized_root():
+    from tests.infrastructure.conftest import ROOT
+
+    return ROOT

@@ -1,0 +1,112 @@
+"""Monitoring: an alarm topic with the email from context, the alarms of issue 6 and a dashboard."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from duetime.definitions import JOB_CLASSES, Settings
+
+from tests.infrastructure.conftest import ALARM_EMAIL
+
+
+def _alarms(synthesized) -> list[dict]:
+    return [a["Properties"] for a in synthesized.resources("AWS::CloudWatch::Alarm").values()]
+
+
+def _alarm(synthesized, metric: str, dimension_ref: str | None = None, namespace: str | None = None) -> dict:
+    found = [
+        a
+        for a in _alarms(synthesized)
+        if a.get("MetricName") == metric
+        and (namespace is None or a.get("Namespace") == namespace)
+        and (dimension_ref is None or dimension_ref in json.dumps(a.get("Dimensions")))
+        and a.get("AlarmActions")
+    ]
+    assert len(found) >= 1, f"an alarm on {metric} {dimension_ref or ''}"
+    return found[0]
+
+
+def _topic_id(synthesized) -> str:
+    return synthesized.logical_id(synthesized.stack.alerts.topic)
+
+
+def test_alarm_topic_is_encrypted_and_subscribes_the_alarm_email(synthesized):
+    topics = synthesized.resources("AWS::SNS::Topic")
+    assert len(topics) == 1
+    assert "KmsMasterKeyId" in next(iter(topics.values()))["Properties"]
+    synthesized.template.has_resource_properties(
+        "AWS::SNS::Subscription",
+        {"Protocol": "email", "Endpoint": ALARM_EMAIL, "TopicArn": {"Ref": _topic_id(synthesized)}},
+    )
+
+
+def test_every_alarm_notifies_the_topic(synthesized):
+    ours = [a for a in _alarms(synthesized) if a.get("AlarmDescription", "").startswith(Settings().prefix)]
+    assert len(ours) >= 2 * len(JOB_CLASSES) + 2
+    for alarm in ours:
+        assert alarm["AlarmActions"] == [{"Ref": _topic_id(synthesized)}]
+
+
+@pytest.mark.parametrize("job_class", sorted(JOB_CLASSES))
+def test_dlq_depth_above_zero_alarms(synthesized, job_class):
+    dlq = synthesized.logical_id(synthesized.stack.queues.by_class[job_class].dlq)
+    alarm = _alarm(synthesized, "ApproximateNumberOfMessagesVisible", dlq)
+    assert alarm["Namespace"] == "AWS/SQS"
+    assert alarm["Threshold"] == 0 and alarm["ComparisonOperator"] == "GreaterThanThreshold"
+    assert alarm["Period"] == 60 and alarm["EvaluationPeriods"] == 1
+
+
+@pytest.mark.parametrize("job_class", sorted(JOB_CLASSES))
+def test_dead_letters_drained_by_the_notifier_still_alarm(synthesized, job_class):
+    dlq = synthesized.logical_id(synthesized.stack.queues.by_class[job_class].dlq)
+    alarm = _alarm(synthesized, "NumberOfMessagesReceived", dlq)
+    assert alarm["Statistic"] == "Sum" and alarm["Threshold"] == 0
+
+
+@pytest.mark.parametrize("job_class", sorted(JOB_CLASSES))
+def test_age_of_oldest_due_message_alarms(synthesized, job_class):
+    due = synthesized.logical_id(synthesized.stack.queues.by_class[job_class].due)
+    alarm = _alarm(synthesized, "ApproximateAgeOfOldestMessage", due)
+    settings = Settings()
+    expected = (
+        settings.preload_window_seconds + settings.preload_interval_seconds + JOB_CLASSES[job_class].lease_seconds
+    )
+    assert alarm["Threshold"] == expected
+
+
+def test_start_lateness_p99_above_two_seconds_alarms(synthesized):
+    alarm = _alarm(synthesized, "StartLatenessMs", namespace="duetime")
+    assert alarm["Dimensions"] == [{"Name": "service", "Value": "worker"}]
+    assert alarm["ExtendedStatistic"] == "p99"
+    assert alarm["Threshold"] == 2000
+    assert alarm["ComparisonOperator"] == "GreaterThanThreshold"
+
+
+@pytest.mark.parametrize("metric", ["Errors", "Throttles"])
+def test_every_function_alarms_on_errors_and_throttles(synthesized, metric):
+    functions = synthesized.stack.functions.all
+    for function in functions:
+        alarm = _alarm(synthesized, metric, synthesized.logical_id(function))
+        assert alarm["Namespace"] == "AWS/Lambda" and alarm["Threshold"] == 0
+
+
+def test_api_5xx_alarms(synthesized):
+    alarm = _alarm(synthesized, "5XXError", namespace="AWS/ApiGateway")
+    assert alarm["Threshold"] == 0 and alarm["Statistic"] == "Sum"
+
+
+def test_dashboard_shows_executions_per_second_lateness_percentiles_and_dlq_depth(synthesized):
+    dashboards = synthesized.resources("AWS::CloudWatch::Dashboard")
+    assert len(dashboards) == 1
+    body = json.dumps(next(iter(dashboards.values()))["Properties"]["DashboardBody"])
+    for wanted in (
+        "Executions per second",
+        "StartLatenessMs",
+        "p50",
+        "p90",
+        "p99",
+        "DLQ depth",
+        "NumberOfMessagesDeleted",
+    ):
+        assert wanted in body, wanted
