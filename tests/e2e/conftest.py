@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
@@ -9,16 +10,56 @@ import pytest
 from tests.conftest import Api
 
 
+def _submit(api: Api, body: dict[str, Any]) -> dict[str, Any]:
+    response = api.post("/jobs", json=body)
+    assert response.status_code == 201, response.text
+    return dict(response.json())
+
+
 @pytest.fixture(scope="session", autouse=True)
 def every_minute_job(api: Api) -> dict[str, Any]:
     """An every-minute cron job submitted when the e2e session starts; test_cron_minutes reads it."""
-    response = api.post(
-        "/jobs",
-        json={
+    return _submit(
+        api,
+        {
             "name": "every-minute",
             "handler": "demo.echo",
             "schedule": {"cron": "* * * * *", "timeZone": "Europe/London"},
         },
     )
-    assert response.status_code == 201, response.text
-    return dict(response.json())
+
+
+@pytest.fixture(scope="session", autouse=True)
+def overlapping_job(api: Api) -> dict[str, Any]:
+    """Every minute, each run 75 s long, overlap forbidden: the run after the first must be skipped."""
+    return _submit(
+        api,
+        {
+            "name": "overlapping",
+            "handler": "demo.sleep",
+            "payload": {"seconds": 75},
+            "timeoutSeconds": 120,
+            "overlap": "forbid",
+            "schedule": {"cron": "* * * * *", "timeZone": "UTC"},
+        },
+    )
+
+
+@pytest.fixture(scope="session", autouse=True)
+def paused_jobs(api: Api) -> dict[str, Any]:
+    """Three every-minute jobs, one per catch-up policy, paused at once; resumed minutes later."""
+    jobs = {}
+    for policy in ("latest", "all", "none"):
+        job = _submit(
+            api,
+            {
+                "name": f"catch-up-{policy}",
+                "handler": "demo.echo",
+                "catchUp": policy,
+                "schedule": {"cron": "* * * * *", "timeZone": "UTC"},
+            },
+        )
+        paused = api.patch(f"/jobs/{job['jobId']}", json={"status": "paused"})
+        assert paused.status_code == 200 and paused.json()["status"] == "paused", paused.text
+        jobs[policy] = job
+    return {"jobs": jobs, "paused_at": time.time()}
