@@ -4,30 +4,41 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ValidationError
 
 from duetime.api.auth import Caller, caller_from_event
+from duetime.api.idempotency import idempotency_key
+from duetime.api.models import (
+    MAX_PAGE,
+    CompleteRequest,
+    ErrorDetail,
+    ErrorResponse,
+    ExecutionPage,
+    HeartbeatRequest,
+    HeartbeatResponse,
+    JobPage,
+    JobResponse,
+    PreviewRequest,
+    PreviewResponse,
+    StatusChange,
+)
+from duetime.api.openapi import openapi_document
 from duetime.domain.errors import (
     Conflict,
     DuetimeError,
     IdempotencyMismatch,
     InvalidInput,
+    InvalidSchedule,
     NotFound,
     Unauthorized,
 )
-from duetime.domain.models import (
-    CamelModel,
-    Execution,
-    JobSpec,
-    JobStatus,
-    Schedule,
-    UtcDatetime,
-    format_time,
-)
+from duetime.domain.keys import parse_execution_id
+from duetime.domain.models import Job, JobSpec, Schedule
 from duetime.service import executions as execution_cases
 from duetime.service import jobs as job_cases
 from duetime.service.context import Ports
@@ -40,61 +51,79 @@ STATUS_BY_ERROR: list[tuple[type[DuetimeError], int]] = [
     (Conflict, 409),
     (IdempotencyMismatch, 422),
 ]
-MAX_BODY_BYTES = 256 * 1024
+# A job's payload may take 256 KB (JobSpec); the rest of a request body is small.
+MAX_BODY_BYTES = 320 * 1024
+DEFAULT_PAGE = 50
+# Job ids are "j_" and hex (service.jobs.submit_job); anything else cannot name a job, so it is 404
+# before it reaches DynamoDB (which refuses keys over 2 KB).
+JOB_ID = re.compile(r"j_[0-9a-f]{1,64}")
+LIMIT = re.compile(r"[0-9]{1,4}")
 
 M = TypeVar("M", bound=BaseModel)
 
 
-class StatusChange(CamelModel):
-    status: JobStatus
-
-
-class PreviewRequest(CamelModel):
-    at: UtcDatetime | None = None
-    cron: str | None = Field(default=None, min_length=1, max_length=200)
-    time_zone: str = Field(default="UTC", min_length=1, max_length=64)
-    from_: UtcDatetime | None = Field(default=None, alias="from")
-    count: int = Field(default=10, ge=1, le=100)
-
-    model_config = ConfigDict(populate_by_name=True, extra="forbid")
-
-
-class HeartbeatRequest(CamelModel):
-    attempt: int = Field(ge=1)
-
-
-class CompleteRequest(CamelModel):
-    attempt: int = Field(ge=1)
-    result: Any = None
-    error: str | None = Field(default=None, max_length=4000)
-    retryable: bool = True
-    # "succeeded" | "failed" in API.md, where `result` names the outcome; a value goes in `output`.
-    output: Any = None
-
-
 def error_response(error: DuetimeError) -> Response[str]:
     status = next((code for cls, code in STATUS_BY_ERROR if isinstance(error, cls)), 400)
-    body: dict[str, Any] = {"code": error.code, "message": error.message}
-    if error.field:
-        body["field"] = error.field
-    return Response(status_code=status, content_type="application/json", body=json.dumps({"error": body}))
+    body = ErrorResponse(error=ErrorDetail(code=error.code, message=error.message, field=error.field or None))
+    return Response(
+        status_code=status,
+        content_type="application/json",
+        body=body.model_dump_json(by_alias=True, exclude_none=True),
+    )
 
 
 def validation_error(exc: ValidationError) -> InvalidInput:
+    """The first pydantic error as InvalidInput naming the field in wire (camelCase) names."""
     first = exc.errors()[0]
     field = ".".join(str(p) for p in first.get("loc", ()) if not isinstance(p, int)) or "body"
     return InvalidInput(f"{field}: {first.get('msg', 'invalid')}", field=field)
 
 
-def job_json(view: job_cases.JobView) -> dict[str, Any]:
-    body = view.job.model_dump(mode="json", by_alias=True)
-    body["nextRunAt"] = format_time(view.job.next_run_at) if view.job.next_run_at else None
-    body["nextRuns"] = [format_time(t) for t in view.next_runs]
-    return body
+def parse_body(raw: str, model: type[M]) -> M:
+    """A request body as `model`; raises InvalidInput naming the field for anything else.
+
+    Refused: bodies over MAX_BODY_BYTES, malformed JSON (NaN and Infinity included), anything but an
+    object, strings that are not valid Unicode (lone surrogates, which DynamoDB cannot store), unknown
+    fields, and snake_case names (the wire speaks camelCase only).
+    """
+    if len(raw.encode("utf-8", "surrogatepass")) > MAX_BODY_BYTES:
+        raise InvalidInput(f"request body exceeds {MAX_BODY_BYTES} bytes", field="body")
+    try:
+        data = json.loads(raw, parse_constant=_refuse_constant) if raw.strip() else None
+        json.dumps(data, ensure_ascii=False).encode("utf-8")
+    except (ValueError, RecursionError) as exc:  # UnicodeEncodeError is a ValueError
+        raise InvalidInput(f"malformed JSON: {str(exc)[:200]}", field="body") from exc
+    if not isinstance(data, dict):
+        raise InvalidInput("the body must be a JSON object", field="body")
+    try:
+        return model.model_validate(data, by_alias=True, by_name=False)
+    except ValidationError as exc:
+        raise validation_error(exc) from exc
 
 
-def execution_json(execution: Execution) -> dict[str, Any]:
-    return execution.model_dump(mode="json", by_alias=True)
+def _refuse_constant(name: str) -> NoReturn:
+    raise ValueError(f"{name} is not JSON")
+
+
+def checked_job_id(job_id: str) -> str:
+    if not JOB_ID.fullmatch(job_id):
+        raise NotFound(f"job {job_id[:80]!r} not found", field="jobId")
+    return job_id
+
+
+def checked_execution_id(execution_id: str) -> str:
+    job_id, _ = parse_execution_id(execution_id)
+    if not JOB_ID.fullmatch(job_id):
+        raise NotFound(f"execution {execution_id[:120]!r} not found", field="executionId")
+    return execution_id
+
+
+def job_response(view: job_cases.JobView) -> JobResponse:
+    return JobResponse(**dict(view.job), next_runs=view.next_runs)
+
+
+def listed_job(job: Job) -> JobResponse:
+    return JobResponse(**dict(job))
 
 
 def build_app(ports: Ports, local_secret: str | None = None) -> APIGatewayRestResolver:
@@ -119,31 +148,26 @@ def build_app(ports: Ports, local_secret: str | None = None) -> APIGatewayRestRe
     def body(model: type[M]) -> M:
         raw = app.current_event.body or ""
         if app.current_event.is_base64_encoded:
-            raw = base64.b64decode(raw).decode("utf-8", errors="replace")
-        if len(raw.encode()) > MAX_BODY_BYTES:
-            raise InvalidInput(f"request body exceeds {MAX_BODY_BYTES} bytes", field="payload")
-        try:
-            data = json.loads(raw) if raw.strip() else None
-        except ValueError as exc:
-            raise InvalidInput(f"malformed JSON: {exc}", field="body") from exc
-        if not isinstance(data, dict):
-            raise InvalidInput("the body must be a JSON object", field="body")
-        try:
-            return model.model_validate(data)
-        except ValidationError as exc:
-            raise validation_error(exc) from exc
+            try:
+                raw = base64.b64decode(raw).decode("utf-8")
+            except ValueError as exc:
+                raise InvalidInput("the body must be UTF-8 JSON", field="body") from exc
+        return parse_body(raw, model)
 
     def limit_and_cursor() -> tuple[int, str | None]:
         params = app.current_event.query_string_parameters or {}
-        raw = params.get("limit", "50")
-        if not raw.isdigit() or not 1 <= int(raw) <= 100:
-            raise InvalidInput("limit must be an integer from 1 to 100", field="limit")
+        raw = params.get("limit")
+        if raw is None:
+            return DEFAULT_PAGE, params.get("cursor") or None
+        if not LIMIT.fullmatch(raw) or not 1 <= int(raw) <= MAX_PAGE:
+            raise InvalidInput(f"limit must be an integer from 1 to {MAX_PAGE}", field="limit")
         return int(raw), params.get("cursor") or None
 
-    def json_response(status: int, payload: Any) -> Response[str]:
-        return Response(status_code=status, content_type="application/json", body=json.dumps(payload))
+    def json_response(status: int, payload: BaseModel | dict[str, Any]) -> Response[str]:
+        text = payload.model_dump_json(by_alias=True) if isinstance(payload, BaseModel) else json.dumps(payload)
+        return Response(status_code=status, content_type="application/json", body=text)
 
-    @app.exception_handler(DuetimeError)
+    @app.exception_handler(DuetimeError)  # type: ignore[untyped-decorator]
     def handle_domain_error(error: DuetimeError) -> Response[str]:
         return error_response(error)
 
@@ -151,60 +175,62 @@ def build_app(ports: Ports, local_secret: str | None = None) -> APIGatewayRestRe
     def handle_not_found(_: Exception) -> Response[str]:
         return error_response(NotFound("no such route", field="path"))
 
+    @app.get("/openapi.json")
+    def openapi() -> Response[str]:
+        return json_response(200, openapi_document())
+
     @app.post("/jobs")
     def create_job() -> Response[str]:
         who = owner()
         spec = body(JobSpec)
         if not is_known(spec.handler):
             raise InvalidInput(f"unknown handler {spec.handler!r}", field="handler")
-        headers = app.current_event.headers or {}
-        key = next((v for k, v in headers.items() if k.lower() == "idempotency-key"), None)
-        if key is not None and not 1 <= len(key) <= 255:
-            raise InvalidInput("Idempotency-Key must be 1..255 characters", field="Idempotency-Key")
+        key = idempotency_key(app.current_event.headers)
         job, created = job_cases.submit_job(ports, who, spec, key)
         view = job_cases.get_job(ports, who, job.job_id)
-        return json_response(201 if created else 200, job_json(view))
+        return json_response(201 if created else 200, job_response(view))
 
     @app.get("/jobs")
     def list_jobs() -> Response[str]:
         who = owner()
         limit, cursor = limit_and_cursor()
         jobs, next_cursor = job_cases.list_jobs(ports, who, limit, cursor)
-        return json_response(
-            200, {"jobs": [j.model_dump(mode="json", by_alias=True) for j in jobs], "nextCursor": next_cursor}
-        )
+        return json_response(200, JobPage(jobs=[listed_job(j) for j in jobs], next_cursor=next_cursor))
 
     @app.get("/jobs/<job_id>")
     def get_job(job_id: str) -> Response[str]:
-        return json_response(200, job_json(job_cases.get_job(ports, owner(), job_id)))
+        who = owner()
+        return json_response(200, job_response(job_cases.get_job(ports, who, checked_job_id(job_id))))
 
     @app.patch("/jobs/<job_id>")
     def change_job(job_id: str) -> Response[str]:
         who = owner()
+        checked_job_id(job_id)
         change = body(StatusChange)
-        if change.status == JobStatus.PAUSED:
+        if change.status == "paused":
             view = job_cases.pause_job(ports, who, job_id)
-        elif change.status == JobStatus.ACTIVE:
-            view = job_cases.resume_job(ports, who, job_id)
         else:
-            raise InvalidInput("status must be 'paused' or 'active' (DELETE cancels)", field="status")
-        return json_response(200, job_json(view))
+            view = job_cases.resume_job(ports, who, job_id)
+        return json_response(200, job_response(view))
 
     @app.delete("/jobs/<job_id>")
     def delete_job(job_id: str) -> Response[str]:
-        job_cases.cancel_job(ports, owner(), job_id)
+        who = owner()
+        job_cases.cancel_job(ports, who, checked_job_id(job_id))
         return Response(status_code=204, body="")
 
     @app.get("/jobs/<job_id>/executions")
     def list_executions(job_id: str) -> Response[str]:
         who = owner()
+        checked_job_id(job_id)
         limit, cursor = limit_and_cursor()
         items, next_cursor = job_cases.list_executions(ports, who, job_id, limit, cursor)
-        return json_response(200, {"executions": [execution_json(e) for e in items], "nextCursor": next_cursor})
+        return json_response(200, ExecutionPage(executions=items, next_cursor=next_cursor))
 
     @app.post("/jobs/<job_id>/run")
     def run_now(job_id: str) -> Response[str]:
-        return json_response(201, execution_json(job_cases.run_now(ports, owner(), job_id)))
+        who = owner()
+        return json_response(201, job_cases.run_now(ports, who, checked_job_id(job_id)))
 
     @app.post("/schedules/preview")
     def preview() -> Response[str]:
@@ -215,25 +241,27 @@ def build_app(ports: Ports, local_secret: str | None = None) -> APIGatewayRestRe
         except ValidationError as exc:
             raise validation_error(exc) from exc
         start: datetime = request.from_ or ports.clock()
-        runs = job_cases.preview(schedule, start, request.count)
-        return json_response(200, {"runs": [format_time(t) for t in runs]})
+        try:
+            runs = job_cases.preview(schedule, start, request.count)
+        except InvalidSchedule as exc:  # named for a job's `schedule.*`; here the fields are top level
+            raise InvalidSchedule(exc.message, field=(exc.field or "").removeprefix("schedule.") or None) from exc
+        return json_response(200, PreviewResponse(runs=runs))
 
     @app.post("/executions/<execution_id>/heartbeat")
     def heartbeat(execution_id: str) -> Response[str]:
         worker()
         request = body(HeartbeatRequest)
-        execution = execution_cases.find_execution(ports, execution_id)
+        execution = execution_cases.find_execution(ports, checked_execution_id(execution_id))
         updated = execution_cases.heartbeat(ports, ports.store.key_of(execution), request.attempt)
-        assert updated.lease_until is not None
-        return json_response(200, {"leaseUntil": format_time(updated.lease_until)})
+        if updated.lease_until is None:  # a running row always has a lease; never report a bare 200
+            raise Conflict("the execution holds no lease", field="attempt")
+        return json_response(200, HeartbeatResponse(lease_until=updated.lease_until))
 
     @app.post("/executions/<execution_id>/complete")
     def complete(execution_id: str) -> Response[str]:
         worker()
         request = body(CompleteRequest)
-        if request.result not in ("succeeded", "failed"):
-            raise InvalidInput("result must be 'succeeded' or 'failed'", field="result")
-        execution = execution_cases.find_execution(ports, execution_id)
+        execution = execution_cases.find_execution(ports, checked_execution_id(execution_id))
         ended = execution_cases.complete(
             ports,
             ports.store.key_of(execution),
@@ -243,6 +271,6 @@ def build_app(ports: Ports, local_secret: str | None = None) -> APIGatewayRestRe
             error=request.error,
             retryable=request.retryable,
         )
-        return json_response(200, execution_json(ended))
+        return json_response(200, ended)
 
     return app

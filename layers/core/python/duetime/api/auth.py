@@ -12,6 +12,7 @@ from duetime.domain.errors import Unauthorized
 
 ISSUER = "duetime-local"
 WORKER_ROLE = "worker"
+MAX_OWNER_CHARS = 256
 
 
 @dataclass(frozen=True)
@@ -39,14 +40,16 @@ def caller_from_event(event: dict[str, Any], local_secret: str | None) -> Caller
     authorizer = context.get("authorizer") or {}
     claims = authorizer.get("claims") or (authorizer.get("jwt") or {}).get("claims")
     if claims and claims.get("sub"):
-        return Caller(owner=str(claims["sub"]), is_worker=claims.get("role") == WORKER_ROLE)
+        # A user pool or OIDC issuer speaks for job owners only: workers are IAM principals on AWS, so a
+        # "role" claim, which some issuers let users shape, grants nothing here.
+        return Caller(owner=_owner(claims["sub"]))
     identity = context.get("identity") or {}
     if identity.get("userArn") and local_secret is None:
         return Caller(owner=str(identity["userArn"]), is_worker=True)
     if local_secret is None:
         raise Unauthorized("missing credentials")
     headers = {k.lower(): v for k, v in (event.get("headers") or {}).items()}
-    value = headers.get("authorization") or ""
+    value = str(headers.get("authorization") or "")
     scheme, _, token = value.partition(" ")
     if scheme.lower() != "bearer" or not token:
         raise Unauthorized("Authorization: Bearer <token> is required")
@@ -58,6 +61,14 @@ def caller_from_event(event: dict[str, Any], local_secret: str | None) -> Caller
             issuer=ISSUER,
             options={"require": ["sub", "exp"]},
         )
-    except jwt.PyJWTError as exc:
+    except (jwt.PyJWTError, ValueError, TypeError) as exc:  # ValueError: also a token that is not text
         raise Unauthorized(f"invalid token: {exc}") from exc
-    return Caller(owner=str(verified["sub"]), is_worker=verified.get("role") == WORKER_ROLE)
+    return Caller(owner=_owner(verified["sub"]), is_worker=verified.get("role") == WORKER_ROLE)
+
+
+def _owner(subject: Any) -> str:
+    """The owner named by a token's subject; raises Unauthorized for one no owner could have."""
+    owner = str(subject)
+    if not 1 <= len(owner) <= MAX_OWNER_CHARS:
+        raise Unauthorized(f"the token's subject must be 1..{MAX_OWNER_CHARS} characters")
+    return owner

@@ -2,21 +2,38 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_serializer, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    field_serializer,
+    field_validator,
+    model_validator,
+)
 from pydantic.alias_generators import to_camel
 
 MAX_TIMEOUT_SECONDS = 43200  # SQS's 12-hour visibility cap
+MAX_PAYLOAD_BYTES = 256 * 1024  # a job's payload as compact JSON; keeps the job item under DynamoDB's 400 KB
 
 
 def to_utc(value: datetime) -> datetime:
-    """An aware datetime in UTC; a naive one is taken to be UTC already."""
+    """An aware datetime in UTC; a naive one is taken to be UTC already.
+
+    Raises ValueError (so pydantic reports the field) for a time whose UTC instant falls outside years
+    1..9999, e.g. 0001-01-01T00:00:00+01:00.
+    """
     if value.tzinfo is None:
         return value.replace(tzinfo=UTC)
-    return value.astimezone(UTC)
+    try:
+        return value.astimezone(UTC)
+    except OverflowError as exc:
+        raise ValueError("time is out of range once converted to UTC") from exc
 
 
 def format_time(value: datetime) -> str:
@@ -113,6 +130,15 @@ class JobSpec(CamelModel):
     catch_up: CatchUp = CatchUp.LATEST
     starting_deadline_seconds: int | None = Field(default=None, ge=1, le=365 * 86400)
     job_class: str = Field(default="default", min_length=1, max_length=64)
+
+    @field_validator("payload")
+    @classmethod
+    def _payload_size(cls, value: dict[str, Any]) -> dict[str, Any]:
+        text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
+        size = len(text.encode("utf-8", "surrogatepass"))
+        if size > MAX_PAYLOAD_BYTES:
+            raise ValueError(f"payload is {size} bytes as JSON; at most {MAX_PAYLOAD_BYTES} are allowed")
+        return value
 
 
 class Job(JobSpec):

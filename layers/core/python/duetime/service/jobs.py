@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from duetime.domain.cron import CronSchedule
+from duetime.domain.cron import CronSchedule, load_zone
 from duetime.domain.errors import Conflict, IdempotencyMismatch, InvalidInput, InvalidSchedule, NotFound
 from duetime.domain.models import Execution, ExecutionStatus, Job, JobSpec, JobStatus, Schedule
 from duetime.queue.sqs import DueMessage
@@ -55,6 +55,7 @@ def validate_spec(ports: Ports, spec: JobSpec, now: datetime) -> tuple[JobSpec, 
 
 def first_slot(schedule: Schedule, now: datetime) -> datetime:
     if schedule.at is not None:
+        load_zone(schedule.time_zone)  # unused by `at`, but an unknown zone is still a mistake to report
         if schedule.at - now > MAX_AT_AHEAD:
             raise InvalidSchedule("schedule.at is more than a year ahead", field="schedule.at")
         return schedule.at
@@ -142,7 +143,13 @@ def encode_cursor(scope: str, key: dict[str, Any] | None) -> str | None:
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
-def decode_cursor(scope: str, cursor: str | None) -> dict[str, Any] | None:
+def decode_cursor(scope: str, cursor: str | None, expect: dict[str, str | None] | None = None) -> dict[str, Any] | None:
+    """The start key in a cursor of `scope`; raises InvalidInput for anything else.
+
+    With `expect`, the key must have exactly those attribute names, and those given a value must hold
+    it (the owner, the jobId), so a hand-made cursor cannot name another owner's key or one that
+    DynamoDB would refuse.
+    """
     if not cursor:
         return None
     try:
@@ -150,7 +157,12 @@ def decode_cursor(scope: str, cursor: str | None) -> dict[str, Any] | None:
         value = json.loads(raw)
         key = value["k"]
         valid = value["s"] == scope and isinstance(key, dict) and all(isinstance(v, str) for v in key.values())
-    except (binascii.Error, ValueError, KeyError, TypeError):
+        if valid and expect is not None:
+            valid = set(key) == set(expect) and all(
+                0 < len(key[name]) <= 1024 and (wanted is None or key[name] == wanted)
+                for name, wanted in expect.items()
+            )
+    except (binascii.Error, ValueError, KeyError, TypeError, AttributeError, RecursionError):
         valid = False
     if not valid:
         raise InvalidInput("cursor is not valid here", field="cursor")
@@ -158,7 +170,8 @@ def decode_cursor(scope: str, cursor: str | None) -> dict[str, Any] | None:
 
 
 def list_jobs(ports: Ports, owner: str, limit: int, cursor: str | None) -> tuple[list[Job], str | None]:
-    page = ports.store.list_jobs(owner, limit, decode_cursor(f"owner:{owner}", cursor))
+    expect = {"owner": owner, "jobId": None, "createdKey": None}
+    page = ports.store.list_jobs(owner, limit, decode_cursor(f"owner:{owner}", cursor, expect))
     return [job_from_item(i) for i in page.items], encode_cursor(f"owner:{owner}", page.last_key)
 
 
@@ -167,7 +180,8 @@ def list_executions(
 ) -> tuple[list[Execution], str | None]:
     get_owned_job(ports, owner, job_id)
     scope = f"job:{job_id}"
-    page = ports.store.list_executions(job_id, limit, decode_cursor(scope, cursor))
+    expect = {"jobId": job_id, "executionId": None, "pk": None, "sk": None}
+    page = ports.store.list_executions(job_id, limit, decode_cursor(scope, cursor, expect))
     return [execution_from_item(i) for i in page.items], encode_cursor(scope, page.last_key)
 
 

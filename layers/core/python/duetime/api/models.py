@@ -1,0 +1,103 @@
+"""The API's request and response bodies: the pydantic models that both validate requests and generate
+the OpenAPI document (duetime.api.openapi), so the two cannot drift apart."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import ConfigDict, Field, field_serializer, field_validator
+
+from duetime.domain.models import CamelModel, Execution, Job, UtcDatetime, format_time
+
+MAX_PAGE = 100
+MAX_ATTEMPT = 1_000_000
+MAX_RESULT_BYTES = 256 * 1024
+
+
+def _times(values: list[datetime]) -> list[str]:
+    """A list of times as API.md writes them (CamelModel's serializer formats only single times)."""
+    return [format_time(t) for t in values]
+
+
+class JobResponse(Job):
+    """A job as the API returns it: its definition, status, nextRunAt and, for cron jobs, the next runs."""
+
+    next_runs: list[UtcDatetime] = Field(default_factory=list)
+
+    @field_serializer("next_runs", when_used="json")
+    def _next_runs(self, value: list[datetime]) -> list[str]:
+        return _times(value)
+
+
+class JobPage(CamelModel):
+    jobs: list[JobResponse]
+    next_cursor: str | None = None
+
+
+class ExecutionPage(CamelModel):
+    executions: list[Execution]
+    next_cursor: str | None = None
+
+
+class StatusChange(CamelModel):
+    """PATCH /jobs/{jobId}: pause or resume (DELETE cancels)."""
+
+    status: Literal["paused", "active"]
+
+
+class PreviewRequest(CamelModel):
+    at: UtcDatetime | None = None
+    cron: str | None = Field(default=None, min_length=1, max_length=200)
+    time_zone: str = Field(default="UTC", min_length=1, max_length=64)
+    from_: UtcDatetime | None = Field(default=None, alias="from")
+    count: int = Field(default=10, ge=1, le=MAX_PAGE)
+
+    model_config = ConfigDict(populate_by_name=True, extra="forbid")
+
+
+class PreviewResponse(CamelModel):
+    runs: list[UtcDatetime]
+
+    @field_serializer("runs", when_used="json")
+    def _runs(self, value: list[datetime]) -> list[str]:
+        return _times(value)
+
+
+class HeartbeatRequest(CamelModel):
+    attempt: int = Field(ge=1, le=MAX_ATTEMPT)
+
+
+class HeartbeatResponse(CamelModel):
+    lease_until: UtcDatetime
+
+
+class CompleteRequest(CamelModel):
+    """POST /executions/{executionId}/complete. `result` names the outcome (API.md); a value goes in `output`."""
+
+    attempt: int = Field(ge=1, le=MAX_ATTEMPT)
+    result: Literal["succeeded", "failed"]
+    error: str | None = Field(default=None, max_length=4000)
+    retryable: bool = True
+    output: Any = None
+
+    @field_validator("output")
+    @classmethod
+    def _output_size(cls, value: Any) -> Any:
+        size = len(json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str).encode())
+        if size > MAX_RESULT_BYTES:
+            raise ValueError(f"output is {size} bytes as JSON; at most {MAX_RESULT_BYTES} are allowed")
+        return value
+
+
+class ErrorDetail(CamelModel):
+    code: str
+    message: str
+    field: str | None = None
+
+
+class ErrorResponse(CamelModel):
+    """Every 4xx body: {"error": {"code", "message", "field"?}}."""
+
+    error: ErrorDetail

@@ -1,0 +1,426 @@
+"""The API handler against moto, event in and response out: every 400/401/404/409/422 case of API.md and
+issue 4, owner isolation, idempotency and paging (the same events `duetime local` and API Gateway send)."""
+
+from __future__ import annotations
+
+import base64
+import json
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from duetime.api.app import build_app
+from duetime.api.auth import issue_token
+from duetime.local.http_bridge import to_event
+from duetime.service import executions as execution_cases
+
+SECRET = "integration-secret-of-thirty-two-bytes!"
+AT = "2026-12-01T09:10:00Z"  # the hand clock starts at 09:00
+
+
+class Client:
+    """Calls the API handler with API Gateway events, as one caller."""
+
+    def __init__(self, app: Any, token: str | None) -> None:
+        self.app, self.token = app, token
+
+    def call(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        raw: str | bytes | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> tuple[int, Any]:
+        sent = dict(headers or {})
+        if self.token is not None:
+            sent.setdefault("Authorization", f"Bearer {self.token}")
+        data = raw if raw is not None else (b"" if body is None else json.dumps(body).encode())
+        if isinstance(data, str):
+            data = data.encode("utf-8", "surrogatepass")
+        response = self.app.resolve(to_event(method, path, sent, data), None)
+        text = response.get("body") or ""
+        return response["statusCode"], json.loads(text) if text else None
+
+
+@pytest.fixture
+def app(ports):
+    return build_app(ports, local_secret=SECRET)
+
+
+@pytest.fixture
+def alice(app):
+    return Client(app, issue_token(SECRET, "alice"))
+
+
+@pytest.fixture
+def bob(app):
+    return Client(app, issue_token(SECRET, "bob"))
+
+
+@pytest.fixture
+def worker(app):
+    return Client(app, issue_token(SECRET, "worker", worker=True))
+
+
+def job_body(**overrides: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {"name": "t", "handler": "demo.echo", "schedule": {"at": AT}}
+    body.update(overrides)
+    return body
+
+
+def created(client: Client, **overrides: Any) -> dict[str, Any]:
+    status, job = client.call("POST", "/jobs", job_body(**overrides))
+    assert status == 201, job
+    return dict(job)
+
+
+def assert_error(result: tuple[int, Any], status: int, field: str | None = None) -> None:
+    code, body = result
+    assert code == status, body
+    assert set(body) == {"error"} and body["error"]["code"] and body["error"]["message"]
+    if field is not None:
+        assert body["error"].get("field") == field, body
+
+
+# --- 400: invalid input names the field -------------------------------------------------------------
+
+BIG = "x" * (256 * 1024)
+
+INVALID_JOBS: list[tuple[str, dict[str, Any], str]] = [
+    ("unknown top-level field", job_body(nmae="x"), "nmae"),
+    ("unknown nested field", job_body(schedule={"at": AT, "tz": "UTC"}), "schedule.tz"),
+    ("snake_case instead of camelCase", job_body(timeout_seconds=60), "timeout_seconds"),
+    ("missing name", {"handler": "demo.echo", "schedule": {"at": AT}}, "name"),
+    ("missing schedule", {"name": "t", "handler": "demo.echo"}, "schedule"),
+    ("empty name", job_body(name=""), "name"),
+    ("name too long", job_body(name="n" * 129), "name"),
+    ("handler too long", job_body(handler="h" * 257), "handler"),
+    ("name not a string", job_body(name=["a"]), "name"),
+    ("bad cron value", job_body(schedule={"cron": "61 * * * *"}), "schedule.cron"),
+    ("cron with six fields", job_body(schedule={"cron": "0 0 * * * *"}), "schedule.cron"),
+    ("cron that never runs", job_body(schedule={"cron": "0 0 31 2 *"}), "schedule.cron"),
+    (
+        "unknown time zone (cron)",
+        job_body(schedule={"cron": "0 2 * * *", "timeZone": "Mars/Olympus"}),
+        "schedule.timeZone",
+    ),
+    ("unknown time zone (at)", job_body(schedule={"at": AT, "timeZone": "Not/AZone"}), "schedule.timeZone"),
+    ("a directory, not a zone", job_body(schedule={"cron": "0 2 * * *", "timeZone": "America"}), "schedule.timeZone"),
+    ("at unparseable", job_body(schedule={"at": "tomorrow at nine"}), "schedule.at"),
+    ("at out of range in UTC", job_body(schedule={"at": "0001-01-01T00:00:00+01:00"}), "schedule.at"),
+    ("at more than a year out", job_body(schedule={"at": "2027-12-05T09:00:00Z"}), "schedule.at"),
+    ("both at and cron", job_body(schedule={"at": AT, "cron": "* * * * *"}), "schedule"),
+    ("neither at nor cron", job_body(schedule={"timeZone": "UTC"}), "schedule"),
+    ("timeoutSeconds 0", job_body(timeoutSeconds=0), "timeoutSeconds"),
+    ("timeoutSeconds over 12 hours", job_body(timeoutSeconds=43201, jobClass="long"), "timeoutSeconds"),
+    ("timeoutSeconds over its class", job_body(timeoutSeconds=3600), "timeoutSeconds"),
+    ("timeoutSeconds not a number", job_body(timeoutSeconds="soon"), "timeoutSeconds"),
+    ("retry.maxAttempts 0", job_body(retry={"maxAttempts": 0}), "retry.maxAttempts"),
+    ("retry.maxAttempts 101", job_body(retry={"maxAttempts": 101}), "retry.maxAttempts"),
+    ("retry.baseDelaySeconds negative", job_body(retry={"baseDelaySeconds": -1}), "retry.baseDelaySeconds"),
+    ("retry.maxDelaySeconds over a day", job_body(retry={"maxDelaySeconds": 86401}), "retry.maxDelaySeconds"),
+    ("retry max below base", job_body(retry={"baseDelaySeconds": 60, "maxDelaySeconds": 10}), "retry.maxDelaySeconds"),
+    ("unknown retry field", job_body(retry={"jitter": True}), "retry.jitter"),
+    ("unknown handler", job_body(handler="billing.nope"), "handler"),
+    ("unknown jobClass", job_body(jobClass="gpu"), "jobClass"),
+    ("payload over 256 KB", job_body(payload={"blob": BIG}), "payload"),
+    ("payload not an object", job_body(payload=[1, 2]), "payload"),
+    ("bad overlap", job_body(overlap="sometimes"), "overlap"),
+    ("bad catchUp", job_body(catchUp="most"), "catchUp"),
+    ("startingDeadlineSeconds 0", job_body(startingDeadlineSeconds=0), "startingDeadlineSeconds"),
+]
+
+
+@pytest.mark.parametrize(("body", "field"), [(b, f) for _, b, f in INVALID_JOBS], ids=[c for c, _, _ in INVALID_JOBS])
+def test_an_invalid_job_is_400_naming_its_field_and_nothing_is_written(alice, ports, body, field):
+    assert_error(alice.call("POST", "/jobs", body), 400, field)
+    status, page = alice.call("GET", "/jobs")
+    assert status == 200 and page["jobs"] == []
+
+
+MALFORMED_BODIES: list[tuple[str, str | bytes]] = [
+    ("truncated JSON", '{"name": "t"'),
+    ("not JSON", "name=t"),
+    ("empty body", ""),
+    ("a JSON array", "[]"),
+    ("a JSON string", '"job"'),
+    ("NaN", '{"name": "t", "handler": "demo.echo", "schedule": {"at": "' + AT + '"}, "payload": {"x": NaN}}'),
+    ("Infinity", '{"name": "t", "handler": "demo.echo", "schedule": {"at": "' + AT + '"}, "timeoutSeconds": Infinity}'),
+    ("a lone surrogate", '{"name": "\\ud800", "handler": "demo.echo", "schedule": {"at": "' + AT + '"}}'),
+    ("deep nesting", "[" * 100_000 + "]" * 100_000),
+    ("not UTF-8", b"\xff\xfe{}"),
+    ("over the body limit", json.dumps(job_body(payload={"a": BIG, "b": BIG}))),
+]
+
+
+@pytest.mark.parametrize("raw", [r for _, r in MALFORMED_BODIES], ids=[c for c, _ in MALFORMED_BODIES])
+def test_a_malformed_body_is_400_naming_the_body(alice, raw):
+    assert_error(alice.call("POST", "/jobs", raw=raw), 400, "body")
+
+
+def test_a_base64_encoded_body_that_is_not_utf8_is_400(app, alice):
+    event = to_event("POST", "/jobs", {"Authorization": f"Bearer {alice.token}"}, b"")
+    event.update(body=base64.b64encode(b"\xff\xff").decode(), isBase64Encoded=True)
+    response = app.resolve(event, None)
+    assert response["statusCode"] == 400 and json.loads(response["body"])["error"]["field"] == "body"
+
+
+def test_handler_kinds_lambda_and_ecs_are_accepted_without_registration(alice):
+    assert created(alice, handler="lambda:arn:aws:lambda:eu-west-1:1:function:f")["handler"].startswith("lambda:")
+    assert created(alice, handler="ecs:reports", jobClass="long", timeoutSeconds=43200)["timeoutSeconds"] == 43200
+
+
+def test_a_payload_of_just_under_256_kb_is_accepted(alice):
+    job = created(alice, payload={"blob": "x" * (256 * 1024 - 20)})
+    assert len(job["payload"]["blob"]) == 256 * 1024 - 20
+
+
+@pytest.mark.parametrize(
+    ("query", "field"),
+    [("limit=0", "limit"), ("limit=101", "limit"), ("limit=ten", "limit"), ("limit=%C2%B2", "limit"),
+     ("limit=-1", "limit"), ("cursor=%%%", "cursor"), ("cursor=bm90LWpzb24", "cursor")],
+)  # fmt: skip
+def test_bad_paging_parameters_are_400(alice, query, field):
+    assert_error(alice.call("GET", f"/jobs?{query}"), 400, field)
+
+
+def test_a_hand_made_cursor_naming_another_owners_key_is_400(alice, bob):
+    # Given a real page boundary in bob's listing
+    for _ in range(2):
+        created(bob)
+    status, page = bob.call("GET", "/jobs?limit=1")
+    assert status == 200 and page["nextCursor"]
+    key = json.loads(base64.urlsafe_b64decode(page["nextCursor"] + "=="))["k"]
+    # When alice re-labels bob's key as her own scope
+    forged = base64.urlsafe_b64encode(json.dumps({"s": "owner:alice", "k": key}).encode()).decode().rstrip("=")
+    # Then the cursor is refused, not passed to DynamoDB
+    assert_error(alice.call("GET", f"/jobs?cursor={forged}"), 400, "cursor")
+    # And bob's own cursor is refused to alice as well
+    assert_error(alice.call("GET", f"/jobs?cursor={page['nextCursor']}"), 400, "cursor")
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [({"status": "cancelled"}, "status"), ({}, "status"), ({"status": "paused", "x": 1}, "x")],
+)
+def test_patch_takes_only_paused_or_active(alice, body, field):
+    job = created(alice)
+    assert_error(alice.call("PATCH", f"/jobs/{job['jobId']}", body), 400, field)
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [({"cron": "not a cron"}, "cron"), ({"cron": "0 2 * * *", "timeZone": "Nowhere/City"}, "timeZone"),
+     ({"cron": "* * * * *", "count": 0}, "count"), ({"cron": "* * * * *", "count": 101}, "count"),
+     ({"cron": "* * * * *", "from": "yesterday"}, "from"), ({"cron": "* * * * *", "at": AT}, "body"),
+     ({"cron": "* * * * *", "tz": "UTC"}, "tz")],
+)  # fmt: skip
+def test_bad_previews_are_400(alice, body, field):
+    assert_error(alice.call("POST", "/schedules/preview", body), 400, field)
+
+
+def test_a_preview_with_from_gives_the_runs_in_utc(alice):
+    body = {"cron": "30 2 * * *", "timeZone": "Asia/Kolkata", "from": "2026-11-30T00:00:00Z", "count": 2}
+    assert alice.call("POST", "/schedules/preview", body) == (
+        200,
+        {"runs": ["2026-11-30T21:00:00.000Z", "2026-12-01T21:00:00.000Z"]},
+    )
+
+
+def test_idempotency_key_must_be_short_printable_ascii(alice):
+    assert_error(
+        alice.call("POST", "/jobs", job_body(), headers={"Idempotency-Key": "k" * 256}), 400, "Idempotency-Key"
+    )
+    assert_error(alice.call("POST", "/jobs", job_body(), headers={"Idempotency-Key": ""}), 400, "Idempotency-Key")
+
+
+# --- 401: no token or a bad one, on every route ------------------------------------------------------
+
+ROUTES = [
+    ("POST", "/jobs", job_body()),
+    ("GET", "/jobs", None),
+    ("GET", "/jobs/j_0000000000000001", None),
+    ("PATCH", "/jobs/j_0000000000000001", {"status": "paused"}),
+    ("DELETE", "/jobs/j_0000000000000001", None),
+    ("GET", "/jobs/j_0000000000000001/executions", None),
+    ("POST", "/jobs/j_0000000000000001/run", None),
+    ("POST", "/schedules/preview", {"cron": "* * * * *"}),
+    ("POST", "/executions/j_0000000000000001.1796115600000/heartbeat", {"attempt": 1}),
+    ("POST", "/executions/j_0000000000000001.1796115600000/complete", {"attempt": 1, "result": "succeeded"}),
+]
+BAD_AUTH = {
+    "no header": None,
+    "not bearer": "Basic YWxpY2U6cHc=",
+    "bearer without token": "Bearer ",
+    "garbage token": "Bearer not.a.jwt",
+    "wrong secret": "Bearer " + issue_token("another-secret-also-thirty-two-bytes", "alice"),
+    "expired": "Bearer " + issue_token(SECRET, "alice", days=-1),
+    "no subject": "Bearer " + issue_token(SECRET, ""),
+    "non-latin text": "Bearer \u00e9\u00e8",
+}
+
+
+@pytest.mark.parametrize(("method", "path", "body"), ROUTES, ids=[f"{m} {p}" for m, p, _ in ROUTES])
+def test_every_route_is_401_without_a_valid_token(app, method, path, body):
+    for name, header in BAD_AUTH.items():
+        headers = {} if header is None else {"Authorization": header}
+        result = Client(app, None).call(method, path, body, headers=headers)
+        assert result[0] == 401, (name, result)
+        assert_error(result, 401)
+
+
+def test_openapi_json_needs_no_token(app):
+    status, document = Client(app, None).call("GET", "/openapi.json")
+    assert status == 200 and document["openapi"].startswith("3.0")
+
+
+def test_on_aws_the_owner_comes_from_authorizer_claims_and_a_role_claim_does_not_make_a_worker(ports):
+    app = build_app(ports, local_secret=None)
+    event = to_event("POST", "/jobs", {}, json.dumps(job_body()).encode())
+    event["requestContext"]["authorizer"] = {"claims": {"sub": "carol", "role": "worker"}}
+    response = app.resolve(event, None)
+    assert response["statusCode"] == 201 and json.loads(response["body"])["owner"] == "carol"
+    beat = to_event("POST", "/executions/j_0000000000000001.1796115600000/heartbeat", {}, b'{"attempt": 1}')
+    beat["requestContext"]["authorizer"] = {"claims": {"sub": "carol", "role": "worker"}}
+    assert_error((app.resolve(beat, None)["statusCode"], json.loads(app.resolve(beat, None)["body"])), 404)
+    # And with neither claims nor an IAM identity the request is refused
+    bare = to_event("GET", "/jobs", {}, b"")
+    assert app.resolve(bare, None)["statusCode"] == 401
+
+
+# --- 404: another owner's job or execution, on every route -------------------------------------------
+
+
+def test_another_owners_job_is_404_on_every_job_route_and_is_left_untouched(alice, bob):
+    job = created(alice)
+    path = f"/jobs/{job['jobId']}"
+    assert_error(bob.call("GET", path), 404, "jobId")
+    assert_error(bob.call("PATCH", path, {"status": "paused"}), 404, "jobId")
+    assert_error(bob.call("DELETE", path), 404, "jobId")
+    assert_error(bob.call("GET", f"{path}/executions"), 404, "jobId")
+    assert_error(bob.call("POST", f"{path}/run"), 404, "jobId")
+    assert bob.call("GET", "/jobs")[1]["jobs"] == []
+    status, after = alice.call("GET", path)
+    assert status == 200 and after["status"] == "active" and after["version"] == 1
+
+
+def test_paging_into_another_owners_executions_with_their_cursor_is_404(alice, bob, ports):
+    # Given alice's job with three executions (two run-now requests)
+    job = created(alice)
+    for _ in range(2):
+        ports.clock.advance(1)
+        assert alice.call("POST", f"/jobs/{job['jobId']}/run")[0] == 201
+    status, page = alice.call("GET", f"/jobs/{job['jobId']}/executions?limit=1")
+    assert status == 200 and page["nextCursor"]
+    # When bob pages on with alice's cursor: 404, the job is not his
+    assert_error(bob.call("GET", f"/jobs/{job['jobId']}/executions?cursor={page['nextCursor']}"), 404, "jobId")
+    # And on a job of his own, alice's cursor is not valid
+    own = created(bob)
+    assert_error(bob.call("GET", f"/jobs/{own['jobId']}/executions?cursor={page['nextCursor']}"), 400, "cursor")
+
+
+@pytest.mark.parametrize("job_id", ["j_nothex", "x_0000000000000001", "j_" + "0" * 65, "%00", "j_0000000000000099"])
+def test_a_job_id_that_names_no_job_is_404(alice, job_id):
+    assert_error(alice.call("GET", f"/jobs/{job_id}"), 404, "jobId")
+    assert_error(alice.call("GET", f"/jobs/{job_id}/executions"), 404, "jobId")
+
+
+def test_worker_tokens_do_not_reach_job_routes_nor_owner_tokens_worker_routes(alice, worker):
+    job = created(alice)
+    assert_error(worker.call("GET", f"/jobs/{job['jobId']}"), 404)
+    assert_error(worker.call("POST", "/jobs", job_body()), 404)
+    execution_id = f"{job['jobId']}.1796115000000"
+    assert_error(alice.call("POST", f"/executions/{execution_id}/heartbeat", {"attempt": 1}), 404, "executionId")
+    assert_error(alice.call("POST", f"/executions/{execution_id}/complete", {"attempt": 1, "result": "failed"}), 404)
+
+
+@pytest.mark.parametrize("execution_id", ["nope", "j_1.123", "j_1.1796115000000.x", "j_zz.1796115000000", "a.b.c.d"])
+def test_an_execution_id_that_names_no_execution_is_404_for_workers(worker, execution_id):
+    assert_error(worker.call("POST", f"/executions/{execution_id}/heartbeat", {"attempt": 1}), 404, "executionId")
+
+
+def test_an_unknown_route_is_404(alice):
+    assert_error(alice.call("GET", "/nothing/here"), 404)
+
+
+# --- 409: state conflicts and stale attempts ---------------------------------------------------------
+
+
+def test_a_cancelled_job_cannot_be_paused_resumed_or_run(alice):
+    job = created(alice)
+    path = f"/jobs/{job['jobId']}"
+    assert alice.call("DELETE", path) == (204, None)
+    assert_error(alice.call("PATCH", path, {"status": "paused"}), 409, "status")
+    assert_error(alice.call("PATCH", path, {"status": "active"}), 409, "status")
+    assert_error(alice.call("POST", f"{path}/run"), 409, "status")
+    assert alice.call("GET", path)[1]["status"] == "cancelled"
+
+
+def test_a_paused_job_cannot_run_now(alice):
+    job = created(alice)
+    assert alice.call("PATCH", f"/jobs/{job['jobId']}", {"status": "paused"})[0] == 200
+    assert_error(alice.call("POST", f"/jobs/{job['jobId']}/run"), 409, "status")
+
+
+def test_worker_routes_are_fenced_by_attempt(alice, worker, ports):
+    # Given an execution due now, claimed (attempt 1)
+    job = created(alice, schedule={"at": "2026-12-01T09:00:05Z"})
+    ports.clock.advance(5)
+    [received] = ports.queues.receive("default", 10, 0, 30)
+    claim = execution_cases.claim_execution(ports, received.message, "w1")
+    execution_id = claim.execution.execution_id
+    assert execution_id.startswith(job["jobId"])
+    beat = f"/executions/{execution_id}/heartbeat"
+    # Then the holder's heartbeat extends the lease, a stale or future attempt's is 409
+    status, body = worker.call("POST", beat, {"attempt": 1})
+    assert status == 200 and body["leaseUntil"].endswith("Z")
+    assert_error(worker.call("POST", beat, {"attempt": 2}), 409)
+    assert_error(worker.call("POST", beat, {"attempt": 0}), 400, "attempt")
+    assert_error(worker.call("POST", beat, {"attempt": 10**40}), 400, "attempt")
+    # When the lease ends and a second worker claims attempt 2
+    ports.clock.advance(timedelta(minutes=2).total_seconds())
+    assert execution_cases.claim_execution(ports, received.message, "w2").execution.attempt == 2
+    # Then attempt 1 is fenced out of both heartbeat and complete
+    assert_error(worker.call("POST", beat, {"attempt": 1}), 409)
+    done = f"/executions/{execution_id}/complete"
+    assert_error(worker.call("POST", done, {"attempt": 1, "result": "succeeded"}), 409)
+    assert_error(worker.call("POST", done, {"attempt": 2, "result": "maybe"}), 400, "result")
+    status, ended = worker.call("POST", done, {"attempt": 2, "result": "succeeded", "output": {"ok": True}})
+    assert status == 200 and ended["status"] == "succeeded" and ended["result"] == {"ok": True}
+    # And a completed execution refuses further writes
+    assert_error(worker.call("POST", done, {"attempt": 2, "result": "failed"}), 409)
+
+
+# --- idempotency and paging --------------------------------------------------------------------------
+
+
+def test_idempotency_key_replays_the_first_job_and_refuses_another_body_with_422(alice, bob):
+    key = {"Idempotency-Key": "order-42"}
+    first = alice.call("POST", "/jobs", job_body(), headers=key)
+    assert first[0] == 201
+    # Same key, same body (in another order, with a default spelled out): the first job, 200
+    again = alice.call("POST", "/jobs", {"schedule": {"at": AT}, "handler": "demo.echo", "name": "t", "payload": {}},
+                       headers={"idempotency-key": "order-42"})  # fmt: skip
+    assert again == (200, first[1])
+    # Same key, another body: 422 naming the header
+    assert_error(alice.call("POST", "/jobs", job_body(name="other"), headers=key), 422, "Idempotency-Key")
+    # Another owner's keys are their own
+    assert bob.call("POST", "/jobs", job_body(name="other"), headers=key)[0] == 201
+    assert len(alice.call("GET", "/jobs")[1]["jobs"]) == 1
+
+
+def test_paging_walks_every_job_once_newest_first(alice, ports):
+    ids = []
+    for _ in range(5):
+        ports.clock.advance(1)
+        ids.append(created(alice)["jobId"])
+    seen, cursor = [], None
+    while True:
+        status, page = alice.call("GET", "/jobs?limit=2" + (f"&cursor={cursor}" if cursor else ""))
+        assert status == 200 and len(page["jobs"]) <= 2
+        seen += [j["jobId"] for j in page["jobs"]]
+        cursor = page["nextCursor"]
+        if not cursor:
+            break
+    assert seen == ids[::-1]
