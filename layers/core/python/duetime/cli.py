@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from types import FrameType
 
 from duetime.api.auth import issue_token
+from duetime.client_cli import add_client_commands
 from duetime.config import RuntimeConfig, build_ports
 from duetime.domain.errors import DuetimeError
 from duetime.domain.models import Schedule, format_time
@@ -127,6 +128,8 @@ def parser() -> argparse.ArgumentParser:
     prev.add_argument("--count", type=int, default=10)
     prev.add_argument("--json", action="store_true")
     prev.set_defaults(fn=cmd_preview)
+
+    add_client_commands(sub)
     return top
 
 

@@ -1,0 +1,154 @@
+"""A small HTTP client of duetime's API (API.md), on the standard library only."""
+
+from __future__ import annotations
+
+import json
+import os
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+API_URL_ENV = "DUETIME_API_URL"
+TOKEN_ENV = "DUETIME_TOKEN"
+STATE_FILE = "local.json"  # written by `duetime local` in its data dir
+DEFAULT_OWNER = "local-user"  # the first user `duetime local` prints a token for
+
+
+class ApiError(Exception):
+    """An error answer of the API (or no answer at all, with status 0)."""
+
+    def __init__(self, status: int, code: str, message: str, field: str | None = None) -> None:
+        super().__init__(f"{status} {code}: {message}" + (f" (field {field})" if field else ""))
+        self.status, self.code, self.message, self.field = status, code, message, field
+
+
+class ConfigError(Exception):
+    """The client was not told where the API is or who is calling."""
+
+
+def resolve_connection(
+    api_url: str | None = None,
+    token: str | None = None,
+    data_dir: str | Path = ".duetime",
+    owner: str | None = None,
+) -> tuple[str, str]:
+    """(API URL, bearer token): each from the argument, else the environment (DUETIME_API_URL,
+    DUETIME_TOKEN), else a running `duetime local`'s data dir (its apiUrl, and a token signed with its
+    jwtSecret for `owner`, by default the local first user). Raises ConfigError if one is missing."""
+    api_url = api_url or os.environ.get(API_URL_ENV)
+    token = token or os.environ.get(TOKEN_ENV)
+    if not api_url or not token:
+        state_path = Path(data_dir) / STATE_FILE
+        try:
+            state = json.loads(state_path.read_text())
+        except (OSError, ValueError) as exc:
+            raise ConfigError(
+                f"no API URL or token: give --api-url and --token, set {API_URL_ENV} and {TOKEN_ENV}, "
+                f"or run `duetime local --data-dir {data_dir}` ({state_path}: {exc})"
+            ) from exc
+        api_url = api_url or state.get("apiUrl")
+        if not token and state.get("jwtSecret"):
+            from duetime.api.auth import issue_token
+
+            token = issue_token(str(state["jwtSecret"]), owner or DEFAULT_OWNER)
+    if not api_url or not token:
+        raise ConfigError(f"{Path(data_dir) / STATE_FILE} lacks apiUrl or jwtSecret")
+    return api_url.rstrip("/"), token
+
+
+class DuetimeClient:
+    """Calls the API as the owner of `token`; every method returns the decoded JSON or raises ApiError."""
+
+    def __init__(self, api_url: str, token: str, timeout: float = 30.0) -> None:
+        self.api_url, self.token, self.timeout = api_url.rstrip("/"), token, timeout
+
+    @classmethod
+    def connect(
+        cls,
+        api_url: str | None = None,
+        token: str | None = None,
+        data_dir: str | Path = ".duetime",
+        owner: str | None = None,
+    ) -> DuetimeClient:
+        return cls(*resolve_connection(api_url, token, data_dir, owner))
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        query: dict[str, Any] | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> Any:
+        params = {k: v for k, v in (query or {}).items() if v is not None}
+        url = self.api_url + path + (f"?{urllib.parse.urlencode(params)}" if params else "")
+        sent = {"Authorization": f"Bearer {self.token}", "Accept": "application/json", **(headers or {})}
+        data = None
+        if body is not None:
+            data = json.dumps(body).encode()
+            sent["Content-Type"] = "application/json"
+        request = urllib.request.Request(url, data=data, method=method, headers=sent)
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                text = response.read().decode()
+        except urllib.error.HTTPError as exc:
+            raise _api_error(exc.code, exc.read().decode(errors="replace")) from exc
+        except (urllib.error.URLError, OSError) as exc:
+            raise ApiError(0, "unreachable", f"cannot reach {self.api_url}: {exc}") from exc
+        return json.loads(text) if text else None
+
+    # -- jobs ---------------------------------------------------------------------------------
+
+    def create_job(self, spec: dict[str, Any], idempotency_key: str | None = None) -> dict[str, Any]:
+        headers = {"Idempotency-Key": idempotency_key} if idempotency_key else None
+        return dict(self.request("POST", "/jobs", spec, headers=headers))
+
+    def list_jobs(self, limit: int | None = None, cursor: str | None = None) -> dict[str, Any]:
+        return dict(self.request("GET", "/jobs", query={"limit": limit, "cursor": cursor}))
+
+    def iter_jobs(self, page_size: int = 100) -> Iterator[dict[str, Any]]:
+        """Every job of the caller, newest first, following nextCursor."""
+        cursor = None
+        while True:
+            page = self.list_jobs(page_size, cursor)
+            yield from page["jobs"]
+            cursor = page.get("nextCursor")
+            if not cursor:
+                return
+
+    def get_job(self, job_id: str) -> dict[str, Any]:
+        return dict(self.request("GET", f"/jobs/{_segment(job_id)}"))
+
+    def pause_job(self, job_id: str) -> dict[str, Any]:
+        return dict(self.request("PATCH", f"/jobs/{_segment(job_id)}", {"status": "paused"}))
+
+    def resume_job(self, job_id: str) -> dict[str, Any]:
+        return dict(self.request("PATCH", f"/jobs/{_segment(job_id)}", {"status": "active"}))
+
+    def cancel_job(self, job_id: str) -> None:
+        self.request("DELETE", f"/jobs/{_segment(job_id)}")
+
+    def run_now(self, job_id: str) -> dict[str, Any]:
+        return dict(self.request("POST", f"/jobs/{_segment(job_id)}/run"))
+
+    def list_executions(self, job_id: str, limit: int | None = None, cursor: str | None = None) -> dict[str, Any]:
+        query = {"limit": limit, "cursor": cursor}
+        return dict(self.request("GET", f"/jobs/{_segment(job_id)}/executions", query=query))
+
+    def preview(self, schedule: dict[str, Any]) -> list[str]:
+        return list(self.request("POST", "/schedules/preview", schedule)["runs"])
+
+
+def _segment(value: str) -> str:
+    return urllib.parse.quote(value, safe="")
+
+
+def _api_error(status: int, text: str) -> ApiError:
+    try:
+        error = json.loads(text)["error"]
+        return ApiError(status, str(error["code"]), str(error["message"]), error.get("field"))
+    except (ValueError, KeyError, TypeError):
+        return ApiError(status, "http_error", text[:500] or f"HTTP {status}")

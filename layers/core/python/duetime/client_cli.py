@@ -1,0 +1,261 @@
+"""`duetime jobs create|list|get|pause|resume|cancel|run` and `duetime executions JOBID`: the API from a
+shell, as readable tables or, with --json, the API's own JSON for scripts."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from duetime.client import ApiError, ConfigError, DuetimeClient
+
+EXIT_API_ERROR = 1
+EXIT_CONFIG_ERROR = 2
+
+
+def table(rows: Sequence[Sequence[Any]], headers: Sequence[str]) -> str:
+    """Left-aligned columns separated by two spaces; None prints as '-'."""
+    cells = [[str(h) for h in headers]] + [["-" if v is None else str(v) for v in row] for row in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
+    return "\n".join("  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip() for row in cells)
+
+
+def schedule_text(schedule: dict[str, Any]) -> str:
+    if schedule.get("cron"):
+        return f"{schedule['cron']} ({schedule.get('timeZone', 'UTC')})"
+    return f"at {schedule.get('at')}"
+
+
+def job_rows(jobs: Sequence[dict[str, Any]]) -> str:
+    # A listing carries no nextRunAt (that takes a read per job); `duetime jobs get` shows it.
+    rows = [
+        (j["jobId"], j["name"], j["status"], schedule_text(j["schedule"]), j["handler"], j.get("createdAt"))
+        for j in jobs
+    ]
+    return table(rows, ("JOB ID", "NAME", "STATUS", "SCHEDULE", "HANDLER", "CREATED"))
+
+
+def job_detail(job: dict[str, Any]) -> str:
+    retry = job.get("retry") or {}
+    fields = [
+        ("jobId", job["jobId"]),
+        ("name", job["name"]),
+        ("status", job["status"]),
+        ("handler", job["handler"]),
+        ("schedule", schedule_text(job["schedule"])),
+        ("nextRunAt", job.get("nextRunAt")),
+        ("jobClass", job.get("jobClass")),
+        ("timeoutSeconds", job.get("timeoutSeconds")),
+        (
+            "retry",
+            f"{retry.get('maxAttempts')} attempts, {retry.get('baseDelaySeconds')} s base, "
+            f"{retry.get('maxDelaySeconds')} s cap",
+        ),
+        ("overlap / catchUp", f"{job.get('overlap')} / {job.get('catchUp')}"),
+        ("payload", json.dumps(job.get("payload", {}))),
+        ("createdAt", job.get("createdAt")),
+    ]
+    text = table(fields, ("FIELD", "VALUE"))
+    runs = job.get("nextRuns") or []
+    if runs:
+        text += "\n\nnext runs:\n" + "\n".join(f"  {r}" for r in runs)
+    return text
+
+
+def execution_rows(executions: Sequence[dict[str, Any]]) -> str:
+    rows = [
+        (
+            e["executionId"],
+            e["scheduledAt"],
+            e["status"],
+            e.get("attempt"),
+            e.get("startedAt"),
+            e.get("finishedAt"),
+            e.get("error") or e.get("skipReason") or e.get("workerId"),
+        )
+        for e in executions
+    ]
+    return table(rows, ("EXECUTION ID", "SCHEDULED AT", "STATUS", "ATTEMPT", "STARTED", "FINISHED", "NOTE"))
+
+
+def spec_from_args(args: argparse.Namespace) -> dict[str, Any]:
+    """The POST /jobs body from flags, over a --file spec if one is given (flags win)."""
+    spec: dict[str, Any] = json.loads(Path(args.file).read_text()) if args.file else {}
+    if args.name:
+        spec["name"] = args.name
+    if args.handler:
+        spec["handler"] = args.handler
+    if args.cron or args.at:
+        spec["schedule"] = {"cron": args.cron} if args.cron else {"at": args.at}
+    if args.tz:
+        spec.setdefault("schedule", {})["timeZone"] = args.tz
+    if args.payload is not None:
+        spec["payload"] = json.loads(args.payload)
+    retry = {
+        k: v
+        for k, v in (
+            ("maxAttempts", args.max_attempts),
+            ("baseDelaySeconds", args.base_delay),
+            ("maxDelaySeconds", args.max_delay),
+        )
+        if v is not None
+    }
+    if retry:
+        spec["retry"] = {**spec.get("retry", {}), **retry}
+    for key, value in (
+        ("timeoutSeconds", args.timeout),
+        ("overlap", args.overlap),
+        ("catchUp", args.catch_up),
+        ("startingDeadlineSeconds", args.starting_deadline),
+        ("jobClass", args.job_class),
+    ):
+        if value is not None:
+            spec[key] = value
+    return spec
+
+
+def _client(args: argparse.Namespace) -> DuetimeClient:
+    return DuetimeClient.connect(args.api_url, args.token, args.data_dir, args.owner)
+
+
+def _show(args: argparse.Namespace, value: Any, text: Callable[[Any], str]) -> None:
+    print(json.dumps(value, indent=2) if args.json else text(value))
+
+
+def cmd_create(args: argparse.Namespace) -> None:
+    try:
+        spec = spec_from_args(args)
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"cannot read the job: {exc}") from exc
+    _show(args, _client(args).create_job(spec, args.idempotency_key), job_detail)
+
+
+def cmd_list(args: argparse.Namespace) -> None:
+    client = _client(args)
+    if args.all:
+        jobs = list(client.iter_jobs())
+        _show(args, {"jobs": jobs, "nextCursor": None}, lambda page: job_rows(page["jobs"]))
+        return
+    page = client.list_jobs(args.limit, args.cursor)
+
+    def text(value: dict[str, Any]) -> str:
+        more = f"\n(more: --cursor {value['nextCursor']})" if value.get("nextCursor") else ""
+        return job_rows(value["jobs"]) + more
+
+    _show(args, page, text)
+
+
+def cmd_get(args: argparse.Namespace) -> None:
+    _show(args, _client(args).get_job(args.job_id), job_detail)
+
+
+def cmd_pause(args: argparse.Namespace) -> None:
+    _show(args, _client(args).pause_job(args.job_id), job_detail)
+
+
+def cmd_resume(args: argparse.Namespace) -> None:
+    _show(args, _client(args).resume_job(args.job_id), job_detail)
+
+
+def cmd_cancel(args: argparse.Namespace) -> None:
+    _client(args).cancel_job(args.job_id)
+    _show(args, {"jobId": args.job_id, "status": "cancelled"}, lambda v: f"job {v['jobId']} cancelled")
+
+
+def cmd_run(args: argparse.Namespace) -> None:
+    _show(args, _client(args).run_now(args.job_id), lambda e: execution_rows([e]))
+
+
+def cmd_executions(args: argparse.Namespace) -> None:
+    page = _client(args).list_executions(args.job_id, args.limit, args.cursor)
+
+    def text(value: dict[str, Any]) -> str:
+        more = f"\n(more: --cursor {value['nextCursor']})" if value.get("nextCursor") else ""
+        return execution_rows(value["executions"]) + more
+
+    _show(args, page, text)
+
+
+def _run(command: Callable[[argparse.Namespace], None]) -> Callable[[argparse.Namespace], int]:
+    """The command with API and configuration errors printed to stderr as an exit status."""
+
+    def run(args: argparse.Namespace) -> int:
+        try:
+            command(args)
+        except ApiError as exc:
+            if args.json:
+                error = {"status": exc.status, "code": exc.code, "message": exc.message, "field": exc.field}
+                print(json.dumps({"error": error}), file=sys.stderr)
+            else:
+                print(f"duetime: {exc}", file=sys.stderr)
+            return EXIT_API_ERROR
+        except ConfigError as exc:
+            print(f"duetime: {exc}", file=sys.stderr)
+            return EXIT_CONFIG_ERROR
+        return 0
+
+    return run
+
+
+def _connection_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--api-url", help="the API's base URL (else $DUETIME_API_URL, else the data dir)")
+    parser.add_argument("--token", help="a bearer token (else $DUETIME_TOKEN, else one minted from the data dir)")
+    parser.add_argument("--data-dir", default=".duetime", help="a running `duetime local`'s data dir")
+    parser.add_argument("--owner", help="with a data dir and no token: act as this owner")
+    parser.add_argument("--json", action="store_true", help="print the API's JSON instead of a table")
+
+
+def add_client_commands(sub: Any) -> None:
+    """Register `jobs ...` and `executions` on the `duetime` command's subparsers."""
+    jobs = sub.add_parser("jobs", help="create, list, inspect and control jobs over the API")
+    actions = jobs.add_subparsers(dest="action", required=True)
+
+    create = actions.add_parser("create", help="submit a job")
+    create.add_argument("--file", help="a JSON job spec (POST /jobs body); flags override its fields")
+    create.add_argument("--name")
+    create.add_argument("--handler", help="a registered handler name, or lambda:/ecs: kinds")
+    when = create.add_mutually_exclusive_group()
+    when.add_argument("--cron", help="a 5-field cron expression")
+    when.add_argument("--at", help="one run at this ISO 8601 time")
+    create.add_argument("--tz", help="the cron's IANA time zone (default UTC)")
+    create.add_argument("--payload", help="a JSON object handed to the handler")
+    create.add_argument("--timeout", type=int, help="timeoutSeconds")
+    create.add_argument("--max-attempts", type=int)
+    create.add_argument("--base-delay", type=float, help="retry baseDelaySeconds")
+    create.add_argument("--max-delay", type=float, help="retry maxDelaySeconds")
+    create.add_argument("--overlap", choices=("allow", "forbid", "replace"))
+    create.add_argument("--catch-up", choices=("latest", "all", "none"))
+    create.add_argument("--starting-deadline", type=int, help="startingDeadlineSeconds")
+    create.add_argument("--job-class")
+    create.add_argument("--idempotency-key", help="resending with the same key returns the first job")
+    _connection_flags(create)
+    create.set_defaults(fn=_run(cmd_create))
+
+    listing = actions.add_parser("list", help="list your jobs, newest first")
+    listing.add_argument("--limit", type=int)
+    listing.add_argument("--cursor")
+    listing.add_argument("--all", action="store_true", help="follow nextCursor to the end")
+    _connection_flags(listing)
+    listing.set_defaults(fn=_run(cmd_list))
+
+    for name, fn, text in (
+        ("get", cmd_get, "show a job"),
+        ("pause", cmd_pause, "pause a job: no new runs start"),
+        ("resume", cmd_resume, "resume a paused job"),
+        ("cancel", cmd_cancel, "cancel a job and its waiting executions"),
+        ("run", cmd_run, "run a job now, outside its schedule"),
+    ):
+        action = actions.add_parser(name, help=text)
+        action.add_argument("job_id", metavar="JOBID")
+        _connection_flags(action)
+        action.set_defaults(fn=_run(fn))
+
+    executions = sub.add_parser("executions", help="a job's executions, newest scheduled first")
+    executions.add_argument("job_id", metavar="JOBID")
+    executions.add_argument("--limit", type=int)
+    executions.add_argument("--cursor")
+    _connection_flags(executions)
+    executions.set_defaults(fn=_run(cmd_executions))
