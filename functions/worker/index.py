@@ -8,14 +8,16 @@ from typing import Any
 
 from aws_lambda_powertools import Logger, Tracer
 from aws_lambda_powertools.utilities.data_classes import SQSEvent
-from duetime.config import RuntimeConfig, build_ports
+from duetime.config import RuntimeConfig, build_ports, build_targets
 from duetime.queue.sqs import DueMessage, Received
 from duetime.worker.registry import load_modules
 from duetime.worker.runtime import Worker
 
 logger = Logger(service="duetime-worker")
 tracer = Tracer(service="duetime-worker")
-PORTS = build_ports(RuntimeConfig.from_env())
+CONFIG = RuntimeConfig.from_env()  # checked at cold start
+PORTS = build_ports(CONFIG)
+TARGETS = build_targets(CONFIG)
 load_modules([m for m in os.environ.get("DUETIME_HANDLER_MODULES", "").split(",") if m])
 JOB_CLASS = os.environ.get("DUETIME_JOB_CLASS", "default")
 # Outcomes that leave the message on the queue on purpose (hidden until due, or until a live lease ends).
@@ -28,7 +30,14 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, list[dict[str, str
     """Run the batch's executions concurrently (a long one must not delay the others) and report the
     records whose message must stay queued as batch item failures (ReportBatchItemFailures)."""
     records = list(SQSEvent(event).records)
-    worker = Worker(PORTS, JOB_CLASS, f"lambda-{context.aws_request_id}", concurrency=max(1, len(records)))
+    worker = Worker(
+        PORTS,
+        JOB_CLASS,
+        f"lambda-{context.aws_request_id}",
+        concurrency=max(1, len(records)),
+        lease_visibility_on_claim=True,
+        targets=TARGETS,
+    )
 
     def run(record: Any) -> tuple[str, str]:
         received = Received(

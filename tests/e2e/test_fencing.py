@@ -31,8 +31,11 @@ def bare_system(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalSyste
 
 
 class Workers:
-    def __init__(self, data_dir: Path) -> None:
+    """`duetime worker` processes against one local system, addressed by worker id."""
+
+    def __init__(self, data_dir: Path, extra: list[str] | None = None) -> None:
         self.data_dir = data_dir
+        self.extra = extra or []
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
 
     def start(self, worker_id: str) -> None:
@@ -47,6 +50,7 @@ class Workers:
             worker_id,
             "--concurrency",
             "1",
+            *self.extra,
         ]
         self.procs[worker_id] = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 

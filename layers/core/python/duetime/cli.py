@@ -17,16 +17,18 @@ from types import FrameType
 
 from duetime.api.auth import issue_token
 from duetime.client_cli import add_client_commands
-from duetime.config import RuntimeConfig, build_ports
+from duetime.config import RuntimeConfig, build_ports, build_targets
 from duetime.domain.errors import DuetimeError
 from duetime.domain.models import Schedule, format_time
-from duetime.local.system import FIRST_USER, LocalSystem, config_from_state, read_state
+from duetime.local.state import config_from_state, read_state
 from duetime.service.jobs import preview
 from duetime.worker.registry import load_modules
 from duetime.worker.runtime import Worker
 
 
 def cmd_local(args: argparse.Namespace) -> int:
+    from duetime.local.system import FIRST_USER, LocalSystem  # moto: needed by `duetime local` alone
+
     system = LocalSystem(
         args.data_dir,
         port=args.port,
@@ -64,7 +66,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
     config = config_from_state(read_state(args.data_dir)) if args.data_dir else RuntimeConfig.from_env()
     ports = build_ports(config)
     worker_id = args.worker_id or f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(2)}"
-    worker = Worker(ports, args.job_class, worker_id, concurrency=args.concurrency)
+    worker = Worker(ports, args.job_class, worker_id, concurrency=args.concurrency, targets=build_targets(config))
 
     def on_term(signum: int, frame: FrameType | None) -> None:
         worker.stopping.set()

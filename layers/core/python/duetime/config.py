@@ -11,9 +11,11 @@ from pydantic import BaseModel, Field
 from duetime.definitions import LOCAL_SETTINGS, Settings
 from duetime.queue.notify import ConsoleNotifier, SnsNotifier
 from duetime.queue.sqs import DueQueues
+from duetime.queue.targets import EcsSettings, EcsTarget, LambdaTarget
 from duetime.service.context import Notifier, Ports
 from duetime.store.aws import make_client
 from duetime.store.dynamo import DynamoStore
+from duetime.worker.kinds import Targets
 
 
 class RuntimeConfig(BaseModel):
@@ -31,6 +33,9 @@ class RuntimeConfig(BaseModel):
     dlq_urls: dict[str, str] | None = None
     alert_topic_arn: str | None = None
     jwt_secret: str | None = None
+    ecs_cluster: str | None = None
+    ecs_subnets: str = ""  # comma-separated
+    ecs_security_groups: str = ""  # comma-separated
 
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None) -> RuntimeConfig:
@@ -71,3 +76,17 @@ def build_ports(config: RuntimeConfig, notifier: Notifier | None = None) -> Port
         else:
             notifier = ConsoleNotifier()
     return Ports(store=DynamoStore(dynamodb, settings), queues=queues, settings=settings, notifier=notifier)
+
+
+def build_targets(config: RuntimeConfig) -> Targets:
+    """Where `lambda:` and `ecs:` handlers run: Lambda always, ECS when a cluster is configured."""
+    ecs = None
+    if config.ecs_cluster:
+        settings = EcsSettings(
+            cluster=config.ecs_cluster,
+            subnets=[s for s in config.ecs_subnets.split(",") if s],
+            security_groups=[s for s in config.ecs_security_groups.split(",") if s],
+        )
+        ecs = EcsTarget(make_client("ecs", config.region, config.endpoint_url), settings)
+    lambda_target = LambdaTarget(make_client("lambda", config.region, config.endpoint_url))
+    return Targets(lambda_target=lambda_target, ecs_target=ecs)

@@ -9,7 +9,6 @@ import secrets
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from duetime.api.app import build_app
 from duetime.api.auth import issue_token
@@ -17,6 +16,7 @@ from duetime.config import RuntimeConfig, build_ports
 from duetime.definitions import LOCAL_SETTINGS
 from duetime.local.http_bridge import ApiServer
 from duetime.local.moto_server import EmbeddedMoto
+from duetime.local.state import STATE_FILE
 from duetime.queue.provision import create_queues
 from duetime.service.context import Notifier, Ports
 from duetime.service.deadletters import drain_dead_letters
@@ -26,30 +26,7 @@ from duetime.store.provision import create_tables
 from duetime.worker.runtime import Worker
 
 log = logging.getLogger("duetime.local")
-STATE_FILE = "local.json"
 FIRST_USER = "local-user"
-
-
-def read_state(data_dir: str | Path) -> dict[str, Any]:
-    """What other commands need to reach a running `duetime local` (written at its start)."""
-    path = Path(data_dir) / STATE_FILE
-    if not path.exists():
-        raise FileNotFoundError(f"{path} not found: is `duetime local --data-dir {data_dir}` running?")
-    state: dict[str, Any] = json.loads(path.read_text())
-    return state
-
-
-def config_from_state(state: dict[str, Any]) -> RuntimeConfig:
-    return RuntimeConfig(
-        prefix=state["prefix"],
-        region=state["region"],
-        endpoint_url=state["endpointUrl"],
-        shards=state["shards"],
-        preload_interval_seconds=state["preloadIntervalSeconds"],
-        preload_window_seconds=state["preloadWindowSeconds"],
-        lease_seconds=state["leaseSeconds"],
-        jwt_secret=state["jwtSecret"],
-    )
 
 
 class Every:

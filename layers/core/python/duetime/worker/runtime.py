@@ -13,11 +13,13 @@ from datetime import timedelta
 from typing import Any
 
 from duetime.domain.errors import StaleAttempt
-from duetime.domain.models import Execution, Job, to_ms
+from duetime.domain.models import Execution, ExecutionStatus, Job, to_ms
 from duetime.queue.sqs import Received
 from duetime.service.context import Ports
-from duetime.service.executions import ClaimVerdict, claim_execution, complete, release
-from duetime.worker.registry import JobContext, PermanentFailure, get_handler
+from duetime.service.executions import ClaimVerdict, claim_execution, complete, lateness_ms, release
+from duetime.worker.kinds import Targets, resolve_handler
+from duetime.worker.observe import DEAD_LETTERED, RETRIED, SUCCEEDED, Observer, default_observer
+from duetime.worker.registry import JobContext, PermanentFailure
 
 log = logging.getLogger("duetime.worker")
 
@@ -56,6 +58,9 @@ class Worker:
         worker_id: str,
         concurrency: int = 8,
         on_run: Callable[[RunRecord], None] | None = None,
+        observer: Observer | None = None,
+        lease_visibility_on_claim: bool = False,
+        targets: Targets | None = None,
     ) -> None:
         self.ports = ports
         self.job_class = job_class
@@ -63,6 +68,11 @@ class Worker:
         self.concurrency = concurrency
         self.lease = ports.settings.job_class(job_class).lease_seconds
         self.on_run = on_run
+        self.observer = observer or default_observer()
+        # An SQS event source receives with the queue's visibility (the function's timeout); shorten it
+        # to one lease at claim so a worker that dies before its first heartbeat is replaced in a lease.
+        self.lease_visibility_on_claim = lease_visibility_on_claim
+        self.targets = targets
         self._inflight = 0
         self._running: dict[str, Running] = {}
         self._lock = threading.Lock()
@@ -137,6 +147,8 @@ class Worker:
             self.ports.queues.extend(self.job_class, received.receipt, claim.hide_seconds)
             return claim.verdict.value
         assert claim.execution is not None and claim.job is not None
+        if self.lease_visibility_on_claim:
+            self.ports.queues.extend(self.job_class, received.receipt, self.lease)
         return self._run(claim.execution, claim.job, received)
 
     def _run(self, execution: Execution, job: Job, received: Received) -> str:
@@ -151,6 +163,7 @@ class Worker:
         with self._lock:
             self._running[execution.execution_id] = running
         started = to_ms(self.ports.clock())
+        self.observer.started(execution, lateness_ms(execution))
         outcome: dict[str, Any] = {}
         try:
             lost = self._run_with_heartbeats(job, running, outcome)
@@ -173,7 +186,7 @@ class Worker:
             return "lost"
         key = received.message.key
         try:
-            complete(
+            ended = complete(
                 self.ports,
                 key,
                 execution.attempt,
@@ -187,13 +200,19 @@ class Worker:
             log.warning("%s attempt %s was fenced out at completion", execution.execution_id, execution.attempt)
             return "stale"
         self.ports.queues.delete(self.job_class, received.receipt)
+        if ended.status == ExecutionStatus.SUCCEEDED:
+            self.observer.finished(execution, SUCCEEDED)
+        elif ended.status == ExecutionStatus.SCHEDULED:
+            self.observer.finished(execution, RETRIED, outcome.get("error"))
+        else:
+            self.observer.finished(execution, DEAD_LETTERED, outcome.get("error"))
         return str(outcome["status"])
 
     def _run_with_heartbeats(self, job: Job, running: Running, outcome: dict[str, Any]) -> bool:
         """Run the handler in its own thread, heartbeating every lease/3 and stopping it at the job's
         timeout; returns True if the lease was lost (the attempt is no longer ours to report)."""
         context, received = running.context, running.received
-        fn = get_handler(job.handler)
+        fn = resolve_handler(job.handler, self.targets)
         done = threading.Event()
 
         def target() -> None:

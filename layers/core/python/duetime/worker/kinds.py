@@ -1,0 +1,82 @@
+"""Handler kinds: a registered Python function, `lambda:<function>`, or `ecs:<task definition>`."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from duetime.domain.models import format_time
+from duetime.queue.targets import EcsTarget, LambdaTarget
+from duetime.worker.registry import HandlerFn, JobContext, PermanentFailure, get_handler
+
+ECS_POLL_SECONDS = 2.0
+
+
+@dataclass
+class Targets:
+    """Where non-Python handler kinds run; a worker without them refuses those kinds permanently."""
+
+    lambda_target: LambdaTarget | None = None
+    ecs_target: EcsTarget | None = None
+
+
+def run_values(ctx: JobContext) -> dict[str, Any]:
+    """What every kind hands its handler: the executionId is the idempotency key of every attempt."""
+    return {
+        "executionId": ctx.execution_id,
+        "jobId": ctx.job_id,
+        "attempt": ctx.attempt,
+        "scheduledAt": format_time(ctx.scheduled_at),
+        "payload": ctx.payload,
+    }
+
+
+def resolve_handler(name: str, targets: Targets | None) -> HandlerFn | None:
+    """The callable that runs handler `name`. A function registered under the full name wins, which is
+    how `duetime local` stands in for `lambda:` targets it cannot invoke."""
+    registered = get_handler(name)
+    if registered is not None:
+        return registered
+    if name.startswith("lambda:") and targets and targets.lambda_target:
+        return _lambda_handler(targets.lambda_target, name.removeprefix("lambda:"))
+    if name.startswith("ecs:") and targets and targets.ecs_target:
+        return _ecs_handler(targets.ecs_target, name.removeprefix("ecs:"))
+    return None
+
+
+def _lambda_handler(target: LambdaTarget, function: str) -> HandlerFn:
+    def run(ctx: JobContext) -> Any:
+        outcome = target.invoke(function, run_values(ctx))
+        if outcome.succeeded:
+            return outcome.payload
+        if outcome.permanent:
+            raise PermanentFailure(outcome.error or "the target function failed permanently")
+        raise RuntimeError(outcome.error or "the target function failed")
+
+    return run
+
+
+def _ecs_handler(target: EcsTarget, task_definition: str) -> HandlerFn:
+    def run(ctx: JobContext) -> Any:
+        values = run_values(ctx)
+        environment = {
+            "DUETIME_EXECUTION_ID": ctx.execution_id,
+            "DUETIME_JOB_ID": ctx.job_id,
+            "DUETIME_ATTEMPT": str(ctx.attempt),
+            "DUETIME_SCHEDULED_AT": values["scheduledAt"],
+            "DUETIME_PAYLOAD": json.dumps(ctx.payload),
+        }
+        task_arn = target.start(task_definition, environment, started_by=f"duetime-{ctx.attempt}")
+        while True:
+            status, exit_code = target.status(task_arn)
+            if status == "STOPPED":
+                if exit_code == 0:
+                    return {"taskArn": task_arn, "exitCode": 0}
+                raise RuntimeError(f"task {task_arn} exited with code {exit_code}")
+            if ctx.cancelled.wait(ECS_POLL_SECONDS):
+                # Timeout, lost lease or `replace`: the container must not run on unsupervised.
+                target.stop(task_arn, f"duetime stopped attempt {ctx.attempt} of {ctx.execution_id}")
+                raise InterruptedError(f"task {task_arn} stopped: the run was told to stop")
+
+    return run

@@ -1,0 +1,89 @@
+"""What a worker reports about each run: structured logs and metrics (Powertools on AWS, counters locally)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections import Counter
+from typing import Any, Protocol
+
+from duetime.domain.models import Execution
+
+NAMESPACE = "duetime"
+# Metric names the CDK monitoring construct alarms and graphs on.
+STARTED, SUCCEEDED, FAILED, RETRIED, DEAD_LETTERED = "Started", "Succeeded", "Failed", "Retried", "DeadLettered"
+START_LATENESS_MS = "StartLatenessMs"
+
+
+class Observer(Protocol):
+    def started(self, execution: Execution, lateness_ms: int) -> None: ...
+
+    def finished(self, execution: Execution, outcome: str, error: str | None = None) -> None: ...
+
+
+def _fields(execution: Execution) -> dict[str, Any]:
+    return {"jobId": execution.job_id, "executionId": execution.execution_id, "attempt": execution.attempt}
+
+
+class CountingObserver:
+    """Counts metrics in memory and logs through `logging` (`duetime local`, tests)."""
+
+    def __init__(self) -> None:
+        self.counts: Counter[str] = Counter()
+        self.lateness_ms: list[int] = []
+        self._lock = threading.Lock()
+        self.log = logging.getLogger("duetime.worker")
+
+    def started(self, execution: Execution, lateness_ms: int) -> None:
+        with self._lock:
+            self.counts[STARTED] += 1
+            self.lateness_ms.append(lateness_ms)
+        self.log.info("started %s", _fields(execution) | {"latenessMs": lateness_ms})
+
+    def finished(self, execution: Execution, outcome: str, error: str | None = None) -> None:
+        with self._lock:
+            self.counts[outcome] += 1
+            if outcome != SUCCEEDED:
+                self.counts[FAILED] += 1
+        self.log.info("finished %s", _fields(execution) | {"outcome": outcome, "error": error})
+
+
+class PowertoolsObserver:
+    """Powertools Logger (JSON with jobId, executionId, attempt) and Metrics in CloudWatch EMF, one metric
+    document per event so a long-running ECS worker needs no flush cycle."""
+
+    def __init__(self, service: str = "worker") -> None:
+        from aws_lambda_powertools import Logger
+
+        self.service = service
+        self.logger = Logger(service=f"duetime-{service}")
+
+    def _metric(self, name: str, value: float, unit: str) -> None:
+        from aws_lambda_powertools.metrics import MetricUnit, single_metric
+
+        with single_metric(
+            name=name,
+            unit=MetricUnit(unit),
+            value=value,
+            namespace=NAMESPACE,
+            default_dimensions={"service": self.service},
+        ):
+            pass
+
+    def started(self, execution: Execution, lateness_ms: int) -> None:
+        self._metric(STARTED, 1, "Count")
+        self._metric(START_LATENESS_MS, lateness_ms, "Milliseconds")
+        self.logger.info("started", extra=_fields(execution) | {"latenessMs": lateness_ms})
+
+    def finished(self, execution: Execution, outcome: str, error: str | None = None) -> None:
+        self._metric(outcome, 1, "Count")
+        if outcome != SUCCEEDED:
+            self._metric(FAILED, 1, "Count")
+        self.logger.info("finished", extra=_fields(execution) | {"outcome": outcome, "error": error})
+
+
+def default_observer() -> Observer:
+    """Powertools where CloudWatch reads stdout (Lambda, ECS), in-memory counters elsewhere."""
+    on_aws = "AWS_LAMBDA_FUNCTION_NAME" in os.environ or "ECS_CONTAINER_METADATA_URI_V4" in os.environ
+    return PowertoolsObserver() if on_aws else CountingObserver()

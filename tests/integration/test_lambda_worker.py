@@ -1,0 +1,86 @@
+"""The Lambda worker (functions/worker) against moto: a batch runs concurrently and only the records
+whose message must stay queued (early, or held by another live lease) are reported as failures."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from dataclasses import dataclass
+from datetime import timedelta
+
+import pytest
+from duetime.definitions import Settings
+from duetime.domain.models import JobSpec
+from duetime.queue.provision import create_queues
+from duetime.queue.sqs import DueMessage
+from duetime.service.executions import claim_execution
+from duetime.service.jobs import submit_job
+from duetime.store.aws import make_client
+from duetime.store.provision import create_tables
+from moto import mock_aws
+
+
+@dataclass
+class LambdaContext:
+    function_name: str = "duetime-worker-default"
+    memory_limit_in_mb: int = 1024
+    invoked_function_arn: str = "arn:aws:lambda:us-east-1:123456789012:function:duetime-worker-default"
+    aws_request_id: str = "req-1"
+
+
+@pytest.fixture
+def worker_module(monkeypatch):
+    with mock_aws():
+        monkeypatch.setenv("DUETIME_PREFIX", "lw")
+        monkeypatch.setenv("DUETIME_SHARDS", "4")
+        monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+        settings = Settings(prefix="lw", shards=4)
+        create_tables(make_client("dynamodb", "us-east-1"), settings)
+        create_queues(make_client("sqs", "us-east-1"), settings)
+        sys.modules.pop("functions.worker.index", None)
+        yield importlib.import_module("functions.worker.index")
+
+
+def record_for(ports, message: DueMessage) -> dict:
+    """Put `message` on the default queue and take it off as the SQS event source would."""
+    queues = ports.queues
+    queues.client.send_message(QueueUrl=queues.queue_urls["default"], MessageBody=message.to_body())
+    [raw] = queues.client.receive_message(
+        QueueUrl=queues.queue_urls["default"], VisibilityTimeout=900, MessageSystemAttributeNames=["All"]
+    )["Messages"]
+    return {
+        "messageId": raw["MessageId"],
+        "receiptHandle": raw["ReceiptHandle"],
+        "body": raw["Body"],
+        "attributes": raw["Attributes"],
+        "messageAttributes": {},
+        "eventSource": "aws:sqs",
+        "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:lw-due-default",
+        "awsRegion": "us-east-1",
+    }
+
+
+def test_partial_batch_failures_report_only_messages_that_must_stay_queued(worker_module):
+    ports = worker_module.PORTS
+    now = ports.clock()
+
+    def job(at_offset: float) -> DueMessage:
+        spec = JobSpec.model_validate(
+            {"name": "t", "handler": "demo.echo", "schedule": {"at": (now + timedelta(seconds=at_offset)).isoformat()}}
+        )
+        created, _ = submit_job(ports, "alice", spec)
+        [execution] = ports.store.executions_of_job(created.job_id)
+        return DueMessage.for_execution(execution, ports.store.key_of(execution))
+
+    due, early, held = job(-1), job(120), job(-1)
+    assert claim_execution(ports, held, "another-worker").verdict.value == "claimed"
+    while ports.queues.receive("default", 10, 0, 0):  # drop what submit sent; the test sends its own
+        pass
+    records = [record_for(ports, m) for m in (due, early, held)]
+    result = worker_module.handler({"Records": records}, LambdaContext())
+    failed = {f["itemIdentifier"] for f in result["batchItemFailures"]}
+    assert failed == {records[1]["messageId"], records[2]["messageId"]}
+    assert ports.store.get_execution(due.key).status.value == "succeeded"
+    assert ports.store.get_execution(early.key).status.value == "scheduled"
+    held_row = ports.store.get_execution(held.key)
+    assert held_row.status.value == "running" and held_row.worker_id == "another-worker"

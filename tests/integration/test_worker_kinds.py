@@ -1,0 +1,107 @@
+"""Handler kinds against moto: `lambda:` invokes a function, `ecs:` starts, watches and stops a task;
+handler error classes become retryable or permanent failures."""
+
+from __future__ import annotations
+
+import io
+import json
+import threading
+import zipfile
+from datetime import UTC, datetime
+
+import pytest
+from duetime.queue.targets import EcsSettings, EcsTarget, LambdaTarget
+from duetime.store.aws import make_client
+from duetime.worker.kinds import Targets, resolve_handler, run_values
+from duetime.worker.registry import JobContext, PermanentFailure
+from moto import mock_aws
+
+
+def context(**payload) -> JobContext:
+    return JobContext("j_1.1796169600000", "j_1", 2, datetime(2026, 12, 1, 9, 0, tzinfo=UTC), payload)
+
+
+@mock_aws(config={"lambda": {"use_docker": False}})
+def test_a_lambda_handler_invokes_its_function_with_the_run_values():
+    iam = make_client("iam", "us-east-1")
+    role = iam.create_role(RoleName="fn", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
+    code = io.BytesIO()
+    with zipfile.ZipFile(code, "w") as z:
+        z.writestr("index.py", "def handler(event, context):\n    return event\n")
+    client = make_client("lambda", "us-east-1")
+    client.create_function(
+        FunctionName="billing",
+        Runtime="python3.12",
+        Role=role,
+        Handler="index.handler",
+        Code={"ZipFile": code.getvalue()},
+    )
+    run = resolve_handler("lambda:billing", Targets(lambda_target=LambdaTarget(client)))
+    ctx = context(region="IN")
+    # moto without Docker answers with the event it was sent: the handler returns what the function returned
+    assert run(ctx) == run_values(ctx)
+    assert run_values(ctx)["executionId"] == ctx.execution_id and run_values(ctx)["payload"] == {"region": "IN"}
+
+
+class _FailingLambda:
+    """The one Lambda reply moto cannot give: a function error (pure mapping of the reply to a failure)."""
+
+    def __init__(self, error_type: str) -> None:
+        self.error_type = error_type
+
+    def invoke(self, **_: object) -> dict[str, object]:
+        body = json.dumps({"errorType": self.error_type, "errorMessage": "bad input"}).encode()
+        return {"FunctionError": "Unhandled", "Payload": io.BytesIO(body)}
+
+
+def test_a_function_error_is_retryable_unless_the_function_raised_permanent_failure():
+    retryable = resolve_handler("lambda:f", Targets(lambda_target=LambdaTarget(_FailingLambda("ValueError"))))
+    with pytest.raises(RuntimeError, match="ValueError: bad input"):
+        retryable(context())
+    permanent = resolve_handler("lambda:f", Targets(lambda_target=LambdaTarget(_FailingLambda("PermanentFailure"))))
+    with pytest.raises(PermanentFailure):
+        permanent(context())
+
+
+@mock_aws
+def test_an_ecs_handler_starts_a_task_with_the_run_values_and_stops_it_when_told():
+    ecs = make_client("ecs", "us-east-1")
+    ecs.create_cluster(clusterName="jobs")
+    ecs.register_task_definition(
+        family="report", containerDefinitions=[{"name": "job", "image": "report:1", "memory": 512}]
+    )
+    target = EcsTarget(ecs, EcsSettings(cluster="jobs", subnets=["subnet-1"], security_groups=["sg-1"]))
+    run = resolve_handler("ecs:report", Targets(ecs_target=target))
+    ctx = context(day="2026-12-01")
+    failure: list[BaseException] = []
+
+    def go() -> None:
+        try:
+            run(ctx)
+        except BaseException as exc:
+            failure.append(exc)
+
+    thread = threading.Thread(target=go)
+    thread.start()
+    arns: list[str] = []
+    for _ in range(50):
+        arns = ecs.list_tasks(cluster="jobs")["taskArns"]
+        if arns:
+            break
+        threading.Event().wait(0.1)
+    [task] = ecs.describe_tasks(cluster="jobs", tasks=arns)["tasks"]
+    environment = {e["name"]: e["value"] for e in task["overrides"]["containerOverrides"][0]["environment"]}
+    assert environment["DUETIME_EXECUTION_ID"] == ctx.execution_id and environment["DUETIME_ATTEMPT"] == "2"
+    assert json.loads(environment["DUETIME_PAYLOAD"]) == {"day": "2026-12-01"}
+    # When the run is told to stop (timeout, lost lease, replace), the task is stopped
+    ctx.cancelled.set()
+    thread.join(timeout=10)
+    assert failure and isinstance(failure[0], InterruptedError)
+    [stopped] = ecs.describe_tasks(cluster="jobs", tasks=arns)["tasks"]
+    assert stopped["lastStatus"] == "STOPPED" and "duetime stopped attempt 2" in stopped["stoppedReason"]
+
+
+def test_an_unknown_kind_without_targets_resolves_to_nothing():
+    assert resolve_handler("lambda:anything", None) is None
+    assert resolve_handler("ecs:anything", Targets()) is None
+    assert resolve_handler("demo.echo", None) is not None
