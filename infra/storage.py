@@ -43,6 +43,6 @@ class Storage(Construct):
                 index_name=index.name,
                 partition_key=_key(index.partition_key),  # type: ignore[arg-type]
                 sort_key=_key(index.sort_key),
-                projection_type=dynamodb.ProjectionType.ALL,
+                projection_type=dynamodb.ProjectionType[index.projection],
             )
         return table

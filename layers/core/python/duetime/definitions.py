@@ -9,11 +9,16 @@ from dataclasses import dataclass, field, replace
 
 @dataclass(frozen=True)
 class IndexDef:
-    """A global secondary index: its name and key attribute names (all attributes are strings)."""
+    """A global secondary index: its name, key attribute names (all strings) and projection.
+
+    KEYS_ONLY keeps index writes to the changes of its own keys: a heartbeat or a completion, which
+    change no index key, then costs no index write at all.
+    """
 
     name: str
     partition_key: str
     sort_key: str | None = None
+    projection: str = "KEYS_ONLY"
 
 
 @dataclass(frozen=True)
@@ -42,18 +47,22 @@ class TableDef:
         return names
 
 
-JOBS_BY_OWNER_INDEX = IndexDef(name="byOwner", partition_key="owner", sort_key="createdKey")
+JOBS_BY_OWNER_INDEX = IndexDef(name="byOwner", partition_key="owner", sort_key="createdKey", projection="ALL")
 JOBS_TABLE = TableDef(logical_name="jobs", partition_key="jobId", indexes=(JOBS_BY_OWNER_INDEX,))
 
 # Executions live in the partition of the UTC hour they are next due ("YYYYMMDDHH#shard") and sort
 # by "dueMs#executionId" (dueMs zero-padded to 13 digits), so "what is due in this window" is one
 # range query per shard. executionId sorts by scheduled time, so the byJob index gives history.
 EXECUTIONS_BY_JOB_INDEX = IndexDef(name="byJob", partition_key="jobId", sort_key="executionId")
+# A sparse index of the executions that have not ended: `openShard` is set while an execution is
+# scheduled or running and removed when it ends, so the reconciler finds overdue or abandoned ones per
+# shard, in due order (by `sk`), without reading finished history.
+EXECUTIONS_OPEN_INDEX = IndexDef(name="open", partition_key="openShard", sort_key="sk")
 EXECUTIONS_TABLE = TableDef(
     logical_name="executions",
     partition_key="pk",
     sort_key="sk",
-    indexes=(EXECUTIONS_BY_JOB_INDEX,),
+    indexes=(EXECUTIONS_BY_JOB_INDEX, EXECUTIONS_OPEN_INDEX),
     ttl_attribute="expiresAt",
 )
 

@@ -35,6 +35,19 @@ class DispatchReport:
     skipped: int = 0
     cancelled: int = 0
     held: int = 0  # waiting executions of paused jobs, left for resume
+    resent: int = 0  # overdue or abandoned executions the reconciler sent again
+
+    def add(self, other: DispatchReport) -> None:
+        for name in vars(self):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+
+
+def reconcile_after(ports: Ports) -> timedelta:
+    """How overdue an open execution must be before the reconciler sends it again: three pre-load cycles
+    (a message sent normally has long been delivered by then) and at least one lease past its end."""
+    interval = ports.settings.preload_interval_seconds
+    lease = max(c.lease_seconds for c in ports.settings.job_classes.values())
+    return timedelta(seconds=max(3 * interval, lease + interval))
 
 
 def dispatch(ports: Ports, executions: list[Execution], now: datetime) -> DispatchReport:
@@ -142,11 +155,30 @@ def preload(ports: Ports, owner: str) -> DispatchReport:
         for hour in _hours_between(cursor_ms, to_ms(window_end)):
             due.extend(ports.store.query_due(due_partition(hour, shard), cursor_ms, to_ms(window_end)))
         if due:
-            report = dispatch(ports, due, now)
-            for name in ("sent", "created", "skipped", "cancelled", "held"):
-                setattr(total, name, getattr(total, name) + getattr(report, name))
+            total.add(dispatch(ports, due, now))
         ports.store.advance_cursor(record_key, owner, to_ms(window_end))
+        total.add(reconcile(ports, shard, now))
     return total
+
+
+def reconcile(ports: Ports, shard: int, now: datetime) -> DispatchReport:
+    """Send again what has no live message: waiting executions long overdue (a crash between a write and
+    its send, a lost message) and running ones whose lease ended long ago (a lost in-flight message).
+
+    Sending twice is harmless: the claim is conditional, so a duplicate finds the row held or ended.
+    """
+    late = now - reconcile_after(ports)
+    open_rows = ports.store.open_executions(shard, to_ms(late))
+    waiting = [e for e in open_rows if e.status == ExecutionStatus.SCHEDULED]
+    abandoned = [
+        e for e in open_rows if e.status == ExecutionStatus.RUNNING and e.lease_until and e.lease_until <= late
+    ]
+    report = dispatch(ports, waiting, now) if waiting else DispatchReport()
+    if abandoned:
+        ports.queues.send([DueMessage.for_execution(e, ports.store.key_of(e)) for e in abandoned], now)
+    report.resent = report.sent + len(abandoned)
+    report.sent += len(abandoned)
+    return report
 
 
 def _hours_between(after_ms: int, until_ms: int) -> list[datetime]:

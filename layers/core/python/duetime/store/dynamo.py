@@ -15,6 +15,7 @@ from botocore.exceptions import ClientError
 from duetime.definitions import (
     CONTROL_TABLE,
     EXECUTIONS_BY_JOB_INDEX,
+    EXECUTIONS_OPEN_INDEX,
     EXECUTIONS_TABLE,
     JOBS_BY_OWNER_INDEX,
     JOBS_TABLE,
@@ -142,6 +143,7 @@ def execution_to_item(execution: Execution, shards: int, expires_at: int | None 
         "kind": execution.kind,
         "attempts": [_attempt_to_item(a) for a in execution.attempts],
         "expiresAt": expires_at,
+        "openShard": None if execution.status.is_terminal else key.pk.rsplit("#", 1)[1],
     }
 
 
@@ -347,7 +349,7 @@ class DynamoStore:
         items = response.get("Items", [])
         if not items:
             return None
-        row = _deser(items[0])
+        row = _deser(items[0])  # keys only: read the row itself, strongly
         return self.get_execution(ExecutionKey(pk=row["pk"], sk=row["sk"]))
 
     def list_executions(
@@ -365,7 +367,39 @@ class DynamoStore:
             kwargs["ExclusiveStartKey"] = _ser(start_key)
         response = self.client.query(**kwargs)
         last = response.get("LastEvaluatedKey")
-        return Page(items=response.get("Items", []), last_key=_deser(last) if last else None)
+        return Page(items=self._rows(response.get("Items", [])), last_key=_deser(last) if last else None)
+
+    def _rows(self, keys: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The rows behind index entries (the indexes project keys only), in the entries' order."""
+        wanted = [{"pk": k["pk"], "sk": k["sk"]} for k in keys]
+        found: dict[tuple[str, str], dict[str, Any]] = {}
+        for start in range(0, len(wanted), 100):
+            request: dict[str, Any] = {
+                self.executions_table: {"Keys": wanted[start : start + 100], "ConsistentRead": True}
+            }
+            while request:
+                response = self.client.batch_get_item(RequestItems=request)
+                for item in response.get("Responses", {}).get(self.executions_table, []):
+                    found[(item["pk"]["S"], item["sk"]["S"])] = item
+                request = response.get("UnprocessedKeys") or {}
+        return [found[(k["pk"]["S"], k["sk"]["S"])] for k in wanted if (k["pk"]["S"], k["sk"]["S"]) in found]
+
+    def open_executions(self, shard: int, until_ms: int) -> list[Execution]:
+        """Executions of `shard` that have not ended and were due at or before `until_ms`, oldest first."""
+        kwargs: dict[str, Any] = {
+            "TableName": self.executions_table,
+            "IndexName": EXECUTIONS_OPEN_INDEX.name,
+            "KeyConditionExpression": "openShard = :s AND sk <= :hi",
+            "ExpressionAttributeValues": _ser({":s": f"{shard:03d}", ":hi": f"{until_ms:013d}#~"}),
+        }
+        out: list[Execution] = []
+        while True:
+            response = self.client.query(**kwargs)
+            out.extend(execution_from_item(i) for i in self._rows(response.get("Items", [])))
+            last = response.get("LastEvaluatedKey")
+            if not last:
+                return [e for e in out if not e.status.is_terminal]
+            kwargs["ExclusiveStartKey"] = last
 
     def executions_of_job(self, job_id: str, newest_first: bool = True, limit: int = 50) -> list[Execution]:
         page = self.list_executions(job_id, limit, None, newest_first)
@@ -514,7 +548,7 @@ class DynamoStore:
             f"attempts[{index}].outcome = :outcome",
             "expiresAt = :expires",
         ]
-        removes = ["leaseUntilMs"]
+        removes = ["leaseUntilMs", "openShard"]
         if result is not None:
             sets.append("#r = :result")
             values[":result"] = json.dumps(result)
@@ -593,7 +627,7 @@ class DynamoStore:
             response = self.client.update_item(
                 TableName=self.executions_table,
                 Key=_ser({"pk": key.pk, "sk": key.sk}),
-                UpdateExpression="SET " + ", ".join(sets),
+                UpdateExpression="SET " + ", ".join(sets) + " REMOVE openShard",
                 ConditionExpression="attribute_exists(pk) AND #s = :scheduled",
                 ExpressionAttributeNames={"#s": "status"},
                 ExpressionAttributeValues=_ser(values),
@@ -615,7 +649,7 @@ class DynamoStore:
                 Key=_ser({"pk": key.pk, "sk": key.sk}),
                 UpdateExpression=(
                     "SET #s = :status, finishedMs = :now, skipReason = :reason, expiresAt = :expires "
-                    "REMOVE leaseUntilMs"
+                    "REMOVE leaseUntilMs, openShard"
                 ),
                 ConditionExpression="attribute_exists(pk) AND #s = :running AND attempt = :a",
                 ExpressionAttributeNames={"#s": "status"},

@@ -27,7 +27,7 @@ def create_tables(client: Any, settings: Settings) -> None:
                     "IndexName": index.name,
                     "KeySchema": [{"AttributeName": index.partition_key, "KeyType": "HASH"}]
                     + ([{"AttributeName": index.sort_key, "KeyType": "RANGE"}] if index.sort_key else []),
-                    "Projection": {"ProjectionType": "ALL"},
+                    "Projection": {"ProjectionType": index.projection},
                 }
                 for index in table.indexes
             ]
