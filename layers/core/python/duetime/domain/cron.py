@@ -255,43 +255,49 @@ class CronSchedule:
 
     def _next_after(self, after: datetime) -> datetime | None:
         zone = self.zone
+        limit_year = min(after.year + HORIZON_YEARS, 9999)
         local = after.astimezone(zone)
         wall = local.replace(tzinfo=None, fold=0)
-        # If `after` is the first occurrence of a repeated wall time, the second occurrences of the
-        # earlier repeated wall times are still ahead of it: start the walk at the overlap's start.
-        off0, off1 = _offsets(wall, zone)
-        if off0 > off1 and local.fold == 0:
-            wall -= off0 - off1
-        wall = wall.replace(second=0, microsecond=0)
-        limit_year = min(after.year + HORIZON_YEARS, 9999)
 
-        best: datetime | None = None
-        stop: datetime | None = None
+        # `after` is the first occurrence of a repeated wall time: the second occurrences of the
+        # repeated wall times, from the start of the overlap, are still ahead of it. For a schedule
+        # that follows the real clock, the first matched one is a candidate too.
+        second: datetime | None = None
+        off0, off1 = _offsets(wall, zone)
+        in_first_occurrence = off0 > off1 and local.fold == 0
+        if in_first_occurrence and not self._fixed:
+            change = _transition(after.replace(microsecond=0), after + (off0 - off1), off0, zone)
+            overlap_start = (change + off1).replace(tzinfo=None)  # first wall time after the change
+            repeated = self._next_wall(overlap_start, limit_year)
+            if repeated is not None and repeated < overlap_start + (off0 - off1):
+                second = (repeated - off1).replace(tzinfo=UTC)
+
+        # Walk the matched wall times from `after`'s own. Instants grow with wall time except inside
+        # an overlap, where every first occurrence precedes every second one. So the first matched
+        # wall time with an instant after `after` gives the next run; when `after` is itself a first
+        # occurrence, second occurrences are left to `second` (the earliest of them).
+        wall = wall.replace(second=0, microsecond=0)
         while True:
             candidate = self._next_wall(wall, limit_year)
-            if candidate is None or (stop is not None and candidate >= stop):
-                return best
+            if candidate is None:
+                return second
             off0, off1 = _offsets(candidate, zone)
             instants: list[datetime]
             if off0 == off1:  # exists once
                 instants = [(candidate - off0).replace(tzinfo=UTC)]
             elif off0 > off1:  # repeated: fold=0 is the first (earlier) occurrence
                 first = (candidate - off0).replace(tzinfo=UTC)
-                instants = [first] if self._fixed else [first, (candidate - off1).replace(tzinfo=UTC)]
+                if self._fixed or in_first_occurrence:
+                    instants = [first]
+                else:
+                    instants = [first, (candidate - off1).replace(tzinfo=UTC)]
             elif self._fixed:  # skipped by a gap: runs when the gap ends
-                instants = [_gap_end(candidate, off0, off1, zone)]
-            else:
+                instants = [_transition((candidate - off1).replace(tzinfo=UTC), candidate - off0, off0, zone)]
+            else:  # skipped by a gap: not run
                 instants = []
             later = [instant for instant in instants if instant > after]
             if later:
-                nearest = min(later)
-                best = nearest if best is None else min(best, nearest)
-                if off0 <= off1 or nearest == instants[0]:
-                    return best
-                # Only the second occurrence of a repeated time is ahead: the first occurrences of
-                # the following repeated wall times may come earlier, so look to the overlap's end.
-                if stop is None:
-                    stop = candidate + (off0 - off1)
+                return min(later) if second is None else min(*later, second)
             wall = candidate + timedelta(minutes=1)
 
 
@@ -303,17 +309,18 @@ def _offsets(wall: datetime, zone: ZoneInfo) -> tuple[timedelta, timedelta]:
     return off0, off1
 
 
-def _gap_end(wall: datetime, before: timedelta, after: timedelta, zone: ZoneInfo) -> datetime:
-    """The instant a gap containing `wall` ends (the transition), found by bisection in seconds.
+def _transition(low: datetime, high: datetime, before: timedelta, zone: ZoneInfo) -> datetime:
+    """The first whole second in (low, high] whose UTC offset is no longer `before` (bisection).
 
-    `before`/`after` are the offsets either side of the gap; the transition lies in
-    (wall - after, wall - before].
+    `low` (aware UTC) still has offset `before`; `high` (naive or aware, read as UTC) no longer has.
+    For a gap containing wall time w between offsets p < o, the change lies in (w - o, w - p].
     """
-    low = (wall - after).replace(tzinfo=UTC)  # still before the transition
-    high = (wall - before).replace(tzinfo=UTC)  # already after it
+    high = high.replace(tzinfo=UTC)
+    if high.microsecond:
+        high = high.replace(microsecond=0) + timedelta(seconds=1)
+    low = low.replace(microsecond=0)
     while high - low > timedelta(seconds=1):
-        mid = low + (high - low) / 2
-        mid = mid.replace(microsecond=0)
+        mid = (low + (high - low) / 2).replace(microsecond=0)
         if mid.astimezone(zone).utcoffset() == before:
             low = mid
         else:
