@@ -10,54 +10,14 @@ from aws_cdk import aws_apigateway as apigw
 from aws_cdk import aws_cognito as cognito
 from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
-from duetime.definitions import JOB_CLASSES
+from duetime.api.openapi import gateway_request_schemas
 
 from infra.common import log_group, suppress
 from infra.context import DeployContext
 
-# JSON schemas (draft 4) of the request bodies in API.md, checked at the edge; the handler checks the rest.
-STRING = {"type": "string", "minLength": 1}
-JOB_SPEC_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "required": ["name", "handler", "schedule"],
-    "properties": {
-        "name": {**STRING, "maxLength": 200},
-        "handler": {**STRING, "maxLength": 200},
-        "payload": {"type": "object"},
-        "schedule": {
-            "type": "object",
-            "properties": {"at": STRING, "cron": {**STRING, "maxLength": 200}, "timeZone": {**STRING, "maxLength": 64}},
-        },
-        "retry": {"type": "object"},
-        "timeoutSeconds": {"type": "integer", "minimum": 1, "maximum": 43200},
-        "overlap": {"type": "string", "enum": ["allow", "forbid", "replace"]},
-        "catchUp": {"type": "string", "enum": ["latest", "all", "none"]},
-        "jobClass": {"type": "string", "enum": sorted(JOB_CLASSES)},
-    },
-}
-STATUS_CHANGE_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "required": ["status"],
-    "properties": {"status": {"type": "string", "enum": ["paused", "active"]}},
-}
-PREVIEW_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {"count": {"type": "integer", "minimum": 1, "maximum": 100}},
-}
-HEARTBEAT_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "required": ["attempt"],
-    "properties": {"attempt": {"type": "integer", "minimum": 1}},
-}
-COMPLETE_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "required": ["attempt", "result"],
-    "properties": {
-        "attempt": {"type": "integer", "minimum": 1},
-        "result": {"type": "string", "enum": ["succeeded", "failed"]},
-        "retryable": {"type": "boolean"},
-    },
-}
+# Request bodies are validated at the edge against the schemas generated from the same pydantic models
+# the handler validates with (duetime.api.openapi), so the two can never disagree.
+REQUEST_SCHEMAS = gateway_request_schemas()
 WORKER_ROUTES = ("heartbeat", "complete")
 
 
@@ -159,12 +119,23 @@ class Api(Construct):
         self.validator = self.rest_api.add_request_validator(
             "Validate", validate_request_body=True, validate_request_parameters=True
         )
+        # A body refused at the edge answers in the API's own error shape (API.md), not API Gateway's.
+        self.rest_api.add_gateway_response(
+            "BadBody",
+            type=apigw.ResponseType.BAD_REQUEST_BODY,
+            status_code="400",
+            templates={
+                "application/json": '{"error": {"code": "invalid_input", '
+                '"message": "$util.escapeJavaScript($context.error.validationErrorString)", "field": "body"}}'
+            },
+        )
         integration = apigw.LambdaIntegration(function, proxy=True)  # type: ignore[arg-type]
         owner = {"authorizer": self.authorizer, "authorization_type": apigw.AuthorizationType.COGNITO}
 
-        def model(name: str, schema: dict[str, Any]) -> dict[str, apigw.IModel]:
+        def model(route: str) -> dict[str, apigw.IModel]:
+            name = "".join(part.strip("{}").capitalize() for part in route.replace("/", " ").split())
             created = self.rest_api.add_model(
-                name, content_type="application/json", model_name=name, schema=_schema(schema)
+                name, content_type="application/json", model_name=name, schema=_schema(REQUEST_SCHEMAS[route])
             )
             return {"application/json": created}
 
@@ -182,26 +153,25 @@ class Api(Construct):
 
         jobs = self.rest_api.root.add_resource("jobs")
         method(jobs, "GET")
-        method(jobs, "POST", model("JobSpec", JOB_SPEC_SCHEMA))
+        method(jobs, "POST", model("POST /jobs"))
         job = jobs.add_resource("{jobId}")
         method(job, "GET")
-        method(job, "PATCH", model("StatusChange", STATUS_CHANGE_SCHEMA))
+        method(job, "PATCH", model("PATCH /jobs/{jobId}"))
         method(job, "DELETE")
         method(job.add_resource("executions"), "GET")
         method(job.add_resource("run"), "POST")
         method(
             self.rest_api.root.add_resource("schedules").add_resource("preview"),
             "POST",
-            model("Preview", PREVIEW_SCHEMA),
+            model("POST /schedules/preview"),
         )
         execution = self.rest_api.root.add_resource("executions").add_resource("{executionId}")
-        worker_models = {"heartbeat": HEARTBEAT_SCHEMA, "complete": COMPLETE_SCHEMA}
         for route in WORKER_ROUTES:
             route_resource = execution.add_resource(route)
             method(
                 route_resource,
                 "POST",
-                model(route.capitalize(), worker_models[route]),
+                model(f"POST /executions/{{executionId}}/{route}"),
                 authorization_type=apigw.AuthorizationType.IAM,
             )
             suppress(
@@ -236,26 +206,43 @@ class Api(Construct):
         ]
 
 
+# JSON Schema keywords the generated schemas use, as apigw.JsonSchema's snake_case arguments.
+_KEYWORDS = {
+    "required": "required",
+    "enum": "enum",
+    "minLength": "min_length",
+    "maxLength": "max_length",
+    "minimum": "minimum",
+    "maximum": "maximum",
+    "format": "format",
+    "pattern": "pattern",
+    "default": "default",
+    "minItems": "min_items",
+    "maxItems": "max_items",
+}
+
+
 def _schema(schema: dict[str, Any], top: bool = True) -> apigw.JsonSchema:
-    """A plain draft-4 dict as apigw.JsonSchema (which wants snake_case keywords)."""
+    """A plain draft-4 dict as apigw.JsonSchema (which wants snake_case keywords and enum types)."""
     converted: dict[str, Any] = {"schema": apigw.JsonSchemaVersion.DRAFT4} if top else {}
     for key, value in schema.items():
+        if key == "$schema":
+            continue
         if key == "type":
-            converted["type"] = apigw.JsonSchemaType[value.upper()]
+            kinds = [apigw.JsonSchemaType[v.upper()] for v in (value if isinstance(value, list) else [value])]
+            converted["type"] = kinds[0] if len(kinds) == 1 else kinds
         elif key == "properties":
             converted["properties"] = {name: _schema(sub, top=False) for name, sub in value.items()}
-        elif key == "required":
-            converted["required"] = value
-        elif key == "enum":
-            converted["enum"] = value
-        elif key == "minLength":
-            converted["min_length"] = value
-        elif key == "maxLength":
-            converted["max_length"] = value
-        elif key == "minimum":
-            converted["minimum"] = value
-        elif key == "maximum":
-            converted["maximum"] = value
+        elif key == "additionalProperties":
+            converted["additional_properties"] = value if isinstance(value, bool) else _schema(value, top=False)
+        elif key in ("anyOf", "allOf", "oneOf"):
+            converted[{"anyOf": "any_of", "allOf": "all_of", "oneOf": "one_of"}[key]] = [
+                _schema(sub, top=False) for sub in value
+            ]
+        elif key == "items":
+            converted["items"] = _schema(value, top=False)
+        elif key in _KEYWORDS:
+            converted[_KEYWORDS[key]] = value
         else:
             raise ValueError(f"unsupported JSON schema keyword {key!r}")
     return apigw.JsonSchema(**converted)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from aws_cdk.assertions import Match
+from duetime.api.openapi import gateway_request_schemas
 
 OWNER_ROUTES = {
     ("GET", "jobs"),
@@ -68,11 +69,34 @@ def test_request_bodies_and_parameters_are_validated(synthesized):
     models = {
         m["Properties"]["Name"]: m["Properties"] for m in synthesized.resources("AWS::ApiGateway::Model").values()
     }
-    assert set(models) == {"JobSpec", "StatusChange", "Preview", "Heartbeat", "Complete"}
-    assert models["JobSpec"]["Schema"]["required"] == ["name", "handler", "schedule"]
-    assert models["Complete"]["Schema"]["properties"]["result"]["enum"] == ["succeeded", "failed"]
-    for route, model in {("POST", "jobs"): "JobSpec", ("POST", "heartbeat"): "Heartbeat"}.items():
+    # One model per request body, generated from the pydantic models the handler validates with
+    generated = gateway_request_schemas()
+    assert set(models) == {
+        "PostJobs",
+        "PatchJobsJobid",
+        "PostSchedulesPreview",
+        "PostExecutionsExecutionidHeartbeat",
+        "PostExecutionsExecutionidComplete",
+    }
+    assert models["PostJobs"]["Schema"]["required"] == ["name", "handler", "schedule"]
+    assert models["PostJobs"]["Schema"]["properties"] == generated["POST /jobs"]["properties"]
+    assert models["PostJobs"]["Schema"]["additionalProperties"] is False
+    for route, model in {
+        ("POST", "jobs"): "PostJobs",
+        ("POST", "heartbeat"): "PostExecutionsExecutionidHeartbeat",
+    }.items():
         assert "application/json" in methods[route]["RequestModels"], model
+
+
+def test_a_body_refused_at_the_edge_answers_in_the_apis_error_shape(synthesized):
+    [response] = [
+        r["Properties"]
+        for r in synthesized.resources("AWS::ApiGateway::GatewayResponse").values()
+        if r["Properties"]["ResponseType"] == "BAD_REQUEST_BODY"
+    ]
+    assert response["StatusCode"] == "400"
+    template = response["ResponseTemplates"]["application/json"]
+    assert '"code": "invalid_input"' in template and '"field": "body"' in template
 
 
 def test_stage_is_throttled_traced_and_access_logged(synthesized):
