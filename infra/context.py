@@ -17,6 +17,8 @@ duetime.definitions.JOB_CLASSES: the runtime reads the same table, so they are n
 | jwtClientSecretName    | none                                 | Secrets Manager secret with that client's secret     |
 | callbackUrl            | http://localhost:8080/callback       | OAuth callback of the user pool client (federation)  |
 | handlerModules         | "" (built-in demo handlers only)     | DUETIME_HANDLER_MODULES of the workers               |
+| handlerFunctions       | "" (none)                            | Lambda functions `lambda:` handlers may invoke (a,b) |
+| handlerTaskDefinitions | "" (none)                            | task families `ecs:` handlers may run (a,b)          |
 | logRetentionDays       | 90                                   | retention of every log group                         |
 | apiRateLimit           | 1000                                 | API Gateway steady requests per second               |
 | apiBurstLimit          | 2000                                 | API Gateway burst                                    |
@@ -92,6 +94,8 @@ class DeployContext:
     jwt_client_secret_name: str | None
     callback_url: str
     handler_modules: str
+    handler_functions: list[str]
+    handler_task_definitions: list[str]
     log_retention_days: int
     api_rate_limit: int
     api_burst_limit: int
@@ -134,6 +138,8 @@ class DeployContext:
             jwt_client_secret_name=secret_name,
             callback_url=_str(node, "callbackUrl", DEFAULT_CALLBACK_URL) or DEFAULT_CALLBACK_URL,
             handler_modules=_str(node, "handlerModules", "") or "",
+            handler_functions=[f for f in (_str(node, "handlerFunctions", "") or "").split(",") if f],
+            handler_task_definitions=[f for f in (_str(node, "handlerTaskDefinitions", "") or "").split(",") if f],
             log_retention_days=retention,
             api_rate_limit=_int(node, "apiRateLimit", 1000),
             api_burst_limit=_int(node, "apiBurstLimit", 2000),

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from aws_cdk import ArnFormat, Stack
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_sqs as sqs
@@ -16,17 +17,17 @@ from duetime.definitions import TABLES
 # DynamoDB actions by table, per part. TransactWriteItems is authorized by the Put/Update/Delete it contains.
 API_TABLE_ACTIONS = {
     "jobs": ["GetItem", "BatchGetItem", "Query", "PutItem", "UpdateItem"],
-    "executions": ["GetItem", "Query", "PutItem", "UpdateItem", "DeleteItem"],
+    "executions": ["GetItem", "BatchGetItem", "Query", "PutItem", "UpdateItem", "DeleteItem"],
     "control": ["GetItem", "PutItem"],
 }
 PRELOADER_TABLE_ACTIONS = {
     "jobs": ["GetItem", "BatchGetItem"],
-    "executions": ["GetItem", "Query", "PutItem", "UpdateItem"],
+    "executions": ["GetItem", "BatchGetItem", "Query", "PutItem", "UpdateItem"],
     "control": ["GetItem", "UpdateItem"],
 }
 WORKER_TABLE_ACTIONS = {
     "jobs": ["GetItem", "BatchGetItem"],
-    "executions": ["GetItem", "Query", "PutItem", "UpdateItem", "DeleteItem"],
+    "executions": ["GetItem", "BatchGetItem", "Query", "PutItem", "UpdateItem", "DeleteItem"],
 }
 DLQ_NOTIFIER_TABLE_ACTIONS = {
     "jobs": ["GetItem"],
@@ -54,3 +55,38 @@ def grant_tables(role: iam.IRole, tables: dict[str, dynamodb.Table], actions: di
 
 def grant_queues(role: iam.IRole, queues: Iterable[sqs.IQueue], actions: list[str]) -> None:
     role.add_to_principal_policy(iam.PolicyStatement(actions=actions, resources=[q.queue_arn for q in queues]))
+
+
+def grant_handler_targets(role: iam.IRole, functions: list[str], task_definitions: list[str], cluster_arn: str) -> None:
+    """What `lambda:` and `ecs:` handlers need, on exactly the targets named in context: invoke those
+    functions; run those task definitions' families in the workers' cluster, watch and stop the tasks."""
+    stack = Stack.of(role)
+    if functions:
+        arns = [
+            name
+            if name.startswith("arn:")
+            else stack.format_arn(
+                service="lambda", resource="function", resource_name=name, arn_format=ArnFormat.COLON_RESOURCE_NAME
+            )
+            for name in functions
+        ]
+        role.add_to_principal_policy(iam.PolicyStatement(actions=["lambda:InvokeFunction"], resources=arns))
+    if task_definitions:
+        families = [
+            stack.format_arn(service="ecs", resource="task-definition", resource_name=f"{family}:*")
+            for family in task_definitions
+        ]
+        role.add_to_principal_policy(iam.PolicyStatement(actions=["ecs:RunTask"], resources=families))
+        tasks = stack.format_arn(service="ecs", resource="task", resource_name=f"{cluster_arn.split('/')[-1]}/*")
+        role.add_to_principal_policy(
+            iam.PolicyStatement(actions=["ecs:DescribeTasks", "ecs:StopTask"], resources=[tasks])
+        )
+        # DescribeTaskDefinition and PassRole of the tasks' own roles do not take narrower resources here.
+        role.add_to_principal_policy(iam.PolicyStatement(actions=["ecs:DescribeTaskDefinition"], resources=["*"]))
+        role.add_to_principal_policy(
+            iam.PolicyStatement(
+                actions=["iam:PassRole"],
+                resources=["*"],
+                conditions={"StringEquals": {"iam:PassedToService": "ecs-tasks.amazonaws.com"}},
+            )
+        )

@@ -11,6 +11,7 @@ from infra.api import Api
 from infra.context import DeployContext
 from infra.functions import Functions
 from infra.monitoring import AlertTopic, Monitoring
+from infra.permissions import grant_handler_targets
 from infra.queues import Queues
 from infra.scheduling import Scheduling
 from infra.storage import Storage
@@ -38,6 +39,17 @@ class DuetimeStack(Stack):
             queues=self.queues,
             environment=self.functions.environment,
         )
+        # Lambda workers run `lambda:` and `ecs:` handlers too; ECS tasks start in the workers' cluster.
+        for worker in self.functions.workers.values():
+            assert worker.role is not None
+            grant_handler_targets(
+                worker.role,
+                self.ctx.handler_functions,
+                self.ctx.handler_task_definitions,
+                self.workers.cluster.cluster_arn,
+            )
+            for name, value in self.workers.handler_target_environment().items():
+                worker.add_environment(name, value)
         self.scheduling = Scheduling(
             self,
             "Scheduling",

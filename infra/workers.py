@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from aws_cdk import Duration, IgnoreMode
+from aws_cdk import Duration, Fn, IgnoreMode
 from aws_cdk import aws_applicationautoscaling as autoscaling
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecr_assets as ecr_assets
@@ -13,7 +13,7 @@ from constructs import Construct
 
 from infra.common import ROOT, log_group, suppress
 from infra.context import DeployContext
-from infra.permissions import CONSUME, SEND, WORKER_TABLE_ACTIONS, grant_queues, grant_tables
+from infra.permissions import CONSUME, SEND, WORKER_TABLE_ACTIONS, grant_handler_targets, grant_queues, grant_tables
 from infra.queues import Queues
 from infra.storage import Storage
 
@@ -92,6 +92,9 @@ class Workers(Construct):
             grant_tables(task_role, storage.tables, WORKER_TABLE_ACTIONS)
             grant_queues(task_role, [class_queues.due], [*CONSUME, *SEND])
             grant_queues(task_role, [class_queues.dlq], SEND)
+            grant_handler_targets(
+                task_role, ctx.handler_functions, ctx.handler_task_definitions, self.cluster.cluster_arn
+            )
             task = ecs.FargateTaskDefinition(
                 self,
                 f"Task-{name}",
@@ -116,7 +119,12 @@ class Workers(Construct):
                     "--grace-seconds",
                     str(STOP_GRACE_SECONDS - 5),
                 ],
-                environment={**environment, "DUETIME_JOB_CLASS": name, "DUETIME_HANDLER_MODULES": ctx.handler_modules},
+                environment={
+                    **environment,
+                    **self.handler_target_environment(),
+                    "DUETIME_JOB_CLASS": name,
+                    "DUETIME_HANDLER_MODULES": ctx.handler_modules,
+                },
                 logging=ecs.LogDriver.aws_logs(
                     stream_prefix=f"worker-{name}",
                     log_group=log_group(self, f"Logs-{name}", ctx.log_retention_days),
@@ -162,3 +170,11 @@ class Workers(Construct):
                     "to pull the image asset, takes no resource ARN.",
                 },
             )
+
+    def handler_target_environment(self) -> dict[str, str]:
+        """Where `ecs:` handlers' tasks run: this cluster, in the workers' private subnets."""
+        subnets = self.vpc.select_subnets(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS).subnet_ids
+        return {
+            "DUETIME_ECS_CLUSTER": self.cluster.cluster_name,
+            "DUETIME_ECS_SUBNETS": Fn.join(",", subnets),
+        }
