@@ -45,7 +45,8 @@ def validate_spec(ports: Ports, spec: JobSpec, now: datetime) -> tuple[JobSpec, 
     if spec.timeout_seconds > job_class.max_timeout_seconds:
         raise InvalidInput(
             f"timeoutSeconds {spec.timeout_seconds} exceeds {job_class.max_timeout_seconds} for jobClass "
-            f"{spec.job_class!r}",
+            f"{spec.job_class!r} ({job_class.worker_kind} workers)"
+            + ("; use jobClass 'long' for longer jobs" if spec.job_class != "long" else ""),
             field="timeoutSeconds",
         )
     if spec.retry.max_delay_seconds < spec.retry.base_delay_seconds:

@@ -52,10 +52,13 @@ def _is_condition_failure(exc: ClientError) -> bool:
 
 
 def _is_transaction_condition_failure(exc: ClientError) -> bool:
+    """A transaction refused because a condition failed, or because a concurrent transaction on the same
+    items won (TransactionConflict): either way another writer got there first, and the caller re-reads."""
     if exc.response.get("Error", {}).get("Code") != "TransactionCanceledException":
         return False
     reasons = exc.response.get("CancellationReasons") or []
-    return any(r.get("Code") == "ConditionalCheckFailed" for r in reasons) or not reasons
+    codes = {r.get("Code") for r in reasons}
+    return bool(codes & {"ConditionalCheckFailed", "TransactionConflict"}) or not reasons
 
 
 def _ms(value: datetime | None) -> int | None:
