@@ -34,6 +34,7 @@ test-e2e: $(VENV)
 lint: $(VENV)
 	.venv/bin/ruff check layers functions infra tests bench app.py
 	.venv/bin/ruff format --check layers functions infra tests bench app.py
+	.venv/bin/mypy --strict layers/core/python/duetime functions
 
 format: $(VENV)
 	.venv/bin/ruff check --fix layers functions infra tests bench app.py

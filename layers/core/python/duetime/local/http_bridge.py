@@ -97,7 +97,8 @@ class ApiServer:
     @property
     def url(self) -> str:
         host, port = self.server.server_address[:2]
-        return f"http://{host}:{port}"
+        name = host.decode() if isinstance(host, bytes) else str(host)
+        return f"http://{name}:{port}"
 
     def start(self) -> ApiServer:
         self.thread.start()

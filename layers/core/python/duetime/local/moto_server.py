@@ -6,7 +6,7 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from moto.server import DomainDispatcherApplication, create_backend_app
+from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
 from werkzeug.serving import BaseWSGIServer, make_server
 
 Environ = dict[str, Any]

@@ -48,7 +48,7 @@ def _deser(item: dict[str, Any]) -> dict[str, Any]:
 
 
 def _is_condition_failure(exc: ClientError) -> bool:
-    return exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException"
+    return bool(exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException")
 
 
 def _is_transaction_condition_failure(exc: ClientError) -> bool:
