@@ -6,6 +6,7 @@ NODE := node_modules/.installed
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 export PYTHONDONTWRITEBYTECODE := 1
 PYTEST := $(PY) -m pytest -q -p no:cacheprovider
+LINTED := layers functions infra tests app.py $(wildcard bench)
 
 .PHONY: dev local test test-fast test-e2e lint format synth bench chaos clean
 
@@ -32,13 +33,13 @@ test-e2e: $(VENV)
 	$(PYTEST) tests/e2e
 
 lint: $(VENV)
-	.venv/bin/ruff check layers functions infra tests bench app.py
-	.venv/bin/ruff format --check layers functions infra tests bench app.py
+	.venv/bin/ruff check $(LINTED)
+	.venv/bin/ruff format --check $(LINTED)
 	.venv/bin/mypy --strict layers/core/python/duetime functions
 
 format: $(VENV)
-	.venv/bin/ruff check --fix layers functions infra tests bench app.py
-	.venv/bin/ruff format layers functions infra tests bench app.py
+	.venv/bin/ruff check --fix $(LINTED)
+	.venv/bin/ruff format $(LINTED)
 
 synth: dev  ## CloudFormation template in cdk.out, offline and without Docker
 	$(PY) infra/build_layers.py
