@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from types import FrameType
 
 from duetime.api.auth import issue_token
+from duetime.audit_cli import add_audit_command
 from duetime.client_cli import add_client_commands
 from duetime.config import RuntimeConfig, build_ports, build_targets
 from duetime.domain.errors import DuetimeError
@@ -23,7 +24,7 @@ from duetime.domain.models import Schedule, format_time
 from duetime.local.state import config_from_state, read_state
 from duetime.service.jobs import preview
 from duetime.worker.registry import load_modules
-from duetime.worker.runtime import Worker
+from duetime.worker.runtime import Worker, append_run_log
 
 
 def cmd_local(args: argparse.Namespace) -> int:
@@ -66,7 +67,11 @@ def cmd_worker(args: argparse.Namespace) -> int:
     config = config_from_state(read_state(args.data_dir)) if args.data_dir else RuntimeConfig.from_env()
     ports = build_ports(config)
     worker_id = args.worker_id or f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(2)}"
-    worker = Worker(ports, args.job_class, worker_id, concurrency=args.concurrency, targets=build_targets(config))
+    run_log = os.environ.get("DUETIME_RUN_LOG")  # opt-in: one JSON line per handler run (the chaos soak reads it)
+    on_run = append_run_log(run_log) if run_log else None
+    worker = Worker(
+        ports, args.job_class, worker_id, concurrency=args.concurrency, on_run=on_run, targets=build_targets(config)
+    )
 
     def on_term(signum: int, frame: FrameType | None) -> None:
         worker.stopping.set()
@@ -132,6 +137,7 @@ def parser() -> argparse.ArgumentParser:
     prev.set_defaults(fn=cmd_preview)
 
     add_client_commands(sub)
+    add_audit_command(sub)
     return top
 
 

@@ -170,6 +170,12 @@ class DueQueues:
         """Record an exhausted or permanently failed execution on the class's DLQ (alarmed on AWS)."""
         self.client.send_message(QueueUrl=self.dlq_urls[job_class], MessageBody=json.dumps(body))
 
+    def dead_letter_depth(self, job_class: str) -> int:
+        """Messages on the class's DLQ, visible or in flight (SQS's approximate counts)."""
+        names = ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"]
+        response = self.client.get_queue_attributes(QueueUrl=self.dlq_urls[job_class], AttributeNames=names)
+        return sum(int(response.get("Attributes", {}).get(name, 0)) for name in names)
+
     def receive_dead_letters(self, job_class: str, wait_seconds: int = 0) -> list[tuple[dict[str, Any], str]]:
         response = self.client.receive_message(
             QueueUrl=self.dlq_urls[job_class],

@@ -38,16 +38,21 @@ def _fail_redriven(ports: Ports, body: dict[str, Any]) -> dict[str, Any] | None:
         return {"kind": "unreadable", "body": body}
     now = ports.clock()
     execution = ports.store.get_execution(message.key)
-    if execution is None or execution.status.is_terminal:
-        return None
     reason = "poison message: received too many times without completing"
-    try:
-        if execution.status == ExecutionStatus.SCHEDULED:
-            ports.store.end_waiting(message.key, ExecutionStatus.FAILED, now, reason)
-        else:
-            ports.store.finish(message.key, execution.attempt, ExecutionStatus.FAILED, now, error=reason)
-    except Conflict:
+    if execution is None:
         return None
+    if execution.status.is_terminal:
+        # Ended by this path already: a notifier that died before telling the owner tells them now.
+        if execution.status != ExecutionStatus.FAILED or reason not in (execution.skip_reason, execution.error):
+            return None
+    else:
+        try:
+            if execution.status == ExecutionStatus.SCHEDULED:
+                ports.store.end_waiting(message.key, ExecutionStatus.FAILED, now, reason)
+            else:
+                ports.store.finish(message.key, execution.attempt, ExecutionStatus.FAILED, now, error=reason)
+        except Conflict:
+            return None
     job = ports.store.get_job(message.job_id)
     return {
         "kind": "failed",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -196,6 +197,15 @@ class ClaimOutcome:
 class Page:
     items: list[dict[str, Any]]
     last_key: dict[str, Any] | None
+
+
+@dataclass(frozen=True)
+class StoredExecution:
+    """An execution with where it is stored and its `open` index shard, as `duetime audit` checks them."""
+
+    key: ExecutionKey
+    open_shard: str | None
+    execution: Execution
 
 
 class DynamoStore:
@@ -443,19 +453,51 @@ class DynamoStore:
                 return out
             kwargs["ExclusiveStartKey"] = last
 
+    def _scan(self, table: str, **extra: Any) -> Iterator[dict[str, Any]]:
+        kwargs: dict[str, Any] = {"TableName": table, "ConsistentRead": True, **extra}
+        while True:
+            response = self.client.scan(**kwargs)
+            yield from response.get("Items", [])
+            last = response.get("LastEvaluatedKey")
+            if not last:
+                return
+            kwargs["ExclusiveStartKey"] = last
+
+    def scan_jobs(self) -> Iterator[Job]:
+        """Every job: a full scan, for `duetime audit` only, never the hot path."""
+        return (job_from_item(i) for i in self._scan(self.jobs_table))
+
+    def scan_open_executions(self) -> Iterator[StoredExecution]:
+        """Every scheduled or running execution: a full scan, for `duetime audit` only, never the hot path."""
+        items = self._scan(
+            self.executions_table,
+            FilterExpression="#s IN (:scheduled, :running)",
+            ExpressionAttributeNames={"#s": "status"},
+            ExpressionAttributeValues=_ser(
+                {":scheduled": ExecutionStatus.SCHEDULED.value, ":running": ExecutionStatus.RUNNING.value}
+            ),
+        )
+        for item in items:
+            open_shard = item.get("openShard", {}).get("S")
+            key = ExecutionKey(pk=item["pk"]["S"], sk=item["sk"]["S"])
+            yield StoredExecution(key=key, open_shard=open_shard, execution=execution_from_item(item))
+
     def claim(self, key: ExecutionKey, worker_id: str, now: datetime, lease_until: datetime) -> ClaimOutcome:
         """One conditional UpdateItem: `scheduled` (or `running` with an ended lease) -> `running`, attempt + 1.
 
         Returns the row as claimed, or the row as it stands if another worker holds it or it has ended.
+        A claim token tells this call's own write apart: if botocore resends the write because its answer
+        was lost, the resend fails its condition against a row this very call claimed, which is ours.
         """
         entry = {"workerId": worker_id, "startedMs": to_ms(now)}
+        token = uuid.uuid4().hex
         try:
             response = self.client.update_item(
                 TableName=self.executions_table,
                 Key=_ser({"pk": key.pk, "sk": key.sk}),
                 UpdateExpression=(
                     "SET #s = :running, attempt = if_not_exists(attempt, :zero) + :one, workerId = :w, "
-                    "leaseUntilMs = :lease, startedMs = :now, "
+                    "leaseUntilMs = :lease, startedMs = :now, claimToken = :token, "
                     "attempts = list_append(if_not_exists(attempts, :empty), :entry)"
                 ),
                 ConditionExpression=(
@@ -473,6 +515,7 @@ class DynamoStore:
                         ":now": to_ms(now),
                         ":empty": [],
                         ":entry": [entry],
+                        ":token": token,
                     }
                 ),
                 ReturnValues="ALL_NEW",
@@ -481,6 +524,8 @@ class DynamoStore:
         except ClientError as exc:
             if _is_condition_failure(exc):
                 old = exc.response.get("Item")
+                if old and old.get("claimToken", {}).get("S") == token:
+                    return ClaimOutcome(claimed=execution_from_item(old), current=None)
                 return ClaimOutcome(claimed=None, current=execution_from_item(old) if old else None)
             raise
         return ClaimOutcome(claimed=execution_from_item(response["Attributes"]), current=None)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import logging
 import threading
 import time
@@ -38,6 +40,18 @@ class RunRecord:
     started_ms: int
     ended_ms: int
     outcome: str
+
+
+def append_run_log(path: str) -> Callable[[RunRecord], None]:
+    """An `on_run` that appends each run to `path` as one JSON line (flushed, so a later kill loses none)."""
+    lock = threading.Lock()
+
+    def write(record: RunRecord) -> None:
+        line = json.dumps(dataclasses.asdict(record), separators=(",", ":")) + "\n"
+        with lock, open(path, "a", encoding="utf-8") as out:
+            out.write(line)
+
+    return write
 
 
 @dataclass

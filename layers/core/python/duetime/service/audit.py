@@ -1,0 +1,105 @@
+"""`duetime audit`: check a running system's invariants (a diagnostic that scans; never on the hot path)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from duetime.domain.models import ExecutionStatus, JobStatus, format_time
+from duetime.service.context import Ports
+from duetime.service.dispatch import reconcile_after
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One broken invariant: which check, and the execution or job it is about."""
+
+    check: str
+    subject: str
+    detail: str
+
+
+@dataclass
+class AuditReport:
+    findings: list[Finding] = field(default_factory=list)
+    waiting: int = 0
+    running: int = 0
+    active_cron_jobs: int = 0
+    dead_letters: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return not self.findings
+
+    def lines(self) -> list[str]:
+        depth = ", ".join(f"{name} {count}" for name, count in sorted(self.dead_letters.items()))
+        head = (
+            f"open executions: {self.waiting} waiting, {self.running} running; "
+            f"active cron jobs: {self.active_cron_jobs}; DLQ depth: {depth or 'none'}"
+        )
+        body = [f"  {f.check}: {f.subject}: {f.detail}" for f in self.findings]
+        verdict = "no invariant broken" if self.ok else f"{len(self.findings)} finding(s)"
+        return [head, *body, verdict]
+
+
+def stale_after(ports: Ports) -> timedelta:
+    """How long an open execution may wait past its due time or lease before the reconciler should have
+    acted: its own grace plus one pre-load cycle to run in."""
+    return reconcile_after(ports) + timedelta(seconds=ports.settings.preload_interval_seconds)
+
+
+def audit(ports: Ports, now: datetime | None = None) -> AuditReport:
+    """Check DESIGN.md's invariants over every open execution, every job and every DLQ.
+
+    - every open execution sits in the partition of its due hour and shard, and in the `open` index;
+    - no running execution's lease ended longer ago than one reconcile cycle (it is abandoned);
+    - no waiting execution of an active job is overdue by longer than one reconcile cycle (stuck);
+    - every active cron job has a waiting execution (its chain of slots is unbroken);
+    - each job class's DLQ is empty (a message there is a failure whose owner was not told yet).
+    """
+    now = now or ports.clock()
+    late = now - stale_after(ports)
+    report = AuditReport()
+    jobs = {job.job_id: job for job in ports.store.scan_jobs()}
+    waiting_of: Counter[str] = Counter()
+    for stored in ports.store.scan_open_executions():
+        execution = stored.execution
+        subject = execution.execution_id
+        expected = ports.store.key_of(execution)
+        if stored.key != expected:
+            report.findings.append(
+                Finding("misplaced", subject, f"stored at {stored.key.pk} {stored.key.sk}, due in {expected.pk}")
+            )
+        shard = expected.pk.rsplit("#", 1)[1]
+        if stored.open_shard != shard:
+            report.findings.append(
+                Finding("not in the open index", subject, f"openShard {stored.open_shard!r}, expected {shard!r}")
+            )
+        job = jobs.get(execution.job_id)
+        if execution.status == ExecutionStatus.SCHEDULED:
+            report.waiting += 1
+            waiting_of[execution.job_id] += 1
+            if job is not None and job.status == JobStatus.ACTIVE and execution.due_at < late:
+                report.findings.append(
+                    Finding("stuck waiting", subject, f"due {format_time(execution.due_at)}, never picked up")
+                )
+        else:
+            report.running += 1
+            lease = execution.lease_until
+            if lease is None or lease < late:
+                ended = format_time(lease) if lease else "never set"
+                report.findings.append(
+                    Finding("abandoned", subject, f"attempt {execution.attempt} lease ended {ended}, not taken over")
+                )
+    for job in jobs.values():
+        if job.status == JobStatus.ACTIVE and job.schedule.cron is not None:
+            report.active_cron_jobs += 1
+            if waiting_of[job.job_id] == 0:
+                report.findings.append(Finding("cron chain broken", job.job_id, "active, but no waiting execution"))
+    for job_class in ports.settings.job_classes:
+        depth = ports.queues.dead_letter_depth(job_class)
+        report.dead_letters[job_class] = depth
+        if depth:
+            report.findings.append(Finding("dead letters", job_class, f"{depth} on the DLQ, owners not yet told"))
+    return report
