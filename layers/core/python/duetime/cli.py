@@ -138,6 +138,9 @@ def parser() -> argparse.ArgumentParser:
 
     add_client_commands(sub)
     add_audit_command(sub)
+    from duetime.capacity import add_parser as add_capacity_command
+
+    add_capacity_command(sub)
     return top
 
 

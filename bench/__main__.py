@@ -1,0 +1,141 @@
+"""`python -m bench` (`make bench`): run every benchmark, print the figures, write bench/results.json.
+
+`--quick` runs each part briefly (for developing the benchmarks); `--only NAME...` runs some parts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import threading
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from bench import calls, ceiling, failover, hotpath, lateness, report
+
+RESULTS = Path(__file__).with_name("results.json")
+PARTS = ("calls", "ceiling", "steady", "burst", "failover", "profile")
+WORKERS = 64  # worker threads per job class in the measured `duetime local` (its --workers)
+
+
+def plan(quick: bool) -> dict[str, Any]:
+    if quick:
+        return {
+            "steady": [(10, 8), (25, 8)],
+            "defaultWorkers": (25, 6),
+            "submitAndRun": (25, 6),
+            "burst": 200,
+            "ceiling": 200,
+            "failoverLease": 6,
+            "heartbeatJob": (6, 6),
+            "profile": 40,
+        }
+    return {
+        "steady": [(10, 30), (25, 40), (50, 20)],
+        "defaultWorkers": (25, 20),
+        "submitAndRun": (25, 20),
+        "burst": 600,
+        "ceiling": 500,
+        "failoverLease": 30,
+        "heartbeatJob": (30, 30),
+        "profile": 120,
+    }
+
+
+def timed(name: str, fn: Callable[[], Any], timings: dict[str, float]) -> Any:
+    print(f"... {name}", flush=True)
+    started = time.monotonic()
+    result = fn()
+    timings[name] = round(time.monotonic() - started, 1)
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    args.add_argument("--quick", action="store_true", help="short runs, for developing the benchmarks")
+    args.add_argument("--only", nargs="*", choices=PARTS, default=list(PARTS))
+    args.add_argument("--output", default=str(RESULTS))
+    options = args.parse_args(argv)
+    settings = plan(options.quick)
+    started = time.monotonic()
+    timings: dict[str, float] = {}
+    results: dict[str, Any] = {
+        "startedAt": datetime.now(UTC).isoformat(timespec="seconds"),
+        "machine": {
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+            "loadAverageAtStart": [round(x, 2) for x in os.getloadavg()],
+        },
+        "quick": options.quick,
+        "workerThreads": WORKERS,
+        "submission": "service.jobs.submit_job in the benchmark's process, with its own boto3 clients",
+    }
+    if "calls" in options.only:
+        results["calls"] = timed("calls per execution", lambda: calls.run(include_heartbeat=False), timings)
+    if "ceiling" in options.only:
+        count = settings["ceiling"]
+        runs = [
+            timed(f"backend ceiling, {t} thread(s)", lambda t=t: ceiling.measure(count, t), timings) for t in (1, 4)
+        ]
+        results["ceiling"] = {
+            "runs": runs,
+            "runPerSecond": max(r["runPerSecond"] for r in runs),
+            "fullPathPerSecond": max(r["fullPathPerSecond"] for r in runs),
+            "createPerSecond": max(r["createPerSecond"] for r in runs),
+        }
+    if "steady" in options.only:
+        runs = [
+            timed(
+                f"{rate}/s for {seconds} s, scheduled ahead",
+                lambda r=rate, s=seconds: lateness.steady(r, s, WORKERS),
+                timings,
+            )
+            for rate, seconds in settings["steady"]
+        ]
+        rate, seconds = settings["defaultWorkers"]
+        default = timed(
+            f"{rate}/s scheduled ahead, duetime local's default 4 worker threads",
+            lambda: lateness.steady(rate, seconds, workers=4),
+            timings,
+        )
+        default["name"] += ", 4 threads"
+        rate, seconds = settings["submitAndRun"]
+        submit = timed(
+            f"{rate}/s submit-and-run", lambda: lateness.steady(rate, seconds, WORKERS, ahead=False), timings
+        )
+        results["steady"] = [*runs, default, submit]
+    if "burst" in options.only:
+        count = settings["burst"]
+        results["burst"] = timed(f"burst of {count}", lambda: lateness.burst(count, WORKERS), timings)
+    if "failover" in options.only:
+        beat: dict[str, Any] = {}
+        seconds, lease = settings["heartbeatJob"]
+        thread = threading.Thread(target=lambda: beat.update(calls.heartbeating_job(seconds, lease)), daemon=True)
+        thread.start()  # mostly sleeping: it runs alongside failure detection to save wall time
+        lease_seconds = settings["failoverLease"]
+        results["failover"] = timed(
+            "failure detection (and a heartbeating job alongside)",
+            lambda: failover.measure(3, lease_seconds=lease_seconds, job_seconds=lease_seconds * 3),
+            timings,
+        )
+        thread.join(timeout=seconds + 60)
+        results.setdefault("calls", {"scenarios": []})["scenarios"].append(beat)
+    if "profile" in options.only:
+        results["profile"] = timed("hot path profile", lambda: hotpath.run(settings["profile"]), timings)
+    results["machine"]["loadAverageAtEnd"] = [round(x, 2) for x in os.getloadavg()]
+    results["timings"] = timings
+    results["totalSeconds"] = round(time.monotonic() - started, 1)
+    results["targets"] = report.targets(results)
+    Path(options.output).write_text(json.dumps(results, indent=2, default=str) + "\n")
+    print(report.render(results))
+    print(f"\nwritten to {options.output} in {results['totalSeconds']:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

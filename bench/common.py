@@ -1,0 +1,233 @@
+"""What every benchmark shares: AWS call counting with botocore hooks, DynamoDB item sizes, percentiles,
+a hand clock and a bench harness (an embedded moto server with duetime's tables and queues)."""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import math
+import sys
+import threading
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "layers" / "core" / "python"))
+
+from duetime.definitions import EXECUTIONS_TABLE, JOBS_TABLE, LOCAL_SETTINGS, Settings  # noqa: E402
+from duetime.local.moto_server import EmbeddedMoto  # noqa: E402
+from duetime.queue.notify import ConsoleNotifier  # noqa: E402
+from duetime.queue.provision import create_queues  # noqa: E402
+from duetime.queue.sqs import DueQueues  # noqa: E402
+from duetime.service.context import Ports  # noqa: E402
+from duetime.store.aws import make_client  # noqa: E402
+from duetime.store.dynamo import DynamoStore  # noqa: E402
+from duetime.store.provision import create_tables  # noqa: E402
+
+REGION = "us-east-1"
+logging.getLogger("werkzeug").setLevel(logging.WARNING)  # moto's server logs every request otherwise
+_prefixes = itertools.count(1)
+
+
+def unique_prefix(name: str) -> str:
+    """Moto servers in one process share their backends: every benchmark gets its own table and queue names."""
+    return f"bench{next(_prefixes)}-{name}"
+
+
+# --- counting AWS calls ----------------------------------------------------------------------------
+
+WRITE_OPS = {"PutItem", "UpdateItem", "DeleteItem"}
+
+
+@dataclass
+class Write:
+    """One item written to a table: the table's logical name, how, and whether it took effect."""
+
+    table: str
+    op: str
+    transactional: bool
+    succeeded: bool
+
+
+@dataclass
+class CallCounter:
+    """Counts every API call of the boto3 clients it is attached to, by service and operation, and the
+    DynamoDB items each call wrote (botocore's before-parameter-build and after-call hooks: once per API
+    call, whatever the client's own retries)."""
+
+    calls: Counter[str] = field(default_factory=Counter)
+    writes: list[Write] = field(default_factory=list)
+    tables: dict[str, str] = field(default_factory=dict)  # physical table name -> logical name
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def attach(self, client: Any, settings: Settings | None = None) -> CallCounter:
+        if settings is not None:
+            for table in (JOBS_TABLE, EXECUTIONS_TABLE):
+                self.tables[settings.table_name(table)] = table.logical_name
+            self.tables.setdefault(f"{settings.prefix}-control", "control")
+        client.meta.events.register("before-parameter-build.*.*", self._before)
+        client.meta.events.register("after-call.*.*", self._after)
+        return self
+
+    def _before(self, model: Any, params: dict[str, Any], context: dict[str, Any], **_: Any) -> None:
+        context["bench_params"] = params
+
+    def _after(self, model: Any, parsed: dict[str, Any], context: dict[str, Any], **_: Any) -> None:
+        service = model.service_model.service_id.hyphenize()
+        params = context.get("bench_params") or {}
+        failed = "Error" in parsed
+        with self.lock:
+            self.calls[f"{service}:{model.name}"] += 1
+            if model.name in WRITE_OPS:
+                self.writes.append(Write(self._table(params.get("TableName", "")), model.name, False, not failed))
+            elif model.name == "TransactWriteItems":
+                for item in params.get("TransactItems", []):
+                    for op, body in item.items():
+                        if op != "ConditionCheck":
+                            self.writes.append(Write(self._table(body["TableName"]), op + "Item", True, not failed))
+            elif model.name == "BatchWriteItem":
+                for table, requests in params.get("RequestItems", {}).items():
+                    for request in requests:
+                        op = "PutItem" if "PutRequest" in request else "DeleteItem"
+                        self.writes.append(Write(self._table(table), op, False, not failed))
+
+    def _table(self, name: str) -> str:
+        return self.tables.get(name, name)
+
+    def reset(self) -> None:
+        with self.lock:
+            self.calls.clear()
+            self.writes.clear()
+
+    def snapshot(self) -> tuple[Counter[str], list[Write]]:
+        with self.lock:
+            return Counter(self.calls), list(self.writes)
+
+
+def item_size(item: dict[str, Any]) -> int:
+    """A DynamoDB item's size in bytes by AWS's published rules (names + values; numbers ~1 byte per two
+    significant digits + 1; lists and maps 3 bytes + 1 per element), from its typed (wire) form."""
+    return sum(len(name.encode()) + _value_size(value) for name, value in item.items())
+
+
+def _value_size(typed: dict[str, Any]) -> int:
+    [(kind, value)] = typed.items()
+    if kind == "S":
+        return len(str(value).encode())
+    if kind == "N":
+        digits = str(Decimal(str(value)).normalize()).lstrip("-").replace(".", "")
+        return math.ceil(len(digits.lstrip("0") or "0") / 2) + 1
+    if kind in ("BOOL", "NULL"):
+        return 1
+    if kind == "L":
+        return 3 + sum(1 + _value_size(v) for v in value)
+    if kind == "M":
+        return 3 + sum(1 + len(k.encode()) + _value_size(v) for k, v in value.items())
+    if kind == "B":
+        return len(value)
+    return sum(len(str(v).encode()) for v in value)  # SS, NS, BS
+
+
+def write_units(size_bytes: int, transactional: bool) -> int:
+    """Write request units of one item write: 1 per started KB, doubled inside a transaction."""
+    return max(1, math.ceil(size_bytes / 1024)) * (2 if transactional else 1)
+
+
+# --- statistics --------------------------------------------------------------------------------------
+
+
+def percentile(values: list[float], q: float) -> float:
+    """The q-th percentile (0..100) by linear interpolation; NaN for no values."""
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    rank = (len(ordered) - 1) * q / 100
+    low = math.floor(rank)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
+
+
+def lateness_summary(lateness_ms: list[float]) -> dict[str, float]:
+    return {
+        "p50Ms": round(percentile(lateness_ms, 50), 1),
+        "p95Ms": round(percentile(lateness_ms, 95), 1),
+        "p99Ms": round(percentile(lateness_ms, 99), 1),
+        "maxMs": round(max(lateness_ms), 1) if lateness_ms else float("nan"),
+    }
+
+
+# --- a harness with a hand clock ----------------------------------------------------------------------
+
+
+@dataclass
+class HandClock:
+    """A clock the benchmark moves by hand, so call counts do not depend on timing."""
+
+    now: datetime = field(default_factory=lambda: datetime.now(UTC).replace(microsecond=0))
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, seconds: float) -> datetime:
+        self.now += timedelta(seconds=seconds)
+        return self.now
+
+
+class Harness:
+    """duetime's adapters over their own embedded moto server, with call counters on both clients."""
+
+    def __init__(
+        self,
+        name: str,
+        clock: Any = None,
+        lease_seconds: int = 30,
+        shards: int = 4,
+        max_delay_seconds: int = 0,
+    ) -> None:
+        self.moto = EmbeddedMoto(0).start()
+        base = Settings(
+            prefix=unique_prefix(name),
+            shards=shards,
+            preload_interval_seconds=LOCAL_SETTINGS.preload_interval_seconds,
+            preload_window_seconds=LOCAL_SETTINGS.preload_window_seconds,
+        )
+        self.settings = base.with_lease_seconds(lease_seconds)
+        self.dynamodb = make_client("dynamodb", REGION, self.moto.endpoint_url)
+        self.sqs = make_client("sqs", REGION, self.moto.endpoint_url)
+        create_tables(self.dynamodb, self.settings)
+        create_queues(self.sqs, self.settings)
+        self.counter = CallCounter().attach(self.dynamodb, self.settings).attach(self.sqs)
+        counter = itertools.count(1)
+        extra = {"clock": clock} if clock is not None else {}
+        self.ports = Ports(
+            store=DynamoStore(self.dynamodb, self.settings),
+            queues=DueQueues.resolve(self.sqs, self.settings, max_delay_seconds=max_delay_seconds),
+            settings=self.settings,
+            notifier=ConsoleNotifier(),
+            random_hex=lambda: f"{next(counter):016x}",
+            uniform=lambda lo, hi: hi,
+            **extra,
+        )
+        self.counter.reset()
+
+    def scan_table(self, table_name: str) -> list[dict[str, Any]]:
+        """Every item of a table, in its typed (wire) form; not counted."""
+        return scan_all(make_client("dynamodb", REGION, self.moto.endpoint_url), table_name)
+
+    def stop(self) -> None:
+        self.moto.stop()
+
+
+def scan_all(client: Any, table_name: str) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = []
+    kwargs: dict[str, Any] = {"TableName": table_name}
+    while True:
+        page = client.scan(**kwargs)
+        items.extend(page.get("Items", []))
+        if "LastEvaluatedKey" not in page:
+            return items
+        kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]

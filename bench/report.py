@@ -1,0 +1,177 @@
+"""The benchmark's figures as a printed table, and issue 7's targets checked against them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def _steady_25(results: dict[str, Any]) -> dict[str, Any] | None:
+    for run in results.get("steady", []):
+        if run.get("rate") == 25 and run.get("workers") != 4 and run.get("mode") == "ahead":
+            return dict(run)
+    return None
+
+
+def _scenario(results: dict[str, Any], prefix: str) -> dict[str, Any] | None:
+    for scenario in results.get("calls", {}).get("scenarios", []):
+        if scenario.get("scenario", "").startswith(prefix):
+            return dict(scenario)
+    return None
+
+
+def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
+    """Each target of issue 7 with the measured value and whether it was met."""
+    out: list[dict[str, Any]] = []
+    steady = _steady_25(results)
+    if steady:
+        p99 = steady["lateness"]["p99Ms"]
+        out.append({"target": "p99 start lateness < 1 s at 25/s", "measured": f"{p99:.0f} ms", "met": p99 < 1000})
+    ceiling, burst = results.get("ceiling"), results.get("burst")
+    if ceiling and burst:
+        share = burst["executionsPerSecond"] / ceiling["runPerSecond"]
+        out.append(
+            {
+                "target": "executions/s >= 70% of the backend's ceiling (burst drain vs raw run calls)",
+                "measured": f"{burst['executionsPerSecond']:.1f} of {ceiling['runPerSecond']:.1f}/s = {share:.0%}",
+                "met": share >= 0.7,
+            }
+        )
+    submit = [r for r in results.get("steady", []) if r.get("mode") == "submit"]
+    if ceiling and submit:
+        achieved = submit[0]["executionsPerSecond"]
+        share = achieved / ceiling["fullPathPerSecond"]
+        out.append(
+            {
+                "target": "executions/s >= 70% of the backend's ceiling (submit-and-run vs raw create+run calls)",
+                "measured": f"{achieved:.1f} of {ceiling['fullPathPerSecond']:.1f}/s = {share:.0%}",
+                "met": share >= 0.7,
+            }
+        )
+    cron = _scenario(results, "cron")
+    if cron:
+        writes = cron["writesPerExecution"].get("executions", 0)
+        sqs = cron["requestsPerExecution"].get("sqs", 0)
+        out.append(
+            {"target": "<= 3 executions-table writes per cron run", "measured": f"{writes:g}", "met": writes <= 3}
+        )
+        out.append({"target": "<= 1 SQS request per cron run on average", "measured": f"{sqs:g}", "met": sqs <= 1})
+    failover = results.get("failover")
+    if failover and failover.get("maxDetectionSeconds") is not None:
+        worst, limit = failover["maxDetectionSeconds"], failover["targetSeconds"]
+        out.append(
+            {
+                "target": f"failure detection <= lease + 2 s ({limit} s)",
+                "measured": f"{worst:.1f} s",
+                "met": worst <= limit and failover["restarted"] == failover["trials"],
+            }
+        )
+    return out
+
+
+def _row(cells: list[Any], widths: list[int]) -> str:
+    pairs = enumerate(zip(cells, widths, strict=True))
+    return "  ".join(str(c).ljust(w) if i == 0 else str(c).rjust(w) for i, (c, w) in pairs)
+
+
+def render(results: dict[str, Any]) -> str:
+    lines = [
+        "",
+        f"duetime bench  {results['startedAt']}  {results['machine']['cpus']} CPUs  load average "
+        f"{results['machine']['loadAverageAtStart'][0]} at start, {results['machine']['loadAverageAtEnd'][0]} at end",
+    ]
+    runs = [*results.get("steady", []), *([results["burst"]] if "burst" in results else [])]
+    if runs:
+        lines += [
+            "",
+            f"Start lateness of one-off jobs on duetime local ({results['submission']}; "
+            f"{results['workerThreads']} worker threads unless noted)",
+        ]
+        widths = [40, 6, 5, 8, 8, 8, 8, 7, 10]
+        lines.append(_row(["run", "jobs", "lost", "p50 ms", "p95 ms", "p99 ms", "max ms", "exec/s", "note"], widths))
+        for run in runs:
+            late = run["lateness"]
+            if "drainSeconds" in run:
+                note = f"drain {run['drainSeconds']:.1f} s"
+            elif run.get("saturated"):
+                note = "saturated"
+            elif run.get("mode") == "ahead":
+                note = f"late-in {run['submittedLate']}"
+            else:
+                note = f"lag {run['submitLagP99Ms']:.0f}"
+            lines.append(
+                _row(
+                    [
+                        run["name"],
+                        run["accepted"],
+                        run["lost"],
+                        late["p50Ms"],
+                        late["p95Ms"],
+                        late["p99Ms"],
+                        late["maxMs"],
+                        run["executionsPerSecond"],
+                        note,
+                    ],
+                    widths,
+                )
+            )
+        lines.append("  (lost: submitted but not succeeded; lag: submit lag p99 in ms behind the planned instant)")
+    if "ceiling" in results:
+        c = results["ceiling"]
+        lines += [
+            "",
+            f"Backend ceiling (duetime's calls replayed raw on embedded moto): run {c['runPerSecond']}/s, "
+            f"create {c['createPerSecond']}/s, create+run {c['fullPathPerSecond']}/s",
+        ]
+    scenarios = results.get("calls", {}).get("scenarios", [])
+    if scenarios:
+        lines += ["", "AWS calls and DynamoDB write units per execution (botocore hooks, duetime's own code)"]
+        widths = [34, 9, 5, 12, 9, 10, 9]
+        lines.append(_row(["scenario", "dynamodb", "sqs", "exec writes", "exec WCU", "byJob WCU", "jobs WCU"], widths))
+        for s in scenarios:
+            if not s:
+                continue
+            units = s["writeUnitsPerExecution"]
+            lines.append(
+                _row(
+                    [
+                        s["scenario"],
+                        s["requestsPerExecution"].get("dynamodb", 0),
+                        s["requestsPerExecution"].get("sqs", 0),
+                        s["writesPerExecution"].get("executions", 0),
+                        units.get("executions", 0),
+                        units.get("executions.byJob", 0),
+                        units.get("jobs", 0) + units.get("jobs.byOwner", 0),
+                    ],
+                    widths,
+                )
+            )
+            detail = ", ".join(f"{k} {v:g}" for k, v in s["callsPerExecution"].items())
+            lines.append(f"    {detail}")
+        for run in results.get("steady", []):
+            merged = {**run["submitCallsPerExecution"]}
+            for k, v in run["systemCallsPerExecution"].items():
+                merged[k] = round(merged.get(k, 0) + v, 3)
+            sqs = sum(v for k, v in merged.items() if k.startswith("sqs:"))
+            detail = ", ".join(f"{k} {v:g}" for k, v in merged.items())
+            lines.append(f"  under load, {run['name']}: SQS {sqs:.2f}/execution ({detail})")
+    if "failover" in results:
+        f = results["failover"]
+        lines += [
+            "",
+            f"Failure detection (SIGKILL of `duetime worker` mid-job, lease {f['leaseSeconds']} s): "
+            f"{f['restarted']}/{f['trials']} restarted after {f['detectionSeconds']} s; "
+            f"{f['afterLeaseEndSeconds']} s after the lease ended",
+        ]
+    if "profile" in results:
+        p = results["profile"]
+        lines += [
+            "",
+            f"Hot path, one execution at a time: {p['wallMsPerExecution']} ms wall, {p['serverMsPerExecution']} ms in "
+            f"moto, {p['processCpuMsPerExecution']} ms CPU per execution",
+            "  moto ms per call: " + ", ".join(f"{k} {v}" for k, v in p["serverMsPerCall"].items()),
+        ]
+    if results.get("targets"):
+        lines += ["", "Issue 7 targets"]
+        for t in results["targets"]:
+            lines.append(f"  [{'met' if t['met'] else 'MISSED'}] {t['target']}: {t['measured']}")
+    return "\n".join(lines)

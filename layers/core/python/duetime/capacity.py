@@ -1,0 +1,281 @@
+"""The capacity model: duetime's measured AWS work per execution carried to a rate on AWS.
+
+Pure arithmetic, no AWS calls. The per-execution figures are those `make bench` measures (bench/calls.py)
+and tests/integration/test_call_counts.py pins; the limits and prices are AWS's published ones.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+# --- AWS limits (NOTES.md, AWS documentation) --------------------------------------------------------
+PARTITION_WCU_PER_SECOND = 1000  # one partition key value: 1,000 write units/s
+PARTITION_RCU_PER_SECOND = 3000  # and 3,000 read units/s
+TABLE_ON_DEMAND_WRU_PER_SECOND = 40_000  # default per-table (and per-GSI) on-demand quota, adjustable
+SQS_IN_FLIGHT_PER_QUEUE = 120_000  # standard queue
+SQS_BATCH = 10
+LAMBDA_SQS_MAX_CONCURRENT_BATCHES = 1000  # one SQS event source mapping
+
+# --- Prices, us-east-1, as published on the AWS pricing pages; recorded 2026-11-29 ---------------------
+PRICES_AS_OF = "2026-11-29"
+
+
+@dataclass(frozen=True)
+class Prices:
+    """USD, us-east-1. DynamoDB on-demand rates are those since the 2024-11-01 reduction."""
+
+    dynamodb_write_per_million: float = 0.625  # write request units, on-demand
+    dynamodb_read_per_million: float = 0.125  # read request units, on-demand
+    sqs_per_million: float = 0.40  # standard queue requests (first 100 billion a month), 64 KB each
+    lambda_requests_per_million: float = 0.20
+    lambda_gb_second_arm64: float = 0.0000133334
+    api_gateway_rest_per_million: float = 3.50  # REST API, first 333 million a month
+    as_of: str = PRICES_AS_OF
+
+
+# --- What one execution costs, as measured --------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CallProfile:
+    """The AWS work of one successful execution without heartbeats (bench/calls.py measures it).
+
+    Write units count 1 per KB started (rows are ~0.4 KB), doubled inside a transaction. The executions
+    table's writes all land on the execution's `hour#shard` partition; its byJob index projects every
+    attribute, so each of those writes also writes the index (partitioned by jobId, so spread out).
+    """
+
+    name: str
+    executions_writes: float  # write requests on the executions table
+    executions_wcu: float  # their write units (the hot-partition figure)
+    index_wcu: float  # byJob index write units
+    jobs_wcu: float  # jobs table and its byOwner index
+    read_units: float  # GetItem/BatchGetItem of the job, overlap Query, pre-load Query share
+    partition_read_units: float  # of which on the hour#shard partition (the pre-load Query)
+    sqs_requests: float  # SendMessageBatch share, ReceiveMessage share, DeleteMessage
+    api_requests: float  # API Gateway requests (POST /jobs for a one-off)
+
+
+# A one-off job submitted through the API and due soon: one TransactWriteItems (job + execution, so the
+# execution's create costs 2 units), BatchGetItem of the job, a SendMessageBatch of one; at run time
+# ReceiveMessage (a full batch at load), GetItem of the job, the claim and the finish, DeleteMessage.
+ONE_OFF = CallProfile(
+    name="one-off",
+    executions_writes=3,
+    executions_wcu=4,
+    index_wcu=3,
+    jobs_wcu=3,
+    read_units=2,
+    partition_read_units=0,
+    sqs_requests=1 + 1 / SQS_BATCH + 1,
+    api_requests=1,
+)
+# A cron run in steady state: the pre-loader creates the next slot (PutItem) and sends due runs in
+# batches of 10; the claim reads the job's recent history for the overlap policy (a Query on byJob).
+CRON_RUN = CallProfile(
+    name="cron",
+    executions_writes=3,
+    executions_wcu=3,
+    index_wcu=3,
+    jobs_wcu=0,
+    read_units=1 + 1 + 1 + 0.1,
+    partition_read_units=0.1,
+    sqs_requests=1 / SQS_BATCH + 1 / SQS_BATCH + 1,
+    api_requests=0,
+)
+PROFILES = {p.name: p for p in (ONE_OFF, CRON_RUN)}
+
+# A message is sent a second short of due and SQS delays are whole seconds, so a worker holds it 1-2 s
+# before it may claim it (worker/runtime.py waits it out in the slot): 1.5 s on average.
+EARLY_HOLD_SECONDS = 1.5
+# The hot path's own AWS round trips on AWS (about five calls of ~5-10 ms).
+CALL_OVERHEAD_SECONDS = 0.05
+# Client CPU per execution in the worker (boto3 and duetime), from the bench's profile on this machine.
+WORKER_CPU_MS_PER_EXECUTION = 6.0
+
+
+@dataclass(frozen=True)
+class Inputs:
+    rate: float  # executions per second at peak
+    shards: int = 32
+    lease_seconds: int = 30
+    avg_seconds: float = 2.0  # average run time of a job
+    profile: str = "one-off"
+    lambda_memory_gb: float = 1.0  # the worker function (infra/functions.py: 1024 MB, arm64)
+    worker_concurrency: int = 8  # executions at once per ECS worker task (`duetime worker --concurrency`)
+
+
+@dataclass
+class Estimate:
+    inputs: Inputs
+    heartbeats_per_execution: int
+    partition_wcu_per_second: float
+    partition_wcu_share: float  # of 1,000
+    partition_rcu_per_second: float
+    table_wru_per_second: float
+    index_wru_per_second: float
+    in_flight: float  # per queue, Little's law
+    in_flight_share: float  # of 120,000
+    worker_slots: float  # executions held by workers at once
+    lambda_batches: float  # concurrent SQS event source batches of 10
+    ecs_tasks: int
+    worker_vcpus: float
+    smallest_shards: int
+    fits: bool
+    cost_per_million: dict[str, float] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def heartbeats(avg_seconds: float, lease_seconds: int) -> int:
+    """Heartbeats a run of `avg_seconds` makes: one every lease/3 while it runs."""
+    return max(0, math.ceil(avg_seconds / (lease_seconds / 3)) - 1)
+
+
+def execution_partition_wcu(profile: CallProfile, beats: int) -> float:
+    """Write units one execution puts on its hour#shard partition (each heartbeat is one more write)."""
+    return profile.executions_wcu + beats
+
+
+def smallest_shards(rate: float, profile: CallProfile, beats: int) -> int:
+    """The fewest shards whose hour#shard partitions each stay within 1,000 write units/s at `rate`."""
+    return max(1, math.ceil(rate * execution_partition_wcu(profile, beats) / PARTITION_WCU_PER_SECOND))
+
+
+def estimate(inputs: Inputs, prices: Prices | None = None) -> Estimate:
+    """Partition load, queue depth, workers and cost for `inputs`; `fits` is False if a limit is exceeded."""
+    if inputs.rate <= 0 or inputs.shards < 1 or inputs.lease_seconds < 3 or inputs.avg_seconds < 0:
+        raise ValueError("rate must be > 0, shards >= 1, lease >= 3 s and avg-seconds >= 0")
+    prices = prices or Prices()
+    profile = PROFILES[inputs.profile]
+    beats = heartbeats(inputs.avg_seconds, inputs.lease_seconds)
+    per_partition = inputs.rate / inputs.shards
+    partition_wcu = per_partition * execution_partition_wcu(profile, beats)
+    partition_rcu = per_partition * profile.partition_read_units
+    held = inputs.avg_seconds + EARLY_HOLD_SECONDS + CALL_OVERHEAD_SECONDS
+    in_flight = inputs.rate * held  # Little's law: a message is in flight from receive to delete
+    slots = in_flight
+    lambda_batches = slots / SQS_BATCH
+    write_units = profile.executions_wcu + profile.index_wcu + profile.jobs_wcu + 2 * beats
+    sqs = profile.sqs_requests + beats  # each heartbeat also extends the message's visibility
+    cost = {
+        "dynamodbWrites": write_units * prices.dynamodb_write_per_million,
+        "dynamodbReads": profile.read_units * prices.dynamodb_read_per_million,
+        "sqs": sqs * prices.sqs_per_million,
+        "lambdaRequests": prices.lambda_requests_per_million / SQS_BATCH,
+        # Records of a batch run at once: the invocation lasts about as long as one record is held.
+        "lambdaDuration": 1e6 * inputs.lambda_memory_gb * held / SQS_BATCH * prices.lambda_gb_second_arm64,
+        "apiGateway": profile.api_requests * prices.api_gateway_rest_per_million,
+    }
+    cost = {k: round(v, 4) for k, v in cost.items()}
+    cost["total"] = round(sum(cost.values()), 4)
+    result = Estimate(
+        inputs=inputs,
+        heartbeats_per_execution=beats,
+        partition_wcu_per_second=round(partition_wcu, 1),
+        partition_wcu_share=round(partition_wcu / PARTITION_WCU_PER_SECOND, 3),
+        partition_rcu_per_second=round(partition_rcu, 1),
+        table_wru_per_second=round(inputs.rate * (execution_partition_wcu(profile, beats)), 1),
+        index_wru_per_second=round(inputs.rate * (profile.index_wcu + beats), 1),
+        in_flight=round(in_flight, 1),
+        in_flight_share=round(in_flight / SQS_IN_FLIGHT_PER_QUEUE, 3),
+        worker_slots=round(slots, 1),
+        lambda_batches=round(lambda_batches, 1),
+        ecs_tasks=math.ceil(slots / inputs.worker_concurrency),
+        worker_vcpus=round(inputs.rate * WORKER_CPU_MS_PER_EXECUTION / 1000, 1),
+        smallest_shards=smallest_shards(inputs.rate, profile, beats),
+        fits=True,
+        cost_per_million=cost,
+    )
+    if partition_wcu > PARTITION_WCU_PER_SECOND:
+        result.warnings.append(
+            f"{partition_wcu:,.0f} write units/s per hour#shard partition exceeds {PARTITION_WCU_PER_SECOND:,}: "
+            f"use at least {result.smallest_shards} shards"
+        )
+    if partition_rcu > PARTITION_RCU_PER_SECOND:
+        result.warnings.append(f"{partition_rcu:,.0f} read units/s per partition exceeds {PARTITION_RCU_PER_SECOND:,}")
+    if in_flight > SQS_IN_FLIGHT_PER_QUEUE:
+        result.warnings.append(
+            f"{in_flight:,.0f} messages in flight exceeds SQS's {SQS_IN_FLIGHT_PER_QUEUE:,} per queue: "
+            "split the job class over more queues"
+        )
+    result.fits = not result.warnings
+    for name, value in (("table", result.table_wru_per_second), ("byJob index", result.index_wru_per_second)):
+        if value > TABLE_ON_DEMAND_WRU_PER_SECOND:
+            result.warnings.append(
+                f"the executions {name} needs {value:,.0f} write units/s, above the default on-demand quota of "
+                f"{TABLE_ON_DEMAND_WRU_PER_SECOND:,}/s: raise the quota first"
+            )
+    if lambda_batches > LAMBDA_SQS_MAX_CONCURRENT_BATCHES:
+        result.warnings.append(
+            f"{lambda_batches:,.0f} concurrent Lambda batches exceeds the SQS event source's "
+            f"{LAMBDA_SQS_MAX_CONCURRENT_BATCHES:,}: run this class on ECS workers ({result.ecs_tasks:,} tasks "
+            f"at concurrency {inputs.worker_concurrency}) or split it over more queues"
+        )
+    return result
+
+
+def render(result: Estimate) -> str:
+    i = result.inputs
+    lines = [
+        f"duetime capacity: {i.rate:,.0f} executions/s ({i.profile}), {i.shards} shards, lease {i.lease_seconds} s, "
+        f"jobs {i.avg_seconds:g} s on average",
+        f"  heartbeats per execution        {result.heartbeats_per_execution}",
+        f"  writes per hour#shard partition {result.partition_wcu_per_second:,.1f} WCU/s "
+        f"({result.partition_wcu_share:.0%} of {PARTITION_WCU_PER_SECOND:,})",
+        f"  executions table / byJob index  {result.table_wru_per_second:,.0f} / {result.index_wru_per_second:,.0f} "
+        f"WRU/s (default quota {TABLE_ON_DEMAND_WRU_PER_SECOND:,} each)",
+        f"  in flight per queue             {result.in_flight:,.0f} ({result.in_flight_share:.1%} of "
+        f"{SQS_IN_FLIGHT_PER_QUEUE:,}; Little's law, {i.avg_seconds:g} s run + {EARLY_HOLD_SECONDS:g} s early hold "
+        f"+ {CALL_OVERHEAD_SECONDS:g} s calls)",
+        f"  worker slots                    {result.worker_slots:,.0f} = {result.lambda_batches:,.0f} Lambda batches "
+        f"of {SQS_BATCH} or {result.ecs_tasks:,} ECS tasks at concurrency {i.worker_concurrency} "
+        f"(~{result.worker_vcpus:g} vCPU of client work)",
+        f"  smallest shard count that fits {result.smallest_shards}",
+        f"  cost per million executions    ${result.cost_per_million['total']:.2f} "
+        + "("
+        + ", ".join(f"{k} ${v:.2f}" for k, v in result.cost_per_million.items() if k != "total")
+        + f"; us-east-1 prices as of {PRICES_AS_OF})",
+        f"  fits                            {'yes' if result.fits else 'no'}",
+    ]
+    lines += [f"  ! {w}" for w in result.warnings]
+    return "\n".join(lines)
+
+
+def cmd_capacity(args: argparse.Namespace) -> int:
+    inputs = Inputs(
+        rate=args.rate,
+        shards=args.shards,
+        lease_seconds=args.lease,
+        avg_seconds=args.avg_seconds,
+        profile=args.profile,
+        worker_concurrency=args.worker_concurrency,
+    )
+    try:
+        result = estimate(inputs)
+    except ValueError as exc:
+        print(f"duetime capacity: {exc}")
+        return 2
+    print(json.dumps(result.to_dict(), indent=2) if args.json else render(result))
+    return 0 if result.fits else 1
+
+
+def add_parser(sub: Any) -> argparse.ArgumentParser:
+    """Register `duetime capacity` on the CLI's subparsers."""
+    capacity = sub.add_parser("capacity", help="what a peak rate needs on AWS: partitions, queues, workers, cost")
+    capacity.add_argument("--rate", type=float, required=True, help="executions per second at peak")
+    capacity.add_argument("--shards", type=int, default=32)
+    capacity.add_argument("--lease", type=int, default=30, help="lease seconds")
+    capacity.add_argument("--avg-seconds", type=float, default=2.0, help="average run time of a job")
+    capacity.add_argument("--profile", choices=sorted(PROFILES), default="one-off")
+    capacity.add_argument("--worker-concurrency", type=int, default=8)
+    capacity.add_argument("--json", action="store_true")
+    capacity.set_defaults(fn=cmd_capacity)
+    parser: argparse.ArgumentParser = capacity
+    return parser

@@ -1,0 +1,145 @@
+"""What the hot path costs in AWS calls, counted with botocore hooks on the real adapters against moto:
+the figures `make bench` reports and duetime.capacity carries to AWS scale. Counts, not timings."""
+
+from __future__ import annotations
+
+from collections import Counter
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from duetime import capacity
+from duetime.domain.models import JobSpec, format_time
+from duetime.service.dispatch import preload
+from duetime.service.jobs import submit_job
+from duetime.worker.runtime import Worker
+
+WRITES = {"PutItem", "UpdateItem", "DeleteItem"}
+
+
+class Calls:
+    """API calls by "service:Operation", and items written per table as (table, transactional)."""
+
+    def __init__(self, ports: Any) -> None:
+        self.calls: Counter[str] = Counter()
+        self.writes: Counter[tuple[str, bool]] = Counter()
+        self.executions_table = ports.store.executions_table
+        for client in (ports.store.client, ports.queues.client):
+            client.meta.events.register("before-parameter-build.*.*", self._count)
+
+    def _count(self, model: Any, params: dict[str, Any], **_: Any) -> None:
+        self.calls[f"{model.service_model.service_id.hyphenize()}:{model.name}"] += 1
+        if model.name in WRITES:
+            self.writes[(params["TableName"], False)] += 1
+        elif model.name == "TransactWriteItems":
+            for item in params["TransactItems"]:
+                for body in item.values():
+                    self.writes[(body["TableName"], True)] += 1
+
+    def reset(self) -> None:
+        self.calls.clear()
+        self.writes.clear()
+
+    def sqs(self) -> int:
+        return sum(n for name, n in self.calls.items() if name.startswith("sqs:"))
+
+    def execution_writes(self) -> int:
+        return sum(n for (table, _), n in self.writes.items() if table == self.executions_table)
+
+    def execution_write_units(self) -> int:
+        """Rows are well under 1 KB: one unit per write, two inside a transaction."""
+        return sum(n * (2 if tx else 1) for (table, tx), n in self.writes.items() if table == self.executions_table)
+
+
+@pytest.fixture
+def calls(ports):
+    return Calls(ports)
+
+
+def one_off(clock, **extra):
+    body = {"name": "t", "handler": "demo.echo", "schedule": {"at": format_time(clock.now + timedelta(seconds=10))}}
+    return JobSpec.model_validate({**body, **extra})
+
+
+def run_next(ports, worker):
+    [received] = ports.queues.receive("default", 1, 0, 30)
+    return worker.process(received)
+
+
+def test_a_successful_one_off_execution_costs_three_executions_table_writes_and_three_sqs_requests(ports, clock, calls):
+    # Given a one-off job due within the dispatch horizon, so it is sent at submit
+    worker = Worker(ports, "default", "w1", concurrency=1)
+    submit_job(ports, "alice", one_off(clock))
+    clock.advance(10)
+    # When a worker runs it to success
+    assert run_next(ports, worker) == "succeeded"
+    # Then create (in the job's transaction), claim and finish are its only executions-table writes
+    assert calls.calls == Counter(
+        {
+            "dynamodb:TransactWriteItems": 1,
+            "dynamodb:BatchGetItem": 1,
+            "sqs:SendMessageBatch": 1,
+            "sqs:ReceiveMessage": 1,
+            "dynamodb:GetItem": 1,
+            "dynamodb:UpdateItem": 2,
+            "sqs:DeleteMessage": 1,
+        }
+    )
+    assert calls.execution_writes() == 3 == capacity.ONE_OFF.executions_writes
+    assert calls.execution_write_units() == 4 == capacity.ONE_OFF.executions_wcu
+
+
+def test_a_retried_failure_costs_a_move_transaction_and_a_second_claim_and_finish(ports, clock, calls):
+    worker = Worker(ports, "default", "w1", concurrency=1)
+    retry = {"maxAttempts": 3, "baseDelaySeconds": 1, "maxDelaySeconds": 1}
+    submit_job(ports, "alice", one_off(clock, handler="demo.fail", payload={"times": 1}, retry=retry))
+    clock.advance(10)
+    assert run_next(ports, worker) == "failed"
+    clock.advance(1)
+    assert run_next(ports, worker) == "succeeded"
+    # create, claim, move (delete + put in one transaction), claim, finish
+    assert calls.execution_writes() == 6
+    assert calls.execution_write_units() == 9
+    assert calls.calls["dynamodb:TransactWriteItems"] == 2
+    assert calls.calls["dynamodb:GetItem"] == 3  # the job at each claim, the row before the retry decision
+    assert calls.sqs() == 6  # the retry is sent at once (due within the horizon): send, receive, delete twice
+
+
+def test_a_cron_run_in_steady_state_costs_three_executions_table_writes_and_one_delete_per_run(ports, clock, calls):
+    # Given every-minute cron jobs whose runs the pre-loader dispatches
+    jobs, minutes = 20, 2
+    worker = Worker(ports, "default", "w1", concurrency=1)
+    clock.now = clock.now.replace(second=0) + timedelta(minutes=1)
+    for _ in range(jobs):
+        submit_job(
+            ports,
+            "alice",
+            JobSpec.model_validate({"name": "c", "handler": "demo.echo", "schedule": {"cron": "* * * * *"}}),
+        )
+
+    def one_minute() -> None:
+        clock.advance(35)  # the next minute's runs enter the pre-load window
+        preload(ports, "p1")
+        clock.advance(25)
+        batch = ports.queues.receive("default", 10, 0, 30)
+        while batch:
+            for received in batch:
+                assert worker.process(received) == "succeeded"
+            batch = ports.queues.receive("default", 10, 0, 30)
+
+    one_minute()
+    calls.reset()
+    # When it runs for two more minutes
+    for _ in range(minutes):
+        one_minute()
+    runs = jobs * minutes
+    # Then each run costs its create (the pre-loader's PutItem of the next slot), claim and finish
+    control = sum(n for (table, _), n in calls.writes.items() if table.endswith("-control"))
+    assert control == 2 * ports.settings.shards * minutes  # the pre-loader's lease and cursor, per shard and cycle
+    assert calls.execution_writes() == 3 * runs == capacity.CRON_RUN.executions_writes * runs
+    assert calls.execution_write_units() == capacity.CRON_RUN.executions_wcu * runs
+    # And SQS: sends and receives are batched, but every run deletes its own message
+    assert calls.calls["sqs:DeleteMessage"] == runs
+    assert calls.calls["sqs:SendMessageBatch"] <= ports.settings.shards * minutes
+    assert calls.calls["sqs:ReceiveMessage"] <= (runs // 10 + 1) * minutes + minutes
+    assert calls.sqs() > runs  # above issue 7's target of one SQS request per run: see docs/performance.md
