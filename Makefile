@@ -24,7 +24,10 @@ local: $(VENV)  ## the whole system on this machine
 	.venv/bin/duetime local
 
 test: dev lint  ## every test: unit, integration, infrastructure, end-to-end
-	$(PYTEST) tests
+	$(PYTEST) tests/unit tests/integration tests/infrastructure
+	# A process of its own: in-process moto (mock_aws) resets the backends that duetime local's
+	# embedded moto server shares within a process.
+	$(PYTEST) tests/e2e
 
 test-fast: $(VENV)  ## the inner loop: pure logic and adapters against moto
 	$(PYTEST) tests/unit tests/integration

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from duetime.definitions import SQS_BATCH_SIZE, SQS_MAX_DELAY_SECONDS, Settings
+from duetime.definitions import SQS_BATCH_SIZE, SQS_MAX_DELAY_SECONDS, SQS_MAX_VISIBILITY_SECONDS, Settings
 from duetime.domain.keys import ExecutionKey
 from duetime.domain.models import Execution, to_ms
 
@@ -159,6 +159,8 @@ class DueQueues:
         ]
 
     def extend(self, job_class: str, receipt: str, seconds: int) -> None:
+        """Hide a received message for `seconds` from now (0: visible at once), within SQS's 12-hour cap."""
+        seconds = max(0, min(SQS_MAX_VISIBILITY_SECONDS, seconds))
         self.client.change_message_visibility(
             QueueUrl=self.queue_urls[job_class], ReceiptHandle=receipt, VisibilityTimeout=seconds
         )
