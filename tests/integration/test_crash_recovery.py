@@ -18,7 +18,7 @@ from duetime.definitions import Settings
 from duetime.domain.keys import shard_of
 from duetime.domain.models import Execution, ExecutionStatus, Job, JobSpec, to_ms
 from duetime.service.deadletters import drain_dead_letters
-from duetime.service.dispatch import preload
+from duetime.service.dispatch import preload, reconcile_after
 from duetime.service.jobs import submit_job
 from duetime.worker.runtime import RunRecord, Worker
 
@@ -322,9 +322,14 @@ def test_a_worker_dying_after_recording_the_failure_leaves_it_failed_with_its_re
     ports.queues.send([received.message], clock.now)  # the undeleted message comes back: no second run
     recover(ports, clock, worker("w2"), lambda: ports.queues.receive("default", 10, 0, 0) == [], cycles=3)
     assert history(ports, job.job_id)[0].attempt == 1
-    # Known limit: the DLQ notice was to be sent after the row ended, so this crash loses the notice
-    # (the failure itself is recorded). `duetime audit` cannot see it either.
-    assert drain_dead_letters(ports, "default") == 0 and notices.sent == []
+    # And the notice the crash lost is sent again by the reconciler (the row stays open until the owner
+    # is told), so the next drain tells the owner, once
+    clock.advance(reconcile_after(ports).total_seconds() + INTERVAL)
+    preload(ports, "recovery")
+    assert drain_dead_letters(ports, "default") == 1
+    assert [n["executionId"] for n in notices.sent] == [execution.execution_id]
+    preload(ports, "recovery")
+    assert drain_dead_letters(ports, "default") == 0 and len(notices.sent) == 1
 
 
 def test_a_worker_dying_after_dead_lettering_tells_the_owner_once(ports, clock, faults, worker, notices):
@@ -350,10 +355,13 @@ def test_a_notifier_dying_after_failing_a_poison_message_still_tells_the_owner(p
     faults.crash_after("dynamodb", "UpdateItem")
     with pytest.raises(Crash):
         drain_dead_letters(ports, "default")
-    # Then the execution is failed with its reason, and the next drain still tells the owner
+    # Then the execution is failed with its reason, and the reconciler's repeated notice tells the owner
     [execution] = history(ports, job.job_id)
     assert execution.status == ExecutionStatus.FAILED and "poison" in (execution.skip_reason or execution.error or "")
-    assert drain_dead_letters(ports, "default") == 1
+    drain_dead_letters(ports, "default")
+    clock.advance(reconcile_after(ports).total_seconds() + INTERVAL)
+    preload(ports, "recovery")
+    drain_dead_letters(ports, "default")
     assert [n["executionId"] for n in notices.sent] == [execution.execution_id]
 
 

@@ -177,3 +177,23 @@ def test_an_unknown_message_key_is_dropped(ports):
 
     message = DueMessage(ExecutionKey("2026120109#000", "x"), "j_x.0000000000000", "j_missing", 0, "default")
     assert cases.claim_execution(ports, message, "w1").verdict == cases.ClaimVerdict.DONE
+
+
+def test_when_every_attempt_loses_its_worker_the_execution_fails_for_good_and_the_owner_is_told(ports, clock):
+    # Given a job with two attempts whose workers both die (their leases end unrenewed)
+    submit_job(ports, "alice", spec(schedule={"at": "2026-12-01T09:00:05Z"}, retry={"maxAttempts": 2}))
+    clock.advance(5)
+    [received] = receive_all(ports)
+    for worker in ("w1", "w2"):
+        claim = cases.claim_execution(ports, received.message, worker)
+        assert claim.verdict == cases.ClaimVerdict.CLAIMED
+        clock.advance(31)
+    # When the message comes back once more
+    claim = cases.claim_execution(ports, received.message, "w3")
+    # Then no third attempt starts: the execution ends failed with the reason, and the DLQ has its notice
+    assert claim.verdict == cases.ClaimVerdict.DONE
+    row = ports.store.get_execution(received.message.key)
+    assert row.status == ExecutionStatus.FAILED and row.attempt == 2
+    assert "stopped heartbeating" in row.error
+    [(notice, _)] = ports.queues.receive_dead_letters("default")
+    assert notice["executionId"] == row.execution_id and notice["owner"] == "alice"

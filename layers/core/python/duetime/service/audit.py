@@ -56,6 +56,7 @@ def audit(ports: Ports, now: datetime | None = None) -> AuditReport:
     - no running execution's lease ended longer ago than one reconcile cycle (it is abandoned);
     - no waiting execution of an active job is overdue by longer than one reconcile cycle (stuck);
     - every active cron job has a waiting execution (its chain of slots is unbroken);
+    - no failed execution's owner is left untold longer than one reconcile cycle;
     - each job class's DLQ is empty (a message there is a failure whose owner was not told yet).
     """
     now = now or ports.clock()
@@ -83,6 +84,12 @@ def audit(ports: Ports, now: datetime | None = None) -> AuditReport:
             if job is not None and job.status == JobStatus.ACTIVE and execution.due_at < late:
                 report.findings.append(
                     Finding("stuck waiting", subject, f"due {format_time(execution.due_at)}, never picked up")
+                )
+        elif execution.status == ExecutionStatus.FAILED:
+            finished = execution.finished_at
+            if finished is not None and finished < late:
+                report.findings.append(
+                    Finding("owner not told", subject, f"failed {format_time(finished)}, no notice recorded")
                 )
         else:
             report.running += 1

@@ -6,16 +6,22 @@ import json
 from typing import Any
 
 from duetime.domain.errors import Conflict
+from duetime.domain.keys import ExecutionKey
 from duetime.domain.models import ExecutionStatus
 from duetime.queue.sqs import DueMessage
 from duetime.service.context import Ports
+from duetime.service.executions import failure_notice
+
+POISON = "poison message: received too many times without completing"
 
 
 def drain_dead_letters(ports: Ports, job_class: str) -> int:
     """Handle every message on `job_class`'s DLQ once; returns how many were handled.
 
-    A failed execution's notice goes to its owner. A due message that SQS redrove there (received too
-    often without completing: a poison job) first ends its execution `failed`, so none is left waiting.
+    A failed execution's notice goes to its owner, and the row records that the owner was told (it leaves
+    the open index). A due message that SQS redrove there (received too often without completing: a
+    poison job) first ends its execution `failed`, so none is left waiting. Notices are at least once: a
+    drain that dies between telling and recording tells again.
     """
     handled = 0
     while True:
@@ -27,37 +33,30 @@ def drain_dead_letters(ports: Ports, job_class: str) -> int:
             if notice:
                 owner = str(notice.get("owner") or "unknown")
                 ports.notifier.notify(owner, f"duetime: execution {notice.get('executionId')} failed", notice)
+                if notice.get("pk") and notice.get("sk"):
+                    ports.store.mark_notified(ExecutionKey(pk=notice["pk"], sk=notice["sk"]), ports.clock())
             ports.queues.delete_dead_letter(job_class, receipt)
             handled += 1
 
 
 def _fail_redriven(ports: Ports, body: dict[str, Any]) -> dict[str, Any] | None:
+    """End a poison message's execution `failed` (if it has not ended) and return its notice. One that
+    ended already has its notice from wherever it ended (or from the reconciler)."""
     try:
         message = DueMessage.from_body(json.dumps(body))
     except (KeyError, ValueError, TypeError):
         return {"kind": "unreadable", "body": body}
     now = ports.clock()
     execution = ports.store.get_execution(message.key)
-    reason = "poison message: received too many times without completing"
-    if execution is None:
+    if execution is None or execution.status.is_terminal:
         return None
-    if execution.status.is_terminal:
-        # Ended by this path already: a notifier that died before telling the owner tells them now.
-        if execution.status != ExecutionStatus.FAILED or reason not in (execution.skip_reason, execution.error):
-            return None
-    else:
-        try:
-            if execution.status == ExecutionStatus.SCHEDULED:
-                ports.store.end_waiting(message.key, ExecutionStatus.FAILED, now, reason)
-            else:
-                ports.store.finish(message.key, execution.attempt, ExecutionStatus.FAILED, now, error=reason)
-        except Conflict:
-            return None
-    job = ports.store.get_job(message.job_id)
-    return {
-        "kind": "failed",
-        "executionId": message.execution_id,
-        "jobId": message.job_id,
-        "owner": job.owner if job else None,
-        "error": reason,
-    }
+    try:
+        if execution.status == ExecutionStatus.SCHEDULED:
+            ended = ports.store.end_waiting(message.key, ExecutionStatus.FAILED, now, POISON)
+        else:
+            ended = ports.store.finish(message.key, execution.attempt, ExecutionStatus.FAILED, now, error=POISON)
+    except Conflict:
+        return None
+    if ended is None:
+        return None
+    return failure_notice(ports, ended, ports.store.get_job(message.job_id))

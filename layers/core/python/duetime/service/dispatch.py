@@ -12,6 +12,7 @@ from duetime.domain.keys import due_partition, execution_id
 from duetime.domain.models import Execution, ExecutionStatus, Job, JobStatus, RunKind, from_ms, to_ms
 from duetime.queue.sqs import DueMessage
 from duetime.service.context import Ports
+from duetime.service.executions import failure_notice
 
 # Where a shard's pre-loader starts when it has no cursor yet (a new deployment).
 FIRST_LOOKBACK = timedelta(hours=1)
@@ -163,9 +164,11 @@ def preload(ports: Ports, owner: str) -> DispatchReport:
 
 def reconcile(ports: Ports, shard: int, now: datetime) -> DispatchReport:
     """Send again what has no live message: waiting executions long overdue (a crash between a write and
-    its send, a lost message) and running ones whose lease ended long ago (a lost in-flight message).
+    its send, a lost message), running ones whose lease ended long ago (a lost in-flight message), and the
+    notice of a failed execution whose owner was never told (a crash between its end and the DLQ send).
 
-    Sending twice is harmless: the claim is conditional, so a duplicate finds the row held or ended.
+    Sending twice is harmless: the claim is conditional, so a duplicate finds the row held or ended; a
+    notice sent twice tells the owner twice (notices are at least once).
     """
     late = now - reconcile_after(ports)
     open_rows = ports.store.open_executions(shard, to_ms(late))
@@ -173,10 +176,15 @@ def reconcile(ports: Ports, shard: int, now: datetime) -> DispatchReport:
     abandoned = [
         e for e in open_rows if e.status == ExecutionStatus.RUNNING and e.lease_until and e.lease_until <= late
     ]
+    untold = [e for e in open_rows if e.status == ExecutionStatus.FAILED and e.finished_at and e.finished_at <= late]
     report = dispatch(ports, waiting, now) if waiting else DispatchReport()
     if abandoned:
         ports.queues.send([DueMessage.for_execution(e, ports.store.key_of(e)) for e in abandoned], now)
-    report.resent = report.sent + len(abandoned)
+    if untold:
+        jobs = ports.store.get_jobs([e.job_id for e in untold])
+        for execution in untold:
+            ports.queues.dead_letter(execution.job_class, failure_notice(ports, execution, jobs.get(execution.job_id)))
+    report.resent = report.sent + len(abandoned) + len(untold)
     report.sent += len(abandoned)
     return report
 

@@ -54,12 +54,21 @@ def claim_execution(ports: Ports, message: DueMessage, worker_id: str) -> Claim:
     if checks_overlap and message.kind == "catchup" and _live_others(ports, job, message.execution_id, now):
         # Catch-up runs of one job go one after another: wait for the running one, never skip.
         return Claim(ClaimVerdict.BUSY, job=job, hide_seconds=max(1, lease // 3))
-    outcome = ports.store.claim(message.key, worker_id, now, now + timedelta(seconds=lease))
+    outcome = ports.store.claim(
+        message.key, worker_id, now, now + timedelta(seconds=lease), max_attempts=job.retry.max_attempts
+    )
     if outcome.claimed is None:
         current = outcome.current
         if current is not None and current.lease_live(now) and current.lease_until is not None:
             hide = math.ceil((current.lease_until - now).total_seconds()) + 1
             return Claim(ClaimVerdict.BUSY, execution=current, job=job, hide_seconds=hide)
+        if current is not None and current.status == ExecutionStatus.RUNNING:
+            # The last attempt's worker was lost (its lease ended) and no attempt is left: fail it for good.
+            error = f"attempt {current.attempt}'s worker stopped heartbeating and no attempt is left"
+            with contextlib.suppress(Conflict):
+                failed = ports.store.finish(message.key, current.attempt, ExecutionStatus.FAILED, now, error=error)
+                ports.queues.dead_letter(failed.job_class, failure_notice(ports, failed, job))
+                return Claim(ClaimVerdict.DONE, execution=failed, job=job)
         return Claim(ClaimVerdict.DONE, execution=current, job=job)
     claimed = outcome.claimed
     if checks_overlap and claimed.attempt == 1 and claimed.kind == "scheduled":
@@ -115,21 +124,28 @@ def complete(
     if job is not None and job.status == JobStatus.ACTIVE and should_retry(job.retry, attempt, retryable):
         return _retry(ports, key, current, attempt, error, now, job)
     failed = ports.store.finish(key, attempt, ExecutionStatus.FAILED, now, error=error)
-    ports.queues.dead_letter(
-        failed.job_class,
-        {
-            "kind": "failed",
-            "executionId": failed.execution_id,
-            "jobId": failed.job_id,
-            "owner": job.owner if job else None,
-            "jobName": job.name if job else None,
-            "attempt": attempt,
-            "error": failed.error,
-            "retryable": retryable,
-            "finishedAt": format_time(now),
-        },
-    )
+    # A crash here loses no notice: the row stays in the open index until the DLQ drain has told the
+    # owner, and the reconciler sends the notice again if it never got there.
+    ports.queues.dead_letter(failed.job_class, failure_notice(ports, failed, job))
     return failed
+
+
+def failure_notice(ports: Ports, execution: Execution, job: Job | None) -> dict[str, Any]:
+    """The DLQ message for an execution that failed for good: what its owner is told, and where the row
+    is, so the drain can record that the owner was told."""
+    key = ports.store.key_of(execution)
+    return {
+        "kind": "failed",
+        "executionId": execution.execution_id,
+        "jobId": execution.job_id,
+        "owner": job.owner if job else None,
+        "jobName": job.name if job else None,
+        "attempt": execution.attempt,
+        "error": execution.error,
+        "finishedAt": format_time(execution.finished_at) if execution.finished_at else None,
+        "pk": key.pk,
+        "sk": key.sk,
+    }
 
 
 def _retry(

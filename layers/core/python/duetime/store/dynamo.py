@@ -398,7 +398,8 @@ class DynamoStore:
         return [found[(k["pk"]["S"], k["sk"]["S"])] for k in wanted if (k["pk"]["S"], k["sk"]["S"]) in found]
 
     def open_executions(self, shard: int, until_ms: int) -> list[Execution]:
-        """Executions of `shard` that have not ended and were due at or before `until_ms`, oldest first."""
+        """Executions of `shard` not fully handled (waiting, running, or failed with the owner not yet told)
+        that were due at or before `until_ms`, oldest first."""
         kwargs: dict[str, Any] = {
             "TableName": self.executions_table,
             "IndexName": EXECUTIONS_OPEN_INDEX.name,
@@ -411,7 +412,7 @@ class DynamoStore:
             out.extend(execution_from_item(i) for i in self._rows(response.get("Items", [])))
             last = response.get("LastEvaluatedKey")
             if not last:
-                return [e for e in out if not e.status.is_terminal]
+                return out
             kwargs["ExclusiveStartKey"] = last
 
     def executions_of_job(self, job_id: str, newest_first: bool = True, limit: int = 50) -> list[Execution]:
@@ -468,10 +469,11 @@ class DynamoStore:
         return (job_from_item(i) for i in self._scan(self.jobs_table))
 
     def scan_open_executions(self) -> Iterator[StoredExecution]:
-        """Every scheduled or running execution: a full scan, for `duetime audit` only, never the hot path."""
+        """Every scheduled or running execution, and every failed one whose owner was not told yet: a full
+        scan, for `duetime audit` only, never the hot path."""
         items = self._scan(
             self.executions_table,
-            FilterExpression="#s IN (:scheduled, :running)",
+            FilterExpression="#s IN (:scheduled, :running) OR attribute_exists(openShard)",
             ExpressionAttributeNames={"#s": "status"},
             ExpressionAttributeValues=_ser(
                 {":scheduled": ExecutionStatus.SCHEDULED.value, ":running": ExecutionStatus.RUNNING.value}
@@ -482,10 +484,14 @@ class DynamoStore:
             key = ExecutionKey(pk=item["pk"]["S"], sk=item["sk"]["S"])
             yield StoredExecution(key=key, open_shard=open_shard, execution=execution_from_item(item))
 
-    def claim(self, key: ExecutionKey, worker_id: str, now: datetime, lease_until: datetime) -> ClaimOutcome:
-        """One conditional UpdateItem: `scheduled` (or `running` with an ended lease) -> `running`, attempt + 1.
+    def claim(
+        self, key: ExecutionKey, worker_id: str, now: datetime, lease_until: datetime, max_attempts: int = 2**31
+    ) -> ClaimOutcome:
+        """One conditional UpdateItem: `scheduled` (or `running` with an ended lease and attempts left) ->
+        `running`, attempt + 1.
 
-        Returns the row as claimed, or the row as it stands if another worker holds it or it has ended.
+        Returns the row as claimed, or the row as it stands if another worker holds it, it has ended, or
+        its last attempt's worker was lost with no attempt left.
         A claim token tells this call's own write apart: if botocore resends the write because its answer
         was lost, the resend fails its condition against a row this very call claimed, which is ours.
         """
@@ -501,7 +507,8 @@ class DynamoStore:
                     "attempts = list_append(if_not_exists(attempts, :empty), :entry)"
                 ),
                 ConditionExpression=(
-                    "attribute_exists(pk) AND (#s = :scheduled OR (#s = :running AND leaseUntilMs <= :now))"
+                    "attribute_exists(pk) AND (#s = :scheduled OR "
+                    "(#s = :running AND leaseUntilMs <= :now AND attempt < :max))"
                 ),
                 ExpressionAttributeNames={"#s": "status"},
                 ExpressionAttributeValues=_ser(
@@ -516,6 +523,7 @@ class DynamoStore:
                         ":empty": [],
                         ":entry": [entry],
                         ":token": token,
+                        ":max": max_attempts,
                     }
                 ),
                 ReturnValues="ALL_NEW",
@@ -596,7 +604,9 @@ class DynamoStore:
             f"attempts[{index}].outcome = :outcome",
             "expiresAt = :expires",
         ]
-        removes = ["leaseUntilMs", "openShard"]
+        # A failed execution stays in the open index until its owner has been told (mark_notified), so the
+        # reconciler can repeat a notice lost to a crash between this write and the DLQ send.
+        removes = ["leaseUntilMs"] if status == ExecutionStatus.FAILED else ["leaseUntilMs", "openShard"]
         if result is not None:
             sets.append("#r = :result")
             values[":result"] = json.dumps(result)
@@ -675,7 +685,10 @@ class DynamoStore:
             response = self.client.update_item(
                 TableName=self.executions_table,
                 Key=_ser({"pk": key.pk, "sk": key.sk}),
-                UpdateExpression="SET " + ", ".join(sets) + " REMOVE openShard",
+                # A failure stays open until its owner is told (see finish); anything else leaves the index.
+                UpdateExpression="SET "
+                + ", ".join(sets)
+                + ("" if status == ExecutionStatus.FAILED else " REMOVE openShard"),
                 ConditionExpression="attribute_exists(pk) AND #s = :scheduled",
                 ExpressionAttributeNames={"#s": "status"},
                 ExpressionAttributeValues=_ser(values),
@@ -686,6 +699,16 @@ class DynamoStore:
                 return None
             raise
         return execution_from_item(response["Attributes"])
+
+    def mark_notified(self, key: ExecutionKey, now: datetime) -> None:
+        """The owner has been told of this failed execution: it leaves the open index."""
+        self.client.update_item(
+            TableName=self.executions_table,
+            Key=_ser({"pk": key.pk, "sk": key.sk}),
+            UpdateExpression="SET notifiedMs = :now REMOVE openShard",
+            ConditionExpression="attribute_exists(pk)",
+            ExpressionAttributeValues=_ser({":now": to_ms(now)}),
+        )
 
     def end_claimed(
         self, key: ExecutionKey, attempt: int, status: ExecutionStatus, now: datetime, reason: str
