@@ -35,6 +35,9 @@ test-fast: $(VENV)  ## the inner loop: pure logic and adapters against moto
 test-e2e: $(VENV)
 	$(PYTEST) tests/e2e
 
+chaos: $(VENV)  ## the chaos soak alone (it also runs in make test)
+	$(PYTEST) tests/e2e/test_chaos.py
+
 lint: $(VENV)
 	.venv/bin/ruff check $(LINTED)
 	.venv/bin/ruff format --check $(LINTED)
