@@ -197,3 +197,33 @@ def test_when_every_attempt_loses_its_worker_the_execution_fails_for_good_and_th
     assert "stopped heartbeating" in row.error
     [(notice, _)] = ports.queues.receive_dead_letters("default")
     assert notice["executionId"] == row.execution_id and notice["owner"] == "alice"
+
+
+def test_a_first_attempt_later_than_the_starting_deadline_is_skipped_with_its_reason(ports, clock):
+    submit_job(ports, "alice", spec(schedule={"at": "2026-12-01T09:00:05Z"}, startingDeadlineSeconds=10))
+    [received] = receive_all(ports)
+    clock.advance(5 + 11)  # an outage: the message is taken 11 s after its slot
+    claim = cases.claim_execution(ports, received.message, "w1")
+    assert claim.verdict == cases.ClaimVerdict.DONE
+    assert claim.execution.status == ExecutionStatus.SKIPPED and claim.execution.skip_reason == "starting deadline"
+
+
+def test_a_retry_is_not_skipped_by_the_starting_deadline(ports, clock):
+    submit_job(
+        ports,
+        "alice",
+        spec(
+            schedule={"at": "2026-12-01T09:00:05Z"},
+            startingDeadlineSeconds=10,
+            retry={"maxAttempts": 2, "baseDelaySeconds": 20, "maxDelaySeconds": 20},
+        ),
+    )
+    clock.advance(5)
+    [received] = receive_all(ports)
+    cases.claim_execution(ports, received.message, "w1")
+    moved = cases.complete(ports, received.message.key, 1, succeeded=False, error="boom")
+    clock.advance(40)  # the retry runs 45 s after the slot, well past the deadline
+    from duetime.queue.sqs import DueMessage
+
+    message = DueMessage.for_execution(moved, ports.store.key_of(moved))
+    assert cases.claim_execution(ports, message, "w2").verdict == cases.ClaimVerdict.CLAIMED

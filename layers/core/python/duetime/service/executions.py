@@ -49,6 +49,10 @@ def claim_execution(ports: Ports, message: DueMessage, worker_id: str) -> Claim:
         return Claim(ClaimVerdict.DONE)
     if job.status == JobStatus.PAUSED:
         return Claim(ClaimVerdict.HELD, job=job)
+    if _past_starting_deadline(job, message, now):
+        ended = ports.store.end_waiting(message.key, ExecutionStatus.SKIPPED, now, "starting deadline")
+        if ended is not None:
+            return Claim(ClaimVerdict.DONE, execution=ended, job=job)
     lease = lease_seconds(ports, message.job_class)
     checks_overlap = job.overlap != Overlap.ALLOW and job.schedule.cron is not None
     if checks_overlap and message.kind == "catchup" and _live_others(ports, job, message.execution_id, now):
@@ -82,6 +86,16 @@ def claim_execution(ports: Ports, message: DueMessage, worker_id: str) -> Claim:
                     ports.store.key_of(other), other.attempt, ExecutionStatus.CANCELLED, now, "replaced"
                 )
     return Claim(ClaimVerdict.CLAIMED, execution=claimed, job=job)
+
+
+def _past_starting_deadline(job: Job, message: DueMessage, now: datetime) -> bool:
+    """A first attempt that would start more than startingDeadlineSeconds after its slot is skipped (a
+    retry is not: its due time moved on purpose)."""
+    if job.starting_deadline_seconds is None or message.kind == "manual":
+        return False
+    _, slot = parse_execution_id(message.execution_id)
+    first_attempt = message.due_ms == to_ms(slot)
+    return first_attempt and (now - slot).total_seconds() > job.starting_deadline_seconds
 
 
 def _live_others(ports: Ports, job: Job, execution_id: str, now: datetime) -> list[Execution]:
