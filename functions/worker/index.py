@@ -37,6 +37,7 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, list[dict[str, str
         concurrency=max(1, len(records)),
         lease_visibility_on_claim=True,
         targets=TARGETS,
+        deletes_by_event_source=True,
     )
 
     def run(record: Any) -> tuple[str, str]:

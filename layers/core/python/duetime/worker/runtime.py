@@ -16,7 +16,7 @@ from typing import Any
 
 from duetime.domain.errors import StaleAttempt
 from duetime.domain.models import Execution, ExecutionStatus, Job, to_ms
-from duetime.queue.sqs import Received
+from duetime.queue.sqs import DeleteBatcher, Received
 from duetime.service.context import Ports
 from duetime.service.executions import ClaimVerdict, claim_execution, complete, lateness_ms, release
 from duetime.worker.kinds import Targets, resolve_handler
@@ -75,6 +75,7 @@ class Worker:
         observer: Observer | None = None,
         lease_visibility_on_claim: bool = False,
         targets: Targets | None = None,
+        deletes_by_event_source: bool = False,
     ) -> None:
         self.ports = ports
         self.job_class = job_class
@@ -87,6 +88,9 @@ class Worker:
         # to one lease at claim so a worker that dies before its first heartbeat is replaced in a lease.
         self.lease_visibility_on_claim = lease_visibility_on_claim
         self.targets = targets
+        # The SQS event source deletes the messages of records not reported as failures: no delete calls.
+        self.deletes_by_event_source = deletes_by_event_source
+        self._deleter: DeleteBatcher | None = None
         self._inflight = 0
         self._running: dict[str, Running] = {}
         self._lock = threading.Lock()
@@ -97,6 +101,14 @@ class Worker:
     def run(self, grace_seconds: float = 5.0) -> None:
         """Receive and run until `stopping` is set, never holding more messages than free slots; then
         let runs finish within `grace_seconds` and release the rest so another worker continues at once."""
+        self._deleter = DeleteBatcher(self.ports.queues, self.job_class)
+        try:
+            self._receive_loop(grace_seconds)
+        finally:
+            self._deleter.close()
+            self._deleter = None
+
+    def _receive_loop(self, grace_seconds: float) -> None:
         with ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix=self.worker_id) as pool:
             while not self.stopping.is_set():
                 with self._lock:
@@ -155,7 +167,7 @@ class Worker:
             time.sleep(early)
         claim = claim_execution(self.ports, message, self.worker_id)
         if claim.verdict in (ClaimVerdict.DONE, ClaimVerdict.HELD):
-            self.ports.queues.delete(self.job_class, received.receipt)
+            self._delete(received)
             return claim.verdict.value
         if claim.verdict == ClaimVerdict.BUSY:
             self.ports.queues.extend(self.job_class, received.receipt, claim.hide_seconds)
@@ -164,6 +176,16 @@ class Worker:
         if self.lease_visibility_on_claim:
             self.ports.queues.extend(self.job_class, received.receipt, self.lease)
         return self._run(claim.execution, claim.job, received)
+
+    def _delete(self, received: Received) -> None:
+        """The message is handled: delete it (batched while the receive loop runs, at once otherwise)."""
+        if self.deletes_by_event_source:
+            return
+        deleter = self._deleter
+        if deleter is not None:
+            deleter.add(received.receipt)
+        else:
+            self.ports.queues.delete(self.job_class, received.receipt)
 
     def _run(self, execution: Execution, job: Job, received: Received) -> str:
         context = JobContext(
@@ -213,7 +235,7 @@ class Worker:
         except StaleAttempt:
             log.warning("%s attempt %s was fenced out at completion", execution.execution_id, execution.attempt)
             return "stale"
-        self.ports.queues.delete(self.job_class, received.receipt)
+        self._delete(received)
         if ended.status == ExecutionStatus.SUCCEEDED:
             self.observer.finished(execution, SUCCEEDED)
         elif ended.status == ExecutionStatus.SCHEDULED:
