@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import logging
 import math
+import re
 import sys
 import threading
 from collections import Counter
@@ -18,7 +19,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "layers" / "core" / "python"))
 
-from duetime.definitions import EXECUTIONS_TABLE, JOBS_TABLE, LOCAL_SETTINGS, Settings  # noqa: E402
+from duetime.definitions import LOCAL_SETTINGS, TABLES, Settings, TableDef  # noqa: E402
 from duetime.local.moto_server import EmbeddedMoto  # noqa: E402
 from duetime.queue.notify import ConsoleNotifier  # noqa: E402
 from duetime.queue.provision import create_queues  # noqa: E402
@@ -45,12 +46,52 @@ WRITE_OPS = {"PutItem", "UpdateItem", "DeleteItem"}
 
 @dataclass
 class Write:
-    """One item written to a table: the table's logical name, how, and whether it took effect."""
+    """One item written to a table: the table's logical name, how, whether it took effect, and the
+    secondary indexes it writes (by the index definitions and the attributes the request sets or removes)."""
 
     table: str
     op: str
     transactional: bool
     succeeded: bool
+    indexes: tuple[str, ...] = ()
+
+
+_NAME = re.compile(r"#?[A-Za-z_][A-Za-z0-9_]*")
+_KEYWORDS = {"SET", "REMOVE", "ADD", "DELETE", "if_not_exists", "list_append"}
+
+
+def _updated_attributes(body: dict[str, Any]) -> set[str]:
+    """Attribute names an UpdateExpression sets or removes (top-level names, aliases resolved)."""
+    aliases = body.get("ExpressionAttributeNames", {})
+    names = set()
+    for clause in re.split(r"\b(?:SET|REMOVE|ADD|DELETE)\b", body.get("UpdateExpression", "")):
+        for part in clause.split(","):
+            target = part.split("=")[0].strip()
+            match = _NAME.match(target)
+            if match and match.group(0) not in _KEYWORDS:
+                names.add(aliases.get(match.group(0), match.group(0)))
+    return names
+
+
+def indexes_written(table: TableDef | None, op: str, body: dict[str, Any]) -> tuple[str, ...]:
+    """The indexes an item write touches: a put writes those whose keys the item has; a delete, all (the
+    row was in them, as far as a request shows); an update, those whose keys it sets or removes, and
+    those projecting every attribute."""
+    if table is None:
+        return ()
+    written = []
+    for index in table.indexes:
+        keys = {index.partition_key, *([index.sort_key] if index.sort_key else [])}
+        if op == "PutItem":
+            hit = keys <= set(body.get("Item", {}))
+        elif op == "DeleteItem":
+            hit = True
+        else:
+            changed = _updated_attributes(body)
+            hit = bool(changed & keys) or (index.projection == "ALL" and bool(changed))
+        if hit:
+            written.append(index.name)
+    return tuple(written)
 
 
 @dataclass
@@ -61,14 +102,13 @@ class CallCounter:
 
     calls: Counter[str] = field(default_factory=Counter)
     writes: list[Write] = field(default_factory=list)
-    tables: dict[str, str] = field(default_factory=dict)  # physical table name -> logical name
+    tables: dict[str, TableDef] = field(default_factory=dict)  # physical table name -> definition
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def attach(self, client: Any, settings: Settings | None = None) -> CallCounter:
         if settings is not None:
-            for table in (JOBS_TABLE, EXECUTIONS_TABLE):
-                self.tables[settings.table_name(table)] = table.logical_name
-            self.tables.setdefault(f"{settings.prefix}-control", "control")
+            for table in TABLES:
+                self.tables[settings.table_name(table)] = table
         client.meta.events.register("before-parameter-build.*.*", self._before)
         client.meta.events.register("after-call.*.*", self._after)
         return self
@@ -83,20 +123,23 @@ class CallCounter:
         with self.lock:
             self.calls[f"{service}:{model.name}"] += 1
             if model.name in WRITE_OPS:
-                self.writes.append(Write(self._table(params.get("TableName", "")), model.name, False, not failed))
+                self._write(params, model.name, False, not failed)
             elif model.name == "TransactWriteItems":
                 for item in params.get("TransactItems", []):
                     for op, body in item.items():
                         if op != "ConditionCheck":
-                            self.writes.append(Write(self._table(body["TableName"]), op + "Item", True, not failed))
+                            self._write(body, op + "Item", True, not failed)
             elif model.name == "BatchWriteItem":
                 for table, requests in params.get("RequestItems", {}).items():
                     for request in requests:
-                        op = "PutItem" if "PutRequest" in request else "DeleteItem"
-                        self.writes.append(Write(self._table(table), op, False, not failed))
+                        op, body = ("PutItem", request["PutRequest"]) if "PutRequest" in request else ("DeleteItem", {})
+                        self._write({"TableName": table, **body}, op, False, not failed)
 
-    def _table(self, name: str) -> str:
-        return self.tables.get(name, name)
+    def _write(self, body: dict[str, Any], op: str, transactional: bool, succeeded: bool) -> None:
+        table = self.tables.get(body.get("TableName", ""))
+        name = table.logical_name if table else body.get("TableName", "")
+        indexes = indexes_written(table, op, body) if succeeded else ()
+        self.writes.append(Write(name, op, transactional, succeeded, indexes))
 
     def reset(self) -> None:
         with self.lock:

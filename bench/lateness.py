@@ -13,6 +13,7 @@ import tempfile
 import threading
 import time
 from collections import Counter
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -27,21 +28,28 @@ from duetime.store.aws import make_client
 from duetime.store.dynamo import DynamoStore, execution_from_item
 
 from bench.common import REGION, CallCounter, lateness_summary, percentile, scan_all, unique_prefix
+from bench.hotpath import TimedApp
 
 OWNER = "bench"
 SUBMITTERS = 4
 # A steady run stops submitting once it falls this far behind its plan: the rate is beyond what this
 # machine can take, and the figures of what was submitted already say so.
 GIVE_UP_LAG_SECONDS = 10.0
-# Scheduled-ahead runs start once every job is in: a guess of the submit rate, well under what this
-# machine does (40-50/s); jobs that still end up submitted less than 2 s before due are counted.
-ASSUMED_SUBMITS_PER_SECOND = 25
+# Scheduled-ahead runs and the burst start once every job is in, judged by this submit rate unless the
+# run's backend ceiling measured a rate (`set_submit_rate`); jobs still submitted late are counted.
+submit_rate = {"perSecond": 15.0}
+
+
+def set_submit_rate(per_second: float) -> None:
+    submit_rate["perSecond"] = max(5.0, per_second)
 
 
 class BenchSystem:
     """A `duetime local` (moto, API, pre-loader, worker threads) in this process, counted."""
 
-    def __init__(self, name: str, workers: int, lease_seconds: int = 30, shards: int = 8) -> None:
+    def __init__(
+        self, name: str, workers: int, lease_seconds: int = 30, shards: int = 8, window: int | None = None
+    ) -> None:
         self.tmp = tempfile.TemporaryDirectory(prefix="duetime-bench-")
         self.system = LocalSystem(
             Path(self.tmp.name),
@@ -53,6 +61,15 @@ class BenchSystem:
         ).start()
         assert self.system.ports is not None
         self.ports: Ports = self.system.ports
+        if window is not None:
+            # An experiment on the running system, not a change to it: the pre-loader timer and the
+            # dispatch horizon read these settings on every cycle.
+            self.ports.settings = replace(self.ports.settings, preload_window_seconds=window)
+        assert self.system.moto is not None
+        # Inside the DynamoDB lock of SerializedDynamoDB: moto's own service time per request (a long-poll
+        # ReceiveMessage also counts the time it waits for a message).
+        self.server = TimedApp(self.system.moto.app.app)
+        self.system.moto.app.app = self.server
         self.counter = CallCounter().attach(self.ports.store.client, self.ports.settings)
         self.counter.attach(self.ports.queues.client)
         self.submit_ports = self._own_ports()
@@ -89,6 +106,17 @@ class BenchSystem:
             if "LastEvaluatedKey" not in page:
                 return count
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+    def reset_counts(self) -> None:
+        self.counter.reset()
+        with self.server.lock:
+            self.server.seconds.clear()
+            self.server.calls.clear()
+
+    def server_ms_per_call(self) -> dict[str, float]:
+        """moto's own milliseconds per request, by operation, since the last reset (all clients)."""
+        with self.server.lock:
+            return {op: round(s * 1000 / self.server.calls[op], 2) for op, s in self.server.seconds.most_common()}
 
     def stop(self) -> None:
         self.system.stop()
@@ -178,7 +206,7 @@ def account(bench: BenchSystem, job_ids: list[str], errors: list[str]) -> dict[s
         "duplicates": sum(c - 1 for c in by_job.values() if c > 1),
         "statuses": dict(statuses),
         "retriedAttempts": sum(max(0, e.attempt - 1) for e in rows),
-        "lost": len(job_ids) - statuses.get("succeeded", 0),
+        "unfinished": len(job_ids) - statuses.get("succeeded", 0),
         "lateness": lateness_summary(lateness),
         "starts": starts,
         "finishes": finishes,
@@ -191,7 +219,9 @@ def per_execution(counter: CallCounter, executions: int) -> dict[str, float]:
     return {name: round(count / max(1, executions), 3) for name, count in sorted(calls.items())}
 
 
-def steady(rate: float, seconds: float, workers: int, ahead: bool = True, lead: float = 3.0) -> dict[str, Any]:
+def steady(
+    rate: float, seconds: float, workers: int, ahead: bool = True, lead: float = 3.0, window: int | None = None
+) -> dict[str, Any]:
     """`rate` one-off executions due per second for `seconds`.
 
     ahead=True: every job is submitted before the run, due at its slot of the steady rate (scheduled
@@ -199,14 +229,14 @@ def steady(rate: float, seconds: float, workers: int, ahead: bool = True, lead: 
     is submitted at its planned instant and due `lead` s later (submission and execution both load the
     machine; a submit falling 10 s behind plan ends submission: saturated).
     """
-    bench = BenchSystem(f"steady{int(rate)}", workers)
+    bench = BenchSystem(f"steady{int(rate)}", workers, window=window)
     try:
         time.sleep(1.0)  # let the pre-loader's first cycle and the workers' first polls pass
-        bench.counter.reset()
+        bench.reset_counts()
         count = int(rate * seconds)
         now_mono, now_wall = time.monotonic(), datetime.now(UTC)
         if ahead:
-            first_due = now_wall + timedelta(seconds=count / ASSUMED_SUBMITS_PER_SECOND + 8)
+            first_due = now_wall + timedelta(seconds=count / submit_rate["perSecond"] + 8)
             plan = [(now_mono, first_due + timedelta(seconds=i / rate)) for i in range(count)]
             submitted = submit_all(bench, plan, due_margin=2.0)
         else:
@@ -223,7 +253,10 @@ def steady(rate: float, seconds: float, workers: int, ahead: bool = True, lead: 
         span = (starts[-1] - starts[0]) / 1000 if len(starts) > 1 else 0.0
         result.update(
             {
-                "name": f"{rate:g}/s {'scheduled ahead' if ahead else 'submit-and-run'}",
+                "name": f"{rate:g}/s {'scheduled ahead' if ahead else 'submit-and-run'}"
+                + (f", {window} s window" if window else ""),
+                "preloadWindowSeconds": bench.ports.settings.preload_window_seconds,
+                "serverMsPerCall": bench.server_ms_per_call(),
                 "rate": rate,
                 "seconds": seconds,
                 "mode": "ahead" if ahead else "submit",
@@ -243,16 +276,18 @@ def steady(rate: float, seconds: float, workers: int, ahead: bool = True, lead: 
         bench.stop()
 
 
-def burst(count: int, workers: int, lead: float = 45.0) -> dict[str, Any]:
+def burst(count: int, workers: int) -> dict[str, Any]:
     """`count` one-off jobs all due at one instant `lead` s ahead: submitted beyond the dispatch horizon,
     so the pre-loader sends them in batches, then the workers drain them."""
     bench = BenchSystem(f"burst{count}", workers)
     try:
+        # Due beyond the dispatch horizon even for the last job submitted: all go through the pre-loader.
+        lead = count / submit_rate["perSecond"] + bench.ports.settings.preload_window_seconds + 10
         due = (datetime.now(UTC) + timedelta(seconds=lead)).replace(microsecond=0)
         now_mono = time.monotonic()
         submitted = submit_all(bench, [(now_mono, due)] * count)
         submit_seconds = time.monotonic() - now_mono
-        bench.counter.reset()
+        bench.reset_counts()
         due_mono = now_mono + (due - datetime.now(UTC)).total_seconds() + (time.monotonic() - now_mono)
         drained = wait_drained(bench, due_mono + 120)
         result = account(bench, submitted["jobIds"], submitted["errors"])
@@ -269,6 +304,8 @@ def burst(count: int, workers: int, lead: float = 45.0) -> dict[str, Any]:
                 "submitSeconds": round(submit_seconds, 1),
                 "firstStartAfterDueMs": (starts[0] - due_ms) if starts else None,
                 "drainSeconds": round(drain_seconds, 2),
+                "leadSeconds": round(lead, 1),
+                "serverMsPerCall": bench.server_ms_per_call(),
                 "executionsPerSecond": round(len(finishes) / drain_seconds, 1) if drain_seconds > 0 else 0.0,
                 "systemCallsPerExecution": per_execution(bench.counter, result["accepted"]),
             }

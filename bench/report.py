@@ -7,7 +7,12 @@ from typing import Any
 
 def _steady_25(results: dict[str, Any]) -> dict[str, Any] | None:
     for run in results.get("steady", []):
-        if run.get("rate") == 25 and run.get("workers") != 4 and run.get("mode") == "ahead":
+        if (
+            run.get("rate") == 25
+            and run.get("workers") != 4
+            and run.get("mode") == "ahead"
+            and run.get("preloadWindowSeconds") == 30
+        ):
             return dict(run)
     return None
 
@@ -86,8 +91,8 @@ def render(results: dict[str, Any]) -> str:
             f"Start lateness of one-off jobs on duetime local ({results['submission']}; "
             f"{results['workerThreads']} worker threads unless noted)",
         ]
-        widths = [40, 6, 5, 8, 8, 8, 8, 7, 10]
-        lines.append(_row(["run", "jobs", "lost", "p50 ms", "p95 ms", "p99 ms", "max ms", "exec/s", "note"], widths))
+        widths = [40, 6, 6, 8, 8, 8, 8, 7, 10]
+        lines.append(_row(["run", "jobs", "undone", "p50 ms", "p95 ms", "p99 ms", "max ms", "exec/s", "note"], widths))
         for run in runs:
             late = run["lateness"]
             if "drainSeconds" in run:
@@ -103,7 +108,7 @@ def render(results: dict[str, Any]) -> str:
                     [
                         run["name"],
                         run["accepted"],
-                        run["lost"],
+                        run["unfinished"] + run["missing"],
                         late["p50Ms"],
                         late["p95Ms"],
                         late["p99Ms"],
@@ -114,7 +119,16 @@ def render(results: dict[str, Any]) -> str:
                     widths,
                 )
             )
-        lines.append("  (lost: submitted but not succeeded; lag: submit lag p99 in ms behind the planned instant)")
+        lines.append(
+            "  (undone: accepted but not succeeded when the run ended; every execution was found unless 'missing' says"
+            " otherwise in results.json; late-in: submitted < 2 s before due; lag: submit lag p99 in ms)"
+        )
+        for run in runs:
+            if run.get("missing"):
+                lines.append(f"  ! {run['name']}: {run['missing']} executions missing")
+        for run in runs:
+            slow = ", ".join(f"{k} {v}" for k, v in list(run.get("serverMsPerCall", {}).items())[:4])
+            lines.append(f"  moto service ms/call, {run['name']}: {slow}")
     if "ceiling" in results:
         c = results["ceiling"]
         lines += [
@@ -126,7 +140,7 @@ def render(results: dict[str, Any]) -> str:
     if scenarios:
         lines += ["", "AWS calls and DynamoDB write units per execution (botocore hooks, duetime's own code)"]
         widths = [34, 9, 5, 12, 9, 10, 9]
-        lines.append(_row(["scenario", "dynamodb", "sqs", "exec writes", "exec WCU", "byJob WCU", "jobs WCU"], widths))
+        lines.append(_row(["scenario", "dynamodb", "sqs", "exec writes", "exec WCU", "index WCU", "jobs WCU"], widths))
         for s in scenarios:
             if not s:
                 continue
@@ -139,7 +153,7 @@ def render(results: dict[str, Any]) -> str:
                         s["requestsPerExecution"].get("sqs", 0),
                         s["writesPerExecution"].get("executions", 0),
                         units.get("executions", 0),
-                        units.get("executions.byJob", 0),
+                        round(sum(v for k, v in units.items() if k.startswith("executions.")), 3),
                         units.get("jobs", 0) + units.get("jobs.byOwner", 0),
                     ],
                     widths,
@@ -147,6 +161,8 @@ def render(results: dict[str, Any]) -> str:
             )
             detail = ", ".join(f"{k} {v:g}" for k, v in s["callsPerExecution"].items())
             lines.append(f"    {detail}")
+            index = ", ".join(f"{k} {v:g}" for k, v in units.items() if k.startswith("executions."))
+            lines.append(f"    index write units: {index}")
         for run in results.get("steady", []):
             merged = {**run["submitCallsPerExecution"]}
             for k, v in run["systemCallsPerExecution"].items():

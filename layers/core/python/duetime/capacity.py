@@ -45,46 +45,52 @@ class CallProfile:
     """The AWS work of one successful execution without heartbeats (bench/calls.py measures it).
 
     Write units count 1 per KB started (rows are ~0.4 KB), doubled inside a transaction. The executions
-    table's writes all land on the execution's `hour#shard` partition; its byJob index projects every
-    attribute, so each of those writes also writes the index (partitioned by jobId, so spread out).
+    table's writes all land on the execution's `hour#shard` partition. Its indexes project keys only, so
+    only writes that add or remove an entry cost index units: byJob (partitioned by jobId, spread out) at
+    create, and the sparse `open` index (partitioned by shard alone, every hour on one key) at create and
+    at the end of the execution.
     """
 
     name: str
     executions_writes: float  # write requests on the executions table
     executions_wcu: float  # their write units (the hot-partition figure)
-    index_wcu: float  # byJob index write units
+    index_wcu: float  # index write units (byJob and open)
+    open_index_wcu: float  # of which on the execution's `open` index partition (its shard)
     jobs_wcu: float  # jobs table and its byOwner index
     read_units: float  # GetItem/BatchGetItem of the job, overlap Query, pre-load Query share
     partition_read_units: float  # of which on the hour#shard partition (the pre-load Query)
-    sqs_requests: float  # SendMessageBatch share, ReceiveMessage share, DeleteMessage
+    sqs_requests: float  # SendMessageBatch, ReceiveMessage and DeleteMessageBatch shares at full batches
     api_requests: float  # API Gateway requests (POST /jobs for a one-off)
 
 
 # A one-off job submitted through the API and due soon: one TransactWriteItems (job + execution, so the
 # execution's create costs 2 units), BatchGetItem of the job, a SendMessageBatch of one; at run time
-# ReceiveMessage (a full batch at load), GetItem of the job, the claim and the finish, DeleteMessage.
+# ReceiveMessage and DeleteMessageBatch (full batches at load), GetItem of the job, the claim and the finish.
 ONE_OFF = CallProfile(
     name="one-off",
     executions_writes=3,
     executions_wcu=4,
     index_wcu=3,
+    open_index_wcu=2,
     jobs_wcu=3,
     read_units=2,
     partition_read_units=0,
-    sqs_requests=1 + 1 / SQS_BATCH + 1,
+    sqs_requests=1 + 1 / SQS_BATCH + 1 / SQS_BATCH,
     api_requests=1,
 )
 # A cron run in steady state: the pre-loader creates the next slot (PutItem) and sends due runs in
-# batches of 10; the claim reads the job's recent history for the overlap policy (a Query on byJob).
+# batches of 10; the claim reads the job's recent history for the overlap policy (a Query on byJob and a
+# BatchGetItem of the rows behind it).
 CRON_RUN = CallProfile(
     name="cron",
     executions_writes=3,
     executions_wcu=3,
     index_wcu=3,
+    open_index_wcu=2,
     jobs_wcu=0,
-    read_units=1 + 1 + 1 + 0.1,
+    read_units=1 + 1 + 1 + 1 + 0.1,
     partition_read_units=0.1,
-    sqs_requests=1 / SQS_BATCH + 1 / SQS_BATCH + 1,
+    sqs_requests=1 / SQS_BATCH + 1 / SQS_BATCH + 1 / SQS_BATCH,
     api_requests=0,
 )
 PROFILES = {p.name: p for p in (ONE_OFF, CRON_RUN)}
@@ -94,8 +100,9 @@ PROFILES = {p.name: p for p in (ONE_OFF, CRON_RUN)}
 EARLY_HOLD_SECONDS = 1.5
 # The hot path's own AWS round trips on AWS (about five calls of ~5-10 ms).
 CALL_OVERHEAD_SECONDS = 0.05
-# Client CPU per execution in the worker (boto3 and duetime), from the bench's profile on this machine.
-WORKER_CPU_MS_PER_EXECUTION = 6.0
+# Client CPU per execution in the worker (boto3 and duetime): five calls at the ~2.2 ms a call the bench's
+# profile measures on this machine.
+WORKER_CPU_MS_PER_EXECUTION = 11.0
 
 
 @dataclass(frozen=True)
@@ -116,6 +123,7 @@ class Estimate:
     partition_wcu_per_second: float
     partition_wcu_share: float  # of 1,000
     partition_rcu_per_second: float
+    open_index_wcu_per_second: float  # per shard, on the `open` index
     table_wru_per_second: float
     index_wru_per_second: float
     in_flight: float  # per queue, Little's law
@@ -144,8 +152,10 @@ def execution_partition_wcu(profile: CallProfile, beats: int) -> float:
 
 
 def smallest_shards(rate: float, profile: CallProfile, beats: int) -> int:
-    """The fewest shards whose hour#shard partitions each stay within 1,000 write units/s at `rate`."""
-    return max(1, math.ceil(rate * execution_partition_wcu(profile, beats) / PARTITION_WCU_PER_SECOND))
+    """The fewest shards whose hour#shard partitions (and `open` index partitions) each stay within
+    1,000 write units/s at `rate`."""
+    hottest = max(execution_partition_wcu(profile, beats), profile.open_index_wcu)
+    return max(1, math.ceil(rate * hottest / PARTITION_WCU_PER_SECOND))
 
 
 def estimate(inputs: Inputs, prices: Prices | None = None) -> Estimate:
@@ -162,7 +172,7 @@ def estimate(inputs: Inputs, prices: Prices | None = None) -> Estimate:
     in_flight = inputs.rate * held  # Little's law: a message is in flight from receive to delete
     slots = in_flight
     lambda_batches = slots / SQS_BATCH
-    write_units = profile.executions_wcu + profile.index_wcu + profile.jobs_wcu + 2 * beats
+    write_units = profile.executions_wcu + profile.index_wcu + profile.jobs_wcu + beats
     sqs = profile.sqs_requests + beats  # each heartbeat also extends the message's visibility
     cost = {
         "dynamodbWrites": write_units * prices.dynamodb_write_per_million,
@@ -181,8 +191,9 @@ def estimate(inputs: Inputs, prices: Prices | None = None) -> Estimate:
         partition_wcu_per_second=round(partition_wcu, 1),
         partition_wcu_share=round(partition_wcu / PARTITION_WCU_PER_SECOND, 3),
         partition_rcu_per_second=round(partition_rcu, 1),
+        open_index_wcu_per_second=round(per_partition * profile.open_index_wcu, 1),
         table_wru_per_second=round(inputs.rate * (execution_partition_wcu(profile, beats)), 1),
-        index_wru_per_second=round(inputs.rate * (profile.index_wcu + beats), 1),
+        index_wru_per_second=round(inputs.rate * profile.index_wcu, 1),
         in_flight=round(in_flight, 1),
         in_flight_share=round(in_flight / SQS_IN_FLIGHT_PER_QUEUE, 3),
         worker_slots=round(slots, 1),
@@ -197,6 +208,11 @@ def estimate(inputs: Inputs, prices: Prices | None = None) -> Estimate:
         result.warnings.append(
             f"{partition_wcu:,.0f} write units/s per hour#shard partition exceeds {PARTITION_WCU_PER_SECOND:,}: "
             f"use at least {result.smallest_shards} shards"
+        )
+    if per_partition * profile.open_index_wcu > PARTITION_WCU_PER_SECOND:
+        result.warnings.append(
+            f"{per_partition * profile.open_index_wcu:,.0f} write units/s per shard on the open index exceeds "
+            f"{PARTITION_WCU_PER_SECOND:,}: add shards"
         )
     if partition_rcu > PARTITION_RCU_PER_SECOND:
         result.warnings.append(f"{partition_rcu:,.0f} read units/s per partition exceeds {PARTITION_RCU_PER_SECOND:,}")
@@ -229,7 +245,8 @@ def render(result: Estimate) -> str:
         f"  heartbeats per execution        {result.heartbeats_per_execution}",
         f"  writes per hour#shard partition {result.partition_wcu_per_second:,.1f} WCU/s "
         f"({result.partition_wcu_share:.0%} of {PARTITION_WCU_PER_SECOND:,})",
-        f"  executions table / byJob index  {result.table_wru_per_second:,.0f} / {result.index_wru_per_second:,.0f} "
+        f"  writes per shard, open index    {result.open_index_wcu_per_second:,.1f} WCU/s",
+        f"  executions table / its indexes  {result.table_wru_per_second:,.0f} / {result.index_wru_per_second:,.0f} "
         f"WRU/s (default quota {TABLE_ON_DEMAND_WRU_PER_SECOND:,} each)",
         f"  in flight per queue             {result.in_flight:,.0f} ({result.in_flight_share:.1%} of "
         f"{SQS_IN_FLIGHT_PER_QUEUE:,}; Little's law, {i.avg_seconds:g} s run + {EARLY_HOLD_SECONDS:g} s early hold "
