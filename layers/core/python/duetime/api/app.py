@@ -187,7 +187,10 @@ def build_app(ports: Ports, local_secret: str | None = None) -> APIGatewayRestRe
             raise InvalidInput(f"unknown handler {spec.handler!r}", field="handler")
         key = idempotency_key(app.current_event.headers)
         job, created = job_cases.submit_job(ports, who, spec, key)
-        view = job_cases.get_job(ports, who, job.job_id)
+        if created:
+            view = job_cases.describe(job, job.next_run_at, ports.clock())
+        else:
+            view = job_cases.get_job(ports, who, job.job_id)
         return json_response(201 if created else 200, job_response(view))
 
     @app.get("/jobs")

@@ -125,11 +125,16 @@ def get_job(ports: Ports, owner: str, job_id: str) -> JobView:
     """The job with nextRunAt (its earliest waiting execution) and, for cron jobs, the next few runs."""
     job = get_owned_job(ports, owner, job_id)
     waiting = waiting_executions(ports, job_id) if job.status != JobStatus.CANCELLED else []
-    next_run = waiting[0].due_at if waiting else None
+    return describe(job, waiting[0].due_at if waiting else None, ports.clock())
+
+
+def describe(job: Job, next_run: datetime | None, now: datetime) -> JobView:
+    """The view of a job whose earliest waiting execution is due at `next_run` (a new job's is its first
+    slot, so creating one needs no read back)."""
     runs: list[datetime] = []
     if job.schedule.cron and job.status == JobStatus.ACTIVE:
         schedule = CronSchedule(job.schedule.cron, job.schedule.time_zone)
-        start = next_run or ports.clock()
+        start = next_run or now
         runs = ([next_run] if next_run else []) + schedule.runs(start, NEXT_RUNS_SHOWN - (1 if next_run else 0))
     elif next_run:
         runs = [next_run]
