@@ -55,7 +55,7 @@ def _work(count: int, threads: int, fn: Any) -> float:
 
 
 def measure(count: int = 600, threads: int = 8) -> dict[str, Any]:
-    harness = Harness("ceiling", shards=8)
+    harness = Harness("ceiling", shards=8, separate_process=True)
     try:
         settings = harness.settings
         endpoint = harness.moto.endpoint_url

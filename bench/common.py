@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "layers" / "core" / "python"))
 
 from duetime.definitions import LOCAL_SETTINGS, TABLES, Settings, TableDef  # noqa: E402
-from duetime.local.moto_server import EmbeddedMoto  # noqa: E402
+from duetime.local.moto_server import EmbeddedMoto, MotoProcess  # noqa: E402
 from duetime.queue.notify import ConsoleNotifier  # noqa: E402
 from duetime.queue.provision import create_queues  # noqa: E402
 from duetime.queue.sqs import DueQueues  # noqa: E402
@@ -230,8 +230,10 @@ class Harness:
         lease_seconds: int = 30,
         shards: int = 4,
         max_delay_seconds: int = 0,
+        separate_process: bool = False,
     ) -> None:
-        self.moto = EmbeddedMoto(0).start()
+        # In a process of its own as `duetime local` runs it (the ceiling); in this one to profile it.
+        self.moto: EmbeddedMoto | MotoProcess = (MotoProcess(0) if separate_process else EmbeddedMoto(0)).start()
         base = Settings(
             prefix=unique_prefix(name),
             shards=shards,

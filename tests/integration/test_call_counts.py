@@ -77,7 +77,6 @@ def test_a_successful_one_off_execution_costs_three_executions_table_writes_and_
     assert calls.calls == Counter(
         {
             "dynamodb:TransactWriteItems": 1,
-            "dynamodb:BatchGetItem": 1,
             "sqs:SendMessageBatch": 1,
             "sqs:ReceiveMessage": 1,
             "dynamodb:GetItem": 1,

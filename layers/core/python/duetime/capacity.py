@@ -64,8 +64,8 @@ class CallProfile:
 
 
 # A one-off job submitted through the API and due soon: one TransactWriteItems (job + execution, so the
-# execution's create costs 2 units), BatchGetItem of the job, a SendMessageBatch of one; at run time
-# ReceiveMessage and DeleteMessageBatch (full batches at load), GetItem of the job, the claim and the finish.
+# execution's create costs 2 units), a SendMessageBatch of one; at run time ReceiveMessage and
+# DeleteMessageBatch (full batches at load), GetItem of the job, the claim and the finish.
 ONE_OFF = CallProfile(
     name="one-off",
     executions_writes=3,
@@ -73,7 +73,7 @@ ONE_OFF = CallProfile(
     index_wcu=3,
     open_index_wcu=2,
     jobs_wcu=3,
-    read_units=2,
+    read_units=1,
     partition_read_units=0,
     sqs_requests=1 + 1 / SQS_BATCH + 1 / SQS_BATCH,
     api_requests=1,

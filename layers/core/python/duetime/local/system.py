@@ -15,7 +15,7 @@ from duetime.api.auth import issue_token
 from duetime.config import RuntimeConfig, build_ports
 from duetime.definitions import LOCAL_SETTINGS
 from duetime.local.http_bridge import ApiServer
-from duetime.local.moto_server import EmbeddedMoto
+from duetime.local.moto_server import EmbeddedMoto, MotoProcess
 from duetime.local.state import STATE_FILE
 from duetime.queue.provision import create_queues
 from duetime.service.context import Notifier, Ports
@@ -64,13 +64,16 @@ class LocalSystem:
         shards: int = 8,
         notifier: Notifier | None = None,
         prefix: str = "duetime",
+        moto_in_process: bool = False,
     ) -> None:
         self.data_dir = Path(data_dir)
         self.port, self.workers, self.lease_seconds = port, workers, lease_seconds
         self.moto_port, self.shards = moto_port, shards
         self.notifier = notifier
         self.prefix = prefix  # moto servers in one process share their backends: a prefix keeps them apart
-        self.moto: EmbeddedMoto | None = None
+        # moto in a process of its own by default: its CPU work then runs beside duetime's on another core.
+        self.moto_in_process = moto_in_process
+        self.moto: EmbeddedMoto | MotoProcess | None = None
         self.api: ApiServer | None = None
         self.ports: Ports | None = None
         self.timers: list[Every] = []
@@ -89,7 +92,9 @@ class LocalSystem:
     def start(self) -> LocalSystem:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.secret = self._secret()
-        self.moto = EmbeddedMoto(self.moto_port).start()
+        self.moto = (
+            EmbeddedMoto(self.moto_port).start() if self.moto_in_process else MotoProcess(self.moto_port).start()
+        )
         config = RuntimeConfig(
             prefix=self.prefix,
             endpoint_url=self.moto.endpoint_url,

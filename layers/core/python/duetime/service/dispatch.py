@@ -51,15 +51,20 @@ def reconcile_after(ports: Ports) -> timedelta:
     return timedelta(seconds=max(3 * interval, lease + interval))
 
 
-def dispatch(ports: Ports, executions: list[Execution], now: datetime) -> DispatchReport:
+def dispatch(
+    ports: Ports, executions: list[Execution], now: datetime, known_jobs: dict[str, Job] | None = None
+) -> DispatchReport:
     """Send waiting executions to their queues, doing at dispatch what the schedule asks.
 
     For a cron execution this creates the next slot (from the scheduled time, never the clock) and, if
     that is due within the dispatch horizon, dispatches it too; a missed slot goes through the job's
     catch-up policy. Executions of cancelled jobs end `cancelled`; those of paused jobs stay waiting.
+    `known_jobs` are jobs the caller has just read or written, so they are not read again.
     """
     report = DispatchReport()
-    jobs = ports.store.get_jobs([e.job_id for e in executions])
+    known = known_jobs or {}
+    missing = [e.job_id for e in executions if e.job_id not in known]
+    jobs = {**known, **(ports.store.get_jobs(missing) if missing else {})}
     horizon = ports.dispatch_horizon(now)
     pending = deque(executions)
     to_send: list[Execution] = []

@@ -36,11 +36,13 @@ def lease_seconds(ports: Ports, job_class: str) -> int:
     return ports.settings.job_class(job_class).lease_seconds
 
 
-def claim_execution(ports: Ports, message: DueMessage, worker_id: str) -> Claim:
+def claim_execution(ports: Ports, message: DueMessage, worker_id: str, lease_until: datetime | None = None) -> Claim:
     """Claim the row a message points at, as DESIGN.md's lifecycle step 4 says.
 
     Checks the job first (a paused or cancelled job's message is not run), then makes the one conditional
-    write; on success applies the job's overlap policy against its other running executions.
+    write; on success applies the job's overlap policy against its other running executions. The lease
+    ends at `lease_until` (the worker passes the end of the message's visibility, so both end together),
+    by default one lease from now.
     """
     now = ports.clock()
     job = ports.store.get_job(message.job_id)
@@ -59,12 +61,12 @@ def claim_execution(ports: Ports, message: DueMessage, worker_id: str) -> Claim:
         # Catch-up runs of one job go one after another: wait for the running one, never skip.
         return Claim(ClaimVerdict.BUSY, job=job, hide_seconds=max(1, lease // 3))
     outcome = ports.store.claim(
-        message.key, worker_id, now, now + timedelta(seconds=lease), max_attempts=job.retry.max_attempts
+        message.key, worker_id, now, lease_until or now + timedelta(seconds=lease), max_attempts=job.retry.max_attempts
     )
     if outcome.claimed is None:
         current = outcome.current
         if current is not None and current.lease_live(now) and current.lease_until is not None:
-            hide = math.ceil((current.lease_until - now).total_seconds()) + 1
+            hide = math.ceil((current.lease_until - now).total_seconds())
             return Claim(ClaimVerdict.BUSY, execution=current, job=job, hide_seconds=hide)
         if current is not None and current.status == ExecutionStatus.RUNNING:
             # The last attempt's worker was lost (its lease ended) and no attempt is left: fail it for good.

@@ -95,7 +95,7 @@ def submit_job(ports: Ports, owner: str, spec: JobSpec, idempotency_key: str | N
                 return existing, False
         raise
     if slot <= ports.dispatch_horizon(now):
-        dispatch(ports, [first], now)
+        dispatch(ports, [first], now, known_jobs={job.job_id: job})
     return job.model_copy(update={"next_run_at": slot}), True
 
 

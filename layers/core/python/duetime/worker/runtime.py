@@ -11,7 +11,7 @@ import traceback
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from duetime.domain.errors import StaleAttempt
@@ -117,6 +117,7 @@ class Worker:
                     time.sleep(0.05)
                     continue
                 try:
+                    visible_until = self.ports.clock() + timedelta(seconds=self.lease)
                     batch = self.ports.queues.receive(self.job_class, free, POLL_SECONDS, self.lease)
                 except Exception:  # an unreachable queue must not kill the worker
                     log.exception("receive failed")
@@ -125,12 +126,12 @@ class Worker:
                 for received in batch:
                     with self._lock:
                         self._inflight += 1
-                    pool.submit(self._process_slot, received)
+                    pool.submit(self._process_slot, received, visible_until)
             self._drain(grace_seconds)
 
-    def _process_slot(self, received: Received) -> None:
+    def _process_slot(self, received: Received, visible_until: datetime) -> None:
         try:
-            self.process(received)
+            self.process(received, visible_until)
         except Exception:
             log.exception("processing %s failed", received.message.execution_id)
         finally:
@@ -156,8 +157,13 @@ class Worker:
 
     # -- one message --------------------------------------------------------------------------
 
-    def process(self, received: Received) -> str:
-        """Handle one message to its end; returns what happened (for logs and tests)."""
+    def process(self, received: Received, visible_until: datetime | None = None) -> str:
+        """Handle one message to its end; returns what happened (for logs and tests).
+
+        `visible_until` is when the message's visibility (set at receive) ends: the lease is made to end
+        then too, so a dead worker's message reappears just as its lease has ended. When too little of it
+        is left, the lease runs one lease from the claim and the visibility is reset to match.
+        """
         message = received.message
         early = (message.due_ms - to_ms(self.ports.clock())) / 1000
         if early > MAX_EARLY_WAIT_SECONDS:
@@ -165,7 +171,11 @@ class Worker:
             return "early"
         if early > 0:
             time.sleep(early)
-        claim = claim_execution(self.ports, message, self.worker_id)
+        lease_until = visible_until
+        reset_visibility = self.lease_visibility_on_claim
+        if lease_until is not None and lease_until - self.ports.clock() < timedelta(seconds=self.lease * 2 / 3):
+            lease_until, reset_visibility = None, True  # it waited long: a full lease from now, visibility too
+        claim = claim_execution(self.ports, message, self.worker_id, lease_until)
         if claim.verdict in (ClaimVerdict.DONE, ClaimVerdict.HELD):
             self._delete(received)
             return claim.verdict.value
@@ -173,7 +183,7 @@ class Worker:
             self.ports.queues.extend(self.job_class, received.receipt, claim.hide_seconds)
             return claim.verdict.value
         assert claim.execution is not None and claim.job is not None
-        if self.lease_visibility_on_claim:
+        if reset_visibility:
             self.ports.queues.extend(self.job_class, received.receipt, self.lease)
         return self._run(claim.execution, claim.job, received)
 
