@@ -7,6 +7,7 @@ work and duetime's own run on both cores instead of sharing one interpreter lock
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import subprocess
 import sys
@@ -127,6 +128,7 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--parent", type=int, default=0)
     args = parser.parse_args()
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)  # no line per request
     server = EmbeddedMoto(args.port)
     if args.parent:
         threading.Thread(target=_watch_parent, args=(args.parent,), daemon=True).start()
