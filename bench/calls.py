@@ -144,10 +144,11 @@ def cron_runs(jobs: int = 100, minutes: int = 2) -> dict[str, Any]:
 
         def one_minute() -> None:
             nonlocal cycles
-            clock.advance(35)  # the next minute's runs enter the pre-load window
+            ahead = harness.settings.preload_window_seconds - 5
+            clock.advance(60 - ahead)  # the next minute's runs enter the pre-load window
             preload(harness.ports, "bench-preloader")
             cycles += 1
-            clock.advance(25)  # they are due: a worker's receive loop runs them (the hand clock stands still)
+            clock.advance(ahead)  # they are due: a worker's receive loop runs them (the hand clock stands still)
             slot = to_ms(clock.now)
             worker = Worker(harness.ports, "default", "bench-worker", concurrency=10)
             loop = threading.Thread(target=worker.run, kwargs={"grace_seconds": 1}, daemon=True)

@@ -206,7 +206,7 @@ class DeleteBatcher:
     """Collects the receipts of handled messages and deletes them 10 to a request, at most `interval`
     seconds after the first one: a worker's deletes cost a tenth of a request each."""
 
-    def __init__(self, queues: DueQueues, job_class: str, interval: float = 0.2) -> None:
+    def __init__(self, queues: DueQueues, job_class: str, interval: float = 1.0) -> None:
         self.queues, self.job_class, self.interval = queues, job_class, interval
         self._pending: list[str] = []
         self._lock = threading.Lock()
