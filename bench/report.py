@@ -6,12 +6,13 @@ from typing import Any
 
 
 def _steady_25(results: dict[str, Any]) -> dict[str, Any] | None:
+    """The 25/s scheduled-ahead run with duetime local's own settings (not the 4-thread or window runs)."""
     for run in results.get("steady", []):
         if (
             run.get("rate") == 25
             and run.get("workers") != 4
             and run.get("mode") == "ahead"
-            and run.get("preloadWindowSeconds") == 30
+            and "window" not in run["name"]
         ):
             return dict(run)
     return None
