@@ -23,10 +23,10 @@ dev: $(VENV) $(NODE)
 local: $(VENV)  ## the whole system on this machine
 	.venv/bin/duetime local
 
+# End-to-end tests run in a pytest process of their own: in-process moto (mock_aws) resets the backends
+# that an in-process moto server would share.
 test: dev lint  ## every test: unit, integration, infrastructure, end-to-end
 	$(PYTEST) tests/unit tests/integration tests/infrastructure
-	# A process of its own: in-process moto (mock_aws) resets the backends that duetime local's
-	# embedded moto server shares within a process.
 	$(PYTEST) tests/e2e
 
 test-fast: $(VENV)  ## the inner loop: pure logic and adapters against moto

@@ -139,3 +139,21 @@ def test_run_now_runs_at_once_without_disturbing_the_schedule(ports, clock):
     pause_job(ports, "alice", job.job_id)
     with pytest.raises(Conflict):
         run_now(ports, "alice", job.job_id)
+
+
+def test_catch_up_all_runs_every_missed_slot_one_after_another_under_forbid(ports, clock):
+    # Given a forbid job paused past three slots, then resumed with catch-up all
+    job = cron_job(ports, catchUp="all", overlap="forbid")
+    pause_job(ports, "alice", job.job_id)
+    clock.advance(3 * 60 + 30)
+    resume_job(ports, "alice", job.job_id)
+    now_ms = int(clock.now.timestamp() * 1000)
+    sent = [r for r in drain(ports) if r.message.job_id == job.job_id and r.message.due_ms <= now_ms]
+    assert len(sent) == 3 and {r.message.kind for r in sent} == {"catchup"}
+    # When the first claimed run is still going as the next missed slot is claimed
+    first, second = sent[0], sent[1]
+    assert cases.claim_execution(ports, first.message, "w1").verdict == cases.ClaimVerdict.CLAIMED
+    # Then the next waits its turn (hidden until later) instead of being skipped for overlap
+    assert cases.claim_execution(ports, second.message, "w2").verdict == cases.ClaimVerdict.BUSY
+    cases.complete(ports, first.message.key, 1, succeeded=True)
+    assert cases.claim_execution(ports, second.message, "w2").verdict == cases.ClaimVerdict.CLAIMED

@@ -136,7 +136,8 @@ def _apply_catch_up(
             report.skipped += count
     for slot in plan.run_slots:
         if slot in existing:
-            to_send.append(existing[slot])
+            # Sent as a catch-up run: beside the other catch-up runs it waits its turn, never "overlaps".
+            to_send.append(existing[slot].model_copy(update={"kind": "catchup"}))
             continue
         catch_up = new_execution(job, slot, due_at=now, kind="catchup")  # it was due already: it runs now
         if ports.store.put_execution(catch_up):

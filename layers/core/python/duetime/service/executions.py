@@ -77,7 +77,7 @@ def claim_execution(ports: Ports, message: DueMessage, worker_id: str, lease_unt
                 return Claim(ClaimVerdict.DONE, execution=failed, job=job)
         return Claim(ClaimVerdict.DONE, execution=current, job=job)
     claimed = outcome.claimed
-    if checks_overlap and claimed.attempt == 1 and claimed.kind == "scheduled":
+    if checks_overlap and claimed.attempt == 1 and message.kind == "scheduled":
         others = _live_others(ports, job, claimed.execution_id, now)
         if others and job.overlap == Overlap.FORBID:
             skipped = ports.store.end_claimed(message.key, claimed.attempt, ExecutionStatus.SKIPPED, now, "overlap")
