@@ -100,7 +100,7 @@ def test_a_retried_failure_costs_a_move_transaction_and_a_second_claim_and_finis
     assert calls.execution_writes() == 6
     assert calls.execution_write_units() == 9
     assert calls.calls["dynamodb:TransactWriteItems"] == 2
-    assert calls.calls["dynamodb:GetItem"] == 3  # the job at each claim, the row before the retry decision
+    assert calls.calls["dynamodb:GetItem"] == 2  # the job at each claim (the worker knows the row it claimed)
     assert calls.sqs() == 6  # the retry is sent at once (due within the horizon): send, receive, delete twice
 
 

@@ -255,7 +255,8 @@ def build_app(ports: Ports, local_secret: str | None = None) -> APIGatewayRestRe
         worker()
         request = body(HeartbeatRequest)
         execution = execution_cases.find_execution(ports, checked_execution_id(execution_id))
-        updated = execution_cases.heartbeat(ports, ports.store.key_of(execution), request.attempt)
+        key = ports.store.key_of(execution)
+        updated = execution_cases.heartbeat(ports, key, request.attempt, execution.job_class)
         if updated.lease_until is None:  # a running row always has a lease; never report a bare 200
             raise Conflict("the execution holds no lease", field="attempt")
         return json_response(200, HeartbeatResponse(lease_until=updated.lease_until))
@@ -273,6 +274,7 @@ def build_app(ports: Ports, local_secret: str | None = None) -> APIGatewayRestRe
             result=request.output,
             error=request.error,
             retryable=request.retryable,
+            current=execution,
         )
         return json_response(200, ended)
 

@@ -106,12 +106,14 @@ def _live_others(ports: Ports, job: Job, execution_id: str, now: datetime) -> li
     return [e for e in recent if e.execution_id != execution_id and e.lease_live(now)]
 
 
-def heartbeat(ports: Ports, key: ExecutionKey, attempt: int) -> Execution:
-    """Extend `attempt`'s lease by one lease from now; raises StaleAttempt if it no longer holds."""
-    now = ports.clock()
-    execution = ports.store.get_execution(key)
-    job_class = execution.job_class if execution else "default"
-    return ports.store.heartbeat(key, attempt, now + timedelta(seconds=lease_seconds(ports, job_class)))
+def heartbeat(ports: Ports, key: ExecutionKey, attempt: int, job_class: str | None = None) -> Execution:
+    """Extend `attempt`'s lease by one lease of its job class from now (the row is read for the class only
+    when the caller does not know it); raises StaleAttempt if that attempt no longer holds the row."""
+    if job_class is None:
+        execution = ports.store.get_execution(key)
+        job_class = execution.job_class if execution else "default"
+    lease_until = ports.clock() + timedelta(seconds=lease_seconds(ports, job_class))
+    return ports.store.heartbeat(key, attempt, lease_until)
 
 
 def complete(
@@ -123,16 +125,19 @@ def complete(
     error: str | None = None,
     retryable: bool = True,
     job: Job | None = None,
+    current: Execution | None = None,
 ) -> Execution:
     """Record the outcome of `attempt`, fenced by it (raises StaleAttempt if it no longer holds).
 
     A retryable failure with attempts left moves the row to now + full-jitter backoff (and sends it at
     once if due within the dispatch horizon); otherwise the execution ends `failed` and goes to the DLQ.
+    `job` and `current` (the row as the caller last read it) save reading them again; the writes are
+    fenced by the attempt whatever the caller read.
     """
     now = ports.clock()
     if succeeded:
         return ports.store.finish(key, attempt, ExecutionStatus.SUCCEEDED, now, result=result)
-    current = ports.store.get_execution(key)
+    current = current or ports.store.get_execution(key)
     if current is None or current.status != ExecutionStatus.RUNNING or current.attempt != attempt:
         # Let the fenced write refuse it with the usual error.
         return ports.store.finish(key, attempt, ExecutionStatus.FAILED, now, error=error)

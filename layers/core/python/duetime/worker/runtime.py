@@ -18,7 +18,14 @@ from duetime.domain.errors import StaleAttempt
 from duetime.domain.models import Execution, ExecutionStatus, Job, to_ms
 from duetime.queue.sqs import DeleteBatcher, Received
 from duetime.service.context import Ports
-from duetime.service.executions import ClaimVerdict, claim_execution, complete, lateness_ms, release
+from duetime.service.executions import (
+    ClaimVerdict,
+    claim_execution,
+    complete,
+    heartbeat,
+    lateness_ms,
+    release,
+)
 from duetime.worker.kinds import Targets, resolve_handler
 from duetime.worker.observe import DEAD_LETTERED, RETRIED, SUCCEEDED, Observer, default_observer
 from duetime.worker.registry import JobContext, PermanentFailure
@@ -241,6 +248,7 @@ class Worker:
                 error=outcome.get("error"),
                 retryable=outcome.get("retryable", True),
                 job=job,
+                current=execution,
             )
         except StaleAttempt:
             log.warning("%s attempt %s was fenced out at completion", execution.execution_id, execution.attempt)
@@ -291,8 +299,7 @@ class Worker:
             if running.released:
                 return True
             try:
-                lease_until = self.ports.clock() + timedelta(seconds=self.lease)
-                self.ports.store.heartbeat(key, context.attempt, lease_until)
+                heartbeat(self.ports, key, context.attempt, self.job_class)
                 self.ports.queues.extend(self.job_class, received.receipt, self.lease)
             except StaleAttempt:
                 log.warning("%s attempt %s lost its lease; stopping", context.execution_id, context.attempt)
