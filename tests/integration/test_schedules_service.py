@@ -157,3 +157,20 @@ def test_catch_up_all_runs_every_missed_slot_one_after_another_under_forbid(port
     assert cases.claim_execution(ports, second.message, "w2").verdict == cases.ClaimVerdict.BUSY
     cases.complete(ports, first.message.key, 1, succeeded=True)
     assert cases.claim_execution(ports, second.message, "w2").verdict == cases.ClaimVerdict.CLAIMED
+
+
+def test_carrying_out_a_catch_up_plan_twice_creates_no_second_row_for_a_slot(ports, clock):
+    # Given a job paused past three slots
+    job = cron_job(ports, catchUp="all")
+    pause_job(ports, "alice", job.job_id)
+    clock.advance(3 * 60 + 30)
+    [waiting] = [e for e in history(ports, job.job_id) if e.status == ExecutionStatus.SCHEDULED]
+    # When the resume and a concurrent reconcile both dispatch the same waiting slot
+    resume_job(ports, "alice", job.job_id)
+    from duetime.service.dispatch import dispatch
+
+    clock.advance(5)
+    dispatch(ports, [waiting], clock.now)
+    # Then every slot has one row
+    slots = [e.scheduled_at for e in history(ports, job.job_id)]
+    assert len(slots) == len(set(slots)) == 5  # 09:01..09:03 caught up, 09:04 and 09:05 created ahead

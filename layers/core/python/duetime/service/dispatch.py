@@ -139,7 +139,9 @@ def _apply_catch_up(
             # Sent as a catch-up run: beside the other catch-up runs it waits its turn, never "overlaps".
             to_send.append(existing[slot].model_copy(update={"kind": "catchup"}))
             continue
-        catch_up = new_execution(job, slot, due_at=now, kind="catchup")  # it was due already: it runs now
+        # Due at its own slot (past: it is sent at once): the key derives from the slot, so the conditional
+        # put can never create a second row for it, however often the plan is carried out.
+        catch_up = new_execution(job, slot, kind="catchup")
         if ports.store.put_execution(catch_up):
             report.created += 1
             to_send.append(catch_up)
