@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -11,7 +12,7 @@ from aws_lambda_powertools.utilities.data_classes import SQSEvent
 from duetime.config import RuntimeConfig, build_ports, build_targets
 from duetime.queue.sqs import DueMessage, Received
 from duetime.worker.registry import load_modules
-from duetime.worker.runtime import Worker
+from duetime.worker.runtime import HandlerAnnouncer, Worker
 
 logger = Logger(service="duetime-worker")
 tracer = Tracer(service="duetime-worker")
@@ -20,6 +21,10 @@ PORTS = build_ports(CONFIG)
 TARGETS = build_targets(CONFIG)
 load_modules([m for m in os.environ.get("DUETIME_HANDLER_MODULES", "").split(",") if m])
 JOB_CLASS = os.environ.get("DUETIME_JOB_CLASS", "default")
+# This container's handlers, announced at cold start and renewed by invocations (the API of a deployment
+# reads the synth-time manifest too, so this matters for workers whose code changed since).
+ANNOUNCER = HandlerAnnouncer(PORTS, JOB_CLASS, f"lambda-{uuid.uuid4().hex[:12]}")
+ANNOUNCER.announce()
 # Outcomes that leave the message on the queue on purpose (hidden until due, or until a live lease ends).
 KEEP_MESSAGE = {"early", "busy", "lost", "stale", "released"}
 
@@ -29,6 +34,7 @@ KEEP_MESSAGE = {"early", "busy", "lost", "stale", "released"}
 def handler(event: dict[str, Any], context: Any) -> dict[str, list[dict[str, str]]]:
     """Run the batch's executions concurrently (a long one must not delay the others) and report the
     records whose message must stay queued as batch item failures (ReportBatchItemFailures)."""
+    ANNOUNCER.announce_if_due()
     records = list(SQSEvent(event).records)
     worker = Worker(
         PORTS,

@@ -13,13 +13,16 @@ import sys
 import threading
 import time
 from datetime import UTC, datetime
+from pathlib import Path
 from types import FrameType
+from typing import Any
 
 from duetime.api.auth import issue_token
 from duetime.audit_cli import add_audit_command
 from duetime.client_cli import add_client_commands
 from duetime.config import RuntimeConfig, build_ports, build_targets
-from duetime.domain.errors import DuetimeError
+from duetime.domain.errors import DuetimeError, InvalidInput
+from duetime.domain.grants import Grants
 from duetime.domain.models import Schedule, format_time
 from duetime.local.state import config_from_state, read_state
 from duetime.service.jobs import preview
@@ -27,15 +30,38 @@ from duetime.worker.registry import load_modules
 from duetime.worker.runtime import Worker, append_run_log
 
 
+def importable_cwd() -> None:
+    """Make the current directory importable, so `--handlers billing.handlers` finds a project's module
+    (an installed console script puts only its own directory on sys.path)."""
+    cwd = os.getcwd()
+    if cwd not in sys.path:
+        sys.path.insert(0, cwd)
+
+
+def read_grants(path: str | None) -> list[dict[str, Any]] | None:
+    """The grant rules of a `--grants` JSON file (checked here, so a mistake stops the command at once)."""
+    if path is None:
+        return None
+    try:
+        raw = json.loads(Path(path).read_text())
+    except ValueError as exc:
+        raise InvalidInput(f"--grants {path}: not JSON: {exc}", field="grants") from exc
+    grants = Grants.parse(raw, source=f"--grants {path}")
+    return [{"owners": list(r.owners), "handlers": list(r.handlers)} for r in grants.rules]
+
+
 def cmd_local(args: argparse.Namespace) -> int:
     from duetime.local.system import FIRST_USER, LocalSystem  # moto: needed by `duetime local` alone
 
+    importable_cwd()
     system = LocalSystem(
         args.data_dir,
         port=args.port,
         workers=args.workers,
         lease_seconds=args.lease_seconds,
         shards=args.shards,
+        handler_modules=args.handlers,
+        grants=read_grants(args.grants),
     )
     system.start()
     token = system.token(FIRST_USER)
@@ -58,11 +84,12 @@ def cmd_token(args: argparse.Namespace) -> int:
     if not args.worker and not args.owner:
         print("give --owner NAME or --worker", file=sys.stderr)
         return 2
-    print(issue_token(state["jwtSecret"], args.owner or "worker", worker=args.worker))
+    print(issue_token(state["jwtSecret"], args.owner or "worker", worker=args.worker, groups=args.group))
     return 0
 
 
 def cmd_worker(args: argparse.Namespace) -> int:
+    importable_cwd()
     load_modules(args.handlers or [])
     config = config_from_state(read_state(args.data_dir)) if args.data_dir else RuntimeConfig.from_env()
     ports = build_ports(config)
@@ -111,18 +138,21 @@ def parser() -> argparse.ArgumentParser:
     local.add_argument("--lease-seconds", type=int, default=30)
     local.add_argument("--data-dir", default=".duetime")
     local.add_argument("--shards", type=int, default=8)
+    local.add_argument("--handlers", nargs="*", default=[], metavar="MODULE", help="modules with your @handlers")
+    local.add_argument("--grants", metavar="FILE", help="JSON grant rules (default: everyone may use everything)")
     local.set_defaults(fn=cmd_local)
 
     token = sub.add_parser("token", help="print a bearer token the local system accepts")
     token.add_argument("--owner")
     token.add_argument("--worker", action="store_true")
+    token.add_argument("--group", action="append", default=[], help="a group of the owner (repeatable)")
     token.add_argument("--data-dir", default=".duetime")
     token.set_defaults(fn=cmd_token)
 
     worker = sub.add_parser("worker", help="run a worker process")
     worker.add_argument("--job-class", default="default")
     worker.add_argument("--concurrency", type=int, default=8)
-    worker.add_argument("--handlers", nargs="*", default=[])
+    worker.add_argument("--handlers", nargs="*", default=[], metavar="MODULE", help="modules with your @handlers")
     worker.add_argument("--data-dir", default=None)
     worker.add_argument("--worker-id", default=None)
     worker.add_argument("--grace-seconds", type=float, default=5.0)

@@ -9,6 +9,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from duetime.definitions import LOCAL_SETTINGS, Settings
+from duetime.domain.grants import DEMO_ONLY, EVERYONE, Grants
 from duetime.queue.notify import ConsoleNotifier, SnsNotifier
 from duetime.queue.sqs import DueQueues
 from duetime.queue.targets import EcsSettings, EcsTarget, LambdaTarget
@@ -16,6 +17,9 @@ from duetime.service.context import Notifier, Ports
 from duetime.store.aws import make_client
 from duetime.store.dynamo import DynamoStore
 from duetime.worker.kinds import Targets
+
+# Environment variables holding JSON rather than plain text.
+JSON_FIELDS = ("queue_urls", "dlq_urls", "handler_grants", "handler_manifest")
 
 
 class RuntimeConfig(BaseModel):
@@ -36,6 +40,11 @@ class RuntimeConfig(BaseModel):
     ecs_cluster: str | None = None
     ecs_subnets: str = ""  # comma-separated
     ecs_security_groups: str = ""  # comma-separated
+    # Grant rules as JSON ([{"owners": [...], "handlers": [...]}]); unset: everyone may use the demo
+    # handlers only on AWS, everything locally (an endpoint_url means local).
+    handler_grants: list[dict[str, Any]] | None = None
+    # {jobClass: [handler names]} the deployment's workers import (generated at synth).
+    handler_manifest: dict[str, list[str]] | None = None
 
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None) -> RuntimeConfig:
@@ -45,7 +54,7 @@ class RuntimeConfig(BaseModel):
             raw = env.get(f"DUETIME_{name.upper()}")
             if raw is None:
                 continue
-            values[name] = json.loads(raw) if name in ("queue_urls", "dlq_urls") else raw
+            values[name] = json.loads(raw) if name in JSON_FIELDS else raw
         return cls.model_validate(values)
 
     def settings(self) -> Settings:
@@ -59,6 +68,15 @@ class RuntimeConfig(BaseModel):
             job_classes=dict(base.job_classes),
         )
         return settings.with_lease_seconds(self.lease_seconds) if self.lease_seconds else settings
+
+    def grants(self) -> Grants:
+        """The grant rules configured, or the default: everything locally, the demo handlers on AWS."""
+        if self.handler_grants is not None:
+            return Grants.parse(self.handler_grants, source="DUETIME_HANDLER_GRANTS")
+        return EVERYONE if self.endpoint_url else DEMO_ONLY
+
+    def manifest(self) -> dict[str, frozenset[str]]:
+        return {job_class: frozenset(names) for job_class, names in (self.handler_manifest or {}).items()}
 
 
 def build_ports(config: RuntimeConfig, notifier: Notifier | None = None) -> Ports:
@@ -75,7 +93,14 @@ def build_ports(config: RuntimeConfig, notifier: Notifier | None = None) -> Port
             notifier = SnsNotifier(make_client("sns", config.region, config.endpoint_url), config.alert_topic_arn)
         else:
             notifier = ConsoleNotifier()
-    return Ports(store=DynamoStore(dynamodb, settings), queues=queues, settings=settings, notifier=notifier)
+    return Ports(
+        store=DynamoStore(dynamodb, settings),
+        queues=queues,
+        settings=settings,
+        notifier=notifier,
+        grants=config.grants(),
+        handler_manifest=config.manifest(),
+    )
 
 
 def build_targets(config: RuntimeConfig) -> Targets:

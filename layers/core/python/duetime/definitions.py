@@ -144,3 +144,24 @@ LOCAL_SETTINGS = Settings(preload_interval_seconds=5, preload_window_seconds=10)
 SQS_MAX_DELAY_SECONDS = 900
 SQS_BATCH_SIZE = 10
 SQS_MAX_VISIBILITY_SECONDS = 12 * 3600
+
+
+# --- handlers ----------------------------------------------------------------------------------------
+
+# Handler names with these prefixes name a target of their kind; they are dispatched by kind and never
+# announced by workers (grants bound who may use them). Every other name is a registered Python function.
+HANDLER_KIND_PREFIXES = ("lambda:", "ecs:", "https://", "http://")
+# The built-in handlers (duetime.worker.demo): every worker serves them, so no announcement is read for them.
+BUILTIN_HANDLERS = frozenset({"demo.echo", "demo.sleep", "demo.fail"})
+# Workers announce the Python handlers they serve per job class this often; an announcement not renewed
+# within the TTL (three refreshes and a margin) is forgotten, so a stopped worker's names disappear.
+HANDLER_ANNOUNCE_SECONDS = 30
+HANDLER_ANNOUNCE_TTL_SECONDS = 100
+
+# --- results and errors that fit the execution row -------------------------------------------------------
+
+# DynamoDB's item limit bounds an execution row: the result, plus the error text of every attempt in its
+# history (up to RetryPolicy's 100 attempts), plus a few hundred bytes of keys and times.
+DYNAMODB_MAX_ITEM_BYTES = 400 * 1024
+MAX_RESULT_BYTES = 128 * 1024  # a handler's result as compact JSON (UTF-8)
+MAX_ERROR_BYTES = 1024  # one error text (UTF-8): 100 attempts' errors + the result stay under the item limit

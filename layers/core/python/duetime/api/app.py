@@ -31,6 +31,7 @@ from duetime.api.openapi import openapi_document
 from duetime.domain.errors import (
     Conflict,
     DuetimeError,
+    Forbidden,
     IdempotencyMismatch,
     InvalidInput,
     InvalidSchedule,
@@ -42,11 +43,11 @@ from duetime.domain.models import Job, JobSpec, Schedule
 from duetime.service import executions as execution_cases
 from duetime.service import jobs as job_cases
 from duetime.service.context import Ports
-from duetime.worker.registry import is_known
 
 STATUS_BY_ERROR: list[tuple[type[DuetimeError], int]] = [
     (InvalidInput, 400),
     (Unauthorized, 401),
+    (Forbidden, 403),
     (NotFound, 404),
     (Conflict, 409),
     (IdempotencyMismatch, 422),
@@ -181,16 +182,16 @@ def build_app(ports: Ports, local_secret: str | None = None) -> APIGatewayRestRe
 
     @app.post("/jobs")
     def create_job() -> Response[str]:
-        who = owner()
+        who = caller()
+        if who.is_worker:
+            raise NotFound("job routes are for job owners", field="jobId")
         spec = body(JobSpec)
-        if not is_known(spec.handler):
-            raise InvalidInput(f"unknown handler {spec.handler!r}", field="handler")
         key = idempotency_key(app.current_event.headers)
-        job, created = job_cases.submit_job(ports, who, spec, key)
+        job, created = job_cases.submit_job(ports, who.owner, spec, key, groups=who.groups)
         if created:
             view = job_cases.describe(job, job.next_run_at, ports.clock())
         else:
-            view = job_cases.get_job(ports, who, job.job_id)
+            view = job_cases.get_job(ports, who.owner, job.job_id)
         return json_response(201 if created else 200, job_response(view))
 
     @app.get("/jobs")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -15,18 +17,26 @@ WORKER_ROLE = "worker"
 MAX_OWNER_CHARS = 256
 
 
+# The claim that carries a user's groups: Cognito's on AWS, and the same name in local tokens.
+GROUPS_CLAIM = "cognito:groups"
+MAX_GROUPS = 100
+
+
 @dataclass(frozen=True)
 class Caller:
     owner: str
     is_worker: bool = False
+    groups: tuple[str, ...] = ()  # the owner's groups (Cognito groups on AWS), which grants may name
 
 
-def issue_token(secret: str, owner: str, worker: bool = False, days: int = 30) -> str:
-    """A signed JWT the local API accepts (`duetime token`)."""
+def issue_token(secret: str, owner: str, worker: bool = False, days: int = 30, groups: Sequence[str] = ()) -> str:
+    """A signed JWT the local API accepts (`duetime token`), carrying the owner's `groups` if any."""
     now = datetime.now(UTC)
     claims: dict[str, Any] = {"sub": owner, "iss": ISSUER, "iat": now, "exp": now + timedelta(days=days)}
     if worker:
         claims["role"] = WORKER_ROLE
+    if groups:
+        claims[GROUPS_CLAIM] = list(groups)
     return jwt.encode(claims, secret, algorithm="HS256")
 
 
@@ -42,7 +52,7 @@ def caller_from_event(event: dict[str, Any], local_secret: str | None) -> Caller
     if claims and claims.get("sub"):
         # A user pool or OIDC issuer speaks for job owners only: workers are IAM principals on AWS, so a
         # "role" claim, which some issuers let users shape, grants nothing here.
-        return Caller(owner=_owner(claims["sub"]))
+        return Caller(owner=_owner(claims["sub"]), groups=_groups(claims.get(GROUPS_CLAIM)))
     identity = context.get("identity") or {}
     if identity.get("userArn") and local_secret is None:
         return Caller(owner=str(identity["userArn"]), is_worker=True)
@@ -63,7 +73,27 @@ def caller_from_event(event: dict[str, Any], local_secret: str | None) -> Caller
         )
     except (jwt.PyJWTError, ValueError, TypeError) as exc:  # ValueError: also a token that is not text
         raise Unauthorized(f"invalid token: {exc}") from exc
-    return Caller(owner=_owner(verified["sub"]), is_worker=verified.get("role") == WORKER_ROLE)
+    is_worker = verified.get("role") == WORKER_ROLE
+    return Caller(owner=_owner(verified["sub"]), is_worker=is_worker, groups=_groups(verified.get(GROUPS_CLAIM)))
+
+
+def _groups(claim: Any) -> tuple[str, ...]:
+    """The groups of a token's claim: a JSON list (local tokens, HTTP API), or the text API Gateway's
+    REST authorizer passes on ("a,b", or "[a b]"). Raises Unauthorized for anything else."""
+    if claim is None or claim == "":
+        return ()
+    if isinstance(claim, str):
+        text = claim.strip()
+        if text.startswith("[") and text.endswith("]"):
+            text = text[1:-1]
+        names = [n for n in re.split(r"[,\s]+", text) if n]
+    elif isinstance(claim, list) and all(isinstance(n, str) for n in claim):
+        names = [n for n in claim if n]
+    else:
+        raise Unauthorized(f"the token's {GROUPS_CLAIM} claim must be a list of names")
+    if len(names) > MAX_GROUPS:
+        raise Unauthorized(f"the token names more than {MAX_GROUPS} groups")
+    return tuple(dict.fromkeys(names))
 
 
 def _owner(subject: Any) -> str:

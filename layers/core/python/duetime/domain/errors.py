@@ -32,6 +32,12 @@ class Unauthorized(DuetimeError):
     code = "unauthorized"
 
 
+class Forbidden(DuetimeError):
+    """The caller is known but not granted what it asked for (a handler outside its grants)."""
+
+    code = "forbidden"
+
+
 class NotFound(DuetimeError):
     """No such job or execution for this caller (another owner's is not found either)."""
 

@@ -153,6 +153,9 @@ class Job(JobSpec):
     updated_at: UtcDatetime
     version: int = 1
     next_run_at: UtcDatetime | None = None
+    # The owner's groups when the job was submitted (from the token): grants naming a group are checked
+    # again at claim, when no token is at hand. Stored with the job, never shown in the API.
+    owner_groups: list[str] = Field(default_factory=list, exclude=True)
 
 
 class AttemptRecord(CamelModel):

@@ -30,4 +30,5 @@ def config_from_state(state: dict[str, Any]) -> RuntimeConfig:
         preload_window_seconds=state["preloadWindowSeconds"],
         lease_seconds=state["leaseSeconds"],
         jwt_secret=state["jwtSecret"],
+        handler_grants=state.get("handlerGrants"),
     )

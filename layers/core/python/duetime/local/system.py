@@ -7,8 +7,9 @@ import logging
 import os
 import secrets
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from duetime.api.app import build_app
 from duetime.api.auth import issue_token
@@ -23,6 +24,7 @@ from duetime.service.deadletters import drain_dead_letters
 from duetime.service.dispatch import preload
 from duetime.store.aws import make_client
 from duetime.store.provision import create_tables
+from duetime.worker.registry import load_modules
 from duetime.worker.runtime import Worker
 
 log = logging.getLogger("duetime.local")
@@ -65,6 +67,8 @@ class LocalSystem:
         notifier: Notifier | None = None,
         prefix: str = "duetime",
         moto_in_process: bool = False,
+        handler_modules: Sequence[str] = (),
+        grants: list[dict[str, Any]] | None = None,
     ) -> None:
         self.data_dir = Path(data_dir)
         self.port, self.workers, self.lease_seconds = port, workers, lease_seconds
@@ -79,6 +83,10 @@ class LocalSystem:
         self.timers: list[Every] = []
         self.worker_threads: list[tuple[Worker, threading.Thread]] = []
         self.secret = ""
+        # Modules whose @handlers the worker threads serve (`--handlers`), and the grant rules in their
+        # JSON form (`--grants FILE`; None: everyone may use everything).
+        self.handler_modules = list(handler_modules)
+        self.grants = grants
 
     def _secret(self) -> str:
         path = self.data_dir / STATE_FILE
@@ -90,6 +98,7 @@ class LocalSystem:
         return secrets.token_urlsafe(32)
 
     def start(self) -> LocalSystem:
+        load_modules(self.handler_modules)  # a module that does not import fails before anything starts
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.secret = self._secret()
         self.moto = (
@@ -103,6 +112,7 @@ class LocalSystem:
             preload_window_seconds=LOCAL_SETTINGS.preload_window_seconds,
             lease_seconds=self.lease_seconds,
             jwt_secret=self.secret,
+            handler_grants=self.grants,
         )
         settings = config.settings()
         create_tables(make_client("dynamodb", config.region, config.endpoint_url), settings)
@@ -136,14 +146,15 @@ class LocalSystem:
             "preloadIntervalSeconds": config.preload_interval_seconds,
             "preloadWindowSeconds": config.preload_window_seconds,
             "jwtSecret": self.secret,
+            "handlerGrants": self.grants,
             "pid": os.getpid(),
         }
         path = self.data_dir / STATE_FILE
         path.write_text(json.dumps(state, indent=2))
         path.chmod(0o600)
 
-    def token(self, owner: str = FIRST_USER, worker: bool = False) -> str:
-        return issue_token(self.secret, owner, worker=worker)
+    def token(self, owner: str = FIRST_USER, worker: bool = False, groups: Sequence[str] = ()) -> str:
+        return issue_token(self.secret, owner, worker=worker, groups=groups)
 
     @property
     def api_url(self) -> str:

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import random
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
 from duetime.definitions import Settings
+from duetime.domain.grants import EVERYONE, Grants
 from duetime.queue.sqs import DueQueues
 from duetime.store.dynamo import DynamoStore
 
@@ -35,6 +36,10 @@ class Ports:
     clock: Callable[[], datetime] = utc_now
     random_hex: Callable[[], str] = field(default=lambda: secrets.token_hex(8))
     uniform: Callable[[float, float], float] = random.uniform
+    # Who may use which handler (checked at POST /jobs and again at claim), and, on AWS, the Python
+    # handlers each job class's workers were built with ({jobClass: names}, computed at synth).
+    grants: Grants = EVERYONE
+    handler_manifest: Mapping[str, frozenset[str]] = field(default_factory=dict)
 
     def dispatch_horizon(self, now: datetime) -> datetime:
         """Executions due before this instant may already be past the pre-loader's cursor, so whoever

@@ -12,6 +12,7 @@ from typing import Any
 from duetime.domain.errors import Conflict, NotFound
 from duetime.domain.keys import ExecutionKey, parse_execution_id
 from duetime.domain.models import Execution, ExecutionStatus, Job, JobStatus, Overlap, format_time, to_ms
+from duetime.domain.results import ResultRejected, encode_result, truncate_error
 from duetime.domain.retry import compute_backoff, should_retry
 from duetime.queue.sqs import DueMessage
 from duetime.service.context import Ports
@@ -133,10 +134,20 @@ def complete(
     once if due within the dispatch horizon); otherwise the execution ends `failed` and goes to the DLQ.
     `job` and `current` (the row as the caller last read it) save reading them again; the writes are
     fenced by the attempt whatever the caller read.
+
+    A result that is not JSON or larger than MAX_RESULT_BYTES cannot be stored: the attempt fails
+    permanently with that reason instead (running it again would give the same result). Error text is
+    truncated to MAX_ERROR_BYTES on every path.
     """
     now = ports.clock()
     if succeeded:
-        return ports.store.finish(key, attempt, ExecutionStatus.SUCCEEDED, now, result=result)
+        try:
+            encode_result(result)
+        except ResultRejected as exc:
+            error, retryable = str(exc), False
+        else:
+            return ports.store.finish(key, attempt, ExecutionStatus.SUCCEEDED, now, result=result)
+    error = None if error is None else truncate_error(error)
     current = current or ports.store.get_execution(key)
     if current is None or current.status != ExecutionStatus.RUNNING or current.attempt != attempt:
         # Let the fenced write refuse it with the usual error.

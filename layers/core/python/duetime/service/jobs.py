@@ -7,6 +7,7 @@ import binascii
 import contextlib
 import hashlib
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -17,6 +18,7 @@ from duetime.domain.models import Execution, ExecutionStatus, Job, JobSpec, JobS
 from duetime.queue.sqs import DueMessage
 from duetime.service.context import Ports
 from duetime.service.dispatch import dispatch, new_execution
+from duetime.service.handlers import check_handler
 from duetime.store.dynamo import execution_from_item, job_from_item
 
 MAX_AT_AHEAD = timedelta(days=366)
@@ -68,19 +70,37 @@ def body_hash(spec: JobSpec) -> str:
     return hashlib.sha256(spec.model_dump_json(by_alias=True).encode()).hexdigest()
 
 
-def submit_job(ports: Ports, owner: str, spec: JobSpec, idempotency_key: str | None = None) -> tuple[Job, bool]:
+def submit_job(
+    ports: Ports,
+    owner: str,
+    spec: JobSpec,
+    idempotency_key: str | None = None,
+    groups: Sequence[str] = (),
+) -> tuple[Job, bool]:
     """Store a job with its first execution (one transaction) and send that execution at once if it is
     due within the dispatch horizon. Returns (job, created); an Idempotency-Key seen before with the same
-    body returns the first job, with another body raises IdempotencyMismatch."""
+    body returns the first job, with another body raises IdempotencyMismatch.
+
+    The handler must be granted to the owner (or one of its `groups`), else Forbidden, and served by the
+    job class's workers, else InvalidInput listing what is served; both name the field `handler`.
+    """
     now = ports.clock()
     spec, slot = validate_spec(ports, spec, now)
+    check_handler(ports, owner, groups, spec.handler, spec.job_class)
     idem_key = f"idem#{owner}#{idempotency_key}" if idempotency_key else None
     digest = body_hash(spec)
     if idem_key:
         existing = _idempotent_replay(ports, owner, idem_key, digest)
         if existing:
             return existing, False
-    job = Job(**spec.model_dump(), job_id=f"j_{ports.random_hex()}", owner=owner, created_at=now, updated_at=now)
+    job = Job(
+        **spec.model_dump(),
+        job_id=f"j_{ports.random_hex()}",
+        owner=owner,
+        owner_groups=list(groups),
+        created_at=now,
+        updated_at=now,
+    )
     first = new_execution(job, slot)
     idempotency = None
     if idem_key:

@@ -34,10 +34,10 @@ from duetime.domain.models import (
     from_ms,
     to_ms,
 )
+from duetime.domain.results import truncate_error
 
 _serializer = TypeSerializer()
 _deserializer = TypeDeserializer()
-MAX_ERROR_CHARS = 4000
 
 
 def _ser(values: dict[str, Any]) -> dict[str, Any]:
@@ -84,6 +84,7 @@ def job_to_item(job: Job) -> dict[str, Any]:
         "createdMs": to_ms(job.created_at),
         "updatedMs": to_ms(job.updated_at),
         "definition": spec.model_dump_json(by_alias=True),
+        "ownerGroups": list(job.owner_groups) or None,
     }
 
 
@@ -99,6 +100,7 @@ def job_from_item(item: dict[str, Any]) -> Job:
             "version": int(values["version"]),
             "createdAt": from_ms(int(values["createdMs"])),
             "updatedAt": from_ms(int(values["updatedMs"])),
+            "ownerGroups": list(values.get("ownerGroups") or []),
         }
     )
 
@@ -588,7 +590,7 @@ class DynamoStore:
     ) -> Execution:
         """Record the outcome of `attempt` (the fencing token); raises StaleAttempt if it no longer holds."""
         index = attempt - 1
-        error = None if error is None else error[:MAX_ERROR_CHARS]
+        error = None if error is None else truncate_error(error)
         values: dict[str, Any] = {
             ":status": status.value,
             ":now": to_ms(now),
@@ -784,6 +786,68 @@ class DynamoStore:
                 return False
             raise
         return True
+
+    # -- handler announcements: one control record per job class, one attribute per worker ---------------
+
+    def announce_handlers(self, job_class: str, worker_id: str, names: list[str], now_ms: int, until_ms: int) -> None:
+        """Record that `worker_id` serves `names` for `job_class` until `until_ms`, and forget announcements
+        that ended before `now_ms` (unless their worker renewed them meanwhile)."""
+        response = self.client.update_item(
+            TableName=self.control_table,
+            Key=_ser({"key": _announcements_key(job_class)}),
+            UpdateExpression="SET #w = :entry",
+            ExpressionAttributeNames={"#w": _ANNOUNCER_PREFIX + worker_id},
+            ExpressionAttributeValues=_ser({":entry": {"names": sorted(set(names)), "untilMs": until_ms}}),
+            ReturnValues="ALL_NEW",
+        )
+        ended = {
+            attr: int(entry["untilMs"])
+            for attr, entry in _deser(response["Attributes"]).items()
+            if attr.startswith(_ANNOUNCER_PREFIX) and int(entry["untilMs"]) <= now_ms
+        }
+        if not ended:
+            return
+        names_by_ref = {f"#a{i}": attr for i, attr in enumerate(ended)}
+        values = {f":u{i}": until for i, until in enumerate(ended.values())}
+        try:
+            self.client.update_item(
+                TableName=self.control_table,
+                Key=_ser({"key": _announcements_key(job_class)}),
+                UpdateExpression="REMOVE " + ", ".join(names_by_ref),
+                ConditionExpression=" AND ".join(f"{ref}.untilMs = :u{i}" for i, ref in enumerate(names_by_ref)),
+                ExpressionAttributeNames=names_by_ref,
+                ExpressionAttributeValues=_ser(values),
+            )
+        except ClientError as exc:
+            if not _is_condition_failure(exc):  # one of them announced again meanwhile: prune next time
+                raise
+
+    def withdraw_handlers(self, job_class: str, worker_id: str) -> None:
+        """`worker_id` stops serving `job_class` (a clean shutdown): its announcement is removed."""
+        self.client.update_item(
+            TableName=self.control_table,
+            Key=_ser({"key": _announcements_key(job_class)}),
+            UpdateExpression="REMOVE #w",
+            ExpressionAttributeNames={"#w": _ANNOUNCER_PREFIX + worker_id},
+        )
+
+    def announced_handlers(self, job_class: str, now_ms: int) -> set[str]:
+        """The handler names announced for `job_class` by workers whose announcement is still live."""
+        record = self.client.get_item(
+            TableName=self.control_table, Key=_ser({"key": _announcements_key(job_class)}), ConsistentRead=True
+        ).get("Item")
+        served: set[str] = set()
+        for attr, entry in _deser(record or {}).items():
+            if attr.startswith(_ANNOUNCER_PREFIX) and int(entry["untilMs"]) > now_ms:
+                served.update(str(name) for name in entry["names"])
+        return served
+
+
+_ANNOUNCER_PREFIX = "worker:"
+
+
+def _announcements_key(job_class: str) -> str:
+    return f"handlers#{job_class}"
 
 
 def _plain(values: dict[str, Any]) -> dict[str, Any]:

@@ -1,4 +1,7 @@
-"""The built-in handlers of API.md, available everywhere: demo.echo, demo.sleep, demo.fail."""
+"""The built-in handlers of API.md, available everywhere: demo.echo, demo.sleep, demo.fail.
+
+They run in the worker's process (they are quick, or sleep on the cancel flag), so every worker serves
+them without starting a child process (definitions.BUILTIN_HANDLERS lists them for the API)."""
 
 from __future__ import annotations
 
@@ -7,13 +10,13 @@ from typing import Any
 from duetime.worker.registry import JobContext, PermanentFailure, handler
 
 
-@handler("demo.echo")
+@handler("demo.echo", in_process=True)
 def echo(ctx: JobContext) -> Any:
     """Succeeds at once; the result is the payload."""
     return ctx.payload
 
 
-@handler("demo.sleep")
+@handler("demo.sleep", in_process=True)
 def sleep(ctx: JobContext) -> Any:
     """Sleeps `payload.seconds` (heartbeats continue meanwhile); stops early if told to."""
     seconds = float(ctx.payload.get("seconds", 1))
@@ -22,7 +25,7 @@ def sleep(ctx: JobContext) -> Any:
     return {"slept": seconds}
 
 
-@handler("demo.fail")
+@handler("demo.fail", in_process=True)
 def fail(ctx: JobContext) -> Any:
     """Fails its first `payload.times` attempts (permanently if `payload.permanent`), then succeeds."""
     times = int(ctx.payload.get("times", 1))

@@ -22,13 +22,15 @@ class Targets:
 
 
 def run_values(ctx: JobContext) -> dict[str, Any]:
-    """What every kind hands its handler: the executionId is the idempotency key of every attempt."""
+    """What every kind hands its handler: the executionId is the idempotency key of every attempt, the
+    owner is whom the job runs for."""
     return {
         "executionId": ctx.execution_id,
         "jobId": ctx.job_id,
         "attempt": ctx.attempt,
         "scheduledAt": format_time(ctx.scheduled_at),
         "payload": ctx.payload,
+        "owner": ctx.owner,
     }
 
 
@@ -66,6 +68,7 @@ def _ecs_handler(target: EcsTarget, task_definition: str) -> HandlerFn:
             "DUETIME_ATTEMPT": str(ctx.attempt),
             "DUETIME_SCHEDULED_AT": values["scheduledAt"],
             "DUETIME_PAYLOAD": json.dumps(ctx.payload),
+            "DUETIME_OWNER": ctx.owner,
         }
         task_arn = target.start(task_definition, environment, started_by=f"duetime-{ctx.attempt}")
         while True:

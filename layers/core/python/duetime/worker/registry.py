@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import importlib
 import threading
+import traceback
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from duetime.definitions import HANDLER_KIND_PREFIXES
 from duetime.domain.errors import InvalidInput
 
 
@@ -25,6 +27,7 @@ class JobContext:
     attempt: int
     scheduled_at: datetime
     payload: dict[str, Any]
+    owner: str = ""
     cancelled: threading.Event = field(default_factory=threading.Event)
 
     def sleep(self, seconds: float) -> bool:
@@ -33,33 +36,76 @@ class JobContext:
 
 
 HandlerFn = Callable[[JobContext], Any]
-_handlers: dict[str, HandlerFn] = {}
+
+
+@dataclass(frozen=True)
+class RegisteredHandler:
+    """A registered function and how it runs: in a child process the worker kills at the timeout, or,
+    `in_process`, in a thread of the worker that can only be asked to stop (its `cancelled` flag)."""
+
+    name: str
+    fn: HandlerFn
+    in_process: bool
+
+    @property
+    def module(self) -> str:
+        return str(self.fn.__module__)
+
+
+_handlers: dict[str, RegisteredHandler] = {}
 # Handler names with these prefixes are dispatched by kind, not looked up in the registry.
-KIND_PREFIXES = ("lambda:", "ecs:")
+KIND_PREFIXES = HANDLER_KIND_PREFIXES
 
 
-def handler(name: str) -> Callable[[HandlerFn], HandlerFn]:
-    """Register `fn` under `name`, e.g. `@handler("billing.generate_invoices")`."""
+def handler(name: str, in_process: bool = False) -> Callable[[HandlerFn], HandlerFn]:
+    """Register `fn` under `name`, e.g. `@handler("billing.generate_invoices")`.
+
+    It runs in a child process that is killed at the job's timeout (or when the attempt is lost); with
+    `in_process=True` it runs in the worker's own process, sharing its state, and is only told to stop.
+    """
 
     def register(fn: HandlerFn) -> HandlerFn:
-        _handlers[name] = fn
+        _handlers[name] = RegisteredHandler(name, fn, in_process)
         return fn
 
     return register
 
 
-def get_handler(name: str) -> HandlerFn | None:
+def get_registered(name: str) -> RegisteredHandler | None:
     _load_builtins()
     return _handlers.get(name)
 
 
+def get_handler(name: str) -> HandlerFn | None:
+    registered = get_registered(name)
+    return registered.fn if registered else None
+
+
+def is_kind_name(name: str) -> bool:
+    """True for a `lambda:`, `ecs:` or webhook target, which no worker announces."""
+    return name.startswith(KIND_PREFIXES)
+
+
 def is_known(name: str) -> bool:
-    return name.startswith(KIND_PREFIXES) or get_handler(name) is not None
+    return is_kind_name(name) or get_handler(name) is not None
 
 
 def registered_names() -> list[str]:
+    """The Python handlers this process serves (what its workers announce), built-ins included."""
     _load_builtins()
-    return sorted(_handlers)
+    return sorted(name for name in _handlers if not is_kind_name(name))
+
+
+def not_served(name: str) -> str:
+    """The reason a run ends when its worker cannot resolve its handler (a module no longer loaded)."""
+    return f"handler {name!r} is not served by this worker"
+
+
+def failure_of(exc: BaseException) -> tuple[str, bool]:
+    """A handler's exception as (error text, retryable): PermanentFailure is not retried."""
+    if isinstance(exc, PermanentFailure):
+        return f"PermanentFailure: {exc}", False
+    return "".join(traceback.format_exception_only(type(exc), exc)).strip(), True
 
 
 def load_modules(modules: Iterable[str]) -> None:

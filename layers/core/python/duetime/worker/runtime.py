@@ -7,13 +7,13 @@ import json
 import logging
 import threading
 import time
-import traceback
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from duetime.definitions import HANDLER_ANNOUNCE_SECONDS
 from duetime.domain.errors import StaleAttempt
 from duetime.domain.models import Execution, ExecutionStatus, Job, to_ms
 from duetime.queue.sqs import DeleteBatcher, Received
@@ -26,9 +26,11 @@ from duetime.service.executions import (
     lateness_ms,
     release,
 )
+from duetime.service.handlers import announce_handlers, withdraw_handlers
+from duetime.worker.isolation import run_in_child
 from duetime.worker.kinds import Targets, resolve_handler
 from duetime.worker.observe import DEAD_LETTERED, RETRIED, SUCCEEDED, Observer, default_observer
-from duetime.worker.registry import JobContext, PermanentFailure
+from duetime.worker.registry import JobContext, failure_of, get_registered, not_served, registered_names
 
 log = logging.getLogger("duetime.worker")
 
@@ -59,6 +61,37 @@ def append_run_log(path: str) -> Callable[[RunRecord], None]:
             out.write(line)
 
     return write
+
+
+class HandlerAnnouncer:
+    """Announces the Python handlers this process serves for one job class (service.handlers), so the API
+    accepts jobs naming them; renewed every HANDLER_ANNOUNCE_SECONDS, withdrawn at a clean stop."""
+
+    def __init__(self, ports: Ports, job_class: str, worker_id: str) -> None:
+        self.ports, self.job_class, self.worker_id = ports, job_class, worker_id
+        self.last = -float("inf")
+
+    def announce(self) -> None:
+        """Announce now; a failure is logged (the next refresh tries again), never fatal to the worker."""
+        try:
+            announce_handlers(self.ports, self.job_class, self.worker_id, registered_names())
+            self.last = time.monotonic()
+        except Exception:
+            log.exception("announcing handlers failed; will try again")
+
+    def announce_if_due(self) -> None:
+        if time.monotonic() - self.last >= HANDLER_ANNOUNCE_SECONDS:
+            self.announce()
+
+    def refresh_until(self, stopping: threading.Event) -> None:
+        while not stopping.wait(HANDLER_ANNOUNCE_SECONDS):
+            self.announce()
+
+    def withdraw(self) -> None:
+        try:
+            withdraw_handlers(self.ports, self.job_class, self.worker_id)
+        except Exception:
+            log.exception("withdrawing handlers failed; they expire on their own")
 
 
 @dataclass
@@ -109,11 +142,16 @@ class Worker:
         """Receive and run until `stopping` is set, never holding more messages than free slots; then
         let runs finish within `grace_seconds` and release the rest so another worker continues at once."""
         self._deleter = DeleteBatcher(self.ports.queues, self.job_class)
+        announcer = HandlerAnnouncer(self.ports, self.job_class, self.worker_id)
+        announcer.announce()  # before the first receive: the API accepts this worker's names from now on
+        refresher = threading.Thread(target=announcer.refresh_until, args=(self.stopping,), daemon=True)
+        refresher.start()
         try:
             self._receive_loop(grace_seconds)
         finally:
             self._deleter.close()
             self._deleter = None
+            announcer.withdraw()
 
     def _receive_loop(self, grace_seconds: float) -> None:
         with ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix=self.worker_id) as pool:
@@ -211,6 +249,7 @@ class Worker:
             attempt=execution.attempt,
             scheduled_at=execution.scheduled_at,
             payload=job.payload,
+            owner=job.owner,
         )
         running = Running(execution, received, context)
         with self._lock:
@@ -256,32 +295,23 @@ class Worker:
         self._delete(received)
         if ended.status == ExecutionStatus.SUCCEEDED:
             self.observer.finished(execution, SUCCEEDED)
-        elif ended.status == ExecutionStatus.SCHEDULED:
-            self.observer.finished(execution, RETRIED, outcome.get("error"))
-        else:
-            self.observer.finished(execution, DEAD_LETTERED, outcome.get("error"))
-        return str(outcome["status"])
+            return "succeeded"
+        if ended.status == ExecutionStatus.SCHEDULED:
+            self.observer.finished(execution, RETRIED, ended.error)
+        else:  # a result that could not be stored ends here too, with ended.error saying why
+            self.observer.finished(execution, DEAD_LETTERED, ended.error)
+        return "failed"
 
     def _run_with_heartbeats(self, job: Job, running: Running, outcome: dict[str, Any]) -> bool:
         """Run the handler in its own thread, heartbeating every lease/3 and stopping it at the job's
         timeout; returns True if the lease was lost (the attempt is no longer ours to report)."""
         context, received = running.context, running.received
-        fn = resolve_handler(job.handler, self.targets)
         done = threading.Event()
+        ran: dict[str, Any] = {}
 
         def target() -> None:
             try:
-                if fn is None:
-                    raise PermanentFailure(f"no handler registered as {job.handler!r} on this worker")
-                outcome["result"] = fn(context)
-                outcome["status"] = "succeeded"
-            except PermanentFailure as exc:
-                outcome.update(status="failed", error=f"PermanentFailure: {exc}", retryable=False)
-            except Exception as exc:
-                text = "".join(traceback.format_exception_only(type(exc), exc)).strip()
-                outcome.setdefault("status", "failed")
-                outcome.setdefault("error", text)
-                outcome.setdefault("retryable", True)
+                ran.update(self._invoke(job, context))
             finally:
                 done.set()
 
@@ -292,9 +322,10 @@ class Worker:
         key = received.message.key
         while not done.wait(min(interval, max(0.0, deadline - time.monotonic()))):
             if time.monotonic() >= deadline:
-                outcome.update(status="failed", error=f"timeout after {job.timeout_seconds} s", retryable=True)
+                # A child process is killed at once; an in-process handler is asked to stop and runs on.
                 context.cancelled.set()
                 done.wait(min(5.0, self.lease / 3))
+                outcome.update(status="failed", error=f"timeout after {job.timeout_seconds} s", retryable=True)
                 return False
             if running.released:
                 return True
@@ -307,4 +338,23 @@ class Worker:
                 return True
             except Exception:
                 log.exception("heartbeat failed; will try again")
+        outcome.update(ran)
         return False
+
+    def _invoke(self, job: Job, context: JobContext) -> dict[str, Any]:
+        """Run the job's handler once and return its outcome; the grant is checked again here, so a job
+        created before its owner's grant was withdrawn ends without running."""
+        grants = self.ports.grants
+        if not grants.allows(job.owner, job.owner_groups, job.handler):
+            return {"status": "failed", "error": grants.denial(job.owner, job.handler), "retryable": False}
+        registered = get_registered(job.handler)
+        try:
+            if registered is not None and not registered.in_process and registered.module != "__main__":
+                return run_in_child(registered, context)
+            fn = resolve_handler(job.handler, self.targets)
+            if fn is None:
+                return {"status": "failed", "error": not_served(job.handler), "retryable": False}
+            return {"status": "succeeded", "result": fn(context)}
+        except Exception as exc:
+            error, retryable = failure_of(exc)
+            return {"status": "failed", "error": error, "retryable": retryable}

@@ -1,0 +1,133 @@
+"""Python handlers in a child process the worker kills at the timeout or when the attempt is lost.
+
+The child is a fresh interpreter (`python -c`, with the worker's sys.path) that imports the handler's
+module, runs it once and writes its outcome as one JSON document. A plain subprocess rather than
+multiprocessing: nothing is pickled, the parent's `__main__` (a Lambda runtime's bootstrap, a test
+runner) is never re-imported, and no semaphore needs /dev/shm, which Lambda lacks. The child exits on
+its own when the worker dies (its stdin reaches end of file), so an orphan never runs beside the next
+attempt.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+from datetime import datetime
+from typing import Any
+
+from duetime.domain.results import ResultRejected, encode_result
+from duetime.worker.registry import JobContext, RegisteredHandler, failure_of, get_registered, load_modules, not_served
+
+# How often the worker checks the run's cancel flag while the child runs.
+POLL_SECONDS = 0.05
+_BOOTSTRAP = (
+    "import json, sys; sys.path[:] = json.loads(sys.argv[1]); "
+    "from duetime.worker.isolation import child_main; child_main()"
+)
+# The exit code of a child whose worker went away before the handler finished.
+ORPHANED_EXIT = 75
+
+Outcome = dict[str, Any]
+
+
+def run_in_child(registered: RegisteredHandler, ctx: JobContext) -> Outcome:
+    """Run `registered` for `ctx` in a child process; returns the outcome ({"status": "succeeded",
+    "result"} or {"status": "failed", "error", "retryable"}). When `ctx.cancelled` is set the child is
+    killed at once and the outcome says it was stopped."""
+    request = {
+        "module": registered.module,
+        "handler": registered.name,
+        "context": {
+            "executionId": ctx.execution_id,
+            "jobId": ctx.job_id,
+            "attempt": ctx.attempt,
+            "scheduledAt": ctx.scheduled_at.isoformat(),
+            "payload": ctx.payload,
+            "owner": ctx.owner,
+        },
+    }
+    child = subprocess.Popen(
+        [sys.executable, "-c", _BOOTSTRAP, json.dumps(sys.path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        start_new_session=True,  # a Ctrl-C to the worker's terminal is the worker's to handle, not the run's
+    )
+    assert child.stdin is not None and child.stdout is not None
+    output: list[bytes] = []
+    reader = threading.Thread(target=lambda: output.append(child.stdout.read()), daemon=True)  # type: ignore[union-attr]
+    reader.start()
+    try:
+        child.stdin.write(json.dumps(request).encode() + b"\n")
+        child.stdin.flush()  # stdin stays open: its end of file tells the child that the worker is gone
+        while reader.is_alive():
+            if ctx.cancelled.wait(POLL_SECONDS):
+                child.kill()
+                child.wait()
+                return {"status": "failed", "error": "the handler's process was killed: the run was told to stop"}
+    except BrokenPipeError:
+        pass  # the child died before reading its request: reported from its exit code below
+    finally:
+        if child.poll() is None and ctx.cancelled.is_set():
+            child.kill()
+        child.stdin.close()
+    code = child.wait()
+    reader.join()
+    return _parse_outcome(b"".join(output), code)
+
+
+def _parse_outcome(raw: bytes, code: int) -> Outcome:
+    try:
+        outcome = json.loads(raw) if raw else None
+    except ValueError:
+        outcome = None
+    if isinstance(outcome, dict) and outcome.get("status") in ("succeeded", "failed"):
+        return outcome
+    how = f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
+    return {"status": "failed", "error": f"the handler's process {how} without a result", "retryable": True}
+
+
+def child_main() -> None:
+    """The child's side: read the request, run the handler once, write the outcome to the result channel."""
+    result_channel = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    os.dup2(2, 1)  # whatever the handler prints goes to stderr, never into the result channel
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    request = json.loads(sys.stdin.readline())
+    threading.Thread(target=_exit_when_orphaned, daemon=True).start()
+    result_channel.write(_run_request(request))
+    result_channel.flush()
+    os._exit(0)  # skip interpreter teardown: threads the handler left behind must not keep the run going
+
+
+def _exit_when_orphaned() -> None:
+    sys.stdin.read()  # returns at end of file: the worker closed our stdin or died
+    os._exit(ORPHANED_EXIT)
+
+
+def _run_request(request: dict[str, Any]) -> str:
+    name = str(request["handler"])
+    values = request["context"]
+    try:
+        load_modules([request["module"]])
+        registered = get_registered(name)
+        if registered is None:
+            return json.dumps({"status": "failed", "error": not_served(name), "retryable": False})
+        ctx = JobContext(
+            execution_id=values["executionId"],
+            job_id=values["jobId"],
+            attempt=int(values["attempt"]),
+            scheduled_at=datetime.fromisoformat(values["scheduledAt"]),
+            payload=values["payload"],
+            owner=values["owner"],
+        )
+        result = registered.fn(ctx)
+        text = encode_result(result)
+    except ResultRejected as exc:
+        return json.dumps({"status": "failed", "error": str(exc), "retryable": False})
+    except BaseException as exc:
+        error, retryable = failure_of(exc)
+        return json.dumps({"status": "failed", "error": error, "retryable": retryable})
+    return '{"status":"succeeded","result":' + text + "}"
