@@ -26,7 +26,7 @@ JOB_CLASS = os.environ.get("DUETIME_JOB_CLASS", "default")
 ANNOUNCER = HandlerAnnouncer(PORTS, JOB_CLASS, f"lambda-{uuid.uuid4().hex[:12]}")
 ANNOUNCER.announce()
 # Outcomes that leave the message on the queue on purpose (hidden until due, or until a live lease ends).
-KEEP_MESSAGE = {"early", "busy", "lost", "stale", "released"}
+KEEP_MESSAGE = {"early", "busy", "passed", "lost", "stale", "released"}
 
 
 @logger.inject_lambda_context

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
@@ -18,11 +19,16 @@ from duetime.queue.sqs import DueMessage
 from duetime.service.context import Ports
 
 
+# A message passed on by a worker that cannot run its handler is hidden this long, for another to take it.
+PASS_HIDE_SECONDS = 1
+
+
 class ClaimVerdict(StrEnum):
     CLAIMED = "claimed"  # this worker holds the new attempt: run it
     DONE = "done"  # nothing to run (terminal, moved, skipped or cancelled): delete the message
     HELD = "held"  # the job is paused: delete the message, the row waits for resume
     BUSY = "busy"  # another worker holds a live lease: hide the message until the lease ends
+    PASSED = "passed"  # this worker cannot run the job's handler but another serves it: hide it briefly
 
 
 @dataclass(frozen=True)
@@ -37,13 +43,19 @@ def lease_seconds(ports: Ports, job_class: str) -> int:
     return ports.settings.job_class(job_class).lease_seconds
 
 
-def claim_execution(ports: Ports, message: DueMessage, worker_id: str, lease_until: datetime | None = None) -> Claim:
+def claim_execution(
+    ports: Ports,
+    message: DueMessage,
+    worker_id: str,
+    lease_until: datetime | None = None,
+    can_run: Callable[[Job], bool] | None = None,
+) -> Claim:
     """Claim the row a message points at, as DESIGN.md's lifecycle step 4 says.
 
-    Checks the job first (a paused or cancelled job's message is not run), then makes the one conditional
-    write; on success applies the job's overlap policy against its other running executions. The lease
-    ends at `lease_until` (the worker passes the end of the message's visibility, so both end together),
-    by default one lease from now.
+    Checks the job first (a paused or cancelled job's message is not run; one whose handler `can_run`
+    refuses is passed on untouched), then makes the one conditional write; on success applies the job's
+    overlap policy against its other running executions. The lease ends at `lease_until` (the worker
+    passes the end of the message's visibility, so both end together), by default one lease from now.
     """
     now = ports.clock()
     job = ports.store.get_job(message.job_id)
@@ -52,6 +64,8 @@ def claim_execution(ports: Ports, message: DueMessage, worker_id: str, lease_unt
         return Claim(ClaimVerdict.DONE)
     if job.status == JobStatus.PAUSED:
         return Claim(ClaimVerdict.HELD, job=job)
+    if can_run is not None and not can_run(job):
+        return Claim(ClaimVerdict.PASSED, job=job, hide_seconds=PASS_HIDE_SECONDS)
     if _past_starting_deadline(job, message, now):
         ended = ports.store.end_waiting(message.key, ExecutionStatus.SKIPPED, now, "starting deadline")
         if ended is not None:

@@ -26,7 +26,7 @@ from duetime.service.executions import (
     lateness_ms,
     release,
 )
-from duetime.service.handlers import announce_handlers, withdraw_handlers
+from duetime.service.handlers import announce_handlers, is_kind_name, withdraw_handlers
 from duetime.worker.isolation import run_in_child
 from duetime.worker.kinds import Targets, resolve_handler
 from duetime.worker.observe import DEAD_LETTERED, RETRIED, SUCCEEDED, Observer, default_observer
@@ -220,17 +220,26 @@ class Worker:
         reset_visibility = self.lease_visibility_on_claim
         if lease_until is not None and lease_until - self.ports.clock() < timedelta(seconds=self.lease * 2 / 3):
             lease_until, reset_visibility = None, True  # it waited long: a full lease from now, visibility too
-        claim = claim_execution(self.ports, message, self.worker_id, lease_until)
+        claim = claim_execution(self.ports, message, self.worker_id, lease_until, can_run=self._can_run)
         if claim.verdict in (ClaimVerdict.DONE, ClaimVerdict.HELD):
             self._delete(received)
             return claim.verdict.value
-        if claim.verdict == ClaimVerdict.BUSY:
+        if claim.verdict in (ClaimVerdict.BUSY, ClaimVerdict.PASSED):
             self.ports.queues.extend(self.job_class, received.receipt, claim.hide_seconds)
             return claim.verdict.value
         assert claim.execution is not None and claim.job is not None
         if reset_visibility:
             self.ports.queues.extend(self.job_class, received.receipt, self.lease)
         return self._run(claim.execution, claim.job, received)
+
+    def _can_run(self, job: Job) -> bool:
+        """False when this worker lacks the job's Python handler but a live worker of its class announces
+        it (`duetime local` beside a `duetime worker --handlers`): that one runs it. With no such worker
+        the run is claimed and ends failed, permanently (see _invoke), never passed around for good."""
+        if is_kind_name(job.handler) or get_registered(job.handler) is not None:
+            return True
+        announced = self.ports.store.announced_handlers(self.job_class, to_ms(self.ports.clock()))
+        return job.handler not in announced
 
     def _delete(self, received: Received) -> None:
         """The message is handled: delete it (batched while the receive loop runs, at once otherwise)."""

@@ -1,0 +1,251 @@
+"""Python handlers of a team, run by the real worker against moto: which names a job may use (announced
+by workers), grants at submission and again at claim, results that must fit, errors that are cut to
+size, and timeouts that kill the child process running the handler."""
+
+from __future__ import annotations
+
+import os
+import time
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from duetime.definitions import HANDLER_ANNOUNCE_TTL_SECONDS, MAX_ERROR_BYTES
+from duetime.domain.errors import Forbidden, InvalidInput
+from duetime.domain.grants import Grants
+from duetime.domain.models import Execution, ExecutionStatus, Job, JobSpec, format_time
+from duetime.service.handlers import announce_handlers, withdraw_handlers
+from duetime.service.jobs import submit_job
+from duetime.worker.registry import registered_names
+from duetime.worker.runtime import Worker
+
+from tests.integration import sample_handlers
+
+
+def spec(clock, handler: str, **overrides: Any) -> JobSpec:
+    body: dict[str, Any] = {
+        "name": "t",
+        "handler": handler,
+        "schedule": {"at": format_time(clock.now + timedelta(seconds=1))},
+    }
+    body.update(overrides)
+    return JobSpec.model_validate(body)
+
+
+def run_due(ports, clock, worker: Worker, seconds: float = 1) -> list[str]:
+    """Process every message due now (the clock moves by hand, `seconds` at a time)."""
+    clock.advance(seconds)
+    return [worker.process(r) for r in ports.queues.receive("default", 10, 0, 30)]
+
+
+def history(ports, job: Job) -> list[Execution]:
+    return sorted(ports.store.executions_of_job(job.job_id, limit=100), key=lambda e: e.scheduled_at)
+
+
+def runs(folder: Path) -> list[str]:
+    path = folder / "runs"
+    return path.read_text().splitlines() if path.exists() else []
+
+
+@pytest.fixture
+def announced(ports) -> list[str]:
+    """The sample handlers, announced for `default` as a worker that loaded their module does."""
+    assert sample_handlers.counted  # imported: its @handlers are registered in this process
+    served = [n for n in registered_names() if n.startswith("sample.")]
+    announce_handlers(ports, "default", "w-samples", served)
+    return served
+
+
+# --- which names a job may use ------------------------------------------------------------------
+
+
+def test_a_python_name_no_worker_serves_is_refused_listing_what_is_served(ports, clock):
+    with pytest.raises(InvalidInput) as refused:
+        submit_job(ports, "alice", spec(clock, "billing.generate_invoices"))
+    assert refused.value.field == "handler"
+    assert "not served" in refused.value.message and "demo.echo" in refused.value.message
+
+
+def test_a_name_is_accepted_while_a_worker_announces_it_and_refused_after_it_stopped(ports, clock):
+    announce_handlers(ports, "default", "w1", ["billing.generate_invoices", "demo.echo"])
+    job, created = submit_job(ports, "alice", spec(clock, "billing.generate_invoices"))
+    assert created and job.handler == "billing.generate_invoices"
+    # Another class's workers do not serve it.
+    with pytest.raises(InvalidInput, match="jobClass 'long'"):
+        submit_job(ports, "alice", spec(clock, "billing.generate_invoices", jobClass="long"))
+    # An announcement not renewed is forgotten; a withdrawn one at once.
+    clock.advance(HANDLER_ANNOUNCE_TTL_SECONDS + 1)
+    with pytest.raises(InvalidInput, match="billing.generate_invoices"):
+        submit_job(ports, "alice", spec(clock, "billing.generate_invoices"))
+    announce_handlers(ports, "default", "w2", ["billing.generate_invoices"])
+    submit_job(ports, "alice", spec(clock, "billing.generate_invoices"))
+    withdraw_handlers(ports, "default", "w2")
+    with pytest.raises(InvalidInput):
+        submit_job(ports, "alice", spec(clock, "billing.generate_invoices"))
+
+
+def test_expired_announcements_are_pruned_from_the_record(ports, clock):
+    announce_handlers(ports, "default", "old", ["a.one"])
+    clock.advance(HANDLER_ANNOUNCE_TTL_SECONDS + 1)
+    announce_handlers(ports, "default", "new", ["a.two"])
+    record = ports.store.get_control("handlers#default")
+    assert record is not None and "worker:old" not in record and "worker:new" in record
+
+
+def test_the_deployment_manifest_and_kind_targets_need_no_announcement(ports, clock):
+    ports.handler_manifest = {"default": frozenset({"billing.generate_invoices"})}
+    submit_job(ports, "alice", spec(clock, "billing.generate_invoices"))
+    for target in ("lambda:billing-fn", "ecs:report", "https://hooks.example.com/run"):
+        submit_job(ports, "alice", spec(clock, target))
+
+
+# --- grants -------------------------------------------------------------------------------------------
+
+
+GRANTS = Grants.parse(
+    [
+        {"owners": ["*"], "handlers": ["demo.*"]},
+        {"owners": ["alice", "group:billing"], "handlers": ["sample.*", "lambda:billing-*"]},
+    ]
+)
+
+
+def test_an_owner_without_a_grant_is_forbidden_naming_the_handler(ports, clock, announced):
+    ports.grants = GRANTS
+    with pytest.raises(Forbidden) as forbidden:
+        submit_job(ports, "bob", spec(clock, "sample.counted"))
+    assert forbidden.value.field == "handler" and "'bob'" in forbidden.value.message
+    with pytest.raises(Forbidden):
+        submit_job(ports, "bob", spec(clock, "lambda:billing-run"))
+    submit_job(ports, "bob", spec(clock, "demo.echo"))
+    submit_job(ports, "alice", spec(clock, "sample.counted"))
+    submit_job(ports, "carol", spec(clock, "lambda:billing-run"), groups=["billing"])
+
+
+def test_a_grant_withdrawn_after_submission_ends_the_run_failed_at_claim_without_running(
+    ports, clock, announced, tmp_path
+):
+    ports.grants = GRANTS
+    job, _ = submit_job(
+        ports, "carol", spec(clock, "sample.counted", payload={"dir": str(tmp_path)}), groups=["billing"]
+    )
+    ports.grants = Grants.parse([{"owners": ["alice"], "handlers": ["sample.*"]}])  # billing's grant withdrawn
+    assert run_due(ports, clock, Worker(ports, "default", "w1", concurrency=1)) == ["failed"]
+    [execution] = history(ports, job)
+    assert execution.status == ExecutionStatus.FAILED and execution.attempt == 1
+    assert execution.error == "owner 'carol' is not granted handler 'sample.counted'"
+    assert runs(tmp_path) == []
+
+
+def test_the_groups_a_job_was_submitted_with_are_kept_for_the_check_at_claim(ports, clock, announced, tmp_path):
+    ports.grants = GRANTS
+    job, _ = submit_job(
+        ports, "carol", spec(clock, "sample.counted", payload={"dir": str(tmp_path)}), groups=["billing"]
+    )
+    assert ports.store.get_job(job.job_id).owner_groups == ["billing"]
+    assert run_due(ports, clock, Worker(ports, "default", "w1", concurrency=1)) == ["succeeded"]
+    assert len(runs(tmp_path)) == 1
+
+
+# --- a handler that disappeared -------------------------------------------------------------------------
+
+
+def test_a_handler_no_longer_served_ends_failed_permanently_once(ports, clock):
+    announce_handlers(ports, "default", "w-old", ["billing.gone"])
+    job, _ = submit_job(ports, "alice", spec(clock, "billing.gone", retry={"maxAttempts": 5}))
+    withdraw_handlers(ports, "default", "w-old")  # the worker that had the module went away
+    assert run_due(ports, clock, Worker(ports, "default", "w1", concurrency=1)) == ["failed"]
+    [execution] = history(ports, job)
+    assert execution.status == ExecutionStatus.FAILED and execution.attempt == 1
+    assert execution.error == "handler 'billing.gone' is not served by this worker"
+
+
+def test_a_worker_without_the_handler_passes_the_run_to_a_live_worker_that_announces_it(ports, clock):
+    announce_handlers(ports, "default", "w-billing", ["billing.elsewhere"])
+    job, _ = submit_job(ports, "alice", spec(clock, "billing.elsewhere"))
+    assert run_due(ports, clock, Worker(ports, "default", "w-plain", concurrency=1)) == ["passed"]
+    [execution] = history(ports, job)
+    assert execution.status == ExecutionStatus.SCHEDULED and execution.attempt == 0
+
+
+# --- results and errors that fit ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("handler", "reason"),
+    [
+        ("sample.returns_datetime", "is not JSON"),
+        ("sample.returns_datetime_in_process", "is not JSON"),
+        ("sample.returns_megabyte", "bytes as JSON; at most 131072 are stored"),
+    ],
+)
+def test_a_result_that_cannot_be_stored_fails_the_run_once_with_the_reason(
+    ports, clock, announced, tmp_path, handler, reason
+):
+    job, _ = submit_job(ports, "alice", spec(clock, handler, payload={"dir": str(tmp_path)}, retry={"maxAttempts": 3}))
+    assert run_due(ports, clock, Worker(ports, "default", "w1", concurrency=1)) == ["failed"]
+    [execution] = history(ports, job)
+    assert execution.status == ExecutionStatus.FAILED and execution.attempt == 1
+    assert reason in (execution.error or "") and execution.result is None
+    assert run_due(ports, clock, Worker(ports, "default", "w2", concurrency=1)) == []
+    assert len(runs(tmp_path)) == 1
+
+
+def test_error_text_is_cut_to_the_limit_on_retries_and_at_the_end(ports, clock, announced, tmp_path):
+    job, _ = submit_job(
+        ports,
+        "alice",
+        spec(
+            clock, "sample.long_error", payload={"dir": str(tmp_path)}, retry={"maxAttempts": 2, "baseDelaySeconds": 1}
+        ),
+    )
+    worker = Worker(ports, "default", "w1", concurrency=1)
+    assert run_due(ports, clock, worker) == ["failed"]  # retried
+    assert run_due(ports, clock, worker, seconds=2) == ["failed"]  # for good (the retry waited 2 s)
+    [execution] = history(ports, job)
+    assert execution.status == ExecutionStatus.FAILED and execution.attempt == 2
+    errors = [execution.error or ""] + [a.error or "" for a in execution.attempts]
+    assert all(e.startswith("RuntimeError: éé") and e.endswith("[truncated]") for e in errors)
+    assert all(len(e.encode()) <= MAX_ERROR_BYTES for e in errors)
+
+
+def test_a_child_process_handler_gets_the_owner_and_its_prints_do_not_spoil_the_result(ports, clock, announced):
+    job, _ = submit_job(
+        ports, "alice", spec(clock, "sample.prints_and_returns_owner", payload={"parentPid": os.getpid()})
+    )
+    assert run_due(ports, clock, Worker(ports, "default", "w1", concurrency=1)) == ["succeeded"]
+    [execution] = history(ports, job)
+    assert execution.result == {"owner": "alice", "executionId": execution.execution_id, "inChild": True}
+
+
+# --- timeouts that stop the work --------------------------------------------------------------------------
+
+
+def test_a_handler_past_its_timeout_is_killed_and_the_next_attempt_runs_alone(ports, clock, announced, tmp_path):
+    job, _ = submit_job(
+        ports,
+        "alice",
+        spec(
+            clock,
+            "sample.sleep_then_write",
+            payload={"dir": str(tmp_path), "seconds": 3},
+            timeoutSeconds=1,
+            retry={"maxAttempts": 2, "baseDelaySeconds": 1},
+        ),
+    )
+    worker = Worker(ports, "default", "w1", concurrency=1)
+    started = time.monotonic()
+    assert run_due(ports, clock, worker) == ["failed"]
+    assert time.monotonic() - started < 3, "the worker waited for the handler instead of stopping it"
+    [first] = runs(tmp_path)
+    first_pid = int(first.split()[1])
+    with pytest.raises(ProcessLookupError):  # the first attempt's process is gone before the next starts
+        os.kill(first_pid, 0)
+    assert run_due(ports, clock, worker, seconds=2) == ["succeeded"]
+    time.sleep(3)  # longer than the first attempt would have slept
+    assert not (tmp_path / "written-after-sleep").exists()
+    [execution] = history(ports, job)
+    assert execution.status == ExecutionStatus.SUCCEEDED and execution.attempt == 2
+    assert execution.attempts[0].error == "timeout after 1 s"
+    assert [line.split()[0] for line in runs(tmp_path)] == ["1", "2"]
