@@ -76,7 +76,7 @@ def test_a_name_is_accepted_while_a_worker_announces_it_and_refused_after_it_sto
         submit_job(ports, "alice", spec(clock, "billing.generate_invoices", jobClass="long"))
     # An announcement not renewed is forgotten; a withdrawn one at once.
     clock.advance(HANDLER_ANNOUNCE_TTL_SECONDS + 1)
-    with pytest.raises(InvalidInput, match="billing.generate_invoices"):
+    with pytest.raises(InvalidInput, match=r"billing\.generate_invoices"):
         submit_job(ports, "alice", spec(clock, "billing.generate_invoices"))
     announce_handlers(ports, "default", "w2", ["billing.generate_invoices"])
     submit_job(ports, "alice", spec(clock, "billing.generate_invoices"))
