@@ -26,7 +26,7 @@ from duetime.domain.grants import Grants
 from duetime.domain.models import Schedule, format_time
 from duetime.local.state import config_from_state, read_state
 from duetime.service.jobs import preview
-from duetime.worker.registry import load_modules
+from duetime.worker.registry import load_modules, registered_names
 from duetime.worker.runtime import Worker, append_run_log
 
 
@@ -105,7 +105,12 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
     signal.signal(signal.SIGTERM, on_term)
     signal.signal(signal.SIGINT, on_term)
-    print(f"duetime worker {worker_id} on class {args.job_class!r}, concurrency {args.concurrency}", flush=True)
+    worker.announcer.announce()  # jobs naming these handlers are accepted from now on
+    print(
+        f"duetime worker {worker_id} on class {args.job_class!r}, concurrency {args.concurrency}, "
+        f"serving {', '.join(registered_names())}",
+        flush=True,
+    )
     worker.run(grace_seconds=args.grace_seconds)
     print(f"duetime worker {worker_id} stopped", flush=True)
     return 0

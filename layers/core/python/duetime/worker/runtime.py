@@ -135,6 +135,7 @@ class Worker:
         self._running: dict[str, Running] = {}
         self._lock = threading.Lock()
         self.stopping = threading.Event()
+        self.announcer = HandlerAnnouncer(ports, job_class, worker_id)
 
     # -- the receive loop ------------------------------------------------------------------------
 
@@ -142,8 +143,9 @@ class Worker:
         """Receive and run until `stopping` is set, never holding more messages than free slots; then
         let runs finish within `grace_seconds` and release the rest so another worker continues at once."""
         self._deleter = DeleteBatcher(self.ports.queues, self.job_class)
-        announcer = HandlerAnnouncer(self.ports, self.job_class, self.worker_id)
-        announcer.announce()  # before the first receive: the API accepts this worker's names from now on
+        announcer = self.announcer
+        if announcer.last == -float("inf"):
+            announcer.announce()  # before the first receive: the API accepts this worker's names from now on
         refresher = threading.Thread(target=announcer.refresh_until, args=(self.stopping,), daemon=True)
         refresher.start()
         try:

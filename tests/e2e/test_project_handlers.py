@@ -1,0 +1,244 @@
+"""A team's own handlers, as the README has a new user run them: a project folder outside the package
+with `billing/handlers.py`, `duetime local --handlers billing.handlers` started from that folder (or
+`duetime local` plus `duetime worker --handlers ...`), jobs over HTTP, results in the history."""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import Api
+from tests.e2e.helpers import iso_in, submit, wait_terminal
+
+DUETIME = str(Path(sys.executable).parent / "duetime")
+
+BILLING_HANDLERS = '''
+"""The billing team's handlers (a test project, outside duetime's package)."""
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+from duetime import JobContext, handler
+
+
+@handler("billing.generate_invoices")
+def generate_invoices(ctx: JobContext) -> dict:
+    return {"invoices": 3, "owner": ctx.owner, "executionId": ctx.execution_id}
+
+
+@handler("billing.slow")
+def slow(ctx: JobContext) -> dict:
+    if ctx.attempt == 1:
+        time.sleep(ctx.payload["seconds"])
+        Path(ctx.payload["marker"]).write_text("written after the timeout")
+    return {"attempt": ctx.attempt}
+
+
+@handler("billing.when")
+def when(ctx: JobContext) -> dict:
+    return {"at": datetime.now(UTC)}
+
+
+@handler("billing.huge")
+def huge(ctx: JobContext) -> str:
+    return "x" * 1_000_000
+'''
+
+GRANTS = [
+    {"owners": ["*"], "handlers": ["demo.*"]},
+    {"owners": ["alice", "group:billing"], "handlers": ["billing.*"]},
+]
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("billing-project")
+    (folder / "billing").mkdir()
+    (folder / "billing" / "__init__.py").write_text("")
+    (folder / "billing" / "handlers.py").write_text(BILLING_HANDLERS)
+    (folder / "grants.json").write_text(json.dumps(GRANTS))
+    return folder
+
+
+class Command:
+    """A `duetime` subprocess started in the project folder, its output read line by line."""
+
+    def __init__(self, project: Path, *args: str) -> None:
+        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "DUETIME_LOG_LEVEL")}
+        self.proc = subprocess.Popen(
+            [DUETIME, *args],
+            cwd=project,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        self.lines: queue.Queue[str] = queue.Queue()
+        self.seen: list[str] = []
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.put(line)
+
+    def wait_line(self, prefix: str, timeout: float = 60) -> str:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                line = self.lines.get(timeout=0.5)
+            except queue.Empty:
+                if self.proc.poll() is not None:
+                    break
+                continue
+            self.seen.append(line)
+            if line.strip().startswith(prefix):
+                return line.strip()
+        raise AssertionError(f"no line starting {prefix!r}; output so far:\n{''.join(self.seen)}")
+
+    def stop(self) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            return self.proc.wait()
+
+
+def start_local(project: Path, data_dir: Path, *extra: str) -> tuple[Command, str]:
+    local = Command(project, "local", "--port", "0", "--data-dir", str(data_dir), "--lease-seconds", "6", *extra)
+    api_url = local.wait_line("API:").split(None, 1)[1]
+    return local, api_url
+
+
+def token(project: Path, data_dir: Path, owner: str, *groups: str) -> str:
+    args = [DUETIME, "token", "--owner", owner, "--data-dir", str(data_dir)]
+    for group in groups:
+        args += ["--group", group]
+    done = subprocess.run(args, cwd=project, capture_output=True, text=True, timeout=60, check=True)
+    return done.stdout.strip()
+
+
+@pytest.fixture(scope="module")
+def local_with_handlers(project: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str]]:
+    data_dir = tmp_path_factory.mktemp("data")
+    local, api_url = start_local(
+        project,
+        data_dir,
+        "--workers",
+        "2",
+        "--shards",
+        "2",
+        "--handlers",
+        "billing.handlers",
+        "--grants",
+        "grants.json",
+    )
+    try:
+        yield data_dir, api_url
+    finally:
+        assert local.stop() == 0
+
+
+def test_local_loads_the_projects_handlers_and_their_result_is_in_the_history(project, local_with_handlers):
+    data_dir, api_url = local_with_handlers
+    alice = Api(api_url, token(project, data_dir, "alice"))
+    job = submit(alice, handler="billing.generate_invoices", schedule={"at": iso_in(1)})
+    [done] = wait_terminal(alice, job["jobId"], timeout=30)
+    assert done["status"] == "succeeded", done
+    assert done["result"] == {"invoices": 3, "owner": "alice", "executionId": done["executionId"]}
+
+
+def test_a_name_nobody_serves_is_refused_with_what_is_served(project, local_with_handlers):
+    data_dir, api_url = local_with_handlers
+    alice = Api(api_url, token(project, data_dir, "alice"))
+    refused = alice.post("/jobs", json={"name": "x", "handler": "billing.nope", "schedule": {"at": iso_in(60)}})
+    assert refused.status_code == 400, refused.text
+    error = refused.json()["error"]
+    assert error["field"] == "handler" and "billing.generate_invoices" in error["message"]
+
+
+def test_grants_from_the_file_forbid_an_owner_and_allow_a_group(project, local_with_handlers):
+    data_dir, api_url = local_with_handlers
+    body = {"name": "x", "handler": "billing.generate_invoices", "schedule": {"at": iso_in(60)}}
+    bob = Api(api_url, token(project, data_dir, "bob"))
+    forbidden = bob.post("/jobs", json=body)
+    assert forbidden.status_code == 403, forbidden.text
+    assert forbidden.json()["error"]["field"] == "handler" and forbidden.json()["error"]["code"] == "forbidden"
+    assert bob.post("/jobs", json={**body, "handler": "demo.echo"}).status_code == 201
+    carol = Api(api_url, token(project, data_dir, "carol", "billing"))
+    assert carol.post("/jobs", json=body).status_code == 201
+
+
+def test_results_that_do_not_fit_fail_once_with_the_reason(project, local_with_handlers):
+    data_dir, api_url = local_with_handlers
+    alice = Api(api_url, token(project, data_dir, "alice"))
+    retry = {"maxAttempts": 3, "baseDelaySeconds": 1}
+    when = submit(alice, handler="billing.when", schedule={"at": iso_in(1)}, retry=retry)
+    huge = submit(alice, handler="billing.huge", schedule={"at": iso_in(1)}, retry=retry)
+    for job, reason in ((when, "is not JSON"), (huge, "bytes as JSON")):
+        [done] = wait_terminal(alice, job["jobId"], timeout=30)
+        assert done["status"] == "failed" and done["attempt"] == 1, done
+        assert reason in done["error"] and len(done["attempts"]) == 1
+
+
+def test_a_handler_past_its_timeout_is_stopped_and_the_retry_runs_alone(project, local_with_handlers, tmp_path):
+    data_dir, api_url = local_with_handlers
+    alice = Api(api_url, token(project, data_dir, "alice"))
+    marker = tmp_path / "late"
+    job = submit(
+        alice,
+        handler="billing.slow",
+        payload={"seconds": 4, "marker": str(marker)},
+        schedule={"at": iso_in(1)},
+        timeoutSeconds=1,
+        retry={"maxAttempts": 2, "baseDelaySeconds": 1},
+    )
+    [done] = wait_terminal(alice, job["jobId"], timeout=40)
+    assert done["status"] == "succeeded" and done["attempt"] == 2, done
+    first, second = done["attempts"]
+    assert first["error"] == "timeout after 1 s"
+    assert first["finishedAt"] <= second["startedAt"]
+    time.sleep(5)  # past the moment the first attempt would have written its file
+    assert not marker.exists()
+
+
+def test_local_plus_a_worker_process_with_the_handlers(project, tmp_path):
+    data_dir = tmp_path / "data"
+    local, api_url = start_local(project, data_dir, "--workers", "1", "--shards", "2")
+    worker: Command | None = None
+    try:
+        alice = Api(api_url, token(project, data_dir, "alice"))
+        body = {"name": "x", "handler": "billing.generate_invoices", "schedule": {"at": iso_in(60)}}
+        before = alice.post("/jobs", json=body)
+        assert before.status_code == 400, before.text
+        assert before.json()["error"]["field"] == "handler" and "demo.echo" in before.json()["error"]["message"]
+
+        worker = Command(
+            project, "worker", "--handlers", "billing.handlers", "--data-dir", str(data_dir), "--worker-id", "billing-w"
+        )
+        worker.wait_line("duetime worker billing-w")
+        job = submit(alice, handler="billing.generate_invoices", schedule={"at": iso_in(1)})
+        [done] = wait_terminal(alice, job["jobId"], timeout=30)
+        assert done["status"] == "succeeded" and done["workerId"] == "billing-w", done
+        assert done["result"]["owner"] == "alice"
+
+        assert worker.stop() == 0
+        worker = None
+        after = alice.post("/jobs", json={**body, "schedule": {"at": iso_in(60)}})
+        assert after.status_code == 400, after.text
+    finally:
+        if worker is not None:
+            worker.stop()
+        assert local.stop() == 0
