@@ -18,7 +18,6 @@ from duetime.domain.retry import compute_backoff, should_retry
 from duetime.queue.sqs import DueMessage
 from duetime.service.context import Ports
 
-
 # A message passed on by a worker that cannot run its handler is hidden this long, for another to take it.
 PASS_HIDE_SECONDS = 1
 

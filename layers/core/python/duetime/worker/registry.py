@@ -53,8 +53,6 @@ class RegisteredHandler:
 
 
 _handlers: dict[str, RegisteredHandler] = {}
-# Handler names with these prefixes are dispatched by kind, not looked up in the registry.
-KIND_PREFIXES = HANDLER_KIND_PREFIXES
 
 
 def handler(name: str, in_process: bool = False) -> Callable[[HandlerFn], HandlerFn]:
@@ -81,19 +79,10 @@ def get_handler(name: str) -> HandlerFn | None:
     return registered.fn if registered else None
 
 
-def is_kind_name(name: str) -> bool:
-    """True for a `lambda:`, `ecs:` or webhook target, which no worker announces."""
-    return name.startswith(KIND_PREFIXES)
-
-
-def is_known(name: str) -> bool:
-    return is_kind_name(name) or get_handler(name) is not None
-
-
 def registered_names() -> list[str]:
     """The Python handlers this process serves (what its workers announce), built-ins included."""
     _load_builtins()
-    return sorted(name for name in _handlers if not is_kind_name(name))
+    return sorted(name for name in _handlers if not name.startswith(HANDLER_KIND_PREFIXES))
 
 
 def not_served(name: str) -> str:
