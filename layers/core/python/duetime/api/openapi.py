@@ -114,6 +114,7 @@ def _json(schema: dict[str, Any], description: str, example: Any = None) -> dict
 ERROR_MEANINGS = {
     400: "invalid input; `error.field` names the offending field",
     401: "no bearer token, or one that does not verify",
+    403: "the handler is not granted to this owner; `error.field` is `handler`",
     404: "no such job or execution for this caller (another owner's is not found either)",
     409: "the change does not apply to the current state, or the attempt is stale",
     422: "the Idempotency-Key was used with a different body",
@@ -192,7 +193,7 @@ def _paths() -> dict[str, Any]:
                 "Submit a job: stored with its first execution, atomically.",
                 _responses(
                     {201: job, 200: _json(_ref(JobResponse), "the job first created with this key")},
-                    (400, 401, 404, 422),
+                    (400, 401, 403, 404, 422),
                 ),
                 [idempotency],
                 JobSpec,

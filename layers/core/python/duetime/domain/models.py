@@ -17,6 +17,7 @@ from pydantic import (
     model_validator,
 )
 from pydantic.alias_generators import to_camel
+from pydantic.json_schema import SkipJsonSchema
 
 MAX_TIMEOUT_SECONDS = 43200  # SQS's 12-hour visibility cap
 MAX_PAYLOAD_BYTES = 256 * 1024  # a job's payload as compact JSON; keeps the job item under DynamoDB's 400 KB
@@ -155,7 +156,7 @@ class Job(JobSpec):
     next_run_at: UtcDatetime | None = None
     # The owner's groups when the job was submitted (from the token): grants naming a group are checked
     # again at claim, when no token is at hand. Stored with the job, never shown in the API.
-    owner_groups: list[str] = Field(default_factory=list, exclude=True)
+    owner_groups: SkipJsonSchema[list[str]] = Field(default_factory=list, exclude=True)
 
 
 class AttemptRecord(CamelModel):
