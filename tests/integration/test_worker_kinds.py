@@ -18,7 +18,7 @@ from moto import mock_aws
 
 
 def context(**payload) -> JobContext:
-    return JobContext("j_1.1796169600000", "j_1", 2, datetime(2026, 12, 1, 9, 0, tzinfo=UTC), payload)
+    return JobContext("j_1.1796169600000", "j_1", 2, datetime(2026, 12, 1, 9, 0, tzinfo=UTC), payload, owner="alice")
 
 
 @mock_aws(config={"lambda": {"use_docker": False}})
@@ -41,6 +41,7 @@ def test_a_lambda_handler_invokes_its_function_with_the_run_values():
     # moto without Docker answers with the event it was sent: the handler returns what the function returned
     assert run(ctx) == run_values(ctx)
     assert run_values(ctx)["executionId"] == ctx.execution_id and run_values(ctx)["payload"] == {"region": "IN"}
+    assert run_values(ctx)["owner"] == "alice"
 
 
 class _FailingLambda:
@@ -93,6 +94,7 @@ def test_an_ecs_handler_starts_a_task_with_the_run_values_and_stops_it_when_told
     environment = {e["name"]: e["value"] for e in task["overrides"]["containerOverrides"][0]["environment"]}
     assert environment["DUETIME_EXECUTION_ID"] == ctx.execution_id and environment["DUETIME_ATTEMPT"] == "2"
     assert json.loads(environment["DUETIME_PAYLOAD"]) == {"day": "2026-12-01"}
+    assert environment["DUETIME_OWNER"] == "alice"
     # When the run is told to stop (timeout, lost lease, replace), the task is stopped
     ctx.cancelled.set()
     thread.join(timeout=10)
