@@ -28,6 +28,8 @@ PRELOADER_TABLE_ACTIONS = {
 WORKER_TABLE_ACTIONS = {
     "jobs": ["GetItem", "BatchGetItem"],
     "executions": ["GetItem", "BatchGetItem", "Query", "PutItem", "UpdateItem", "DeleteItem"],
+    # The handlers each worker serves, announced and read in one control record per class (service.handlers).
+    "control": ["GetItem", "UpdateItem"],
 }
 DLQ_NOTIFIER_TABLE_ACTIONS = {
     "jobs": ["GetItem"],

@@ -142,7 +142,11 @@ def test_worker_consumes_only_its_own_class(synthesized):
     for other in set(JOB_CLASSES) - {"default"}:
         assert not actions_on(synthesized, role, _queue_id(synthesized, other))
         assert not actions_on(synthesized, role, _queue_id(synthesized, other, dlq=True))
-    assert not actions_on(synthesized, role, _table_id(synthesized, "control"))
+    # Workers announce the handlers they serve in the control table, and read what others announce.
+    assert actions_on(synthesized, role, _table_id(synthesized, "control")) == {
+        "dynamodb:GetItem",
+        "dynamodb:UpdateItem",
+    }
 
 
 def test_dlq_notifier_drains_dlqs_only_and_publishes_alerts(synthesized):
