@@ -226,8 +226,14 @@ class Worker:
         if claim.verdict in (ClaimVerdict.DONE, ClaimVerdict.HELD):
             self._delete(received)
             return claim.verdict.value
-        if claim.verdict in (ClaimVerdict.BUSY, ClaimVerdict.PASSED):
+        if claim.verdict == ClaimVerdict.BUSY:
             self.ports.queues.extend(self.job_class, received.receipt, claim.hide_seconds)
+            return claim.verdict.value
+        if claim.verdict == ClaimVerdict.PASSED:
+            # Hidden a little longer each time it comes back, so a message the serving worker is too busy to
+            # take is not received MAX_RECEIVE_COUNT times (and redriven to the DLQ) within minutes.
+            hide = max(claim.hide_seconds, min(self.lease, received.receive_count))
+            self.ports.queues.extend(self.job_class, received.receipt, hide)
             return claim.verdict.value
         assert claim.execution is not None and claim.job is not None
         if reset_visibility:
