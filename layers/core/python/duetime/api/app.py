@@ -134,11 +134,14 @@ def build_app(ports: Ports, local_secret: str | None = None) -> APIGatewayRestRe
     def caller() -> Caller:
         return caller_from_event(app.current_event.raw_event, local_secret)
 
-    def owner() -> str:
+    def job_owner() -> Caller:
         found = caller()
         if found.is_worker:
             raise NotFound("job routes are for job owners", field="jobId")
-        return found.owner
+        return found
+
+    def owner() -> str:
+        return job_owner().owner
 
     def worker() -> Caller:
         found = caller()
@@ -182,9 +185,7 @@ def build_app(ports: Ports, local_secret: str | None = None) -> APIGatewayRestRe
 
     @app.post("/jobs")
     def create_job() -> Response[str]:
-        who = caller()
-        if who.is_worker:
-            raise NotFound("job routes are for job owners", field="jobId")
+        who = job_owner()  # with the groups its grants may name
         spec = body(JobSpec)
         key = idempotency_key(app.current_event.headers)
         job, created = job_cases.submit_job(ports, who.owner, spec, key, groups=who.groups)
