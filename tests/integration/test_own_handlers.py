@@ -4,6 +4,7 @@ size, and timeouts that kill the child process running the handler."""
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from datetime import timedelta
@@ -11,10 +12,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from duetime.api.app import build_app
+from duetime.config import RuntimeConfig
 from duetime.definitions import HANDLER_ANNOUNCE_TTL_SECONDS, MAX_ERROR_BYTES
 from duetime.domain.errors import Forbidden, InvalidInput
 from duetime.domain.grants import Grants
 from duetime.domain.models import Execution, ExecutionStatus, Job, JobSpec, format_time
+from duetime.local.http_bridge import to_event
 from duetime.service.handlers import announce_handlers, withdraw_handlers
 from duetime.service.jobs import submit_job
 from duetime.worker.registry import registered_names
@@ -247,3 +251,39 @@ def test_a_handler_past_its_timeout_is_killed_and_the_next_attempt_runs_alone(po
     assert execution.status == ExecutionStatus.SUCCEEDED and execution.attempt == 2
     assert execution.attempts[0].error == "timeout after 1 s"
     assert [line.split()[0] for line in runs(tmp_path)] == ["1", "2"]
+
+
+# --- the API on AWS: grants and the manifest from the environment, groups from Cognito claims ----------------
+
+
+def cognito_call(app, owner: str, groups: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    """POST /jobs as API Gateway's Cognito authorizer passes it on: verified claims, no token to check."""
+    event = to_event("POST", "/jobs", {}, json.dumps(body).encode())
+    event["requestContext"]["authorizer"] = {"claims": {"sub": owner, "cognito:groups": groups}}
+    response = app.resolve(event, None)
+    return response["statusCode"], json.loads(response["body"])
+
+
+def test_the_deployed_api_reads_grants_and_the_manifest_from_its_environment(ports, clock):
+    env = {
+        "DUETIME_HANDLER_GRANTS": json.dumps([{"owners": ["group:billing"], "handlers": ["billing.*"]}]),
+        "DUETIME_HANDLER_MANIFEST": json.dumps({"default": ["billing.generate_invoices"]}),
+    }
+    config = RuntimeConfig.from_env(env)
+    ports.grants, ports.handler_manifest = config.grants(), config.manifest()
+    app = build_app(ports, local_secret=None)
+    body = spec(clock, "billing.generate_invoices").model_dump(mode="json", by_alias=True, exclude_unset=True)
+    status, created = cognito_call(app, "carol", "billing,ops", body)
+    assert status == 201, created
+    status, refused = cognito_call(app, "bob", "ops", body)
+    assert status == 403 and refused["error"]["field"] == "handler" and refused["error"]["code"] == "forbidden"
+
+
+def test_without_configured_grants_the_deployed_api_allows_the_demo_handlers_only(ports, clock):
+    ports.grants = RuntimeConfig().grants()
+    app = build_app(ports, local_secret=None)
+    demo = spec(clock, "demo.echo").model_dump(mode="json", by_alias=True, exclude_unset=True)
+    assert cognito_call(app, "carol", "", demo)[0] == 201
+    for target in ("lambda:billing-fn", "ecs:report"):
+        body = {**demo, "handler": target}
+        assert cognito_call(app, "carol", "", body)[0] == 403
