@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import Api
-from tests.e2e.helpers import iso_in, submit, wait_terminal
+from tests.e2e.helpers import executions, iso_in, submit, wait_for, wait_terminal
 
 DUETIME = str(Path(sys.executable).parent / "duetime")
 
@@ -244,3 +244,20 @@ def test_local_plus_a_worker_process_with_the_handlers(project, tmp_path):
         if worker is not None:
             worker.stop()
         assert local.stop() == 0
+
+
+def test_cancelling_a_job_kills_its_running_handler(project, local_with_handlers, tmp_path):
+    data_dir, api_url = local_with_handlers
+    alice = Api(api_url, token(project, data_dir, "alice"))
+    marker = tmp_path / "late"
+    job = submit(
+        alice, handler="billing.slow", payload={"seconds": 8, "marker": str(marker)}, schedule={"at": iso_in(1)}
+    )
+    wait_for(
+        lambda: any(e["status"] == "running" for e in executions(alice, job["jobId"])), 30, what="the run to start"
+    )
+    assert alice.delete(f"/jobs/{job['jobId']}").status_code == 204
+    time.sleep(10)  # past the moment the handler would have written its file
+    assert not marker.exists()
+    [execution] = executions(alice, job["jobId"])
+    assert execution["status"] == "cancelled"
