@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import time
 from datetime import timedelta
 from pathlib import Path
@@ -21,6 +22,7 @@ from duetime.domain.models import Execution, ExecutionStatus, Job, JobSpec, form
 from duetime.local.http_bridge import to_event
 from duetime.service.handlers import announce_handlers, withdraw_handlers
 from duetime.service.jobs import submit_job
+from duetime.worker.isolation import ORPHANED_EXIT, child_command
 from duetime.worker.registry import registered_names
 from duetime.worker.runtime import Worker
 
@@ -287,3 +289,25 @@ def test_without_configured_grants_the_deployed_api_allows_the_demo_handlers_onl
     for target in ("lambda:billing-fn", "ecs:report"):
         body = {**demo, "handler": target}
         assert cognito_call(app, "carol", "", body)[0] == 403
+
+
+def test_a_child_whose_worker_is_gone_exits_without_finishing_the_handler(tmp_path):
+    request = {
+        "module": sample_handlers.__name__,
+        "handler": "sample.sleep_then_write",
+        "context": {
+            "executionId": "j_1.1796169600000",
+            "jobId": "j_1",
+            "attempt": 1,
+            "scheduledAt": "2026-12-01T09:00:00+00:00",
+            "payload": {"dir": str(tmp_path), "seconds": 2},
+            "owner": "alice",
+        },
+    }
+    child = subprocess.Popen(child_command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    assert child.stdin is not None
+    child.stdin.write(json.dumps(request).encode() + b"\n")
+    child.stdin.close()  # what the worker's death does to the pipe
+    assert child.wait(timeout=30) == ORPHANED_EXIT
+    time.sleep(3)  # longer than the handler would have slept
+    assert not (tmp_path / "written-after-sleep").exists()

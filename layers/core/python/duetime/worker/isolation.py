@@ -51,7 +51,7 @@ def run_in_child(registered: RegisteredHandler, ctx: JobContext) -> Outcome:
         },
     }
     child = subprocess.Popen(
-        [sys.executable, "-c", _BOOTSTRAP, json.dumps(sys.path)],
+        child_command(),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         start_new_session=True,  # a Ctrl-C to the worker's terminal is the worker's to handle, not the run's
@@ -77,6 +77,12 @@ def run_in_child(registered: RegisteredHandler, ctx: JobContext) -> Outcome:
     code = child.wait()
     reader.join()
     return _parse_outcome(b"".join(output), code)
+
+
+def child_command() -> list[str]:
+    """The command of a child: this interpreter, with this process's sys.path (the project folder, the
+    Lambda layer's /opt/python...), running child_main."""
+    return [sys.executable, "-c", _BOOTSTRAP, json.dumps(sys.path)]
 
 
 def _parse_outcome(raw: bytes, code: int) -> Outcome:
