@@ -26,6 +26,7 @@ class JobContext:
     scheduled_at: datetime
     payload: dict[str, Any]
     cancelled: threading.Event = field(default_factory=threading.Event)
+    owner: str = ""
 
     def sleep(self, seconds: float) -> bool:
         """Sleep up to `seconds`; returns False early if the run was told to stop (timeout, lost lease)."""
@@ -35,7 +36,7 @@ class JobContext:
 HandlerFn = Callable[[JobContext], Any]
 _handlers: dict[str, HandlerFn] = {}
 # Handler names with these prefixes are dispatched by kind, not looked up in the registry.
-KIND_PREFIXES = ("lambda:", "ecs:")
+KIND_PREFIXES = ("lambda:", "ecs:", "https://", "http://")
 
 
 def handler(name: str) -> Callable[[HandlerFn], HandlerFn]:

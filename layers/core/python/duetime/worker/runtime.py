@@ -211,6 +211,7 @@ class Worker:
             attempt=execution.attempt,
             scheduled_at=execution.scheduled_at,
             payload=job.payload,
+            owner=job.owner,
         )
         running = Running(execution, received, context)
         with self._lock:
