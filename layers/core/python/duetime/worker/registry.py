@@ -25,8 +25,8 @@ class JobContext:
     attempt: int
     scheduled_at: datetime
     payload: dict[str, Any]
-    cancelled: threading.Event = field(default_factory=threading.Event)
     owner: str = ""
+    cancelled: threading.Event = field(default_factory=threading.Event)
 
     def sleep(self, seconds: float) -> bool:
         """Sleep up to `seconds`; returns False early if the run was told to stop (timeout, lost lease)."""
