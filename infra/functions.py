@@ -3,7 +3,6 @@ each with its own role that holds only what its handler calls."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
 from aws_cdk import Duration, Stack
@@ -16,7 +15,7 @@ from constructs import Construct
 from infra.build_layers import CORE_LAYER_DIR, DEPS_LAYER_DIR
 from infra.common import ROOT, log_group, suppress
 from infra.context import DeployContext
-from infra.handlers import handler_manifest, stage_layer
+from infra.handlers import api_handler_environment, stage_layer
 from infra.permissions import (
     API_TABLE_ACTIONS,
     CONSUME,
@@ -120,10 +119,9 @@ class Functions(Construct):
         every_due = [q.due for q in queues.by_class.values()]
         every_dlq = [q.dlq for q in queues.by_class.values()]
 
-        manifest = json.dumps(handler_manifest(ctx.handler_code), separators=(",", ":"))
         self.api = self._function(
             FunctionSpec("api", "duetime HTTP API", Duration.seconds(29), 1024),
-            extra_env={"DUETIME_HANDLER_MANIFEST": manifest, **grants},
+            extra_env=api_handler_environment(ctx.handler_code, ctx.handler_grants),
         )
         grant_tables(self.api.role, tables, API_TABLE_ACTIONS)  # type: ignore[arg-type]
         # Creating a job sends its first execution when due soon; completing one may retry or dead-letter it.

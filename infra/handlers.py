@@ -23,7 +23,9 @@ SKIPPED = shutil.ignore_patterns(
 )
 # What the `long` image's build needs from duetime itself (Dockerfile: `pip install .`).
 IMAGE_FILES = ("Dockerfile", "pyproject.toml", "README.md")
-IMAGE_HANDLER_DIR = "handlers"  # the Dockerfile's HANDLER_DIR build arg: where the staged handler code is
+IMAGE_HANDLER_DIR = "handlers"
+# Lambda allows 4 KB of environment in all; the rest of the API's (queue URLs, settings) takes about 1 KB.
+MAX_HANDLER_ENV_BYTES = 3000  # the Dockerfile's HANDLER_DIR build arg: where the staged handler code is
 # Imports the modules in a clean interpreter and prints what the registry then holds (demo handlers included).
 MANIFEST_SCRIPT = """
 import json, sys
@@ -103,3 +105,18 @@ def handler_manifest(code: HandlerCode) -> dict[str, list[str]]:
     names: list[str] = json.loads(done.stdout.strip().splitlines()[-1])
     # Every worker class imports the same modules (the Lambda workers and the `long` image alike).
     return {job_class: names for job_class in JOB_CLASSES}
+
+
+def api_handler_environment(code: HandlerCode, grants: str | None) -> dict[str, str]:
+    """DUETIME_HANDLER_MANIFEST (and DUETIME_HANDLER_GRANTS when given) for the API function; raises
+    ValueError at synth rather than at deploy when they would not fit Lambda's 4 KB environment."""
+    env = {"DUETIME_HANDLER_MANIFEST": json.dumps(handler_manifest(code), separators=(",", ":"))}
+    if grants:
+        env["DUETIME_HANDLER_GRANTS"] = grants
+    size = sum(len(k) + len(v.encode()) for k, v in env.items())
+    if size > MAX_HANDLER_ENV_BYTES:
+        raise ValueError(
+            f"the handler manifest and grants take {size} bytes of the API function's environment, more than "
+            f"{MAX_HANDLER_ENV_BYTES} (Lambda allows 4 KB for all variables): use fewer, broader grant rules"
+        )
+    return env

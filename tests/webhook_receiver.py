@@ -7,6 +7,7 @@ import json
 import re
 import select
 import socket
+import ssl
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -67,8 +68,14 @@ class Receiver:
 
 
 @contextmanager
-def receiver(secret: Callable[[str], str], script: list[Answer] | None = None) -> Iterator[Receiver]:
-    """A receiver at `receiver.url` (http://127.0.0.1:PORT/hook) for the length of the block."""
+def receiver(
+    secret: Callable[[str], str],
+    script: list[Answer] | None = None,
+    tls: ssl.SSLContext | None = None,
+    host: str = "127.0.0.1",
+) -> Iterator[Receiver]:
+    """A receiver at `receiver.url` (http://127.0.0.1:PORT/hook, or https://HOST:PORT/hook with `tls`, still
+    listening on 127.0.0.1) for the length of the block."""
     verify = readme_verify()
     state = Receiver(secret=secret, script=list(script or []))
     lock = threading.Lock()
@@ -99,7 +106,9 @@ def receiver(secret: Callable[[str], str], script: list[Answer] | None = None) -
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True
-    state.url = f"http://127.0.0.1:{server.server_address[1]}/hook"
+    if tls is not None:
+        server.socket = tls.wrap_socket(server.socket, server_side=True)
+    state.url = f"{'https' if tls else 'http'}://{host}:{server.server_address[1]}/hook"
     thread = threading.Thread(target=server.serve_forever, name="webhook-receiver", daemon=True)
     thread.start()
     try:

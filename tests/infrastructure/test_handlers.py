@@ -16,7 +16,7 @@ import pytest
 from duetime.definitions import JOB_CLASSES, Settings
 
 from infra.context import DeployContext
-from infra.handlers import HandlerCode, handler_manifest
+from infra.handlers import HandlerCode, api_handler_environment, handler_manifest
 from tests.infrastructure.conftest import ROOT
 from tests.infrastructure.helpers import statements_of
 
@@ -171,3 +171,11 @@ def test_a_module_that_does_not_import_fails_the_synth_with_its_error(tmp_path):
     (tmp_path / "broken.py").write_text("import not_installed_anywhere\n")
     with pytest.raises(ValueError, match="not_installed_anywhere"):
         handler_manifest(HandlerCode(tmp_path, ["broken"]))
+
+
+def test_a_manifest_and_grants_too_large_for_lambdas_environment_fail_the_synth():
+    few = json.dumps([{"owners": ["alice"], "handlers": ["billing.*"]}])
+    assert json.loads(api_handler_environment(HandlerCode(), few)["DUETIME_HANDLER_GRANTS"])[0]["owners"] == ["alice"]
+    many = json.dumps([{"owners": [f"user-{i}"], "handlers": [f"team-{i}.*"]} for i in range(200)])
+    with pytest.raises(ValueError, match="4 KB"):
+        api_handler_environment(HandlerCode(), many)

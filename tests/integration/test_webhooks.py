@@ -240,3 +240,13 @@ def test_a_missing_secret_on_aws_fails_the_run_for_good_without_a_request(secret
         with pytest.raises(WebhookRefused):
             target.deliver(hook.url, "carol", "j_1.1", 1, b"{}", context().cancelled)
     assert hook.requests == []
+
+
+def test_an_owner_that_is_no_valid_header_value_is_percent_encoded_in_its_header(secrets):
+    owner = "zoë\r\nX-Injected: 1"
+    with receiver(secrets.secret_for) as hook:
+        run = resolve_handler(hook.url, Targets(webhook_target=WebhookTarget(secrets, allow_loopback=True)))
+        assert run(context(owner)) == {"ok": True}
+    [request] = hook.requests
+    assert request.headers["Duetime-Owner"] == "zo%C3%AB%0D%0AX-Injected%3A%201" and "X-Injected" not in request.headers
+    assert request.json["owner"] == owner

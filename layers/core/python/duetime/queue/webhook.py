@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import quote
 
 from duetime.definitions import WEBHOOK_CONNECT_TIMEOUT_SECONDS, WEBHOOK_MAX_REPLY_BYTES
 from duetime.domain.errors import InvalidInput
@@ -60,6 +61,11 @@ def resolve_addresses(host: str, port: int) -> list[str]:
         if address not in found:
             found.append(address)
     return found
+
+
+def header_safe(value: str) -> str:
+    """`value` as an HTTP header value: itself when printable ASCII, else percent-encoded (UTF-8)."""
+    return value if value.isascii() and value.isprintable() else quote(value, safe="")
 
 
 class _PinnedHTTPConnection(http.client.HTTPConnection):
@@ -159,7 +165,7 @@ class WebhookTarget:
             "User-Agent": USER_AGENT,
             IDEMPOTENCY_HEADER: execution_id,
             ATTEMPT_HEADER: str(attempt),
-            OWNER_HEADER: owner,
+            OWNER_HEADER: header_safe(owner),
             TIMESTAMP_HEADER: str(timestamp),
             SIGNATURE_HEADER: sign(secret, timestamp, body),
         }
@@ -204,7 +210,7 @@ class WebhookTarget:
         except (OSError, http.client.HTTPException, ValueError) as exc:
             if cancelled.is_set():
                 raise InterruptedError("webhook request stopped: the run was told to stop") from exc
-            if isinstance(exc, ValueError):  # http.client reports a socket closed under it this way
+            if not isinstance(exc, OSError | http.client.HTTPException):  # a socket closed under http.client
                 raise ConnectionError(f"webhook {target.host}: {exc}") from exc
             raise
         finally:
