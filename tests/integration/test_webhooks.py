@@ -11,6 +11,7 @@ from dataclasses import replace
 
 import pytest
 from duetime.cli import main
+from duetime.config import RuntimeConfig, build_targets
 from duetime.domain.errors import InvalidInput
 from duetime.domain.models import Execution, ExecutionStatus, JobSpec
 from duetime.queue.webhook import WebhookRefused, WebhookTarget
@@ -250,3 +251,14 @@ def test_an_owner_that_is_no_valid_header_value_is_percent_encoded_in_its_header
     [request] = hook.requests
     assert request.headers["Duetime-Owner"] == "zo%C3%AB%0D%0AX-Injected%3A%201" and "X-Injected" not in request.headers
     assert request.json["owner"] == owner
+
+
+def test_wiring_signs_with_data_dir_files_locally_and_with_secrets_manager_on_aws(tmp_path):
+    local = build_targets(RuntimeConfig(endpoint_url="http://127.0.0.1:1", webhook_secrets_dir=str(tmp_path)))
+    assert local.webhook_target is not None and local.webhook_target.allow_loopback
+    assert isinstance(local.webhook_target.secrets, FileSecrets)
+    aws = build_targets(RuntimeConfig(prefix="team"))
+    assert aws.webhook_target is not None and not aws.webhook_target.allow_loopback
+    assert isinstance(aws.webhook_target.secrets, SecretsManagerSecrets)
+    assert aws.webhook_target.secrets.name("alice") == "team/webhook-secrets/alice"
+    assert aws.webhook_target.secrets._client is None  # made at the first webhook run, not at cold start

@@ -87,7 +87,9 @@ def build_webhook_secrets(config: RuntimeConfig) -> WebhookSecrets:
     """Owners' webhook secrets: files under `webhook_secrets_dir` when set, else Secrets Manager."""
     if config.webhook_secrets_dir:
         return FileSecrets(config.webhook_secrets_dir)
-    return SecretsManagerSecrets(make_client("secretsmanager", config.region, config.endpoint_url), config.prefix)
+    return SecretsManagerSecrets.lazy(
+        lambda: make_client("secretsmanager", config.region, config.endpoint_url), config.prefix
+    )
 
 
 def build_targets(config: RuntimeConfig) -> Targets:

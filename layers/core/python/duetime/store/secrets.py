@@ -85,12 +85,28 @@ class SecretsManagerSecrets:
         cache_seconds: float = CACHE_SECONDS,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
-        self.client = client
+        self._client = client
+        self._client_factory: Callable[[], Any] | None = None
         self.prefix = prefix
         self.cache_seconds = cache_seconds
         self.monotonic = monotonic
         self._cache: dict[str, tuple[float, str]] = {}
         self._lock = threading.Lock()
+
+    @classmethod
+    def lazy(cls, client_factory: Callable[[], Any], prefix: str) -> SecretsManagerSecrets:
+        """Secrets whose client is made at the first webhook run: a worker without webhooks (or a Lambda
+        cold start) never pays for it."""
+        secrets = cls(None, prefix)
+        secrets._client_factory = client_factory
+        return secrets
+
+    @property
+    def client(self) -> Any:
+        with self._lock:
+            if self._client is None and self._client_factory is not None:
+                self._client = self._client_factory()
+            return self._client
 
     def name(self, owner: str) -> str:
         return webhook_secret_name(self.prefix, owner_key(owner))
