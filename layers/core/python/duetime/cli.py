@@ -1,4 +1,4 @@
-"""The `duetime` command: local, token, worker and preview."""
+"""The `duetime` command: local, token, worker, webhook-secret and preview."""
 
 from __future__ import annotations
 
