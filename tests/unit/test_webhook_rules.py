@@ -70,6 +70,7 @@ def test_loopback_is_allowed_only_when_asked_and_nothing_else_with_it():
         "https://127.0.0.1:8443/x",
         "https://localhost/x",
         "https://metadata/x",  # a bare name resolves inside the network only
+        "https://hooks.example.com/résumé",  # http.client sends ASCII request lines only
     ],
 )
 def test_urls_refused_at_submit_name_the_handler_field(url):

@@ -136,6 +136,8 @@ def parse_webhook_url(url: str, allow_loopback: bool = False) -> WebhookUrl:
     path = parts.path or "/"
     if parts.query:
         path = f"{path}?{parts.query}"
+    if not path.isascii():
+        raise InvalidInput("the webhook URL's path and query must be ASCII: percent-encode them", field="handler")
     target = WebhookUrl(scheme=scheme, host=host.lower(), port=port or (443 if scheme == "https" else 80), path=path)
     literal = target.literal_ip
     if literal is not None:
