@@ -120,6 +120,11 @@ class DeployContext:
     long_worker_min_tasks: int
     long_worker_max_tasks: int
 
+    @property
+    def handler_modules(self) -> str:
+        """DUETIME_HANDLER_MODULES of the workers: the modules of handler_code, comma-separated."""
+        return self.handler_code.modules_env
+
     @classmethod
     def from_node(cls, node: Node) -> DeployContext:
         base = Settings()

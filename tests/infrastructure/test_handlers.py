@@ -160,6 +160,7 @@ def test_context_keys_name_the_folder_modules_and_grants(tmp_path):
         ).node
     )
     assert ctx.handler_code == HandlerCode(ROOT / "examples" / "handlers", ["billing.handlers", "billing.more"])
+    assert ctx.handler_modules == "billing.handlers,billing.more"  # DUETIME_HANDLER_MODULES of the workers
     assert json.loads(ctx.handler_grants or "") == [{"owners": ["alice"], "handlers": ["billing.*"]}]
     with pytest.raises(ValueError, match="handlerGrants must be JSON"):
         DeployContext.from_node(cdk.App(context={"handlerGrants": "{alice"}).node)
