@@ -1,4 +1,6 @@
 # The ECS worker of the `long` job class: `duetime worker` with the DUETIME_* environment the stack sets.
+# The stack builds it from a staged context (infra/handlers.py): this file, pyproject.toml, README.md,
+# layers/ and the team's handler folder (context handlerPath) as `handlers/`.
 FROM python:3.12-slim
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 WORKDIR /app
@@ -6,5 +8,9 @@ COPY pyproject.toml README.md* ./
 COPY layers ./layers
 # The `local` extra because `duetime.cli` imports the embedded runtime's moto server at start.
 RUN pip install ".[local]" && useradd --system --uid 10001 duetime
+# The team's handler packages, importable by DUETIME_HANDLER_MODULES (e.g. billing.handlers).
+ARG HANDLER_DIR=handlers
+COPY ${HANDLER_DIR} /app/handlers
+ENV PYTHONPATH=/app/handlers
 USER duetime
 CMD ["duetime", "worker", "--job-class", "long"]

@@ -47,9 +47,11 @@ format: $(VENV)
 	.venv/bin/ruff check --fix $(LINTED)
 	.venv/bin/ruff format $(LINTED)
 
+# Extra CDK arguments pass through: make synth CDK_ARGS="-c handlerPath=examples/handlers -c handlerModules=billing.handlers"
+CDK_ARGS ?=
 synth: dev  ## CloudFormation template in cdk.out, offline and without Docker
 	$(PY) infra/build_layers.py
-	npx cdk synth --quiet
+	npx cdk synth --quiet $(CDK_ARGS)
 
 bench: $(VENV)  ## figures: lateness, throughput, AWS calls per execution
 	$(PY) -m bench

@@ -16,7 +16,9 @@ duetime.definitions.JOB_CLASSES: the runtime reads the same table, so they are n
 | jwtAudience            | none                                 | the client id duetime has at `jwtIssuer`             |
 | jwtClientSecretName    | none                                 | Secrets Manager secret with that client's secret     |
 | callbackUrl            | http://localhost:8080/callback       | OAuth callback of the user pool client (federation)  |
-| handlerModules         | "" (built-in demo handlers only)     | DUETIME_HANDLER_MODULES of the workers               |
+| handlerPath            | none                                 | folder of your handler packages, shipped to workers  |
+| handlerModules         | "" (built-in demo handlers only)     | DUETIME_HANDLER_MODULES of the workers (a,b)         |
+| handlerGrants          | none (AWS default: demo handlers)    | DUETIME_HANDLER_GRANTS of the API and workers (JSON) |
 | handlerFunctions       | "" (none)                            | Lambda functions `lambda:` handlers may invoke (a,b) |
 | handlerTaskDefinitions | "" (none)                            | task families `ecs:` handlers may run (a,b)          |
 | logRetentionDays       | 90                                   | retention of every log group                         |
@@ -28,11 +30,15 @@ duetime.definitions.JOB_CLASSES: the runtime reads the same table, so they are n
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from constructs import Node
 from duetime.definitions import SQS_MAX_DELAY_SECONDS, Settings
+
+from infra.handlers import HandlerCode
 
 # SQS's delay cap less the pre-load interval: what is loaded must still fit a DelaySeconds next minute.
 MAX_PRELOAD_WINDOW_SECONDS = SQS_MAX_DELAY_SECONDS - Settings().preload_interval_seconds
@@ -82,6 +88,17 @@ def _str(node: Node, key: str, default: str | None = None) -> str | None:
     return default if raw is None or raw == "" else str(raw)
 
 
+def grants_json(raw: Any) -> str | None:
+    """Handler grants as compact JSON: given as a JSON string (`-c handlerGrants='...'`) or as JSON in cdk.json."""
+    if raw is None or raw == "":
+        return None
+    try:
+        value = json.loads(raw) if isinstance(raw, str) else raw
+        return json.dumps(value, separators=(",", ":"), sort_keys=True)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"context handlerGrants must be JSON, got {raw!r}") from exc
+
+
 @dataclass(frozen=True)
 class DeployContext:
     """Every setting the stack reads, resolved once from CDK context."""
@@ -93,7 +110,8 @@ class DeployContext:
     jwt_audience: str | None
     jwt_client_secret_name: str | None
     callback_url: str
-    handler_modules: str
+    handler_code: HandlerCode
+    handler_grants: str | None  # JSON, D's rule format, passed through as DUETIME_HANDLER_GRANTS
     handler_functions: list[str]
     handler_task_definitions: list[str]
     log_retention_days: int
@@ -101,6 +119,11 @@ class DeployContext:
     api_burst_limit: int
     long_worker_min_tasks: int
     long_worker_max_tasks: int
+
+    @property
+    def handler_modules(self) -> str:
+        """DUETIME_HANDLER_MODULES of the workers: the modules of handler_code, comma-separated."""
+        return self.handler_code.modules_env
 
     @classmethod
     def from_node(cls, node: Node) -> DeployContext:
@@ -137,7 +160,11 @@ class DeployContext:
             jwt_audience=audience,
             jwt_client_secret_name=secret_name,
             callback_url=_str(node, "callbackUrl", DEFAULT_CALLBACK_URL) or DEFAULT_CALLBACK_URL,
-            handler_modules=_str(node, "handlerModules", "") or "",
+            handler_code=HandlerCode(
+                path=Path(raw_path).resolve() if (raw_path := _str(node, "handlerPath")) else None,
+                modules=[m.strip() for m in (_str(node, "handlerModules", "") or "").split(",") if m.strip()],
+            ),
+            handler_grants=grants_json(node.try_get_context("handlerGrants")),
             handler_functions=[f for f in (_str(node, "handlerFunctions", "") or "").split(",") if f],
             handler_task_definitions=[f for f in (_str(node, "handlerTaskDefinitions", "") or "").split(",") if f],
             log_retention_days=retention,

@@ -15,6 +15,7 @@ from constructs import Construct
 from infra.build_layers import CORE_LAYER_DIR, DEPS_LAYER_DIR
 from infra.common import ROOT, log_group, suppress
 from infra.context import DeployContext
+from infra.handlers import api_handler_environment, stage_layer
 from infra.permissions import (
     API_TABLE_ACTIONS,
     CONSUME,
@@ -25,6 +26,7 @@ from infra.permissions import (
     WORKER_TABLE_ACTIONS,
     grant_queues,
     grant_tables,
+    grant_webhook_secrets,
 )
 from infra.queues import Queues, lambda_worker_timeout
 from infra.storage import Storage
@@ -98,13 +100,29 @@ class Functions(Construct):
             compatible_architectures=[ARCHITECTURE],
             description="duetime core (layers/core/python/duetime)",
         )
+        # The team's handler folder (context handlerPath), on the worker functions only: the API never
+        # imports user code, it reads the manifest of what the workers serve.
+        self.handler_layer: lambda_.LayerVersion | None = None
+        if ctx.handler_code.path is not None:
+            self.handler_layer = lambda_.LayerVersion(
+                self,
+                "HandlerLayer",
+                code=lambda_.Code.from_asset(str(stage_layer(ctx.handler_code)), exclude=ASSET_EXCLUDES),
+                compatible_runtimes=[RUNTIME],
+                compatible_architectures=[ARCHITECTURE],
+                description=f"duetime handlers from {ctx.handler_code.path.name}/ ({ctx.handler_code.modules_env})",
+            )
         self.ctx = ctx
         self.environment = runtime_environment(ctx, queues)
+        grants = {"DUETIME_HANDLER_GRANTS": ctx.handler_grants} if ctx.handler_grants else {}
         tables = storage.tables
         every_due = [q.due for q in queues.by_class.values()]
         every_dlq = [q.dlq for q in queues.by_class.values()]
 
-        self.api = self._function(FunctionSpec("api", "duetime HTTP API", Duration.seconds(29), 1024))
+        self.api = self._function(
+            FunctionSpec("api", "duetime HTTP API", Duration.seconds(29), 1024),
+            extra_env=api_handler_environment(ctx.handler_code, ctx.handler_grants),
+        )
         grant_tables(self.api.role, tables, API_TABLE_ACTIONS)  # type: ignore[arg-type]
         # Creating a job sends its first execution when due soon; completing one may retry or dead-letter it.
         grant_queues(self.api.role, every_due + every_dlq, SEND)  # type: ignore[arg-type]
@@ -128,8 +146,14 @@ class Functions(Construct):
                     1024,
                 ),
                 construct_id=f"Worker-{name}",
-                extra_env={"DUETIME_JOB_CLASS": name, "DUETIME_HANDLER_MODULES": ctx.handler_modules},
+                extra_env={
+                    "DUETIME_JOB_CLASS": name,
+                    "DUETIME_HANDLER_MODULES": ctx.handler_code.modules_env,
+                    **grants,
+                },
+                extra_layers=[self.handler_layer] if self.handler_layer else [],
             )
+            grant_webhook_secrets(worker.role, ctx.settings.prefix)  # type: ignore[arg-type]
             grant_tables(worker.role, tables, WORKER_TABLE_ACTIONS)  # type: ignore[arg-type]
             grant_queues(worker.role, [class_queues.due], [*CONSUME, *SEND])  # type: ignore[arg-type]
             grant_queues(worker.role, [class_queues.dlq], SEND)  # type: ignore[arg-type]
@@ -166,7 +190,11 @@ class Functions(Construct):
         return [self.api, self.preloader, *self.workers.values(), self.dlq_notifier]
 
     def _function(
-        self, spec: FunctionSpec, construct_id: str | None = None, extra_env: dict[str, str] | None = None
+        self,
+        spec: FunctionSpec,
+        construct_id: str | None = None,
+        extra_env: dict[str, str] | None = None,
+        extra_layers: list[lambda_.LayerVersion] | None = None,
     ) -> lambda_.Function:
         construct_id = construct_id or "".join(part.capitalize() for part in spec.name.split("_"))
         logs = log_group(self, f"{construct_id}Logs", self.ctx.log_retention_days)
@@ -185,7 +213,7 @@ class Functions(Construct):
             architecture=ARCHITECTURE,
             handler="index.handler",
             code=lambda_.Code.from_asset(str(ROOT / "functions" / spec.name), exclude=ASSET_EXCLUDES),
-            layers=[self.deps_layer, self.core_layer],
+            layers=[self.deps_layer, self.core_layer, *(extra_layers or [])],
             environment={**self.environment, "POWERTOOLS_SERVICE_NAME": spec.name, **(extra_env or {})},
             timeout=spec.timeout,
             memory_size=spec.memory_mb,

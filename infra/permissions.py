@@ -12,7 +12,9 @@ from aws_cdk import ArnFormat, Stack
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_sqs as sqs
-from duetime.definitions import TABLES
+from duetime.definitions import TABLES, webhook_secret_name
+
+from infra.common import suppress
 
 # DynamoDB actions by table, per part. TransactWriteItems is authorized by the Put/Update/Delete it contains.
 API_TABLE_ACTIONS = {
@@ -92,3 +94,24 @@ def grant_handler_targets(role: iam.IRole, functions: list[str], task_definition
                 conditions={"StringEquals": {"iam:PassedToService": "ecs-tasks.amazonaws.com"}},
             )
         )
+
+
+def grant_webhook_secrets(role: iam.IRole, prefix: str) -> None:
+    """Read the owners' webhook signing secrets, "<prefix>/webhook-secrets/<owner>", and nothing else in
+    Secrets Manager (Secrets Manager appends a random suffix to each ARN: the name prefix ends in "*")."""
+    arn = Stack.of(role).format_arn(
+        service="secretsmanager",
+        resource="secret",
+        resource_name=webhook_secret_name(prefix, "*"),
+        arn_format=ArnFormat.COLON_RESOURCE_NAME,
+    )
+    role.add_to_principal_policy(iam.PolicyStatement(actions=["secretsmanager:GetSecretValue"], resources=[arn]))
+    names = webhook_secret_name(prefix, "*")
+    finding = f"<AWS::Partition>:secretsmanager:<AWS::Region>:<AWS::AccountId>:secret:{names}"
+    suppress(
+        role,
+        {
+            f"AwsSolutions-IAM5[Resource::arn:{finding}]": "One secret per job owner, made as owners appear: the "
+            "workers read the webhook-secrets name prefix (GetSecretValue only), no other secret.",
+        },
+    )

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
+from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from aws_cdk import Stack
@@ -10,6 +14,7 @@ from constructs import Construct
 from infra.api import Api
 from infra.context import DeployContext
 from infra.functions import Functions
+from infra.handlers import HandlerCode
 from infra.monitoring import AlertTopic, Monitoring
 from infra.permissions import grant_handler_targets
 from infra.queues import Queues
@@ -19,11 +24,25 @@ from infra.workers import Workers
 
 
 class DuetimeStack(Stack):
-    """Everything duetime runs on, named and tuned from CDK context (infra/context.py)."""
+    """Everything duetime runs on, named and tuned from CDK context (infra/context.py).
 
-    def __init__(self, scope: Construct, construct_id: str, **kwargs: Any) -> None:
+    A team's own CDK app passes its handler code as parameters instead of context: `handler_path` (the
+    folder holding its packages), `handler_modules` (what the workers import) and `handler_grants`
+    (which owners may use which handlers; a JSON string or the parsed value). Given, they win over context.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        handler_path: str | Path | None = None,
+        handler_modules: Sequence[str] | None = None,
+        handler_grants: Any = None,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(scope, construct_id, **kwargs)
-        self.ctx = DeployContext.from_node(self.node)
+        self.ctx = with_handlers(DeployContext.from_node(self.node), handler_path, handler_modules, handler_grants)
         self.storage = Storage(self, "Storage", settings=self.ctx.settings)
         self.queues = Queues(self, "Queues", settings=self.ctx.settings)
         self.alerts = AlertTopic(self, "Alerts", ctx=self.ctx)
@@ -73,3 +92,16 @@ class DuetimeStack(Stack):
             rest_api=self.api.rest_api,
             services=self.workers.services,
         )
+
+
+def with_handlers(
+    ctx: DeployContext, path: str | Path | None, modules: Sequence[str] | None, grants: Any
+) -> DeployContext:
+    """`ctx` with the handler code and grants a team's app passed as parameters in place of context."""
+    code = HandlerCode(
+        path=Path(path).resolve() if path is not None else ctx.handler_code.path,
+        modules=list(modules) if modules is not None else ctx.handler_code.modules,
+    )
+    if grants is not None and not isinstance(grants, str):
+        grants = json.dumps(grants, separators=(",", ":"), sort_keys=True)
+    return dataclasses.replace(ctx, handler_code=code, handler_grants=grants or ctx.handler_grants)

@@ -11,22 +11,23 @@ from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
-from infra.common import ROOT, log_group, suppress
+from infra.common import log_group, suppress
 from infra.context import DeployContext
-from infra.permissions import CONSUME, SEND, WORKER_TABLE_ACTIONS, grant_handler_targets, grant_queues, grant_tables
+from infra.handlers import IMAGE_HANDLER_DIR, stage_image_context
+from infra.permissions import (
+    CONSUME,
+    SEND,
+    WORKER_TABLE_ACTIONS,
+    grant_handler_targets,
+    grant_queues,
+    grant_tables,
+    grant_webhook_secrets,
+)
 from infra.queues import Queues
 from infra.storage import Storage
 
-# Only what `pip install .` needs goes into the Docker build context (the asset is staged, not built, at synth).
-IMAGE_CONTEXT_EXCLUDES = [
-    "*",
-    "!Dockerfile",
-    "!pyproject.toml",
-    "!README.md",
-    "!layers",
-    "**/__pycache__",
-    "**/*.egg-info",
-]
+# The Docker build context is staged (infra/handlers.py): what `pip install .` needs plus the handler folder.
+IMAGE_CONTEXT_EXCLUDES = ["**/__pycache__", "**/*.egg-info"]
 # `duetime worker` finishes its running executions within this grace and releases the rest (SIGTERM).
 STOP_GRACE_SECONDS = 30
 
@@ -71,9 +72,11 @@ class Workers(Construct):
             vpc=self.vpc,
             container_insights_v2=ecs.ContainerInsights.ENABLED,
         )
+        # The team's handler folder is copied into the image (Dockerfile: HANDLER_DIR, on PYTHONPATH).
         image = ecs.ContainerImage.from_asset(
-            str(ROOT),
+            str(stage_image_context(ctx.handler_code)),
             file="Dockerfile",
+            build_args={"HANDLER_DIR": IMAGE_HANDLER_DIR},
             platform=ecr_assets.Platform.LINUX_ARM64,
             exclude=IMAGE_CONTEXT_EXCLUDES,
             ignore_mode=IgnoreMode.DOCKER,
@@ -95,6 +98,7 @@ class Workers(Construct):
             grant_handler_targets(
                 task_role, ctx.handler_functions, ctx.handler_task_definitions, self.cluster.cluster_arn
             )
+            grant_webhook_secrets(task_role, ctx.settings.prefix)
             task = ecs.FargateTaskDefinition(
                 self,
                 f"Task-{name}",
@@ -118,12 +122,14 @@ class Workers(Construct):
                     str(job_class.concurrency),
                     "--grace-seconds",
                     str(STOP_GRACE_SECONDS - 5),
+                    *(["--handlers", *ctx.handler_code.modules] if ctx.handler_code.modules else []),
                 ],
                 environment={
                     **environment,
                     **self.handler_target_environment(),
                     "DUETIME_JOB_CLASS": name,
-                    "DUETIME_HANDLER_MODULES": ctx.handler_modules,
+                    "DUETIME_HANDLER_MODULES": ctx.handler_code.modules_env,
+                    **({"DUETIME_HANDLER_GRANTS": ctx.handler_grants} if ctx.handler_grants else {}),
                 },
                 logging=ecs.LogDriver.aws_logs(
                     stream_prefix=f"worker-{name}",

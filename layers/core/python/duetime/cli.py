@@ -1,4 +1,4 @@
-"""The `duetime` command: local, token, worker and preview."""
+"""The `duetime` command: local, token, worker, webhook-secret and preview."""
 
 from __future__ import annotations
 
@@ -26,6 +26,8 @@ from duetime.domain.grants import Grants
 from duetime.domain.models import Schedule, format_time
 from duetime.local.state import config_from_state, read_state
 from duetime.service.jobs import preview
+from duetime.store.aws import make_client
+from duetime.store.secrets import FileSecrets, SecretsManagerSecrets
 from duetime.worker.registry import load_modules, registered_names
 from duetime.worker.runtime import Worker, append_run_log
 
@@ -92,6 +94,8 @@ def cmd_worker(args: argparse.Namespace) -> int:
     importable_cwd()
     load_modules(args.handlers or [])
     config = config_from_state(read_state(args.data_dir)) if args.data_dir else RuntimeConfig.from_env()
+    if args.data_dir:  # sign webhooks with the same secrets as the `duetime local` it joins
+        config = config.model_copy(update={"webhook_secrets_dir": args.data_dir})
     ports = build_ports(config)
     worker_id = args.worker_id or f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(2)}"
     run_log = os.environ.get("DUETIME_RUN_LOG")  # opt-in: one JSON line per handler run (the chaos soak reads it)
@@ -113,6 +117,22 @@ def cmd_worker(args: argparse.Namespace) -> int:
     )
     worker.run(grace_seconds=args.grace_seconds)
     print(f"duetime worker {worker_id} stopped", flush=True)
+    return 0
+
+
+def cmd_webhook_secret(args: argparse.Namespace) -> int:
+    """Print an owner's webhook signing secret, creating it on first use, for its receiver to verify with."""
+    if args.aws:
+        config = RuntimeConfig.from_env()
+        if args.prefix:
+            config = config.model_copy(update={"prefix": args.prefix})
+        client = make_client("secretsmanager", config.region, config.endpoint_url)
+        print(SecretsManagerSecrets(client, config.prefix).ensure(args.owner))
+        return 0
+    if not Path(args.data_dir).is_dir():
+        print(f"no data dir {args.data_dir}: run `duetime local` there first, or give --data-dir", file=sys.stderr)
+        return 2
+    print(FileSecrets(args.data_dir).secret_for(args.owner))
     return 0
 
 
@@ -162,6 +182,15 @@ def parser() -> argparse.ArgumentParser:
     worker.add_argument("--worker-id", default=None)
     worker.add_argument("--grace-seconds", type=float, default=5.0)
     worker.set_defaults(fn=cmd_worker)
+
+    webhook = sub.add_parser("webhook-secret", help="print an owner's webhook signing secret (made on first use)")
+    webhook.add_argument("--owner", required=True)
+    webhook.add_argument("--data-dir", default=".duetime", help="the `duetime local` whose secrets to read")
+    webhook.add_argument(
+        "--aws", action="store_true", help="the deployed stack's secret in Secrets Manager (AWS credentials)"
+    )
+    webhook.add_argument("--prefix", default=None, help="the stack's name prefix (default: DUETIME_PREFIX or duetime)")
+    webhook.set_defaults(fn=cmd_webhook_secret)
 
     prev = sub.add_parser("preview", help="print the next run times of a cron schedule")
     prev.add_argument("--cron", required=True)

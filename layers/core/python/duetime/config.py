@@ -13,9 +13,11 @@ from duetime.domain.grants import DEMO_ONLY, EVERYONE, Grants
 from duetime.queue.notify import ConsoleNotifier, SnsNotifier
 from duetime.queue.sqs import DueQueues
 from duetime.queue.targets import EcsSettings, EcsTarget, LambdaTarget
+from duetime.queue.webhook import WebhookTarget
 from duetime.service.context import Notifier, Ports
 from duetime.store.aws import make_client
 from duetime.store.dynamo import DynamoStore
+from duetime.store.secrets import FileSecrets, SecretsManagerSecrets, WebhookSecrets
 from duetime.worker.kinds import Targets
 
 # Environment variables holding JSON rather than plain text.
@@ -45,6 +47,8 @@ class RuntimeConfig(BaseModel):
     handler_grants: list[dict[str, Any]] | None = None
     # {jobClass: [handler names]} the deployment's workers import (generated at synth).
     handler_manifest: dict[str, list[str]] | None = None
+    # Webhook secrets as files in this folder (`duetime local`, `duetime worker --data-dir`); else Secrets Manager.
+    webhook_secrets_dir: str | None = None
 
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None) -> RuntimeConfig:
@@ -66,6 +70,7 @@ class RuntimeConfig(BaseModel):
             preload_window_seconds=self.preload_window_seconds,
             history_retention_days=self.history_retention_days,
             job_classes=dict(base.job_classes),
+            allow_loopback_webhooks=base.allow_loopback_webhooks,
         )
         return settings.with_lease_seconds(self.lease_seconds) if self.lease_seconds else settings
 
@@ -103,8 +108,18 @@ def build_ports(config: RuntimeConfig, notifier: Notifier | None = None) -> Port
     )
 
 
+def build_webhook_secrets(config: RuntimeConfig) -> WebhookSecrets:
+    """Owners' webhook secrets: files under `webhook_secrets_dir` when set, else Secrets Manager."""
+    if config.webhook_secrets_dir:
+        return FileSecrets(config.webhook_secrets_dir)
+    return SecretsManagerSecrets.lazy(
+        lambda: make_client("secretsmanager", config.region, config.endpoint_url), config.prefix
+    )
+
+
 def build_targets(config: RuntimeConfig) -> Targets:
-    """Where `lambda:` and `ecs:` handlers run: Lambda always, ECS when a cluster is configured."""
+    """Where `lambda:`, `ecs:` and webhook handlers run: Lambda always, ECS when a cluster is configured,
+    webhooks signed with secrets from build_webhook_secrets."""
     ecs = None
     if config.ecs_cluster:
         settings = EcsSettings(
@@ -114,4 +129,5 @@ def build_targets(config: RuntimeConfig) -> Targets:
         )
         ecs = EcsTarget(make_client("ecs", config.region, config.endpoint_url), settings)
     lambda_target = LambdaTarget(make_client("lambda", config.region, config.endpoint_url))
-    return Targets(lambda_target=lambda_target, ecs_target=ecs)
+    webhook = WebhookTarget(build_webhook_secrets(config), allow_loopback=config.settings().allow_loopback_webhooks)
+    return Targets(lambda_target=lambda_target, ecs_target=ecs, webhook_target=webhook)

@@ -123,6 +123,8 @@ class Settings:
     preload_window_seconds: int = 300
     history_retention_days: int = 30
     job_classes: dict[str, JobClassDef] = field(default_factory=lambda: dict(JOB_CLASSES))
+    # Webhooks may call this machine (plain http included) only in `duetime local`, never on AWS.
+    allow_loopback_webhooks: bool = False
 
     def table_name(self, table: TableDef) -> str:
         return table.table_name(self.prefix)
@@ -138,7 +140,7 @@ class Settings:
 
 # Locally the window is short: moto's SQS scans every queued message on each call (NOTES.md), and a
 # 10 s window keeps at most ~10 s of due messages queued.
-LOCAL_SETTINGS = Settings(preload_interval_seconds=5, preload_window_seconds=10)
+LOCAL_SETTINGS = Settings(preload_interval_seconds=5, preload_window_seconds=10, allow_loopback_webhooks=True)
 
 # SQS limits the design leans on.
 SQS_MAX_DELAY_SECONDS = 900
@@ -165,3 +167,19 @@ HANDLER_ANNOUNCE_TTL_SECONDS = 100
 DYNAMODB_MAX_ITEM_BYTES = 400 * 1024
 MAX_RESULT_BYTES = 128 * 1024  # a handler's result as compact JSON (UTF-8)
 MAX_ERROR_BYTES = 1024  # one error text (UTF-8): 100 attempts' errors + the result stay under the item limit
+# --- webhook secrets ------------------------------------------------------------------------------------
+
+# Each owner's webhook signing secret: a Secrets Manager secret "<prefix>/webhook-secrets/<owner>" on AWS
+# (workers may read that name prefix only), a 0600 file "<data-dir>/webhook-secrets/<owner>" locally.
+WEBHOOK_SECRETS_FOLDER = "webhook-secrets"
+
+
+def webhook_secret_name(prefix: str, owner_key: str) -> str:
+    """The Secrets Manager name of an owner's webhook secret (`owner_key`: the owner, made name-safe)."""
+    return f"{prefix}/{WEBHOOK_SECRETS_FOLDER}/{owner_key}"
+
+
+# A webhook must accept the connection within this time (then its job's timeout bounds the request);
+# a reply is read up to this size, a larger one fails the attempt permanently.
+WEBHOOK_CONNECT_TIMEOUT_SECONDS = 10.0
+WEBHOOK_MAX_REPLY_BYTES = 256 * 1024

@@ -19,11 +19,14 @@ from duetime.local.http_bridge import ApiServer
 from duetime.local.moto_server import EmbeddedMoto, MotoProcess
 from duetime.local.state import STATE_FILE
 from duetime.queue.provision import create_queues
+from duetime.queue.webhook import WebhookTarget
 from duetime.service.context import Notifier, Ports
 from duetime.service.deadletters import drain_dead_letters
 from duetime.service.dispatch import preload
 from duetime.store.aws import make_client
 from duetime.store.provision import create_tables
+from duetime.store.secrets import FileSecrets
+from duetime.worker.kinds import Targets
 from duetime.worker.registry import load_modules
 from duetime.worker.runtime import Worker
 
@@ -126,9 +129,17 @@ class LocalSystem:
             Every("preloader", settings.preload_interval_seconds, lambda: preload(ports, preloader_id)).start(),
             Every("dlq-notifier", 2, lambda: [drain_dead_letters(ports, c) for c in settings.job_classes]).start(),
         ]
+        # Webhooks signed with secrets under the data dir, which `duetime webhook-secret` prints.
+        webhooks = WebhookTarget(FileSecrets(self.data_dir), allow_loopback=settings.allow_loopback_webhooks)
         if self.workers > 0:
             for job_class in settings.job_classes:
-                worker = Worker(ports, job_class, f"local-{job_class}-{secrets.token_hex(2)}", self.workers)
+                worker = Worker(
+                    ports,
+                    job_class,
+                    f"local-{job_class}-{secrets.token_hex(2)}",
+                    self.workers,
+                    targets=Targets(webhook_target=webhooks),
+                )
                 thread = threading.Thread(target=worker.run, name=f"worker-{job_class}", daemon=True)
                 thread.start()
                 self.worker_threads.append((worker, thread))

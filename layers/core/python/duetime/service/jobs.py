@@ -15,6 +15,7 @@ from typing import Any
 from duetime.domain.cron import CronSchedule, load_zone
 from duetime.domain.errors import Conflict, IdempotencyMismatch, InvalidInput, InvalidSchedule, NotFound
 from duetime.domain.models import Execution, ExecutionStatus, Job, JobSpec, JobStatus, Schedule
+from duetime.domain.webhooks import is_webhook, parse_webhook_url
 from duetime.queue.sqs import DueMessage
 from duetime.service.context import Ports
 from duetime.service.dispatch import dispatch, new_execution
@@ -51,6 +52,8 @@ def validate_spec(ports: Ports, spec: JobSpec, now: datetime) -> tuple[JobSpec, 
             + ("; use jobClass 'long' for longer jobs" if spec.job_class != "long" else ""),
             field="timeoutSeconds",
         )
+    if is_webhook(spec.handler):
+        parse_webhook_url(spec.handler, ports.settings.allow_loopback_webhooks)  # DNS is checked at each call
     if spec.retry.max_delay_seconds < spec.retry.base_delay_seconds:
         raise InvalidInput("retry.maxDelaySeconds must be at least baseDelaySeconds", field="retry.maxDelaySeconds")
     return spec, first_slot(spec.schedule, now)

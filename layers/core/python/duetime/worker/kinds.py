@@ -1,4 +1,4 @@
-"""Handler kinds: a registered Python function, `lambda:<function>`, or `ecs:<task definition>`."""
+"""Handler kinds: a registered Python function, `lambda:<function>`, `ecs:<task family>`, `https:` webhooks."""
 
 from __future__ import annotations
 
@@ -6,8 +6,11 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from duetime.definitions import WEBHOOK_MAX_REPLY_BYTES
 from duetime.domain.models import format_time
+from duetime.domain.webhooks import Reply, classify_status, is_webhook
 from duetime.queue.targets import EcsTarget, LambdaTarget
+from duetime.queue.webhook import WebhookRefused, WebhookTarget
 from duetime.worker.registry import HandlerFn, JobContext, PermanentFailure, get_handler
 
 ECS_POLL_SECONDS = 2.0
@@ -19,6 +22,7 @@ class Targets:
 
     lambda_target: LambdaTarget | None = None
     ecs_target: EcsTarget | None = None
+    webhook_target: WebhookTarget | None = None
 
 
 def run_values(ctx: JobContext) -> dict[str, Any]:
@@ -44,6 +48,8 @@ def resolve_handler(name: str, targets: Targets | None) -> HandlerFn | None:
         return _lambda_handler(targets.lambda_target, name.removeprefix("lambda:"))
     if name.startswith("ecs:") and targets and targets.ecs_target:
         return _ecs_handler(targets.ecs_target, name.removeprefix("ecs:"))
+    if is_webhook(name) and targets and targets.webhook_target:
+        return _webhook_handler(targets.webhook_target, name)
     return None
 
 
@@ -81,5 +87,35 @@ def _ecs_handler(target: EcsTarget, task_definition: str) -> HandlerFn:
                 # Timeout, lost lease or `replace`: the container must not run on unsupervised.
                 target.stop(task_arn, f"duetime stopped attempt {ctx.attempt} of {ctx.execution_id}")
                 raise InterruptedError(f"task {task_arn} stopped: the run was told to stop")
+
+    return run
+
+
+def _webhook_handler(target: WebhookTarget, url: str) -> HandlerFn:
+    """POST the run's values; 2xx succeeds with the reply's JSON as the result (its text if it is not JSON,
+    None if empty), 408/429/5xx and connection failures retry, any other answer fails for good."""
+
+    def run(ctx: JobContext) -> Any:
+        values = {**run_values(ctx), "owner": ctx.owner}
+        body = json.dumps(values, separators=(",", ":"), ensure_ascii=False).encode()
+        try:
+            delivery = target.deliver(url, ctx.owner, ctx.execution_id, ctx.attempt, body, ctx.cancelled)
+        except WebhookRefused as exc:
+            raise PermanentFailure(str(exc)) from exc
+        text = delivery.body.decode("utf-8", errors="replace")
+        verdict = classify_status(delivery.status)
+        if verdict == Reply.SUCCEEDED:
+            if delivery.too_large:
+                raise PermanentFailure(f"the webhook's reply exceeds {WEBHOOK_MAX_REPLY_BYTES} bytes")
+            if not text.strip():
+                return None
+            try:
+                return json.loads(text)
+            except ValueError:
+                return text
+        error = f"webhook answered HTTP {delivery.status}: {text[:200]}".rstrip(": ")
+        if verdict == Reply.PERMANENT:
+            raise PermanentFailure(error)
+        raise RuntimeError(error)
 
     return run

@@ -1,0 +1,122 @@
+"""A team's handler code for the workers: staged offline as a Lambda layer and into the `long` image's build
+context, and its handler manifest (what the modules register, read by the API) made at synth in a subprocess."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from duetime.definitions import JOB_CLASSES
+
+ROOT = Path(__file__).resolve().parents[1]
+CORE_PYTHON = ROOT / "layers" / "core" / "python"
+STAGING = ROOT / "build"
+# Never shipped from a handler folder: caches, virtual environments, VCS and test folders.
+SKIPPED = shutil.ignore_patterns(
+    "__pycache__", "*.pyc", ".git", ".venv", "venv", ".mypy_cache", ".pytest_cache", ".ruff_cache", "cdk.out", "tests"
+)
+# What the `long` image's build needs from duetime itself (Dockerfile: `pip install .`).
+IMAGE_FILES = ("Dockerfile", "pyproject.toml", "README.md")
+IMAGE_HANDLER_DIR = "handlers"
+# Lambda allows 4 KB of environment in all; the rest of the API's (queue URLs, settings) takes about 1 KB.
+MAX_HANDLER_ENV_BYTES = 3000  # the Dockerfile's HANDLER_DIR build arg: where the staged handler code is
+# Imports the modules in a clean interpreter and prints what the registry then holds (demo handlers included).
+MANIFEST_SCRIPT = """
+import json, sys
+from duetime.worker.registry import load_modules, registered_names
+load_modules([m for m in sys.argv[1:] if m])
+print(json.dumps(registered_names()))
+"""
+
+
+@dataclass(frozen=True)
+class HandlerCode:
+    """A team's handlers: the source folder that holds their packages (e.g. examples/handlers, where
+    billing/handlers.py lives) and the modules to import (e.g. ["billing.handlers"])."""
+
+    path: Path | None = None
+    modules: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if self.path is not None and not self.path.is_dir():
+            raise ValueError(f"handler folder {self.path} does not exist (context handlerPath)")
+
+    @property
+    def key(self) -> str:
+        """A short name for this folder's staging directories, so two apps' folders never mix."""
+        return hashlib.sha256(str(self.path).encode()).hexdigest()[:12]
+
+    @property
+    def modules_env(self) -> str:
+        """DUETIME_HANDLER_MODULES as the workers read it (comma list)."""
+        return ",".join(self.modules)
+
+
+def stage_layer(code: HandlerCode) -> Path:
+    """build/layers/handlers-<key>/python/: a copy of the handler folder, which Lambda puts on sys.path."""
+    if code.path is None:
+        raise ValueError("no handler folder to stage")
+    target = STAGING / "layers" / f"handlers-{code.key}"
+    shutil.rmtree(target, ignore_errors=True)
+    shutil.copytree(code.path, target / "python", ignore=SKIPPED)
+    return target
+
+
+def stage_image_context(code: HandlerCode) -> Path:
+    """build/images/worker-<key>/: the Docker build context of the `long` worker image, with the handler
+    folder as `handlers/` (empty when there is none), so a folder outside this repository can be copied."""
+    target = STAGING / "images" / f"worker-{code.key if code.path else 'core'}"
+    shutil.rmtree(target, ignore_errors=True)
+    target.mkdir(parents=True)
+    for name in IMAGE_FILES:
+        shutil.copy2(ROOT / name, target / name)
+    shutil.copytree(ROOT / "layers", target / "layers", ignore=SKIPPED)
+    handlers = target / IMAGE_HANDLER_DIR
+    if code.path is not None:
+        shutil.copytree(code.path, handlers, ignore=SKIPPED)
+    else:
+        handlers.mkdir()
+        (handlers / ".keep").write_text("no handler folder: the image runs duetime's own handlers only\n")
+    return target
+
+
+def handler_manifest(code: HandlerCode) -> dict[str, list[str]]:
+    """{jobClass: [handler names]} the workers of each class serve: the modules imported, in a subprocess
+    with the core and the handler folder on its path, so the synth never imports user code itself."""
+    paths = [str(CORE_PYTHON), *([str(code.path)] if code.path else [])]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths), "PYTHONDONTWRITEBYTECODE": "1"}
+    done = subprocess.run(
+        [sys.executable, "-c", MANIFEST_SCRIPT, *code.modules],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=str(code.path or ROOT),
+        timeout=120,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise ValueError(f"cannot import handlerModules {code.modules_env!r} from {code.path}: {done.stderr[-2000:]}")
+    names: list[str] = json.loads(done.stdout.strip().splitlines()[-1])
+    # Every worker class imports the same modules (the Lambda workers and the `long` image alike).
+    return {job_class: names for job_class in JOB_CLASSES}
+
+
+def api_handler_environment(code: HandlerCode, grants: str | None) -> dict[str, str]:
+    """DUETIME_HANDLER_MANIFEST (and DUETIME_HANDLER_GRANTS when given) for the API function; raises
+    ValueError at synth rather than at deploy when they would not fit Lambda's 4 KB environment."""
+    env = {"DUETIME_HANDLER_MANIFEST": json.dumps(handler_manifest(code), separators=(",", ":"))}
+    if grants:
+        env["DUETIME_HANDLER_GRANTS"] = grants
+    size = sum(len(k) + len(v.encode()) for k, v in env.items())
+    if size > MAX_HANDLER_ENV_BYTES:
+        raise ValueError(
+            f"the handler manifest and grants take {size} bytes of the API function's environment, more than "
+            f"{MAX_HANDLER_ENV_BYTES} (Lambda allows 4 KB for all variables): use fewer, broader grant rules"
+        )
+    return env

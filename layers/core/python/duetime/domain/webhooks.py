@@ -1,0 +1,180 @@
+"""Webhook targets (`https://host/path`): which URLs and addresses a job may call, the signature, the outcome."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import ipaddress
+from dataclasses import dataclass
+from enum import StrEnum
+from urllib.parse import urlsplit
+
+from duetime.domain.errors import InvalidInput
+
+WEBHOOK_SCHEMES = ("https://", "http://")
+# The header names of a delivery; the README's verify snippet reads the same names.
+IDEMPOTENCY_HEADER = "Idempotency-Key"
+ATTEMPT_HEADER = "Duetime-Attempt"
+OWNER_HEADER = "Duetime-Owner"
+TIMESTAMP_HEADER = "Duetime-Timestamp"
+SIGNATURE_HEADER = "Duetime-Signature"
+SIGNATURE_VERSION = "v1"
+# Host names that mean this machine whatever DNS says: refused on AWS, the only names plain http may use locally.
+LOOPBACK_NAMES = ("localhost", "localhost.localdomain")
+
+IpAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+# Named so that a refusal says which range the address is in; anything else not globally routable is
+# refused as "reserved". Order matters: the first match names the reason.
+FORBIDDEN_NETWORKS: tuple[tuple[str, str], ...] = (
+    ("0.0.0.0/8", "unspecified"),
+    ("::/128", "unspecified"),
+    ("127.0.0.0/8", "loopback"),
+    ("::1/128", "loopback"),
+    ("169.254.0.0/16", "link-local (instance metadata)"),
+    ("fe80::/10", "link-local"),
+    ("10.0.0.0/8", "private"),
+    ("172.16.0.0/12", "private"),
+    ("192.168.0.0/16", "private"),
+    ("100.64.0.0/10", "private (carrier-grade NAT)"),
+    ("fc00::/7", "private (unique local)"),
+    ("224.0.0.0/4", "multicast"),
+    ("ff00::/8", "multicast"),
+    ("240.0.0.0/4", "reserved"),
+)
+_NETWORKS = tuple((ipaddress.ip_network(net), reason) for net, reason in FORBIDDEN_NETWORKS)
+# IPv6 prefixes that carry an IPv4 address in their last 32 bits (NAT64, RFC 6052 and RFC 8215).
+_NAT64 = (ipaddress.ip_network("64:ff9b::/96"), ipaddress.ip_network("64:ff9b:1::/48"))
+
+
+def is_webhook(handler: str) -> bool:
+    return handler.startswith(WEBHOOK_SCHEMES)
+
+
+@dataclass(frozen=True)
+class WebhookUrl:
+    """A checked webhook URL: where to connect and what to ask for."""
+
+    scheme: str
+    host: str  # lower case, IPv6 without brackets
+    port: int
+    path: str  # path and query, never empty
+
+    @property
+    def is_loopback_name(self) -> bool:
+        return self.host in LOOPBACK_NAMES or self.host.endswith(".localhost")
+
+    @property
+    def literal_ip(self) -> IpAddress | None:
+        try:
+            return ipaddress.ip_address(self.host)
+        except ValueError:
+            return None
+
+
+def embedded_ipv4(address: IpAddress) -> ipaddress.IPv4Address | None:
+    """The IPv4 address an IPv6 one stands for (mapped, 6to4, Teredo, NAT64), if any."""
+    if isinstance(address, ipaddress.IPv4Address):
+        return None
+    if address.ipv4_mapped is not None:
+        return address.ipv4_mapped
+    if address.sixtofour is not None:
+        return address.sixtofour
+    if address.teredo is not None:
+        return address.teredo[1]
+    if any(address in net for net in _NAT64):
+        return ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
+    return None
+
+
+def forbidden_reason(address: IpAddress, allow_loopback: bool = False) -> str | None:
+    """Why a webhook may not connect to `address` (loopback, link-local, private, multicast, unspecified,
+    reserved), or None when it is a public address. `allow_loopback` is for `duetime local`."""
+    inner = embedded_ipv4(address)
+    if inner is not None:
+        reason = forbidden_reason(inner, allow_loopback)
+        return f"{reason} (embedded in {address})" if reason else None
+    for network, reason in _NETWORKS:
+        if address.version == network.version and address in network:
+            if reason == "loopback" and allow_loopback:
+                return None
+            return reason
+    if address.is_multicast:
+        return "multicast"
+    if not address.is_global:
+        return "reserved"
+    return None
+
+
+def parse_webhook_url(url: str, allow_loopback: bool = False) -> WebhookUrl:
+    """Check a webhook handler as far as can be without DNS; raises InvalidInput naming `handler`.
+
+    Refused: anything but http(s) with a host, user info in the URL (it would be stored and listed),
+    a literal IP in a forbidden range, a loopback host name unless `allow_loopback`, and plain `http:`
+    to anything but loopback (allowed only with `allow_loopback`, i.e. by `duetime local`).
+    """
+    if any(ch.isspace() or ord(ch) < 0x20 for ch in url):
+        raise InvalidInput("the webhook URL must not contain spaces or control characters", field="handler")
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+        host = (parts.hostname or "").rstrip(".")
+    except ValueError as exc:
+        raise InvalidInput(f"malformed webhook URL: {exc}", field="handler") from exc
+    scheme = parts.scheme.lower()
+    if scheme not in ("https", "http"):
+        raise InvalidInput("a webhook URL must start with https://", field="handler")
+    if not host:
+        raise InvalidInput("the webhook URL has no host", field="handler")
+    if parts.username is not None or parts.password is not None:
+        raise InvalidInput("the webhook URL must not carry credentials: requests are signed", field="handler")
+    if parts.fragment:
+        raise InvalidInput("the webhook URL must not have a #fragment", field="handler")
+    try:
+        host = host.encode("idna").decode("ascii") if not host.isascii() else host
+    except UnicodeError as exc:
+        raise InvalidInput(f"the webhook host {host!r} is not a valid domain name", field="handler") from exc
+    path = parts.path or "/"
+    if parts.query:
+        path = f"{path}?{parts.query}"
+    if not path.isascii():
+        raise InvalidInput("the webhook URL's path and query must be ASCII: percent-encode them", field="handler")
+    target = WebhookUrl(scheme=scheme, host=host.lower(), port=port or (443 if scheme == "https" else 80), path=path)
+    literal = target.literal_ip
+    if literal is not None:
+        reason = forbidden_reason(literal, allow_loopback)
+        if reason:
+            raise InvalidInput(f"webhook host {host} is a {reason} address", field="handler")
+    elif target.is_loopback_name and not allow_loopback:
+        raise InvalidInput(f"webhook host {host} is a loopback address", field="handler")
+    elif not target.is_loopback_name and "." not in host:
+        raise InvalidInput(f"webhook host {host!r} is not a fully qualified domain name", field="handler")
+    if scheme == "http":
+        loopback = target.is_loopback_name or (literal is not None and literal.is_loopback)
+        if not (allow_loopback and loopback):
+            where = "loopback hosts of `duetime local`" if allow_loopback else "nothing on AWS"
+            raise InvalidInput(f"a webhook URL must be https:// (plain http:// is for {where})", field="handler")
+    return target
+
+
+def sign(secret: str, timestamp: int, body: bytes) -> str:
+    """The Duetime-Signature header: "v1=" and the hex HMAC-SHA256 of "<timestamp>.<body>" keyed by `secret`."""
+    digest = hmac.new(secret.encode(), f"{timestamp}.".encode() + body, hashlib.sha256).hexdigest()
+    return f"{SIGNATURE_VERSION}={digest}"
+
+
+class Reply(StrEnum):
+    """What a webhook's HTTP status means for the attempt."""
+
+    SUCCEEDED = "succeeded"
+    RETRY = "retry"
+    PERMANENT = "permanent"
+
+
+def classify_status(status: int) -> Reply:
+    """2xx succeeds; 408, 429 and 5xx retry; any other status (4xx, a redirect, which is never followed)
+    fails permanently."""
+    if 200 <= status < 300:
+        return Reply.SUCCEEDED
+    if status in (408, 429) or 500 <= status < 600:
+        return Reply.RETRY
+    return Reply.PERMANENT

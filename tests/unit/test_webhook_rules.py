@@ -1,0 +1,130 @@
+"""Webhook rules without I/O: which URLs and addresses are refused, what a status means, the signature
+that the README's verify snippet accepts."""
+
+from __future__ import annotations
+
+import ipaddress
+import time
+
+import pytest
+from duetime.domain.errors import InvalidInput
+from duetime.domain.webhooks import Reply, classify_status, forbidden_reason, parse_webhook_url, sign
+
+from tests.webhook_receiver import readme_verify
+
+
+@pytest.mark.parametrize(
+    ("address", "reason"),
+    [
+        ("127.0.0.1", "loopback"),
+        ("::1", "loopback"),
+        ("169.254.169.254", "link-local (instance metadata)"),
+        ("fe80::1", "link-local"),
+        ("10.1.2.3", "private"),
+        ("172.16.0.1", "private"),
+        ("192.168.1.1", "private"),
+        ("100.64.0.1", "private (carrier-grade NAT)"),
+        ("fd00::1", "private (unique local)"),
+        ("224.0.0.1", "multicast"),
+        ("ff02::1", "multicast"),
+        ("0.0.0.0", "unspecified"),
+        ("::", "unspecified"),
+        ("240.0.0.1", "reserved"),
+        ("192.0.2.1", "reserved"),  # documentation range: not globally routable
+        ("::ffff:169.254.169.254", "link-local (instance metadata) (embedded in ::ffff:a9fe:a9fe)"),
+        ("64:ff9b::7f00:1", "loopback (embedded in 64:ff9b::7f00:1)"),  # NAT64 of 127.0.0.1
+        ("2002:a00:1::", "private (embedded in 2002:a00:1::)"),  # 6to4 of 10.0.0.1
+    ],
+)
+def test_addresses_a_webhook_may_not_reach(address, reason):
+    assert forbidden_reason(ipaddress.ip_address(address)) == reason
+
+
+@pytest.mark.parametrize("address", ["93.184.215.14", "8.8.8.8", "2606:4700:4700::1111"])
+def test_public_addresses_are_allowed(address):
+    assert forbidden_reason(ipaddress.ip_address(address)) is None
+
+
+def test_loopback_is_allowed_only_when_asked_and_nothing_else_with_it():
+    assert forbidden_reason(ipaddress.ip_address("127.0.0.1"), allow_loopback=True) is None
+    assert forbidden_reason(ipaddress.ip_address("::1"), allow_loopback=True) is None
+    assert forbidden_reason(ipaddress.ip_address("169.254.169.254"), allow_loopback=True) is not None
+    assert forbidden_reason(ipaddress.ip_address("10.0.0.1"), allow_loopback=True) == "private"
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://",
+        "https:///path",
+        "ftp://hooks.example.com/x",
+        "http://hooks.example.com/x",  # plain http is for loopback, locally
+        "https://user:pass@hooks.example.com/x",
+        "https://hooks.example.com/x#frag",
+        "https://hooks.example.com:99999/x",
+        "https://hooks.example.com/a b",
+        "https://[::1/x",
+        "https://169.254.169.254/latest/meta-data/",
+        "https://[fd00::1]/x",
+        "https://10.0.0.1/x",
+        "https://127.0.0.1:8443/x",
+        "https://localhost/x",
+        "https://metadata/x",  # a bare name resolves inside the network only
+        "https://hooks.example.com/résumé",  # http.client sends ASCII request lines only
+    ],
+)
+def test_urls_refused_at_submit_name_the_handler_field(url):
+    with pytest.raises(InvalidInput) as caught:
+        parse_webhook_url(url)
+    assert caught.value.field == "handler"
+
+
+def test_accepted_urls_keep_host_port_and_path_with_query():
+    target = parse_webhook_url("https://Hooks.Example.com/duetime/run?team=billing")
+    assert (target.scheme, target.host, target.port, target.path) == (
+        "https",
+        "hooks.example.com",
+        443,
+        "/duetime/run?team=billing",
+    )
+    assert parse_webhook_url("https://93.184.215.14:8443").path == "/"
+
+
+def test_locally_plain_http_reaches_loopback_only():
+    assert parse_webhook_url("http://127.0.0.1:9000/hook", allow_loopback=True).port == 9000
+    assert parse_webhook_url("http://localhost:9000/hook", allow_loopback=True).host == "localhost"
+    assert parse_webhook_url("https://localhost/hook", allow_loopback=True).scheme == "https"
+    for url in ("http://hooks.example.com/x", "http://10.0.0.1/x", "https://169.254.169.254/"):
+        with pytest.raises(InvalidInput):
+            parse_webhook_url(url, allow_loopback=True)
+
+
+@pytest.mark.parametrize(
+    ("status", "reply"),
+    [
+        (200, Reply.SUCCEEDED),
+        (204, Reply.SUCCEEDED),
+        (301, Reply.PERMANENT),
+        (400, Reply.PERMANENT),
+        (401, Reply.PERMANENT),
+        (404, Reply.PERMANENT),
+        (408, Reply.RETRY),
+        (429, Reply.RETRY),
+        (500, Reply.RETRY),
+        (503, Reply.RETRY),
+    ],
+)
+def test_what_a_status_means(status, reply):
+    assert classify_status(status) == reply
+
+
+def test_the_readme_snippet_accepts_the_signature_and_refuses_tampering_and_replays():
+    verify = readme_verify()
+    body, now = b'{"executionId":"j_1.1"}', int(time.time())
+    headers = {"Duetime-Timestamp": str(now), "Duetime-Signature": sign("s3cret", now, body)}
+    assert verify("s3cret", headers, body)
+    assert not verify("other", headers, body)
+    assert not verify("s3cret", headers, body + b" ")
+    old = now - 3600
+    assert not verify("s3cret", {"Duetime-Timestamp": str(old), "Duetime-Signature": sign("s3cret", old, body)}, body)
+    assert not verify("s3cret", {}, body)
