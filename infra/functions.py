@@ -11,6 +11,14 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as sources
 from aws_cdk import aws_sns as sns
 from constructs import Construct
+from duetime.config import function_environment, runtime_environment
+from duetime.definitions import (
+    API_FUNCTION_TIMEOUT_SECONDS,
+    DLQ_NOTIFIER_TIMEOUT_SECONDS,
+    FUNCTION_MEMORY_MB,
+    WORKER_BATCH_SIZE,
+    WORKER_BATCHING_WINDOW_SECONDS,
+)
 
 from infra.build_layers import CORE_LAYER_DIR, DEPS_LAYER_DIR
 from infra.common import ROOT, log_group, suppress
@@ -36,24 +44,16 @@ ASSET_EXCLUDES = ["**/__pycache__", "**/*.pyc", "*.egg-info", "**/*.egg-info"]
 XRAY_WILDCARD = "X-Ray trace and telemetry actions do not support resource-level permissions (Resource: *)."
 
 
-def runtime_environment(ctx: DeployContext, queues: Queues) -> dict[str, str]:
+def stack_environment(ctx: DeployContext, queues: Queues) -> dict[str, str]:
     """The DUETIME_* variables RuntimeConfig.from_env reads, shared by every function and the ECS worker."""
-    settings = ctx.settings
     stack = Stack.of(queues)
-    env = {
-        "DUETIME_PREFIX": settings.prefix,
-        "DUETIME_REGION": stack.region,
-        "DUETIME_SHARDS": str(settings.shards),
-        "DUETIME_PRELOAD_INTERVAL_SECONDS": str(settings.preload_interval_seconds),
-        "DUETIME_PRELOAD_WINDOW_SECONDS": str(settings.preload_window_seconds),
-        "DUETIME_HISTORY_RETENTION_DAYS": str(settings.history_retention_days),
-        "DUETIME_QUEUE_URLS": stack.to_json_string(queues.queue_urls()),
-        "DUETIME_DLQ_URLS": stack.to_json_string(queues.dlq_urls()),
-        "POWERTOOLS_METRICS_NAMESPACE": "duetime",
-    }
-    if ctx.lease_seconds is not None:
-        env["DUETIME_LEASE_SECONDS"] = str(ctx.lease_seconds)
-    return env
+    return runtime_environment(
+        ctx.settings,
+        region=stack.region,
+        queue_urls=stack.to_json_string(queues.queue_urls()),
+        dlq_urls=stack.to_json_string(queues.dlq_urls()),
+        lease_seconds=ctx.lease_seconds,
+    )
 
 
 @dataclass(frozen=True)
@@ -61,7 +61,6 @@ class FunctionSpec:
     name: str
     description: str
     timeout: Duration
-    memory_mb: int = 512
 
 
 class Functions(Construct):
@@ -99,12 +98,14 @@ class Functions(Construct):
             description="duetime core (layers/core/python/duetime)",
         )
         self.ctx = ctx
-        self.environment = runtime_environment(ctx, queues)
+        self.environment = stack_environment(ctx, queues)
         tables = storage.tables
         every_due = [q.due for q in queues.by_class.values()]
         every_dlq = [q.dlq for q in queues.by_class.values()]
 
-        self.api = self._function(FunctionSpec("api", "duetime HTTP API", Duration.seconds(29), 1024))
+        self.api = self._function(
+            FunctionSpec("api", "duetime HTTP API", Duration.seconds(API_FUNCTION_TIMEOUT_SECONDS))
+        )
         grant_tables(self.api.role, tables, API_TABLE_ACTIONS)  # type: ignore[arg-type]
         # Creating a job sends its first execution when due soon; completing one may retry or dead-letter it.
         grant_queues(self.api.role, every_due + every_dlq, SEND)  # type: ignore[arg-type]
@@ -125,10 +126,9 @@ class Functions(Construct):
                     "worker",
                     f"duetime worker of the {name!r} job class",
                     lambda_worker_timeout(class_queues.job_class),
-                    1024,
                 ),
                 construct_id=f"Worker-{name}",
-                extra_env={"DUETIME_JOB_CLASS": name, "DUETIME_HANDLER_MODULES": ctx.handler_modules},
+                job_class=name,
             )
             grant_tables(worker.role, tables, WORKER_TABLE_ACTIONS)  # type: ignore[arg-type]
             grant_queues(worker.role, [class_queues.due], [*CONSUME, *SEND])  # type: ignore[arg-type]
@@ -136,9 +136,8 @@ class Functions(Construct):
             worker.add_event_source(
                 sources.SqsEventSource(
                     class_queues.due,
-                    batch_size=10,
-                    # On time beats fewer invocations: hand over each message as soon as it is visible.
-                    max_batching_window=Duration.seconds(0),
+                    batch_size=WORKER_BATCH_SIZE,
+                    max_batching_window=Duration.seconds(WORKER_BATCHING_WINDOW_SECONDS),
                     report_batch_item_failures=True,
                 )
             )
@@ -146,9 +145,11 @@ class Functions(Construct):
 
         self.dlq_notifier = self._function(
             FunctionSpec(
-                "dlq_notifier", "duetime DLQ notifier: records dead letters, tells owners", Duration.minutes(1)
+                "dlq_notifier",
+                "duetime DLQ notifier: records dead letters, tells owners",
+                Duration.seconds(DLQ_NOTIFIER_TIMEOUT_SECONDS),
             ),
-            extra_env={"DUETIME_ALERT_TOPIC_ARN": alert_topic.topic_arn},
+            alert_topic_arn=alert_topic.topic_arn,
         )
         grant_tables(self.dlq_notifier.role, tables, DLQ_NOTIFIER_TABLE_ACTIONS)  # type: ignore[arg-type]
         grant_queues(self.dlq_notifier.role, every_dlq, DRAIN)  # type: ignore[arg-type]
@@ -166,7 +167,11 @@ class Functions(Construct):
         return [self.api, self.preloader, *self.workers.values(), self.dlq_notifier]
 
     def _function(
-        self, spec: FunctionSpec, construct_id: str | None = None, extra_env: dict[str, str] | None = None
+        self,
+        spec: FunctionSpec,
+        construct_id: str | None = None,
+        job_class: str | None = None,
+        alert_topic_arn: str | None = None,
     ) -> lambda_.Function:
         construct_id = construct_id or "".join(part.capitalize() for part in spec.name.split("_"))
         logs = log_group(self, f"{construct_id}Logs", self.ctx.log_retention_days)
@@ -186,9 +191,15 @@ class Functions(Construct):
             handler="index.handler",
             code=lambda_.Code.from_asset(str(ROOT / "functions" / spec.name), exclude=ASSET_EXCLUDES),
             layers=[self.deps_layer, self.core_layer],
-            environment={**self.environment, "POWERTOOLS_SERVICE_NAME": spec.name, **(extra_env or {})},
+            environment=function_environment(
+                spec.name,
+                self.environment,
+                job_class=job_class,
+                handler_modules=self.ctx.handler_modules,
+                alert_topic_arn=alert_topic_arn,
+            ),
             timeout=spec.timeout,
-            memory_size=spec.memory_mb,
+            memory_size=FUNCTION_MEMORY_MB[spec.name],
             role=role,  # type: ignore[arg-type]
             log_group=logs,  # type: ignore[arg-type]
             tracing=lambda_.Tracing.ACTIVE,
