@@ -107,6 +107,7 @@ class LambdaFunction:
     region: str
     max_instances: int = 10
     functions_dir: Path = FUNCTIONS_DIR
+    on_cold_start: Callable[[ModuleType], None] | None = None  # sees each new instance's module (tests)
     instances: list[ModuleType] = field(default_factory=list)
     _free: list[ModuleType] = field(default_factory=list)
     _slots: threading.Semaphore = field(init=False)
@@ -130,19 +131,53 @@ class LambdaFunction:
         )
 
     def invoke(self, event: dict[str, Any]) -> Any:
-        """Run the handler on a free instance (a new one, cold, if none is free), with a fresh context."""
+        """Run the handler on a free instance (a new one, cold, if none is free), with a fresh context.
+
+        An exception is the invocation's failure and the instance stays warm; a BaseException that is not
+        one (SystemExit, a simulated crash) ends the instance, as a dead runtime process ends its container.
+        """
         with self._slots:
             with self._lock:
                 module = self._free.pop() if self._free else None
             if module is None:
-                module = import_handler_module(self.name, self.environment, self.functions_dir)
-                with self._lock:
-                    self.instances.append(module)
+                module = self.cold_start()
             try:
-                return module.handler(event, self.context())
-            finally:
+                result = module.handler(event, self.context())
+            except Exception:
+                self._release(module)
+                raise
+            except BaseException:
                 with self._lock:
-                    self._free.append(module)
+                    self.instances.remove(module)
+                raise
+            self._release(module)
+            return result
+
+    def cold_start(self) -> ModuleType:
+        module = import_handler_module(self.name, self.environment, self.functions_dir)
+        if self.on_cold_start is not None:
+            self.on_cold_start(module)
+        with self._lock:
+            self.instances.append(module)
+        return module
+
+    def _release(self, module: ModuleType) -> None:
+        with self._lock:
+            self._free.append(module)
+
+    def fresh(self) -> LambdaFunction:
+        """The same function with no instances yet (a new deployment of it)."""
+        return LambdaFunction(
+            name=self.name,
+            function_name=self.function_name,
+            environment=dict(self.environment),
+            timeout_seconds=self.timeout_seconds,
+            memory_mb=self.memory_mb,
+            region=self.region,
+            max_instances=self.max_instances,
+            functions_dir=self.functions_dir,
+            on_cold_start=self.on_cold_start,
+        )
 
 
 def scheduled_event(region: str, rule_arn: str) -> dict[str, Any]:

@@ -29,6 +29,7 @@ from duetime.definitions import (
     Settings,
     lambda_worker_timeout_seconds,
 )
+from duetime.local import BACKENDS
 from duetime.local.http_bridge import ApiServer
 from duetime.local.lambda_mode import LambdaFunction, Schedule, SqsEventSource
 from duetime.local.moto_server import EmbeddedMoto, MotoProcess
@@ -45,7 +46,6 @@ from duetime.worker.runtime import Worker
 
 log = logging.getLogger("duetime.local")
 FIRST_USER = "local-user"
-BACKENDS = ("moto",)
 # Locally the DLQ notifier runs every few seconds instead of every minute, so an owner hears of a failure
 # while still looking.
 DLQ_NOTIFIER_SECONDS = 2
