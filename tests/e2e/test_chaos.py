@@ -312,6 +312,8 @@ def test_chaos_soak_loses_nothing_and_never_double_holds_an_attempt(tmp_path):
             raise AssertionError(f"stuck after settling (seed {SEED}): {stuck}") from None
         settled = time.monotonic()
 
+        # The run log first: the cron jobs run on, and a run logged after the scan would be missing from its row.
+        logged = run_log(log_path)
         rows = [execution_from_item(i) for i in scan(ports, executions_table)]
         jobs = {j.job_id: j for j in (job_from_item(i) for i in scan(ports, jobs_table))}
         by_job: dict[str, list[Execution]] = defaultdict(list)
@@ -328,13 +330,14 @@ def test_chaos_soak_loses_nothing_and_never_double_holds_an_attempt(tmp_path):
                 assert execution.error, execution
 
         # No attempt on two workers; every repeated run explained.
-        logged = run_log(log_path)
         runs: dict[tuple[str, int], dict[str, Any]] = {}
         for record in logged:
             key = (record["execution_id"], record["attempt"])
             assert key not in runs or runs[key]["worker_id"] == record["worker_id"], (record, runs.get(key))
             runs[key] = record
         by_id = {e.execution_id: e for e in rows}
+        doubled = {execution_id for execution_id, n in Counter(e.execution_id for e in rows).items() if n > 1}
+        assert not doubled, (f"seed {SEED}: one execution on two rows", [e for e in rows if e.execution_id in doubled])
         for (execution_id, attempt), record in runs.items():
             history = by_id[execution_id].attempts
             assert history[attempt - 1].worker_id == record["worker_id"], (record, history)

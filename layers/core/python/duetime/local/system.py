@@ -178,12 +178,8 @@ class LocalSystem:
             dlq_urls=json.dumps(ports.queues.dlq_urls),
             lease_seconds=self.lease_seconds,
         )
-        # What only the local machine needs: moto's endpoint, the local token secret, no X-Ray daemon.
-        shared.update(
-            DUETIME_ENDPOINT_URL=str(config.endpoint_url),
-            DUETIME_JWT_SECRET=self.secret,
-            POWERTOOLS_TRACE_DISABLED="true",
-        )
+        # What only the local machine needs: moto's endpoint and no X-Ray daemon (and the API a token secret).
+        shared.update(DUETIME_ENDPOINT_URL=str(config.endpoint_url), POWERTOOLS_TRACE_DISABLED="true")
 
         def function(name: str, timeout: int, **extra: str) -> LambdaFunction:
             suffix = f"-{extra['job_class']}" if "job_class" in extra else ""
@@ -199,6 +195,7 @@ class LocalSystem:
             return lambda_function
 
         api = function("api", API_FUNCTION_TIMEOUT_SECONDS)
+        api.environment["DUETIME_JWT_SECRET"] = self.secret  # on AWS, Cognito's authorizer checks tokens
         self.api = ApiServer(lambda event, context: dict(api.invoke(event)), port=self.port).start()
         preloader = function("preloader", settings.preload_interval_seconds)
         notifier = function("dlq_notifier", DLQ_NOTIFIER_TIMEOUT_SECONDS, alert_topic_arn=topic_arn)
