@@ -182,6 +182,8 @@ FUNCTION = '''
 """A test function: what it saw of the environment at import, and each invocation's context."""
 import os
 SEEN_AT_IMPORT = os.environ.get("LM_SETTING")
+# os.environb shares the process environment's own data: a write to the real environment would show here.
+IN_PROCESS_ENVIRONMENT = b"LM_SETTING" in os.environb
 CALLS = []
 
 
@@ -219,7 +221,8 @@ def test_an_instance_imports_its_module_once_with_its_environment_and_each_call_
         functions_dir=functions_dir,
     )
     first, second = probe.invoke({}), probe.invoke({})
-    assert "LM_SETTING" not in os.environ  # set for the cold start only
+    assert "LM_SETTING" not in os.environ  # seen by the cold start only
+    assert probe.instances[0].IN_PROCESS_ENVIRONMENT is False  # threads and subprocesses never see it
     assert len(probe.instances) == 1 and [first["requestId"], second["requestId"]] == probe.instances[0].CALLS
     assert first["setting"] == "from-cdk" and first["requestId"] != second["requestId"]
     assert first["functionName"] == "lm-probe" and first["memory"] == 512

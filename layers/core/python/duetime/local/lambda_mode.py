@@ -21,9 +21,11 @@ not limited, there is no X-Ray daemon (tracing is disabled), no retries of faile
 (EventBridge targets are configured with none), and the pollers long-poll 1 s instead of 20 s so a stop
 is prompt (moto re-checks a long poll once a second anyway).
 
-One process holds every instance, so they share os.environ: a module reads its configuration at import
-(every duetime handler does, checked at cold start), so the function's variables are set only while it
-is imported, under a lock, and the host's values restored after. Instances of one function also share
+One process holds every instance, so they share os.environ. A module reads its configuration at import
+(every duetime handler does, checked at cold start), so while it is imported, under a lock, `os.environ`
+is a copy of the host's with the function's variables added, and the host's own mapping is put back after.
+The process environment itself is never written: threads iterating it meanwhile are not disturbed (they
+see the copy), and subprocesses never inherit a function's variables. Instances of one function also share
 Powertools' process-wide logger, so under concurrency a log line may carry another instance's request id
 (on AWS each instance is a process of its own).
 """
@@ -82,16 +84,14 @@ def import_handler_module(
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     with _IMPORT_LOCK:
-        saved = {name: os.environ.get(name) for name in environment}
-        os.environ.update(environment)
+        # Rebinding, not writing, os.environ: os.getenv and os.environ read the copy during this import, while
+        # the real process environment (what subprocesses inherit) stays as it is (B003 is the point here).
+        host = os.environ
+        os.environ = {**host, **environment}  # type: ignore[assignment]  # noqa: B003
         try:
             spec.loader.exec_module(module)
         finally:
-            for name, value in saved.items():
-                if value is None:
-                    os.environ.pop(name, None)
-                else:
-                    os.environ[name] = value
+            os.environ = host  # noqa: B003
     return module
 
 
