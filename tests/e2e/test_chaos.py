@@ -342,10 +342,14 @@ def test_chaos_soak_loses_nothing_and_never_double_holds_an_attempt(tmp_path):
             history = by_id[execution_id].attempts
             assert history[attempt - 1].worker_id == record["worker_id"], (record, history)
         duplicates: Counter[str] = Counter()
+        unexplained = []
         for execution in rows:
             for attempt in range(1, len(execution.attempts)):
-                duplicates[why_repeated(execution, attempt, runs, workers.events)] += 1
-        assert duplicates["unexplained"] == 0, duplicates
+                why = why_repeated(execution, attempt, runs, workers.events)
+                duplicates[why] += 1
+                if why == "unexplained":
+                    unexplained.append((execution.attempts, runs.get((execution.execution_id, attempt))))
+        assert duplicates["unexplained"] == 0, (f"seed {SEED}", duplicates, unexplained)
 
         # The cron jobs: each minute from the first slot on, exactly once, each ended or skipped with a reason.
         cron_runs = 0
