@@ -25,15 +25,17 @@ local: $(VENV)  ## the whole system on this machine
 
 # End-to-end tests run in a pytest process of their own: in-process moto (mock_aws) resets the backends
 # that an in-process moto server would share.
-test: dev lint  ## every test: unit, integration, infrastructure, end-to-end
+test: dev lint  ## every test: unit, integration, infrastructure, end-to-end on every local backend
 	$(PYTEST) tests/unit tests/integration tests/infrastructure
-	$(PYTEST) tests/e2e
+	$(MAKE) --no-print-directory test-e2e
 
 test-fast: $(VENV)  ## the inner loop: pure logic and adapters against moto
 	$(PYTEST) tests/unit tests/integration
 
+# The e2e suite once per `duetime local --backend` (duetime.local.BACKENDS), each in a pytest process of its own.
 test-e2e: $(VENV)
-	$(PYTEST) tests/e2e
+	set -e; for backend in $$($(PY) -c 'from duetime.local import BACKENDS; print(*BACKENDS)'); do \
+		echo "e2e on the $$backend backend"; DUETIME_E2E_BACKEND=$$backend $(PYTEST) tests/e2e; done
 
 chaos: $(VENV)  ## the chaos soak alone (it also runs in make test)
 	$(PYTEST) tests/e2e/test_chaos.py

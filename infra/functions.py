@@ -11,6 +11,14 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as sources
 from aws_cdk import aws_sns as sns
 from constructs import Construct
+from duetime.config import function_environment, runtime_environment
+from duetime.definitions import (
+    API_FUNCTION_TIMEOUT_SECONDS,
+    DLQ_NOTIFIER_TIMEOUT_SECONDS,
+    FUNCTION_MEMORY_MB,
+    WORKER_BATCH_SIZE,
+    WORKER_BATCHING_WINDOW_SECONDS,
+)
 
 from infra.build_layers import CORE_LAYER_DIR, DEPS_LAYER_DIR
 from infra.common import ROOT, log_group, suppress
@@ -38,24 +46,16 @@ ASSET_EXCLUDES = ["**/__pycache__", "**/*.pyc", "*.egg-info", "**/*.egg-info"]
 XRAY_WILDCARD = "X-Ray trace and telemetry actions do not support resource-level permissions (Resource: *)."
 
 
-def runtime_environment(ctx: DeployContext, queues: Queues) -> dict[str, str]:
+def stack_environment(ctx: DeployContext, queues: Queues) -> dict[str, str]:
     """The DUETIME_* variables RuntimeConfig.from_env reads, shared by every function and the ECS worker."""
-    settings = ctx.settings
     stack = Stack.of(queues)
-    env = {
-        "DUETIME_PREFIX": settings.prefix,
-        "DUETIME_REGION": stack.region,
-        "DUETIME_SHARDS": str(settings.shards),
-        "DUETIME_PRELOAD_INTERVAL_SECONDS": str(settings.preload_interval_seconds),
-        "DUETIME_PRELOAD_WINDOW_SECONDS": str(settings.preload_window_seconds),
-        "DUETIME_HISTORY_RETENTION_DAYS": str(settings.history_retention_days),
-        "DUETIME_QUEUE_URLS": stack.to_json_string(queues.queue_urls()),
-        "DUETIME_DLQ_URLS": stack.to_json_string(queues.dlq_urls()),
-        "POWERTOOLS_METRICS_NAMESPACE": "duetime",
-    }
-    if ctx.lease_seconds is not None:
-        env["DUETIME_LEASE_SECONDS"] = str(ctx.lease_seconds)
-    return env
+    return runtime_environment(
+        ctx.settings,
+        region=stack.region,
+        queue_urls=stack.to_json_string(queues.queue_urls()),
+        dlq_urls=stack.to_json_string(queues.dlq_urls()),
+        lease_seconds=ctx.lease_seconds,
+    )
 
 
 @dataclass(frozen=True)
@@ -63,7 +63,6 @@ class FunctionSpec:
     name: str
     description: str
     timeout: Duration
-    memory_mb: int = 512
 
 
 class Functions(Construct):
@@ -113,14 +112,14 @@ class Functions(Construct):
                 description=f"duetime handlers from {ctx.handler_code.path.name}/ ({ctx.handler_code.modules_env})",
             )
         self.ctx = ctx
-        self.environment = runtime_environment(ctx, queues)
+        self.environment = stack_environment(ctx, queues)
         grants = {"DUETIME_HANDLER_GRANTS": ctx.handler_grants} if ctx.handler_grants else {}
         tables = storage.tables
         every_due = [q.due for q in queues.by_class.values()]
         every_dlq = [q.dlq for q in queues.by_class.values()]
 
         self.api = self._function(
-            FunctionSpec("api", "duetime HTTP API", Duration.seconds(29), 1024),
+            FunctionSpec("api", "duetime HTTP API", Duration.seconds(API_FUNCTION_TIMEOUT_SECONDS)),
             extra_env=api_handler_environment(ctx.handler_code, ctx.handler_grants),
         )
         grant_tables(self.api.role, tables, API_TABLE_ACTIONS)  # type: ignore[arg-type]
@@ -143,14 +142,10 @@ class Functions(Construct):
                     "worker",
                     f"duetime worker of the {name!r} job class",
                     lambda_worker_timeout(class_queues.job_class),
-                    1024,
                 ),
                 construct_id=f"Worker-{name}",
-                extra_env={
-                    "DUETIME_JOB_CLASS": name,
-                    "DUETIME_HANDLER_MODULES": ctx.handler_code.modules_env,
-                    **grants,
-                },
+                job_class=name,
+                extra_env=grants,
                 extra_layers=[self.handler_layer] if self.handler_layer else [],
             )
             grant_webhook_secrets(worker.role, ctx.settings.prefix)  # type: ignore[arg-type]
@@ -160,9 +155,8 @@ class Functions(Construct):
             worker.add_event_source(
                 sources.SqsEventSource(
                     class_queues.due,
-                    batch_size=10,
-                    # On time beats fewer invocations: hand over each message as soon as it is visible.
-                    max_batching_window=Duration.seconds(0),
+                    batch_size=WORKER_BATCH_SIZE,
+                    max_batching_window=Duration.seconds(WORKER_BATCHING_WINDOW_SECONDS),
                     report_batch_item_failures=True,
                 )
             )
@@ -170,9 +164,11 @@ class Functions(Construct):
 
         self.dlq_notifier = self._function(
             FunctionSpec(
-                "dlq_notifier", "duetime DLQ notifier: records dead letters, tells owners", Duration.minutes(1)
+                "dlq_notifier",
+                "duetime DLQ notifier: records dead letters, tells owners",
+                Duration.seconds(DLQ_NOTIFIER_TIMEOUT_SECONDS),
             ),
-            extra_env={"DUETIME_ALERT_TOPIC_ARN": alert_topic.topic_arn},
+            alert_topic_arn=alert_topic.topic_arn,
         )
         grant_tables(self.dlq_notifier.role, tables, DLQ_NOTIFIER_TABLE_ACTIONS)  # type: ignore[arg-type]
         grant_queues(self.dlq_notifier.role, every_dlq, DRAIN)  # type: ignore[arg-type]
@@ -193,6 +189,8 @@ class Functions(Construct):
         self,
         spec: FunctionSpec,
         construct_id: str | None = None,
+        job_class: str | None = None,
+        alert_topic_arn: str | None = None,
         extra_env: dict[str, str] | None = None,
         extra_layers: list[lambda_.LayerVersion] | None = None,
     ) -> lambda_.Function:
@@ -214,9 +212,18 @@ class Functions(Construct):
             handler="index.handler",
             code=lambda_.Code.from_asset(str(ROOT / "functions" / spec.name), exclude=ASSET_EXCLUDES),
             layers=[self.deps_layer, self.core_layer, *(extra_layers or [])],
-            environment={**self.environment, "POWERTOOLS_SERVICE_NAME": spec.name, **(extra_env or {})},
+            environment={
+                **function_environment(
+                    spec.name,
+                    self.environment,
+                    job_class=job_class,
+                    handler_modules=self.ctx.handler_modules,
+                    alert_topic_arn=alert_topic_arn,
+                ),
+                **(extra_env or {}),
+            },
             timeout=spec.timeout,
-            memory_size=spec.memory_mb,
+            memory_size=FUNCTION_MEMORY_MB[spec.name],
             role=role,  # type: ignore[arg-type]
             log_group=logs,  # type: ignore[arg-type]
             tracing=lambda_.Tracing.ACTIVE,

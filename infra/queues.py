@@ -7,7 +7,13 @@ from dataclasses import dataclass
 from aws_cdk import Duration
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
-from duetime.definitions import MAX_RECEIVE_COUNT, JobClassDef, Settings
+from duetime.definitions import (
+    MAX_RECEIVE_COUNT,
+    JobClassDef,
+    Settings,
+    lambda_worker_timeout_seconds,
+    queue_visibility_seconds,
+)
 
 from infra.common import suppress
 
@@ -23,7 +29,7 @@ class ClassQueues:
 
 def lambda_worker_timeout(job_class: JobClassDef) -> Duration:
     """The worker function's timeout: the class's longest job plus a minute to report, within Lambda's 15."""
-    return Duration.seconds(min(900, job_class.max_timeout_seconds + 60))
+    return Duration.seconds(lambda_worker_timeout_seconds(job_class))
 
 
 class Queues(Construct):
@@ -42,20 +48,13 @@ class Queues(Construct):
                 retention_period=DLQ_RETENTION,
             )
             suppress(dlq, {"AwsSolutions-SQS3": "This queue is itself the dead-letter queue of its job class."})
-            # An SQS event source needs the visibility timeout to cover the function's timeout; the worker
-            # shortens it to one lease by its first heartbeat. `duetime worker` sets it to a lease on receive.
-            visibility = (
-                lambda_worker_timeout(job_class)
-                if job_class.worker_kind == "lambda"
-                else Duration.seconds(job_class.lease_seconds)
-            )
             due = sqs.Queue(
                 self,
                 f"Due-{name}",
                 queue_name=job_class.queue_name(settings.prefix),
                 encryption=sqs.QueueEncryption.SQS_MANAGED,
                 enforce_ssl=True,
-                visibility_timeout=visibility,
+                visibility_timeout=Duration.seconds(queue_visibility_seconds(job_class)),
                 retention_period=Duration.days(4),
                 dead_letter_queue=sqs.DeadLetterQueue(queue=dlq, max_receive_count=MAX_RECEIVE_COUNT),
             )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import os
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -25,6 +26,14 @@ from duetime.service.context import Ports  # noqa: E402
 from duetime.store.aws import make_client  # noqa: E402
 from duetime.store.dynamo import DynamoStore  # noqa: E402
 from duetime.store.provision import create_tables  # noqa: E402
+
+# The backend `duetime local` runs the e2e suite on (`make test` runs the suite once per backend).
+E2E_BACKEND = os.environ.get("DUETIME_E2E_BACKEND", "moto")
+
+
+def new_local_system(data_dir: str | Path, **options: Any) -> LocalSystem:
+    """A `duetime local` on the e2e backend (not started)."""
+    return LocalSystem(data_dir, backend=E2E_BACKEND, **options)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -103,12 +112,13 @@ class Api:
         return self.request("DELETE", path, **kwargs)
 
 
-@pytest.fixture(scope="session")
-def local_system(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalSystem]:
-    """One `duetime local` for the session: real HTTP, moto server, pre-loader timer, worker threads,
-    with a 6-second lease so lease expiry is quick to observe."""
+@pytest.fixture(scope="session", name="local_system")
+def session_local_system(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalSystem]:
+    """One `duetime local` for the session on the e2e backend (DUETIME_E2E_BACKEND, default moto: the
+    real handlers in the Lambda emulation), over real HTTP, with a 6-second lease so lease expiry is
+    quick to observe."""
     data_dir = tmp_path_factory.mktemp("duetime-local")
-    system = LocalSystem(data_dir, port=0, workers=4, lease_seconds=6, shards=4).start()
+    system = new_local_system(data_dir, port=0, workers=4, lease_seconds=6, shards=4).start()
     yield system
     system.stop()
 

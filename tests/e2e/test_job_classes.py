@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import pytest
 from duetime.local.system import LocalSystem
 
-from tests.conftest import Api
+from tests.conftest import Api, new_local_system
 from tests.e2e.helpers import executions, iso_in, parse, submit, wait_for, wait_terminal
 
 SLOTS = 2
@@ -15,7 +15,7 @@ SLOTS = 2
 
 @pytest.fixture(scope="module")
 def classes_system(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalSystem]:
-    system = LocalSystem(
+    system = new_local_system(
         tmp_path_factory.mktemp("classes"), port=0, workers=SLOTS, lease_seconds=6, shards=2, prefix="classes"
     )
     yield system.start()

@@ -24,6 +24,7 @@ from duetime.config import RuntimeConfig, build_ports, build_targets
 from duetime.domain.errors import DuetimeError, InvalidInput
 from duetime.domain.grants import Grants
 from duetime.domain.models import Schedule, format_time
+from duetime.local import BACKENDS as LOCAL_BACKENDS
 from duetime.local.state import config_from_state, read_state
 from duetime.service.jobs import preview
 from duetime.store.aws import make_client
@@ -64,6 +65,7 @@ def cmd_local(args: argparse.Namespace) -> int:
         shards=args.shards,
         handler_modules=args.handlers,
         grants=read_grants(args.grants),
+        backend=args.backend,
     )
     system.start()
     token = system.token(FIRST_USER)
@@ -159,12 +161,20 @@ def parser() -> argparse.ArgumentParser:
 
     local = sub.add_parser("local", help="run the whole system on this machine")
     local.add_argument("--port", type=int, default=8080)
-    local.add_argument("--workers", type=int, default=4, help="worker threads per job class (0: none)")
+    local.add_argument(
+        "--workers", type=int, default=4, help="per job class: concurrent worker invocations or threads (0: none)"
+    )
     local.add_argument("--lease-seconds", type=int, default=30)
     local.add_argument("--data-dir", default=".duetime")
     local.add_argument("--shards", type=int, default=8)
     local.add_argument("--handlers", nargs="*", default=[], metavar="MODULE", help="modules with your @handlers")
     local.add_argument("--grants", metavar="FILE", help="JSON grant rules (default: everyone may use everything)")
+    local.add_argument(
+        "--backend",
+        choices=LOCAL_BACKENDS,
+        default=LOCAL_BACKENDS[0],
+        help="moto: the AWS-faithful mode, the real Lambda handlers over an embedded moto server",
+    )
     local.set_defaults(fn=cmd_local)
 
     token = sub.add_parser("token", help="print a bearer token the local system accepts")

@@ -84,6 +84,45 @@ class RuntimeConfig(BaseModel):
         return {job_class: frozenset(names) for job_class, names in (self.handler_manifest or {}).items()}
 
 
+def runtime_environment(
+    settings: Settings, region: str, queue_urls: str, dlq_urls: str, lease_seconds: int | None = None
+) -> dict[str, str]:
+    """The DUETIME_* variables RuntimeConfig.from_env reads, shared by every function and the `long` worker:
+    written here once for the CDK stack and the local Lambda emulation. `queue_urls` and `dlq_urls` are JSON
+    objects by job class (CDK passes tokens that resolve to them at deploy time)."""
+    env = {
+        "DUETIME_PREFIX": settings.prefix,
+        "DUETIME_REGION": region,
+        "DUETIME_SHARDS": str(settings.shards),
+        "DUETIME_PRELOAD_INTERVAL_SECONDS": str(settings.preload_interval_seconds),
+        "DUETIME_PRELOAD_WINDOW_SECONDS": str(settings.preload_window_seconds),
+        "DUETIME_HISTORY_RETENTION_DAYS": str(settings.history_retention_days),
+        "DUETIME_QUEUE_URLS": queue_urls,
+        "DUETIME_DLQ_URLS": dlq_urls,
+        "POWERTOOLS_METRICS_NAMESPACE": "duetime",
+    }
+    if lease_seconds is not None:
+        env["DUETIME_LEASE_SECONDS"] = str(lease_seconds)
+    return env
+
+
+def function_environment(
+    function: str,
+    shared: dict[str, str],
+    job_class: str | None = None,
+    handler_modules: str = "",
+    alert_topic_arn: str | None = None,
+) -> dict[str, str]:
+    """One function's environment: the shared variables, its Powertools service name, the worker's job
+    class and handler modules, the DLQ notifier's alert topic."""
+    env = {**shared, "POWERTOOLS_SERVICE_NAME": function}
+    if job_class is not None:
+        env.update(DUETIME_JOB_CLASS=job_class, DUETIME_HANDLER_MODULES=handler_modules)
+    if alert_topic_arn is not None:
+        env["DUETIME_ALERT_TOPIC_ARN"] = alert_topic_arn
+    return env
+
+
 def build_ports(config: RuntimeConfig, notifier: Notifier | None = None) -> Ports:
     """Clients, adapters and the notifier, wired once per process."""
     settings = config.settings()

@@ -106,6 +106,29 @@ JOB_CLASSES: dict[str, JobClassDef] = {
 # A message received more often than this goes to the class's DLQ by SQS redrive.
 MAX_RECEIVE_COUNT = 50
 
+# --- Lambda functions ----------------------------------------------------------------------------------
+# Read by the CDK stack (infra/functions.py) and by the local Lambda emulation (duetime.local.lambda_mode).
+
+LAMBDA_MAX_TIMEOUT_SECONDS = 900
+API_FUNCTION_TIMEOUT_SECONDS = 29  # API Gateway answers 504 after 29 s whatever the function does
+DLQ_NOTIFIER_TIMEOUT_SECONDS = 60
+FUNCTION_MEMORY_MB = {"api": 1024, "preloader": 512, "worker": 1024, "dlq_notifier": 512}
+# The worker function's SQS event source: up to this many messages a batch, handed over as soon as one is
+# visible (no batching window: on time beats fewer invocations), failed items reported one by one.
+WORKER_BATCH_SIZE = 10
+WORKER_BATCHING_WINDOW_SECONDS = 0
+
+
+def lambda_worker_timeout_seconds(job_class: JobClassDef) -> int:
+    """The worker function's timeout: the class's longest job plus a minute to report, within Lambda's 15."""
+    return min(LAMBDA_MAX_TIMEOUT_SECONDS, job_class.max_timeout_seconds + 60)
+
+
+def queue_visibility_seconds(job_class: JobClassDef) -> int:
+    """The due queue's visibility timeout. An SQS event source needs it to cover the function's timeout
+    (the worker shortens it to one lease at claim); `duetime worker` receives with a lease of its own."""
+    return lambda_worker_timeout_seconds(job_class) if job_class.worker_kind == "lambda" else job_class.lease_seconds
+
 
 # --- settings ----------------------------------------------------------------------------------------
 

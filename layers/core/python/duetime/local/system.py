@@ -1,4 +1,11 @@
-"""`duetime local`: the whole system on one machine, the same code over an embedded moto server."""
+"""`duetime local`: the whole system on one machine over an embedded moto server.
+
+Backend "moto" is the AWS-faithful mode: the real Lambda handlers under functions/ run in the emulation of
+duetime.local.lambda_mode (API, pre-loader, DLQ notifier, the `default` class's worker fed by its SQS event
+source), and the `long` class runs `duetime worker` loops as ECS does. The direct wiring (the use-cases on
+timers and worker threads, no handlers) stays for `faithful=False`: the benchmarks count the AWS calls of
+the system's own clients, which only that wiring uses.
+"""
 
 from __future__ import annotations
 
@@ -13,11 +20,23 @@ from typing import Any
 
 from duetime.api.app import build_app
 from duetime.api.auth import issue_token
-from duetime.config import RuntimeConfig, build_ports
-from duetime.definitions import LOCAL_SETTINGS
+from duetime.config import RuntimeConfig, build_ports, function_environment, runtime_environment
+from duetime.definitions import (
+    API_FUNCTION_TIMEOUT_SECONDS,
+    DLQ_NOTIFIER_TIMEOUT_SECONDS,
+    FUNCTION_MEMORY_MB,
+    LOCAL_SETTINGS,
+    WORKER_BATCH_SIZE,
+    Settings,
+    lambda_worker_timeout_seconds,
+)
+from duetime.local import BACKENDS
 from duetime.local.http_bridge import ApiServer
+from duetime.local.lambda_mode import LambdaFunction, Schedule, SqsEventSource
 from duetime.local.moto_server import EmbeddedMoto, MotoProcess
+from duetime.local.notices import AlertRelay, create_alert_topic
 from duetime.local.state import STATE_FILE
+from duetime.queue.notify import ConsoleNotifier
 from duetime.queue.provision import create_queues
 from duetime.queue.webhook import WebhookTarget
 from duetime.service.context import Notifier, Ports
@@ -32,6 +51,9 @@ from duetime.worker.runtime import Worker
 
 log = logging.getLogger("duetime.local")
 FIRST_USER = "local-user"
+# Locally the DLQ notifier runs every few seconds instead of every minute, so an owner hears of a failure
+# while still looking.
+DLQ_NOTIFIER_SECONDS = 2
 
 
 class Every:
@@ -57,7 +79,7 @@ class Every:
 
 class LocalSystem:
     """moto, tables and queues from the shared definitions, the API on HTTP, the pre-loader and DLQ
-    notifier on timers, and worker threads per job class."""
+    notifier on their schedules, and the workers of each job class."""
 
     def __init__(
         self,
@@ -72,19 +94,27 @@ class LocalSystem:
         moto_in_process: bool = False,
         handler_modules: Sequence[str] = (),
         grants: list[dict[str, Any]] | None = None,
+        backend: str = "moto",
+        faithful: bool = True,
     ) -> None:
+        if backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, not {backend!r}")
+        self.backend, self.faithful = backend, faithful
         self.data_dir = Path(data_dir)
         self.port, self.workers, self.lease_seconds = port, workers, lease_seconds
         self.moto_port, self.shards = moto_port, shards
-        self.notifier = notifier
+        self.notifier: Notifier = notifier or ConsoleNotifier()
         self.prefix = prefix  # moto servers in one process share their backends: a prefix keeps them apart
         # moto in a process of its own by default: its CPU work then runs beside duetime's on another core.
         self.moto_in_process = moto_in_process
         self.moto: EmbeddedMoto | MotoProcess | None = None
         self.api: ApiServer | None = None
         self.ports: Ports | None = None
-        self.timers: list[Every] = []
+        self.timers: list[Every | Schedule] = []
         self.worker_threads: list[tuple[Worker, threading.Thread]] = []
+        self.event_sources: list[SqsEventSource] = []
+        self.functions: dict[str, LambdaFunction] = {}
+        self.relay: AlertRelay | None = None
         self.secret = ""
         # Modules whose @handlers the worker threads serve (`--handlers`), and the grant rules in their
         # JSON form (`--grants FILE`; None: everyone may use everything).
@@ -119,31 +149,107 @@ class LocalSystem:
         )
         settings = config.settings()
         create_tables(make_client("dynamodb", config.region, config.endpoint_url), settings)
-        create_queues(make_client("sqs", config.region, config.endpoint_url), settings)
+        sqs = make_client("sqs", config.region, config.endpoint_url)
+        create_queues(sqs, settings)
         self.ports = ports = build_ports(config, self.notifier)
-        app = build_app(ports, local_secret=self.secret)
-        self.api = ApiServer(lambda event, context: dict(app.resolve(event, context)), port=self.port).start()
+        if self.faithful:
+            self._start_functions(config, settings, ports)
+        else:
+            self._start_direct(settings, ports)
         self._write_state(config)
-        preloader_id = f"local-preloader-{secrets.token_hex(3)}"
-        self.timers = [
-            Every("preloader", settings.preload_interval_seconds, lambda: preload(ports, preloader_id)).start(),
-            Every("dlq-notifier", 2, lambda: [drain_dead_letters(ports, c) for c in settings.job_classes]).start(),
-        ]
         # Webhooks signed with secrets under the data dir, which `duetime webhook-secret` prints.
         webhooks = WebhookTarget(FileSecrets(self.data_dir), allow_loopback=settings.allow_loopback_webhooks)
-        if self.workers > 0:
-            for job_class in settings.job_classes:
+        for job_class in settings.job_classes.values():
+            if self.workers > 0 and not (self.faithful and job_class.worker_kind == "lambda"):
                 worker = Worker(
                     ports,
-                    job_class,
-                    f"local-{job_class}-{secrets.token_hex(2)}",
+                    job_class.name,
+                    f"local-{job_class.name}-{secrets.token_hex(2)}",
                     self.workers,
                     targets=Targets(webhook_target=webhooks),
                 )
-                thread = threading.Thread(target=worker.run, name=f"worker-{job_class}", daemon=True)
+                thread = threading.Thread(target=worker.run, name=f"worker-{job_class.name}", daemon=True)
                 thread.start()
                 self.worker_threads.append((worker, thread))
         return self
+
+    def _start_direct(self, settings: Settings, ports: Ports) -> None:
+        """The use-cases called directly: the API app behind the bridge, pre-load and DLQ drain on timers."""
+        app = build_app(ports, local_secret=self.secret)
+        self.api = ApiServer(lambda event, context: dict(app.resolve(event, context)), port=self.port).start()
+        preloader_id = f"local-preloader-{secrets.token_hex(3)}"
+        self.timers = [
+            Every("preloader", settings.preload_interval_seconds, lambda: preload(ports, preloader_id)).start(),
+            Every(
+                "dlq-notifier",
+                DLQ_NOTIFIER_SECONDS,
+                lambda: [drain_dead_letters(ports, c) for c in settings.job_classes],
+            ).start(),
+        ]
+
+    def _start_functions(self, config: RuntimeConfig, settings: Settings, ports: Ports) -> None:
+        """The real handlers of functions/ in the Lambda emulation, each with the environment CDK gives it."""
+        sns = make_client("sns", config.region, config.endpoint_url)
+        topic_arn, alert_queue_url = create_alert_topic(sns, ports.queues.client, self.prefix)
+        self.relay = AlertRelay(ports.queues.client, alert_queue_url, self.notifier).start()
+        shared = runtime_environment(
+            settings,
+            region=config.region,
+            queue_urls=json.dumps(ports.queues.queue_urls),
+            dlq_urls=json.dumps(ports.queues.dlq_urls),
+            lease_seconds=self.lease_seconds,
+        )
+        # What only the local machine needs: moto's endpoint and no X-Ray daemon (and the API a token secret).
+        shared.update(DUETIME_ENDPOINT_URL=str(config.endpoint_url), POWERTOOLS_TRACE_DISABLED="true")
+        # The handlers and grants of `--handlers` / `--grants`, and webhook secrets under the data dir, as the
+        # stack gives them to the deployed functions.
+        shared["DUETIME_WEBHOOK_SECRETS_DIR"] = str(self.data_dir)
+        if self.grants is not None:
+            shared["DUETIME_HANDLER_GRANTS"] = json.dumps(self.grants)
+
+        def function(name: str, timeout: int, **extra: str) -> LambdaFunction:
+            suffix = f"-{extra['job_class']}" if "job_class" in extra else ""
+            lambda_function = LambdaFunction(
+                name=name,
+                function_name=f"{self.prefix}-{name.replace('_', '-')}{suffix}",
+                environment=function_environment(name, shared, **extra),
+                timeout_seconds=timeout,
+                memory_mb=FUNCTION_MEMORY_MB[name],
+                region=config.region,
+            )
+            self.functions[lambda_function.function_name] = lambda_function
+            return lambda_function
+
+        api = function("api", API_FUNCTION_TIMEOUT_SECONDS)
+        api.environment["DUETIME_JWT_SECRET"] = self.secret  # on AWS, Cognito's authorizer checks tokens
+        self.api = ApiServer(lambda event, context: dict(api.invoke(event)), port=self.port).start()
+        preloader = function("preloader", settings.preload_interval_seconds)
+        notifier = function("dlq_notifier", DLQ_NOTIFIER_TIMEOUT_SECONDS, alert_topic_arn=topic_arn)
+        self.timers = [
+            Schedule(preloader, settings.preload_interval_seconds, f"{self.prefix}-preload").start(),
+            Schedule(notifier, DLQ_NOTIFIER_SECONDS, f"{self.prefix}-drain-dead-letters").start(),
+        ]
+        if self.workers <= 0:
+            return
+        for job_class in settings.job_classes.values():
+            if job_class.worker_kind != "lambda":
+                continue
+            worker = function(
+                "worker",
+                lambda_worker_timeout_seconds(job_class),
+                job_class=job_class.name,
+                handler_modules=",".join(self.handler_modules),
+            )
+            source = SqsEventSource(
+                ports.queues.client,
+                ports.queues.queue_urls[job_class.name],
+                worker.invoke,
+                batch_size=WORKER_BATCH_SIZE,
+                pollers=self.workers,
+                region=config.region,
+                name=f"worker-{job_class.name}",
+            )
+            self.event_sources.append(source.start())
 
     def _write_state(self, config: RuntimeConfig) -> None:
         assert self.moto and self.api
@@ -177,8 +283,12 @@ class LocalSystem:
             worker.stopping.set()
         for timer in self.timers:
             timer.stopped.set()
+        for source in self.event_sources:
+            source.stop()
         for _, thread in self.worker_threads:
             thread.join(timeout=15)
+        if self.relay:
+            self.relay.stop()
         if self.api:
             self.api.stop()
         if self.moto:

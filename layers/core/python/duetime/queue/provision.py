@@ -1,11 +1,11 @@
-"""Create each job class's due queue and DLQ with redrive (the local runtime and tests)."""
+"""Create each job class's due queue and DLQ with redrive, as the CDK stack does (the local runtime and tests)."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
-from duetime.definitions import MAX_RECEIVE_COUNT, Settings
+from duetime.definitions import MAX_RECEIVE_COUNT, Settings, queue_visibility_seconds
 
 
 def create_queues(client: Any, settings: Settings) -> None:
@@ -15,7 +15,7 @@ def create_queues(client: Any, settings: Settings) -> None:
         client.create_queue(
             QueueName=job_class.queue_name(settings.prefix),
             Attributes={
-                "VisibilityTimeout": str(job_class.lease_seconds),
+                "VisibilityTimeout": str(queue_visibility_seconds(job_class)),
                 "RedrivePolicy": json.dumps({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": MAX_RECEIVE_COUNT}),
             },
         )

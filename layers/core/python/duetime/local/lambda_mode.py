@@ -1,0 +1,336 @@
+"""A small Lambda stand-in that runs duetime's real `functions/*/index.py` handlers as AWS invokes them.
+
+What it emulates:
+- An execution environment per function instance: the handler module is imported afresh (its cold start)
+  with the environment the CDK stack gives that function (duetime.config.function_environment), and keeps
+  its module state between invocations, as a warm Lambda container does. Instances are created on demand
+  up to a concurrency limit and reused when free.
+- Each invocation gets a fresh context: aws_request_id, function_name, memory_limit_in_mb,
+  invoked_function_arn, get_remaining_time_in_millis (counted down from the function's timeout).
+- EventBridge: a scheduled event ("Scheduled Event", source aws.events) each tick; ticks never overlap.
+- The SQS event source: pollers long-poll ReceiveMessage for up to the configured batch size with every
+  attribute and the queue's own visibility timeout, build the SQS event Lambda builds (messageId,
+  receiptHandle, body, attributes with ApproximateReceiveCount, SentTimestamp,
+  ApproximateFirstReceiveTimestamp, eventSource, eventSourceARN, awsRegion), invoke the handler and honour
+  ReportBatchItemFailures: only the items not reported are deleted; a handler exception (or a malformed
+  report) fails the whole batch and deletes nothing. Failed items reappear when their visibility ends; the
+  redrive to the DLQ after maxReceiveCount is SQS's own (moto implements the RedrivePolicy).
+
+What it does not emulate: timeouts are not enforced (the context only reports the time left), memory is
+not limited, there is no X-Ray daemon (tracing is disabled), no retries of failed scheduled invocations
+(EventBridge targets are configured with none), and the pollers long-poll 1 s instead of 20 s so a stop
+is prompt (moto re-checks a long poll once a second anyway).
+
+One process holds every instance, so they share os.environ. A module reads its configuration at import
+(every duetime handler does, checked at cold start), so while it is imported, under a lock, `os.environ`
+is a copy of the host's with the function's variables added, and the host's own mapping is put back after.
+The process environment itself is never written: threads iterating it meanwhile are not disturbed (they
+see the copy), and subprocesses never inherit a function's variables. Instances of one function also share
+Powertools' process-wide logger, so under concurrency a log line may carry another instance's request id
+(on AWS each instance is a process of its own).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import json
+import logging
+import os
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+log = logging.getLogger("duetime.local.lambda")
+
+ACCOUNT = "123456789012"  # moto's default account
+POLL_SECONDS = 1
+FUNCTIONS_DIR = Path(__file__).resolve().parents[5] / "functions"
+_IMPORT_LOCK = threading.Lock()
+_instance_numbers = itertools.count(1)
+
+
+@dataclass
+class LambdaContext:
+    """The context object Lambda passes to a Python handler (the attributes duetime and Powertools read)."""
+
+    function_name: str
+    memory_limit_in_mb: int
+    invoked_function_arn: str
+    aws_request_id: str
+    deadline: float  # time.monotonic() at which the invocation would time out
+    function_version: str = "$LATEST"
+    log_group_name: str = ""
+    log_stream_name: str = ""
+
+    def get_remaining_time_in_millis(self) -> int:
+        return max(0, int((self.deadline - time.monotonic()) * 1000))
+
+
+def import_handler_module(
+    function: str, environment: dict[str, str], functions_dir: Path = FUNCTIONS_DIR
+) -> ModuleType:
+    """Import `functions/<function>/index.py` as a new module (a cold start) with `environment` set."""
+    path = functions_dir / function / "index.py"
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} not found: the AWS-faithful mode runs from a duetime checkout")
+    spec = importlib.util.spec_from_file_location(f"duetime_lambda_{function}_{next(_instance_numbers)}", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    with _IMPORT_LOCK:
+        # Rebinding, not writing, os.environ: os.getenv and os.environ read the copy during this import, while
+        # the real process environment (what subprocesses inherit) stays as it is (B003 is the point here).
+        host = os.environ
+        os.environ = {**host, **environment}  # type: ignore[assignment]  # noqa: B003
+        try:
+            spec.loader.exec_module(module)
+        finally:
+            os.environ = host  # noqa: B003
+    return module
+
+
+@dataclass
+class LambdaFunction:
+    """One function: its environment, timeout and memory, and its warm instances (imported modules)."""
+
+    name: str  # the directory under functions/
+    function_name: str  # the deployed name, as the context reports it
+    environment: dict[str, str]
+    timeout_seconds: int
+    memory_mb: int
+    region: str
+    max_instances: int = 10
+    functions_dir: Path = FUNCTIONS_DIR
+    on_cold_start: Callable[[ModuleType], None] | None = None  # sees each new instance's module (tests)
+    instances: list[ModuleType] = field(default_factory=list)
+    _free: list[ModuleType] = field(default_factory=list)
+    _slots: threading.Semaphore = field(init=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __post_init__(self) -> None:
+        self._slots = threading.Semaphore(self.max_instances)
+
+    @property
+    def arn(self) -> str:
+        return f"arn:aws:lambda:{self.region}:{ACCOUNT}:function:{self.function_name}"
+
+    def context(self) -> LambdaContext:
+        return LambdaContext(
+            function_name=self.function_name,
+            memory_limit_in_mb=self.memory_mb,
+            invoked_function_arn=self.arn,
+            aws_request_id=str(uuid.uuid4()),
+            deadline=time.monotonic() + self.timeout_seconds,
+            log_group_name=f"/aws/lambda/{self.function_name}",
+        )
+
+    def invoke(self, event: dict[str, Any]) -> Any:
+        """Run the handler on a free instance (a new one, cold, if none is free), with a fresh context.
+
+        An exception is the invocation's failure and the instance stays warm; a BaseException that is not
+        one (SystemExit, a simulated crash) ends the instance, as a dead runtime process ends its container.
+        """
+        with self._slots:
+            with self._lock:
+                module = self._free.pop() if self._free else None
+            if module is None:
+                module = self.cold_start()
+            try:
+                result = module.handler(event, self.context())
+            except Exception:
+                self._release(module)
+                raise
+            except BaseException:
+                with self._lock:
+                    self.instances.remove(module)
+                raise
+            self._release(module)
+            return result
+
+    def cold_start(self) -> ModuleType:
+        module = import_handler_module(self.name, self.environment, self.functions_dir)
+        if self.on_cold_start is not None:
+            self.on_cold_start(module)
+        with self._lock:
+            self.instances.append(module)
+        return module
+
+    def _release(self, module: ModuleType) -> None:
+        with self._lock:
+            self._free.append(module)
+
+    def fresh(self) -> LambdaFunction:
+        """The same function with no instances yet (a new deployment of it)."""
+        return LambdaFunction(
+            name=self.name,
+            function_name=self.function_name,
+            environment=dict(self.environment),
+            timeout_seconds=self.timeout_seconds,
+            memory_mb=self.memory_mb,
+            region=self.region,
+            max_instances=self.max_instances,
+            functions_dir=self.functions_dir,
+            on_cold_start=self.on_cold_start,
+        )
+
+
+def scheduled_event(region: str, rule_arn: str) -> dict[str, Any]:
+    """The event an EventBridge schedule rule sends its target."""
+    return {
+        "version": "0",
+        "id": str(uuid.uuid4()),
+        "detail-type": "Scheduled Event",
+        "source": "aws.events",
+        "account": ACCOUNT,
+        "time": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "region": region,
+        "resources": [rule_arn],
+        "detail": {},
+    }
+
+
+class Schedule:
+    """An EventBridge rate rule targeting `function`: invoked every `seconds`, from a daemon thread."""
+
+    def __init__(self, function: LambdaFunction, seconds: float, rule_name: str) -> None:
+        self.function, self.seconds = function, seconds
+        self.rule_arn = f"arn:aws:events:{function.region}:{ACCOUNT}:rule/{rule_name}"
+        self.stopped = threading.Event()
+        self.thread = threading.Thread(target=self._loop, name=function.name, daemon=True)
+
+    def _loop(self) -> None:
+        next_tick = time.monotonic()
+        while not self.stopped.is_set():
+            try:
+                self.function.invoke(scheduled_event(self.function.region, self.rule_arn))
+            except Exception:  # a failed invocation is logged (CloudWatch) and the next tick comes anyway
+                log.exception("%s failed", self.function.function_name)
+            next_tick = max(next_tick + self.seconds, time.monotonic())
+            self.stopped.wait(next_tick - time.monotonic())
+
+    def start(self) -> Schedule:
+        self.thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.stopped.set()
+
+
+def sqs_record(message: dict[str, Any], queue_arn: str, region: str) -> dict[str, Any]:
+    """One record of the SQS event Lambda's event source builds from a received message."""
+    return {
+        "messageId": message["MessageId"],
+        "receiptHandle": message["ReceiptHandle"],
+        "body": message["Body"],
+        "attributes": dict(message.get("Attributes", {})),
+        "messageAttributes": {
+            name: {
+                "stringValue": value.get("StringValue"),
+                "binaryValue": value.get("BinaryValue"),
+                "stringListValues": [],
+                "binaryListValues": [],
+                "dataType": value["DataType"],
+            }
+            for name, value in message.get("MessageAttributes", {}).items()
+        },
+        "md5OfBody": message.get("MD5OfBody", ""),
+        "eventSource": "aws:sqs",
+        "eventSourceARN": queue_arn,
+        "awsRegion": region,
+    }
+
+
+def failed_items(response: Any, message_ids: set[str]) -> set[str] | None:
+    """The message ids a ReportBatchItemFailures response names, or None when the response fails the
+    whole batch (an item identifier that is empty or not in the batch, as Lambda reads it)."""
+    if not isinstance(response, dict) or not response.get("batchItemFailures"):
+        return set()
+    failed = set()
+    for item in response["batchItemFailures"]:
+        identifier = item.get("itemIdentifier") if isinstance(item, dict) else None
+        if not identifier or identifier not in message_ids:
+            return None
+        failed.add(str(identifier))
+    return failed
+
+
+class SqsEventSource:
+    """Lambda's SQS event source mapping: `pollers` concurrent batches (Lambda's concurrency for the
+    queue), each received, handed to `invoke` and deleted as its response says."""
+
+    def __init__(
+        self,
+        client: Any,
+        queue_url: str,
+        invoke: Callable[[dict[str, Any]], Any],
+        batch_size: int,
+        pollers: int,
+        region: str,
+        wait_seconds: int = POLL_SECONDS,
+        name: str = "sqs",
+    ) -> None:
+        self.client, self.queue_url, self.invoke = client, queue_url, invoke
+        self.batch_size, self.pollers, self.region, self.wait_seconds = batch_size, pollers, region, wait_seconds
+        self.queue_arn = client.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"][
+            "QueueArn"
+        ]
+        self.stopped = threading.Event()
+        self.threads = [
+            threading.Thread(target=self._loop, name=f"{name}-poller-{n}", daemon=True) for n in range(pollers)
+        ]
+
+    def start(self) -> SqsEventSource:
+        for thread in self.threads:
+            thread.start()
+        return self
+
+    def stop(self, timeout: float = 15) -> None:
+        self.stopped.set()
+        for thread in self.threads:
+            thread.join(timeout=timeout)
+
+    def _loop(self) -> None:
+        while not self.stopped.is_set():
+            try:
+                self.poll_once()
+            except Exception:  # an unreachable queue must not end the mapping
+                log.exception("polling %s failed", self.queue_url)
+                self.stopped.wait(1)
+
+    def poll_once(self) -> int:
+        """Receive one batch, invoke the handler with it and delete what succeeded; returns the batch size."""
+        response = self.client.receive_message(
+            QueueUrl=self.queue_url,
+            MaxNumberOfMessages=self.batch_size,
+            WaitTimeSeconds=self.wait_seconds,
+            MessageSystemAttributeNames=["All"],
+            MessageAttributeNames=["All"],
+        )
+        messages = response.get("Messages", [])
+        if not messages:
+            return 0
+        event = {"Records": [sqs_record(m, self.queue_arn, self.region) for m in messages]}
+        try:
+            result = self.invoke(event)
+        except Exception:  # the whole batch failed: every message reappears after its visibility timeout
+            log.exception("the handler failed a batch of %d from %s", len(messages), self.queue_url)
+            return len(messages)
+        failed = failed_items(result, {m["MessageId"] for m in messages})
+        if failed is None:
+            log.warning("malformed batchItemFailures from the handler: the whole batch failed (%s)", json.dumps(result))
+            return len(messages)
+        done = [m for m in messages if m["MessageId"] not in failed]
+        for start in range(0, len(done), 10):
+            entries = [
+                {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(done[start : start + 10])
+            ]
+            outcome = self.client.delete_message_batch(QueueUrl=self.queue_url, Entries=entries)
+            for failure in outcome.get("Failed", []):
+                log.warning("could not delete a handled message: %s", failure.get("Message"))
+        return len(messages)

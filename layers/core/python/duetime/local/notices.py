@@ -1,0 +1,62 @@
+"""Owners' failure notices on the local machine: the alert topic on moto, relayed to a local notifier.
+
+On AWS the DLQ notifier publishes each notice to the alert topic (SNS) and owners subscribe. Locally the
+real handler publishes to a topic on moto too; a queue subscribed to it is read back here and each notice
+handed to a local notifier (the console, or a test's recorder).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from typing import Any
+
+from duetime.service.context import Notifier
+
+log = logging.getLogger("duetime.local.notices")
+
+
+def create_alert_topic(sns: Any, sqs: Any, prefix: str) -> tuple[str, str]:
+    """The alert topic and the local queue subscribed to it; returns (topic ARN, queue URL)."""
+    topic_arn = str(sns.create_topic(Name=f"{prefix}-alerts")["TopicArn"])
+    queue_url = str(sqs.create_queue(QueueName=f"{prefix}-alerts-local")["QueueUrl"])
+    queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    sns.subscribe(TopicArn=topic_arn, Protocol="sqs", Endpoint=queue_arn)
+    return topic_arn, queue_url
+
+
+def notice_from_envelope(body: str) -> tuple[str, str, dict[str, object]]:
+    """(owner, subject, detail) from the SNS envelope SnsNotifier's publish arrives in."""
+    envelope = json.loads(body)
+    owner = envelope.get("MessageAttributes", {}).get("owner", {}).get("Value", "unknown")
+    detail = json.loads(envelope["Message"])
+    return str(owner), str(envelope.get("Subject", "")), detail if isinstance(detail, dict) else {"message": detail}
+
+
+class AlertRelay:
+    """Reads the alert queue in a daemon thread and hands each notice to `notifier`."""
+
+    def __init__(self, sqs: Any, queue_url: str, notifier: Notifier) -> None:
+        self.sqs, self.queue_url, self.notifier = sqs, queue_url, notifier
+        self.stopped = threading.Event()
+        self.thread = threading.Thread(target=self._loop, name="alert-relay", daemon=True)
+
+    def start(self) -> AlertRelay:
+        self.thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.stopped.set()
+        self.thread.join(timeout=5)
+
+    def _loop(self) -> None:
+        while not self.stopped.is_set():
+            try:
+                response = self.sqs.receive_message(QueueUrl=self.queue_url, MaxNumberOfMessages=10, WaitTimeSeconds=1)
+                for message in response.get("Messages", []):
+                    self.notifier.notify(*notice_from_envelope(message["Body"]))
+                    self.sqs.delete_message(QueueUrl=self.queue_url, ReceiptHandle=message["ReceiptHandle"])
+            except Exception:
+                log.exception("relaying alerts failed")
+                self.stopped.wait(1)

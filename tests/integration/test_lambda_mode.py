@@ -1,0 +1,236 @@
+"""The Lambda emulation of the AWS-faithful local mode against a moto server: the SQS event source's
+batches, partial and whole-batch failures, SQS's own redrive, and cold starts with their environment."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import textwrap
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from duetime.local.lambda_mode import LambdaFunction, SqsEventSource
+from duetime.local.moto_server import EmbeddedMoto
+from duetime.store.aws import make_client
+
+REGION = "us-east-1"
+
+
+@pytest.fixture(scope="module")
+def sqs() -> Iterator[Any]:
+    server = EmbeddedMoto().start()
+    yield make_client("sqs", REGION, server.endpoint_url)
+    server.stop()
+
+
+def make_queue(sqs: Any, visibility: int = 1, max_receive_count: int = 50) -> tuple[str, str]:
+    """A due queue with its DLQ and redrive policy; returns (queue URL, DLQ URL)."""
+    name = f"lm-{secrets.token_hex(4)}"
+    dlq_url = sqs.create_queue(QueueName=f"{name}-dlq")["QueueUrl"]
+    dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    redrive = json.dumps({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": max_receive_count})
+    url = sqs.create_queue(QueueName=name, Attributes={"VisibilityTimeout": str(visibility), "RedrivePolicy": redrive})[
+        "QueueUrl"
+    ]
+    return url, dlq_url
+
+
+def send(sqs: Any, url: str, count: int) -> list[str]:
+    bodies = [f"m{n}" for n in range(count)]
+    for start in range(0, count, 10):
+        entries = [{"Id": str(i), "MessageBody": b} for i, b in enumerate(bodies[start : start + 10])]
+        sqs.send_message_batch(QueueUrl=url, Entries=entries)
+    return bodies
+
+
+def depth(sqs: Any, url: str) -> int:
+    names = ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"]
+    attributes = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=names)["Attributes"]
+    return sum(int(attributes[n]) for n in names)
+
+
+def drain(sqs: Any, url: str) -> list[dict[str, Any]]:
+    """Every message visible on `url` now (received with a long visibility, so each appears once)."""
+    found: list[dict[str, Any]] = []
+    while batch := sqs.receive_message(
+        QueueUrl=url, MaxNumberOfMessages=10, VisibilityTimeout=60, MessageSystemAttributeNames=["All"]
+    ).get("Messages", []):
+        found.extend(batch)
+    return found
+
+
+class Recorder:
+    """A handler that records each event and answers as told."""
+
+    def __init__(self, answer: Any = None) -> None:
+        self.events: list[dict[str, Any]] = []
+        self.answer = answer
+        self.lock = threading.Lock()
+
+    def __call__(self, event: dict[str, Any]) -> Any:
+        with self.lock:
+            self.events.append(event)
+        return self.answer(event) if callable(self.answer) else self.answer
+
+    @property
+    def records(self) -> list[dict[str, Any]]:
+        return [r for e in self.events for r in e["Records"]]
+
+
+def test_batches_hold_up_to_the_batch_size_in_the_sqs_event_shape_and_handled_ones_are_deleted(sqs):
+    url, _ = make_queue(sqs, visibility=30)
+    bodies = send(sqs, url, 25)
+    handler = Recorder()
+    source = SqsEventSource(sqs, url, handler, batch_size=10, pollers=1, region=REGION, wait_seconds=0)
+    while source.poll_once():
+        pass
+    sizes = [len(e["Records"]) for e in handler.events]
+    assert max(sizes) == 10 and sum(sizes) == 25, sizes
+    assert sorted(r["body"] for r in handler.records) == sorted(bodies)
+    record = handler.records[0]
+    assert record["eventSource"] == "aws:sqs" and record["awsRegion"] == REGION
+    assert record["eventSourceARN"] == source.queue_arn and record["eventSourceARN"].endswith(url.rsplit("/", 1)[1])
+    assert record["messageId"] and record["receiptHandle"]
+    assert record["attributes"]["ApproximateReceiveCount"] == "1"
+    assert int(record["attributes"]["SentTimestamp"]) <= int(record["attributes"]["ApproximateFirstReceiveTimestamp"])
+    assert depth(sqs, url) == 0
+
+
+def test_a_partial_failure_leaves_only_the_failed_item_which_reappears_after_its_visibility(sqs):
+    url, _ = make_queue(sqs, visibility=1)
+    send(sqs, url, 3)
+
+    def fail_m1(event: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "batchItemFailures": [{"itemIdentifier": r["messageId"]} for r in event["Records"] if r["body"] == "m1"]
+        }
+
+    source = SqsEventSource(sqs, url, Recorder(fail_m1), batch_size=10, pollers=1, region=REGION, wait_seconds=0)
+    handled = 0
+    while handled < 3:
+        handled += source.poll_once()
+    assert depth(sqs, url) == 1
+    time.sleep(1.5)  # the failed one's visibility ends
+    [again] = drain(sqs, url)
+    assert again["Body"] == "m1" and again["Attributes"]["ApproximateReceiveCount"] == "2"
+
+
+def test_a_handler_exception_or_a_malformed_report_fails_the_whole_batch(sqs):
+    for answer in (ZeroDivisionError, {"batchItemFailures": [{"itemIdentifier": "not-in-this-batch"}]}):
+        url, _ = make_queue(sqs, visibility=1)
+        send(sqs, url, 4)
+
+        def handler(event: dict[str, Any], answer: Any = answer) -> Any:
+            if answer is ZeroDivisionError:
+                raise ZeroDivisionError("the handler crashed")
+            return answer
+
+        source = SqsEventSource(sqs, url, handler, batch_size=10, pollers=1, region=REGION, wait_seconds=0)
+        handled = 0
+        while handled < 4:
+            handled += source.poll_once()
+        time.sleep(1.5)
+        assert sorted(m["Body"] for m in drain(sqs, url)) == ["m0", "m1", "m2", "m3"], answer
+
+
+def test_sqs_redrives_a_message_to_the_dlq_after_max_receive_count_failed_batches(sqs):
+    url, dlq_url = make_queue(sqs, visibility=1, max_receive_count=2)
+    send(sqs, url, 1)
+    handler = Recorder(lambda event: {"batchItemFailures": [{"itemIdentifier": event["Records"][0]["messageId"]}]})
+    source = SqsEventSource(sqs, url, handler, batch_size=10, pollers=2, region=REGION).start()
+    try:
+        deadline = time.monotonic() + 15
+        while depth(sqs, dlq_url) == 0 and time.monotonic() < deadline:
+            time.sleep(0.2)
+    finally:
+        source.stop()
+    assert [r["attributes"]["ApproximateReceiveCount"] for r in handler.records] == ["1", "2"]
+    [dead] = drain(sqs, dlq_url)
+    assert dead["Body"] == "m0"
+    assert depth(sqs, url) == 0
+
+
+def test_concurrent_pollers_invoke_at_once_up_to_their_number(sqs):
+    url, _ = make_queue(sqs, visibility=30)
+    send(sqs, url, 3)
+    running, peak, lock = [0], [0], threading.Lock()
+
+    def slow(event: dict[str, Any]) -> None:
+        with lock:
+            running[0] += 1
+            peak[0] = max(peak[0], running[0])
+        time.sleep(1.5)
+        with lock:
+            running[0] -= 1
+
+    source = SqsEventSource(sqs, url, slow, batch_size=1, pollers=2, region=REGION).start()
+    try:
+        deadline = time.monotonic() + 15
+        while depth(sqs, url) and time.monotonic() < deadline:
+            time.sleep(0.2)
+    finally:
+        source.stop()
+    assert peak[0] == 2 and depth(sqs, url) == 0
+
+
+FUNCTION = '''
+"""A test function: what it saw of the environment at import, and each invocation's context."""
+import os
+SEEN_AT_IMPORT = os.environ.get("LM_SETTING")
+# os.environb shares the process environment's own data: a write to the real environment would show here.
+IN_PROCESS_ENVIRONMENT = b"LM_SETTING" in os.environb
+CALLS = []
+
+
+def handler(event, context):
+    if event.get("die"):
+        raise SystemExit("the runtime died")
+    CALLS.append(context.aws_request_id)
+    return {
+        "setting": SEEN_AT_IMPORT,
+        "requestId": context.aws_request_id,
+        "functionName": context.function_name,
+        "arn": context.invoked_function_arn,
+        "memory": context.memory_limit_in_mb,
+        "remainingMs": context.get_remaining_time_in_millis(),
+    }
+'''
+
+
+@pytest.fixture
+def functions_dir(tmp_path: Path) -> Path:
+    (tmp_path / "probe").mkdir()
+    (tmp_path / "probe" / "index.py").write_text(textwrap.dedent(FUNCTION))
+    return tmp_path
+
+
+def test_an_instance_imports_its_module_once_with_its_environment_and_each_call_gets_a_fresh_context(functions_dir):
+    assert "LM_SETTING" not in os.environ
+    probe = LambdaFunction(
+        name="probe",
+        function_name="lm-probe",
+        environment={"LM_SETTING": "from-cdk"},
+        timeout_seconds=30,
+        memory_mb=512,
+        region=REGION,
+        functions_dir=functions_dir,
+    )
+    first, second = probe.invoke({}), probe.invoke({})
+    assert "LM_SETTING" not in os.environ  # seen by the cold start only
+    assert probe.instances[0].IN_PROCESS_ENVIRONMENT is False  # threads and subprocesses never see it
+    assert len(probe.instances) == 1 and [first["requestId"], second["requestId"]] == probe.instances[0].CALLS
+    assert first["setting"] == "from-cdk" and first["requestId"] != second["requestId"]
+    assert first["functionName"] == "lm-probe" and first["memory"] == 512
+    assert first["arn"] == "arn:aws:lambda:us-east-1:123456789012:function:lm-probe"
+    assert 0 < first["remainingMs"] <= 30_000
+    # A runtime that dies takes its instance with it: the next call starts cold
+    with pytest.raises(SystemExit):
+        probe.invoke({"die": True})
+    assert probe.instances == []
+    probe.invoke({})
+    assert len(probe.instances) == 1 and len(probe.instances[0].CALLS) == 1
