@@ -173,26 +173,34 @@ class Database:
         if timeout <= 0:
             return
         with self._changed:
+            self._ensure_watcher()
             if self._generation != seen:
                 return
             self._waiters += 1
             self._watch_needed.set()
-            self._ensure_watcher()
             try:
                 self._changed.wait(timeout)
             finally:
                 self._waiters -= 1
 
     def _ensure_watcher(self) -> None:
-        if self._watcher is None or not self._watcher.is_alive():
-            self._watcher = threading.Thread(target=self._watch, name="duetime-sqlite-watch", daemon=True)
-            self._watcher.start()
-
-    def _watch(self) -> None:
-        """Poll `PRAGMA data_version` while anyone waits; wake the waiters when another process committed."""
+        """Start the watcher once, from its first baseline. A commit between a caller's look and that
+        baseline would go unseen, so starting it counts as a change: the caller looks once more."""
+        if self._watcher is not None or self._closed:
+            return
         conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None, check_same_thread=False)
+        baseline = int(conn.execute("PRAGMA data_version").fetchone()[0])
+        self._watcher = threading.Thread(
+            target=self._watch, args=(conn, baseline), name="duetime-sqlite-watch", daemon=True
+        )
+        self._watcher.start()
+        self._generation += 1
+
+    def _watch(self, conn: sqlite3.Connection, last: int) -> None:
+        """Poll `PRAGMA data_version` while anyone waits; wake the waiters when another process committed.
+        Between waits it does not poll, and its baseline stays put, so a commit made meanwhile is still
+        seen as a change at the next poll."""
         try:
-            last = conn.execute("PRAGMA data_version").fetchone()[0]
             while not self._closed:
                 self._watch_needed.wait(1.0)
                 with self._changed:
@@ -200,7 +208,7 @@ class Database:
                         self._watch_needed.clear()
                         continue
                 time.sleep(WATCH_INTERVAL_SECONDS)
-                version = conn.execute("PRAGMA data_version").fetchone()[0]
+                version = int(conn.execute("PRAGMA data_version").fetchone()[0])
                 if version != last:
                     last = version
                     self.notify_local()
