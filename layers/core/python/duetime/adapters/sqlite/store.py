@@ -40,6 +40,9 @@ ITERATION_PAGE = 100
 # --- rows: the domain objects as JSON, every time in whole milliseconds like the DynamoDB items --------
 
 
+_SPEC_FIELDS = set(JobSpec.model_fields)
+
+
 def _ms(value: datetime | None) -> int | None:
     return None if value is None else to_ms(value)
 
@@ -49,10 +52,10 @@ def _time(value: Any) -> datetime | None:
 
 
 def job_to_doc(job: Job) -> str:
-    spec = JobSpec.model_validate(job.model_dump(include=set(JobSpec.model_fields)))
-    return json.dumps(
+    """The job as JSON: its definition as the API shows it, and its identity and lifecycle."""
+    definition = job.model_dump_json(by_alias=True, include=_SPEC_FIELDS)
+    identity = json.dumps(
         {
-            "definition": json.loads(spec.model_dump_json(by_alias=True)),
             "jobId": job.job_id,
             "owner": job.owner,
             "status": job.status.value,
@@ -62,6 +65,7 @@ def job_to_doc(job: Job) -> str:
         },
         separators=(",", ":"),
     )
+    return '{"definition":' + definition + "," + identity[1:]
 
 
 def job_from_doc(doc: str) -> Job:
