@@ -66,7 +66,7 @@ def test_an_expired_execution_reads_as_gone_its_slot_can_be_taken_again_and_a_sw
     assert store.sweep_expired() == 0
     epoch.now = expires + 10**9
     assert store.sweep_expired() == 1
-    assert ports.store.db.connection().execute("SELECT COUNT(*) FROM executions").fetchone()[0] == 0
+    assert ports.store.db.query_one("SELECT COUNT(*) FROM executions")[0] == 0
 
 
 def test_an_expired_idempotency_key_reads_as_gone_and_may_be_used_again(ports, clock):
@@ -180,7 +180,7 @@ def test_every_commit_survives_a_sigkill_of_the_writer_mid_load(tmp_path):
     db = Database(path)
     try:
         store = SqliteStore(db, Settings(shards=4))
-        assert db.connection().execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        assert db.query_one("PRAGMA integrity_check")[0] == "ok"
         found = store.get_jobs(accepted)
         assert set(found) == set(accepted)
         assert all(store.executions_of_job(job_id) for job_id in accepted)
@@ -188,3 +188,22 @@ def test_every_commit_survives_a_sigkill_of_the_writer_mid_load(tmp_path):
         assert len(accepted) <= len(list(store.scan_jobs())) <= len(accepted) + 1
     finally:
         db.close()
+
+
+def open_files_of(path: str) -> int:
+    """How many file descriptors of this process have `path` open (its connections)."""
+    fds = Path("/proc/self/fd")
+    return sum(1 for fd in fds.iterdir() if os.path.realpath(fd) == path)
+
+
+def test_short_lived_threads_leave_no_connection_behind(ports, clock):
+    # Given a server that reads on a new thread per request (as a threading HTTP server does)
+    store = ports.store
+    store.create_job(make_job(clock), None)
+    before = open_files_of(store.db.path)
+    for _ in range(100):
+        thread = threading.Thread(target=store.get_job, args=("j_0000000000000001",))
+        thread.start()
+        thread.join()
+    # Then the file is not held open once per thread that ever read it
+    assert open_files_of(store.db.path) <= before + 8

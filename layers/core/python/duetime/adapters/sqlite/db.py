@@ -9,10 +9,12 @@ Settings, and why:
 - busy_timeout: another process holding the write lock makes a writer wait, not fail. Within a process
   writers queue on a lock of their own first, so SQLite's sleeping busy handler (steps of 1-100 ms) is
   only met between processes.
-- One connection per thread (sqlite3 connections must not be used by two threads at once); every state
-  change is one `BEGIN IMMEDIATE` transaction, so a read-check-write is atomic across processes, and a
-  killed process's unfinished transaction is rolled back by the next opener. Nothing is held across a
-  kill: SQLite's file locks die with the process.
+- Connections: one writer connection per process (writes are serialized in the process anyway) and a
+  small pool of reader connections lent to one thread at a time, so a server starting a thread per
+  request does not hold the file open once per thread it ever ran. Every state change is one
+  `BEGIN IMMEDIATE` transaction, so a read-check-write is atomic across processes, and a killed
+  process's unfinished transaction is rolled back by the next opener. Nothing is held across a kill:
+  SQLite's file locks die with the process.
 
 Wake-ups: `wait_for_change` returns as soon as the file may have changed. A commit in this process wakes
 waiters at once; a commit in another process is seen by one watcher thread per process polling
@@ -24,15 +26,20 @@ listening processes, and a lost datagram would leave a waiter asleep until its t
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
+
+log = logging.getLogger("duetime.sqlite")
 
 BUSY_TIMEOUT_SECONDS = 10.0
 WATCH_INTERVAL_SECONDS = 0.002
+MAX_IDLE_READERS = 8
 DATABASE_FILE = "duetime.sqlite3"
 
 # Keys and sort orders mirror the DynamoDB tables of duetime.definitions: executions by due partition
@@ -96,9 +103,9 @@ class Database:
     def __init__(self, path: str | Path) -> None:
         self.path = str(Path(path).resolve())
         Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-        self._local = threading.local()
-        self._connections: list[sqlite3.Connection] = []
-        self._connections_guard = threading.Lock()
+        self._idle_readers: list[sqlite3.Connection] = []
+        self._pool_guard = threading.Lock()
+        self._writer: sqlite3.Connection | None = None
         self._write_lock = _write_lock_for(self.path)
         self._changed = threading.Condition()
         self._generation = 0
@@ -119,22 +126,44 @@ class Database:
     # -- connections and transactions ---------------------------------------------------------------
 
     def _open(self) -> sqlite3.Connection:
+        if self._closed:
+            raise sqlite3.ProgrammingError("the database is closed")
         conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None, check_same_thread=False)
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")
-        with self._connections_guard:
-            self._connections.append(conn)
         return conn
 
-    def connection(self) -> sqlite3.Connection:
-        """This thread's connection (autocommit: each read outside `write` is its own snapshot)."""
-        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+    @contextmanager
+    def read(self) -> Iterator[sqlite3.Connection]:
+        """A reader connection for this thread until the block ends (autocommit: each statement reads one
+        snapshot). Fetch every row inside the block."""
+        with self._pool_guard:
+            conn = self._idle_readers.pop() if self._idle_readers else None
         if conn is None:
-            if self._closed:
-                raise sqlite3.ProgrammingError("the database is closed")
             conn = self._open()
-            self._local.conn = conn
-        return conn
+        try:
+            yield conn
+        finally:
+            with self._pool_guard:
+                keep = not self._closed and len(self._idle_readers) < MAX_IDLE_READERS
+                if keep:
+                    self._idle_readers.append(conn)
+            if not keep:
+                conn.close()
+
+    def query(self, sql: str, args: Sequence[Any] = ()) -> list[Any]:
+        """Every row of one read."""
+        with self.read() as conn:
+            return conn.execute(sql, args).fetchall()
+
+    def query_one(self, sql: str, args: Sequence[Any] = ()) -> Any:
+        """The first row of one read, or None."""
+        with self.read() as conn:
+            cursor = conn.execute(sql, args)
+            try:
+                return cursor.fetchone()
+            finally:
+                cursor.close()
 
     @contextmanager
     def write(self, wakes: bool = False) -> Iterator[sqlite3.Connection]:
@@ -142,8 +171,10 @@ class Database:
 
         `wakes`: the change may make a message visible, so waiters of this process look again at once.
         """
-        conn = self.connection()
         with self._write_lock:
+            if self._writer is None:
+                self._writer = self._open()
+            conn = self._writer
             conn.execute("BEGIN IMMEDIATE")
             try:
                 yield conn
@@ -208,7 +239,11 @@ class Database:
                         self._watch_needed.clear()
                         continue
                 time.sleep(WATCH_INTERVAL_SECONDS)
-                version = int(conn.execute("PRAGMA data_version").fetchone()[0])
+                try:
+                    version = int(conn.execute("PRAGMA data_version").fetchone()[0])
+                except sqlite3.Error:  # waiters still wake at their own timeouts; look again next time
+                    log.exception("could not read the database's data_version")
+                    continue
                 if version != last:
                     last = version
                     self.notify_local()
@@ -216,12 +251,16 @@ class Database:
             conn.close()
 
     def close(self) -> None:
-        """Close every connection this object opened (each thread's) and stop the watcher."""
+        """Close this object's connections and stop its watcher."""
         self._closed = True
         self._watch_needed.set()
-        with self._connections_guard:
-            connections, self._connections = self._connections, []
-        for conn in connections:
+        with self._pool_guard:
+            idle, self._idle_readers = self._idle_readers, []
+        for conn in idle:
             conn.close()
+        with self._write_lock:
+            if self._writer is not None:
+                self._writer.close()
+                self._writer = None
         if self._watcher is not None:
             self._watcher.join(timeout=1)

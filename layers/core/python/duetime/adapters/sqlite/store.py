@@ -206,17 +206,16 @@ class SqliteStore:
                     raise Conflict(f"job {job.job_id} already exists")
 
     def get_job(self, job_id: str) -> Job | None:
-        row = self.db.connection().execute("SELECT doc FROM jobs WHERE job_id = ?", (job_id,)).fetchone()
+        row = self.db.query_one("SELECT doc FROM jobs WHERE job_id = ?", (job_id,))
         return job_from_doc(row[0]) if row else None
 
     def get_jobs(self, job_ids: list[str]) -> dict[str, Job]:
         found: dict[str, Job] = {}
         unique = list(dict.fromkeys(job_ids))
-        conn = self.db.connection()
         for start in range(0, len(unique), IN_CHUNK):
             chunk = unique[start : start + IN_CHUNK]
             marks = ",".join("?" * len(chunk))
-            for (doc,) in conn.execute(f"SELECT doc FROM jobs WHERE job_id IN ({marks})", chunk):
+            for (doc,) in self.db.query(f"SELECT doc FROM jobs WHERE job_id IN ({marks})", chunk):
                 job = job_from_doc(doc)
                 found[job.job_id] = job
         return found
@@ -230,7 +229,7 @@ class SqliteStore:
         if start:
             sql += " AND created_key < ?"
             args.append(start["createdKey"])
-        rows = self.db.connection().execute(sql + " ORDER BY created_key DESC LIMIT ?", [*args, limit + 1]).fetchall()
+        rows = self.db.query(sql + " ORDER BY created_key DESC LIMIT ?", [*args, limit + 1])
         jobs = [job_from_doc(doc) for doc, _ in rows[:limit]]
         last = None
         if len(rows) > limit and jobs:
@@ -250,7 +249,7 @@ class SqliteStore:
 
     def scan_jobs(self) -> Iterator[Job]:
         """Every job (`duetime audit` only)."""
-        rows = self.db.connection().execute("SELECT doc FROM jobs ORDER BY job_id").fetchall()
+        rows = self.db.query("SELECT doc FROM jobs ORDER BY job_id")
         return (job_from_doc(doc) for (doc,) in rows)
 
     # -- executions: writes ------------------------------------------------------------------------------
@@ -471,17 +470,14 @@ class SqliteStore:
     # -- executions: reads -----------------------------------------------------------------------------
 
     def get_execution(self, key: ExecutionKey) -> Execution | None:
-        loaded = self._load(self.db.connection(), key)
+        with self.db.read() as conn:
+            loaded = self._load(conn, key)
         return loaded[0] if loaded else None
 
     def find_execution(self, job_id: str, execution_id: str) -> Execution | None:
-        row = (
-            self.db.connection()
-            .execute(
-                f"SELECT doc FROM executions WHERE job_id = ? AND execution_id = ? AND {LIVE} LIMIT 1",
-                (job_id, execution_id, self.epoch_seconds()),
-            )
-            .fetchone()
+        row = self.db.query_one(
+            f"SELECT doc FROM executions WHERE job_id = ? AND execution_id = ? AND {LIVE} LIMIT 1",
+            (job_id, execution_id, self.epoch_seconds()),
         )
         return execution_from_doc(row[0]) if row else None
 
@@ -497,7 +493,7 @@ class SqliteStore:
             sql += f" AND (execution_id, pk, sk) {'<' if newest_first else '>'} (?, ?, ?)"
             args.extend(after)
         sql += f" ORDER BY execution_id {order}, pk {order}, sk {order} LIMIT ?"
-        rows = self.db.connection().execute(sql, [*args, limit + 1]).fetchall()
+        rows = self.db.query(sql, [*args, limit + 1])
         page = rows[:limit]
         position = (page[-1][1], page[-1][2], page[-1][3]) if len(rows) > limit and page else None
         return [execution_from_doc(r[0]) for r in page], position
@@ -528,7 +524,7 @@ class SqliteStore:
 
     def query_due(self, partition: str, after_ms: int, until_ms: int) -> list[Execution]:
         """Waiting executions in `partition` with after_ms < dueMs <= until_ms, oldest first."""
-        rows = self.db.connection().execute(
+        rows = self.db.query(
             f"SELECT doc FROM executions WHERE pk = ? AND sk BETWEEN ? AND ? AND status = ? AND {LIVE} ORDER BY sk",
             (
                 partition,
@@ -538,26 +534,22 @@ class SqliteStore:
                 self.epoch_seconds(),
             ),
         )
-        return [execution_from_doc(doc) for (doc,) in rows.fetchall()]
+        return [execution_from_doc(doc) for (doc,) in rows]
 
     def open_executions(self, shard: int, until_ms: int) -> list[Execution]:
         """Executions of `shard` in the open set due at or before `until_ms`, oldest first."""
-        rows = self.db.connection().execute(
+        rows = self.db.query(
             f"SELECT doc FROM executions WHERE open_shard = ? AND sk <= ? AND {LIVE} ORDER BY sk",
             (f"{shard:03d}", f"{until_ms:013d}#~", self.epoch_seconds()),
         )
-        return [execution_from_doc(doc) for (doc,) in rows.fetchall()]
+        return [execution_from_doc(doc) for (doc,) in rows]
 
     def scan_open_executions(self) -> Iterator[StoredExecution]:
         """Every scheduled or running execution, and every one still in the open set (`duetime audit`)."""
-        rows = (
-            self.db.connection()
-            .execute(
-                "SELECT pk, sk, open_shard, doc FROM executions "
-                f"WHERE (status IN (?, ?) OR open_shard IS NOT NULL) AND {LIVE} ORDER BY pk, sk",
-                (ExecutionStatus.SCHEDULED.value, ExecutionStatus.RUNNING.value, self.epoch_seconds()),
-            )
-            .fetchall()
+        rows = self.db.query(
+            "SELECT pk, sk, open_shard, doc FROM executions "
+            f"WHERE (status IN (?, ?) OR open_shard IS NOT NULL) AND {LIVE} ORDER BY pk, sk",
+            (ExecutionStatus.SCHEDULED.value, ExecutionStatus.RUNNING.value, self.epoch_seconds()),
         )
         for pk, sk, open_shard, doc in rows:
             key = ExecutionKey(pk=pk, sk=sk)
@@ -583,7 +575,8 @@ class SqliteStore:
         return True
 
     def get_control(self, key: str) -> dict[str, Any] | None:
-        return self._read_control(self.db.connection(), key)
+        with self.db.read() as conn:
+            return self._read_control(conn, key)
 
     def acquire_lease(self, key: str, owner: str, now_ms: int, until_ms: int) -> dict[str, Any] | None:
         """Take or renew the lease on `key` for `owner` unless someone else holds it live; the record
