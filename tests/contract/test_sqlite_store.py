@@ -207,3 +207,16 @@ def test_short_lived_threads_leave_no_connection_behind(ports, clock):
         thread.join()
     # Then the file is not held open once per thread that ever read it
     assert open_files_of(store.db.path) <= before + 8
+
+
+def test_the_wal_is_checkpointed_into_the_database_file_in_the_background(ports, clock):
+    # Given far fewer writes than SQLite's automatic checkpoint threshold would wait for
+    store = ports.store
+    size_before = os.path.getsize(store.db.path)
+    for i in range(50):
+        store.create_job(make_job(clock, job_id=f"j_{i + 1:016x}"), None)
+    # Then the database file itself receives them soon, not only the WAL
+    deadline = time.monotonic() + 10
+    while os.path.getsize(store.db.path) <= size_before and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert os.path.getsize(store.db.path) > size_before
