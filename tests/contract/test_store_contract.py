@@ -371,3 +371,16 @@ def test_a_shard_lease_is_held_by_one_owner_until_it_ends_and_only_the_holder_mo
     assert store.advance_cursor("preload#000", "p1", 50_000) is False
     assert store.advance_cursor("preload#404", "p1", 50_000) is False
     assert store.get_control("preload#000")["cursorMs"] == 40_000
+
+
+def test_a_waiting_row_ended_failed_stays_open_until_its_owner_is_told(ports, clock):
+    store = ports.store
+    key = waiting(ports, clock)
+    shard = int(key.pk.rsplit("#", 1)[1])
+    failed = store.end_waiting(key, ExecutionStatus.FAILED, clock(), "poison")
+    assert (failed.status, failed.skip_reason) == (ExecutionStatus.FAILED, "poison")
+    assert [e.execution_id for e in store.open_executions(shard, 2**42)] == [failed.execution_id]
+    assert [s.open_shard for s in store.scan_open_executions()] == [f"{shard:03d}"]
+    store.mark_notified(key, clock())
+    assert store.open_executions(shard, 2**42) == []
+    assert list(store.scan_open_executions()) == []

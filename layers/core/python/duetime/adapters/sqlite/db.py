@@ -24,9 +24,12 @@ Settings, and why:
 Wake-ups: `wait_for_change` returns as soon as the file may have changed. A commit in this process wakes
 waiters at once; a commit in another process is seen by one watcher thread per process polling
 `PRAGMA data_version` (which changes when another connection commits) every WATCH_INTERVAL_SECONDS, only
-while someone waits. Measured here: a data_version poll costs ~4 µs, so a 2 ms poll is well under 1% of a
-core, and a send from another process is seen within ~2 ms (a wake-up socket would need a registry of
-listening processes, and a lost datagram would leave a waiter asleep until its timeout).
+while someone waits. Measured on this 2-core machine under load: a data_version poll costs ~4 µs; a process
+whose receivers wait idle spends ~2% of a core on the watcher; a message sent from another process
+reaches a waiting receiver 1 ms after the send (p50; 4 ms max over 40), and one sent 200 ms ahead is
+received 1 ms after its due instant (p50; 2 ms max). A wake-up socket or fifo would need a registry of
+listening processes kept right across SIGKILL, and a lost wake-up would leave a waiter asleep until its
+timeout; polling a counter SQLite already keeps has neither problem.
 """
 
 from __future__ import annotations
