@@ -1,8 +1,9 @@
 """A receiver in a process of its own, for the multi-process SQLite tests: prints each message it receives.
 
-Usage: python sqlite_child.py DB_PATH VISIBILITY WAIT IDLE_EXIT [HOLD]
+Usage: python sqlite_child.py DB_PATH VISIBILITY WAIT IDLE_EXIT [hold|delete]
 Prints `ready`, then one JSON line per received message ({"id", "count", "at"}: wall ms), flushed at once;
-exits after IDLE_EXIT seconds without a message, or, with HOLD, sleeps forever after the first message.
+exits after IDLE_EXIT seconds without a message. `hold`: sleeps forever after the first message;
+`delete`: deletes each message after printing it (a worker that handled it).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from duetime.definitions import Settings
 
 def main() -> None:
     path, visibility, wait, idle_exit = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
-    hold = len(sys.argv) > 5
+    mode = sys.argv[5] if len(sys.argv) > 5 else ""
     queues = SqliteQueues(Database(path), Settings(shards=4))
     print("ready", flush=True)
     last = time.monotonic()
@@ -30,8 +31,10 @@ def main() -> None:
             line = {"id": received.message.execution_id, "count": received.receive_count, "at": time.time_ns() // 10**6}
             print(json.dumps(line), flush=True)
             last = time.monotonic()
-            if hold:
+            if mode == "hold":
                 time.sleep(3600)
+            if mode == "delete":
+                queues.delete("default", received.receipt)
 
 
 if __name__ == "__main__":

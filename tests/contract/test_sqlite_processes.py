@@ -46,9 +46,9 @@ def queues(database: Database) -> SqliteQueues:
 class Child:
     """A receiver process and the lines it prints, read by a thread so the test never blocks on a pipe."""
 
-    def __init__(self, db: Database, visibility: float, wait: float, idle_exit: float, hold: bool = False) -> None:
-        args = [sys.executable, str(CHILD), db.path, str(visibility), str(wait), str(idle_exit)]
-        self.process = subprocess.Popen([*args, *(["hold"] if hold else [])], stdout=subprocess.PIPE, text=True)
+    def __init__(self, db: Database, visibility: float, wait: float, idle_exit: float, mode: str = "") -> None:
+        args = [sys.executable, str(CHILD), db.path, str(visibility), str(wait), str(idle_exit), mode]
+        self.process = subprocess.Popen(args, stdout=subprocess.PIPE, text=True)
         self.lines: list[dict] = []
         self.ready = threading.Event()
         self.reader = threading.Thread(target=self._read, daemon=True)
@@ -119,7 +119,7 @@ def test_two_processes_receiving_from_one_file_get_disjoint_messages(database, q
 
 def test_a_killed_receivers_message_comes_back_after_its_visibility(database, queues, children):
     # Given a process that received a message with a 1 s visibility and then hangs on to it
-    child = Child(database, visibility=1.0, wait=5, idle_exit=30, hold=True)
+    child = Child(database, visibility=1.0, wait=5, idle_exit=30, mode="hold")
     children.append(child)
     sent = message(1)
     queues.send([sent], wall_now())
@@ -134,7 +134,7 @@ def test_a_killed_receivers_message_comes_back_after_its_visibility(database, qu
 
 
 def test_a_stopped_receiver_holds_no_lock_and_its_message_comes_back(database, queues, children):
-    child = Child(database, visibility=1.0, wait=5, idle_exit=30, hold=True)
+    child = Child(database, visibility=1.0, wait=5, idle_exit=30, mode="hold")
     children.append(child)
     held = message(1)
     queues.send([held], wall_now())
@@ -187,3 +187,29 @@ def test_a_commit_from_another_connection_after_a_look_wakes_the_waiter(database
             assert time.monotonic() - started < 1
     finally:
         other.close()
+
+
+def test_workers_killed_at_random_lose_no_message(database, queues, children):
+    # Given three worker processes that delete each message once they have handled it
+    def start() -> Child:
+        child = Child(database, visibility=1.0, wait=1, idle_exit=4, mode="delete")
+        children.append(child)
+        return child
+
+    workers = [start() for _ in range(3)]
+    sent = [message(n) for n in range(400)]
+    # When messages keep coming while one worker after another is killed (SIGKILL) and replaced
+    for batch in range(40):
+        queues.send(sent[batch * 10 : batch * 10 + 10], wall_now())
+        time.sleep(0.02)
+        if batch % 8 == 7:
+            victim = workers.pop(0)
+            victim.kill()
+            workers.append(start())
+    for child in workers:
+        child.finish(60)
+    # Then every message was handled at least once (a killed worker's came back after its visibility)
+    handled = {line["id"] for child in children for line in child.lines}
+    assert handled == {m.execution_id for m in sent}
+    # And none is left behind: what a killed worker held was handled and deleted by another
+    assert queues.depth("default") == 0
