@@ -10,7 +10,7 @@ import subprocess
 import sys
 import threading
 import time
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -186,6 +186,9 @@ def test_every_commit_survives_a_sigkill_of_the_writer_mid_load(tmp_path):
         assert all(store.executions_of_job(job_id) for job_id in accepted)
         # At most one job more: committed, killed before it said so
         assert len(accepted) <= len(list(store.scan_jobs())) <= len(accepted) + 1
+        # And the killed writer left no lock behind (a held one would make this raise "database is locked")
+        store.create_job(make_job(lambda: datetime(2026, 12, 1, 9, 0, tzinfo=UTC), job_id="j_ffffffffffffffff"), None)
+        assert store.get_job("j_ffffffffffffffff") is not None
     finally:
         db.close()
 
