@@ -53,8 +53,9 @@ CHECKPOINT_FALLBACK_PAGES = 10_000
 DATABASE_FILE = "duetime.sqlite3"
 
 # Keys and sort orders mirror the DynamoDB tables of duetime.definitions: executions by due partition
-# (`hour#shard`) and `dueMs#executionId`, a byJob index, and the sparse `open` index (open_shard is set
-# while an execution is open, NULL once it has ended). Rows keep the domain object as JSON (`doc`); the
+# (`hour#shard`) and `dueMs#executionId`, a byJob index, the sparse `open` index (open_shard is set while
+# an execution is open, NULL once it has ended or while its paused job holds it) and the sparse
+# `openByJob` index (open_job is set while it is scheduled or running). Rows keep the domain object as JSON (`doc`); the
 # columns are what keys, conditions and queries read.
 #
 # MIGRATIONS[i] takes a file from schema version i to i + 1 (`PRAGMA user_version`); a change to the
@@ -76,12 +77,14 @@ CREATE TABLE IF NOT EXISTS executions (
     execution_id TEXT NOT NULL,
     status TEXT NOT NULL,
     open_shard TEXT,
+    open_job TEXT,
     expires_at INTEGER,
     doc TEXT NOT NULL,
     PRIMARY KEY (pk, sk)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS executions_by_job ON executions (job_id, execution_id);
 CREATE INDEX IF NOT EXISTS executions_open ON executions (open_shard, sk) WHERE open_shard IS NOT NULL;
+CREATE INDEX IF NOT EXISTS executions_open_by_job ON executions (open_job, sk) WHERE open_job IS NOT NULL;
 
 CREATE TABLE IF NOT EXISTS control (
     key TEXT PRIMARY KEY,
