@@ -438,17 +438,18 @@ def test_a_held_waiting_row_leaves_the_open_set_until_it_is_unheld(ports, clock)
     assert [e.execution_id for e in store.open_executions_of_job(job.job_id)] == [rows[2].execution_id]
 
 
-def test_moving_the_cursor_hands_the_lease_back_and_records_where_the_reconciler_goes_on(ports):
+def test_the_cursor_records_where_the_reconciler_goes_on_and_a_lease_is_handed_back_on_request(ports):
     needs(ports, "release_lease")
     store = ports.store
+    token = "2026120109#001 1796115600000#j_1.1796115600000"
     store.acquire_lease("preload#001", "p1", 1_000, 16_000)
-    assert store.advance_cursor("preload#001", "p1", 40_000, "2026120109#001 1796115600000#j_1.1796115600000")
-    taken = store.acquire_lease("preload#001", "p2", 2_000, 17_000)  # at once: the lease was handed back
-    assert (taken["leaseOwner"], taken["cursorMs"]) == ("p2", 40_000)
-    assert taken["reconcileFrom"] == "2026120109#001 1796115600000#j_1.1796115600000"
+    assert store.release_lease("preload#001", "p2") is False
+    assert store.release_lease("preload#001", "p1") is True
+    assert store.acquire_lease("preload#001", "p2", 2_000, 17_000)["leaseOwner"] == "p2"  # at once
+    assert store.advance_cursor("preload#001", "p2", 40_000, token) is True
+    record = store.get_control("preload#001")
+    assert (record["cursorMs"], record["reconcileFrom"]) == (40_000, token)
+    assert store.acquire_lease("preload#001", "p2", 3_000, 18_000)["reconcileFrom"] == token
     assert store.advance_cursor("preload#001", "p2", 50_000) is True
     assert "reconcileFrom" not in store.get_control("preload#001")
-    store.acquire_lease("preload#001", "p3", 3_000, 18_000)
-    assert store.release_lease("preload#001", "p1") is False
-    assert store.release_lease("preload#001", "p3") is True
-    assert store.acquire_lease("preload#001", "p4", 3_001, 18_000)["cursorMs"] == 50_000
+    assert store.get_control("preload#001")["cursorMs"] == 50_000

@@ -647,16 +647,13 @@ class SqliteStore:
             return record
 
     def advance_cursor(self, key: str, owner: str, cursor_ms: int, reconcile_from: str | None = None) -> bool:
-        """Move the lease holder's cursor forward, record where the reconciler goes on (`reconcile_from`,
-        None: from the start) and hand the lease back, in one write, so the next cycle (whatever its owner)
-        takes the shard at once. False if `owner` lost the lease meanwhile."""
+        """Move the lease holder's cursor forward and record where the reconciler goes on (`reconcile_from`,
+        None: from the start), in one write; False if `owner` lost the lease meanwhile."""
         with self.db.write() as conn:
             record = self._read_control(conn, key)
             if record is None or record.get("leaseOwner") != owner:
                 return False
             record["cursorMs"] = cursor_ms
-            record.pop("leaseOwner", None)
-            record.pop("leaseUntilMs", None)
             if reconcile_from:
                 record["reconcileFrom"] = reconcile_from
             else:
