@@ -26,6 +26,7 @@ from duetime.worker.isolation import ORPHANED_EXIT, child_command
 from duetime.worker.registry import registered_names
 from duetime.worker.runtime import Worker
 
+from tests.conftest import BOTH_BACKENDS
 from tests.integration import sample_handlers
 
 
@@ -66,6 +67,7 @@ def announced(ports) -> list[str]:
 # --- which names a job may use ------------------------------------------------------------------
 
 
+@BOTH_BACKENDS
 def test_a_python_name_no_worker_serves_is_refused_listing_what_is_served(ports, clock):
     with pytest.raises(InvalidInput) as refused:
         submit_job(ports, "alice", spec(clock, "billing.generate_invoices"))
@@ -73,6 +75,7 @@ def test_a_python_name_no_worker_serves_is_refused_listing_what_is_served(ports,
     assert "not served" in refused.value.message and "demo.echo" in refused.value.message
 
 
+@BOTH_BACKENDS
 def test_a_name_is_accepted_while_a_worker_announces_it_and_refused_after_it_stopped(ports, clock):
     announce_handlers(ports, "default", "w1", ["billing.generate_invoices", "demo.echo"])
     job, created = submit_job(ports, "alice", spec(clock, "billing.generate_invoices"))
@@ -91,6 +94,7 @@ def test_a_name_is_accepted_while_a_worker_announces_it_and_refused_after_it_sto
         submit_job(ports, "alice", spec(clock, "billing.generate_invoices"))
 
 
+@BOTH_BACKENDS
 def test_expired_announcements_are_pruned_from_the_record(ports, clock):
     announce_handlers(ports, "default", "old", ["a.one"])
     clock.advance(HANDLER_ANNOUNCE_TTL_SECONDS + 1)
@@ -99,6 +103,7 @@ def test_expired_announcements_are_pruned_from_the_record(ports, clock):
     assert record is not None and "worker:old" not in record and "worker:new" in record
 
 
+@BOTH_BACKENDS
 def test_the_deployment_manifest_and_kind_targets_need_no_announcement(ports, clock):
     ports.handler_manifest = {"default": frozenset({"billing.generate_invoices"})}
     submit_job(ports, "alice", spec(clock, "billing.generate_invoices"))
@@ -117,6 +122,7 @@ GRANTS = Grants.parse(
 )
 
 
+@BOTH_BACKENDS
 def test_an_owner_without_a_grant_is_forbidden_naming_the_handler(ports, clock, announced):
     ports.grants = GRANTS
     with pytest.raises(Forbidden) as forbidden:
@@ -129,6 +135,7 @@ def test_an_owner_without_a_grant_is_forbidden_naming_the_handler(ports, clock, 
     submit_job(ports, "carol", spec(clock, "lambda:billing-run"), groups=["billing"])
 
 
+@BOTH_BACKENDS
 def test_a_grant_withdrawn_after_submission_ends_the_run_failed_at_claim_without_running(
     ports, clock, announced, tmp_path
 ):
@@ -144,6 +151,7 @@ def test_a_grant_withdrawn_after_submission_ends_the_run_failed_at_claim_without
     assert runs(tmp_path) == []
 
 
+@BOTH_BACKENDS
 def test_the_groups_a_job_was_submitted_with_are_kept_for_the_check_at_claim(ports, clock, announced, tmp_path):
     ports.grants = GRANTS
     job, _ = submit_job(
@@ -157,6 +165,7 @@ def test_the_groups_a_job_was_submitted_with_are_kept_for_the_check_at_claim(por
 # --- a handler that disappeared -------------------------------------------------------------------------
 
 
+@BOTH_BACKENDS
 def test_a_handler_no_longer_served_ends_failed_permanently_once(ports, clock):
     announce_handlers(ports, "default", "w-old", ["billing.gone"])
     job, _ = submit_job(ports, "alice", spec(clock, "billing.gone", retry={"maxAttempts": 5}))
@@ -167,6 +176,7 @@ def test_a_handler_no_longer_served_ends_failed_permanently_once(ports, clock):
     assert execution.error == "handler 'billing.gone' is not served by this worker"
 
 
+@BOTH_BACKENDS
 def test_a_worker_without_the_handler_passes_the_run_to_a_live_worker_that_announces_it(ports, clock):
     announce_handlers(ports, "default", "w-billing", ["billing.elsewhere"])
     job, _ = submit_job(ports, "alice", spec(clock, "billing.elsewhere"))
@@ -186,6 +196,7 @@ def test_a_worker_without_the_handler_passes_the_run_to_a_live_worker_that_annou
         ("sample.returns_megabyte", "bytes as JSON; at most 131072 are stored"),
     ],
 )
+@BOTH_BACKENDS
 def test_a_result_that_cannot_be_stored_fails_the_run_once_with_the_reason(
     ports, clock, announced, tmp_path, handler, reason
 ):
@@ -198,6 +209,7 @@ def test_a_result_that_cannot_be_stored_fails_the_run_once_with_the_reason(
     assert len(runs(tmp_path)) == 1
 
 
+@BOTH_BACKENDS
 def test_error_text_is_cut_to_the_limit_on_retries_and_at_the_end(ports, clock, announced, tmp_path):
     job, _ = submit_job(
         ports,
@@ -216,6 +228,7 @@ def test_error_text_is_cut_to_the_limit_on_retries_and_at_the_end(ports, clock, 
     assert all(len(e.encode()) <= MAX_ERROR_BYTES for e in errors)
 
 
+@BOTH_BACKENDS
 def test_a_child_process_handler_gets_the_owner_and_its_prints_do_not_spoil_the_result(ports, clock, announced):
     job, _ = submit_job(
         ports, "alice", spec(clock, "sample.prints_and_returns_owner", payload={"parentPid": os.getpid()})
@@ -228,6 +241,7 @@ def test_a_child_process_handler_gets_the_owner_and_its_prints_do_not_spoil_the_
 # --- timeouts that stop the work --------------------------------------------------------------------------
 
 
+@BOTH_BACKENDS
 def test_a_handler_past_its_timeout_is_killed_and_the_next_attempt_runs_alone(ports, clock, announced, tmp_path):
     job, _ = submit_job(
         ports,
@@ -266,6 +280,7 @@ def cognito_call(app, owner: str, groups: str, body: dict[str, Any]) -> tuple[in
     return response["statusCode"], json.loads(response["body"])
 
 
+@BOTH_BACKENDS
 def test_the_deployed_api_reads_grants_and_the_manifest_from_its_environment(ports, clock):
     env = {
         "DUETIME_HANDLER_GRANTS": json.dumps([{"owners": ["group:billing"], "handlers": ["billing.*"]}]),
@@ -281,6 +296,7 @@ def test_the_deployed_api_reads_grants_and_the_manifest_from_its_environment(por
     assert status == 403 and refused["error"]["field"] == "handler" and refused["error"]["code"] == "forbidden"
 
 
+@BOTH_BACKENDS
 def test_without_configured_grants_the_deployed_api_allows_the_demo_handlers_only(ports, clock):
     ports.grants = RuntimeConfig().grants()
     app = build_app(ports, local_secret=None)

@@ -65,3 +65,12 @@ def sort_key(due_at: datetime, execution_id: str) -> str:
 
 def new_job_id(random_hex: str) -> str:
     return f"j_{random_hex}"
+
+
+# In an announcements record, each live worker's entry is the attribute "worker:<id>".
+ANNOUNCER_PREFIX = "worker:"
+
+
+def announcements_key(job_class: str) -> str:
+    """The control record holding the handler names that live workers of `job_class` announce."""
+    return f"handlers#{job_class}"

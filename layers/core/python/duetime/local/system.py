@@ -38,6 +38,7 @@ from duetime.local.notices import AlertRelay, create_alert_topic
 from duetime.local.state import STATE_FILE
 from duetime.queue.notify import ConsoleNotifier
 from duetime.queue.provision import create_queues
+from duetime.queue.sqs import DueQueues
 from duetime.queue.webhook import WebhookTarget
 from duetime.service.context import Notifier, Ports
 from duetime.service.deadletters import drain_dead_letters
@@ -189,14 +190,16 @@ class LocalSystem:
 
     def _start_functions(self, config: RuntimeConfig, settings: Settings, ports: Ports) -> None:
         """The real handlers of functions/ in the Lambda emulation, each with the environment CDK gives it."""
+        queues = ports.queues
+        assert isinstance(queues, DueQueues)  # the emulation feeds the real functions from SQS on moto
         sns = make_client("sns", config.region, config.endpoint_url)
-        topic_arn, alert_queue_url = create_alert_topic(sns, ports.queues.client, self.prefix)
-        self.relay = AlertRelay(ports.queues.client, alert_queue_url, self.notifier).start()
+        topic_arn, alert_queue_url = create_alert_topic(sns, queues.client, self.prefix)
+        self.relay = AlertRelay(queues.client, alert_queue_url, self.notifier).start()
         shared = runtime_environment(
             settings,
             region=config.region,
-            queue_urls=json.dumps(ports.queues.queue_urls),
-            dlq_urls=json.dumps(ports.queues.dlq_urls),
+            queue_urls=json.dumps(queues.queue_urls),
+            dlq_urls=json.dumps(queues.dlq_urls),
             lease_seconds=self.lease_seconds,
         )
         # What only the local machine needs: moto's endpoint and no X-Ray daemon (and the API a token secret).
@@ -241,8 +244,8 @@ class LocalSystem:
                 handler_modules=",".join(self.handler_modules),
             )
             source = SqsEventSource(
-                ports.queues.client,
-                ports.queues.queue_urls[job_class.name],
+                queues.client,
+                queues.queue_urls[job_class.name],
                 worker.invoke,
                 batch_size=WORKER_BATCH_SIZE,
                 pollers=self.workers,

@@ -15,8 +15,8 @@ from duetime.domain.keys import ExecutionKey, parse_execution_id
 from duetime.domain.models import Execution, ExecutionStatus, Job, JobStatus, Overlap, format_time, to_ms
 from duetime.domain.results import ResultRejected, encode_result, truncate_error
 from duetime.domain.retry import compute_backoff, should_retry
-from duetime.queue.sqs import DueMessage
 from duetime.service.context import Ports
+from duetime.service.ports import DueMessage
 
 # A message passed on by a worker that cannot run its handler is hidden this long, for another to take it.
 PASS_HIDE_SECONDS = 1

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
@@ -13,6 +12,7 @@ from typing import Any
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from botocore.exceptions import ClientError
 
+from duetime.adapters.cursors import decode_cursor, encode_cursor
 from duetime.definitions import (
     CONTROL_TABLE,
     EXECUTIONS_BY_JOB_INDEX,
@@ -23,7 +23,7 @@ from duetime.definitions import (
     Settings,
 )
 from duetime.domain.errors import Conflict, StaleAttempt
-from duetime.domain.keys import ExecutionKey
+from duetime.domain.keys import ANNOUNCER_PREFIX, ExecutionKey, announcements_key
 from duetime.domain.models import (
     AttemptRecord,
     Execution,
@@ -35,6 +35,7 @@ from duetime.domain.models import (
     to_ms,
 )
 from duetime.domain.results import truncate_error
+from duetime.service.ports import ClaimOutcome, Page, StoredExecution
 
 _serializer = TypeSerializer()
 _deserializer = TypeDeserializer()
@@ -187,29 +188,6 @@ def execution_from_item(item: dict[str, Any]) -> Execution:
     )
 
 
-@dataclass(frozen=True)
-class ClaimOutcome:
-    """The result of a claim: `claimed` if this worker now holds the attempt, else the row as it stands."""
-
-    claimed: Execution | None
-    current: Execution | None
-
-
-@dataclass(frozen=True)
-class Page:
-    items: list[dict[str, Any]]
-    last_key: dict[str, Any] | None
-
-
-@dataclass(frozen=True)
-class StoredExecution:
-    """An execution with where it is stored and its `open` index shard, as `duetime audit` checks them."""
-
-    key: ExecutionKey
-    open_shard: str | None
-    execution: Execution
-
-
 class DynamoStore:
     """Jobs, executions and control records in DynamoDB; every state change is a conditional write."""
 
@@ -286,7 +264,11 @@ class DynamoStore:
                 request = response.get("UnprocessedKeys") or {}
         return found
 
-    def list_jobs(self, owner: str, limit: int, start_key: dict[str, Any] | None) -> Page:
+    def list_jobs(self, owner: str, limit: int, cursor: str | None) -> Page[Job]:
+        """The owner's jobs, newest first, from the byOwner index; the cursor is the index's start key, bound
+        to the owner (raises InvalidInput for one of another owner)."""
+        scope = f"owner:{owner}"
+        start_key = decode_cursor(scope, cursor, {"owner": owner, "jobId": None, "createdKey": None})
         kwargs: dict[str, Any] = {
             "TableName": self.jobs_table,
             "IndexName": JOBS_BY_OWNER_INDEX.name,
@@ -300,7 +282,8 @@ class DynamoStore:
             kwargs["ExclusiveStartKey"] = _ser(start_key)
         response = self.client.query(**kwargs)
         last = response.get("LastEvaluatedKey")
-        return Page(items=response.get("Items", []), last_key=_deser(last) if last else None)
+        jobs = [job_from_item(i) for i in response.get("Items", [])]
+        return Page(items=jobs, cursor=encode_cursor(scope, _deser(last) if last else None))
 
     def update_job_status(self, job: Job, status: JobStatus, now: datetime) -> Job:
         """Set a job's status if its version is still `job.version`; raises Conflict otherwise."""
@@ -368,8 +351,18 @@ class DynamoStore:
         return self.get_execution(ExecutionKey(pk=row["pk"], sk=row["sk"]))
 
     def list_executions(
-        self, job_id: str, limit: int, start_key: dict[str, Any] | None, newest_first: bool = True
-    ) -> Page:
+        self, job_id: str, limit: int, cursor: str | None, newest_first: bool = True
+    ) -> Page[Execution]:
+        """A job's executions by id from the byJob index; the cursor is bound to the job (raises InvalidInput
+        for one of another job)."""
+        scope = f"job:{job_id}"
+        start_key = decode_cursor(scope, cursor, {"jobId": job_id, "executionId": None, "pk": None, "sk": None})
+        items, last = self._query_executions(job_id, limit, start_key, newest_first)
+        return Page(items=items, cursor=encode_cursor(scope, last))
+
+    def _query_executions(
+        self, job_id: str, limit: int, start_key: dict[str, Any] | None, newest_first: bool
+    ) -> tuple[list[Execution], dict[str, Any] | None]:
         kwargs: dict[str, Any] = {
             "TableName": self.executions_table,
             "IndexName": EXECUTIONS_BY_JOB_INDEX.name,
@@ -382,7 +375,8 @@ class DynamoStore:
             kwargs["ExclusiveStartKey"] = _ser(start_key)
         response = self.client.query(**kwargs)
         last = response.get("LastEvaluatedKey")
-        return Page(items=self._rows(response.get("Items", [])), last_key=_deser(last) if last else None)
+        rows = [execution_from_item(i) for i in self._rows(response.get("Items", []))]
+        return rows, _deser(last) if last else None
 
     def _rows(self, keys: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The rows behind index entries (the indexes project keys only), in the entries' order."""
@@ -418,17 +412,15 @@ class DynamoStore:
             kwargs["ExclusiveStartKey"] = last
 
     def executions_of_job(self, job_id: str, newest_first: bool = True, limit: int = 50) -> list[Execution]:
-        page = self.list_executions(job_id, limit, None, newest_first)
-        return [execution_from_item(i) for i in page.items]
+        return self._query_executions(job_id, limit, None, newest_first)[0]
 
     def iter_executions_of_job(self, job_id: str) -> Iterator[Execution]:
         start: dict[str, Any] | None = None
         while True:
-            page = self.list_executions(job_id, 100, start, newest_first=False)
-            yield from (execution_from_item(i) for i in page.items)
-            if not page.last_key:
+            rows, start = self._query_executions(job_id, 100, start, newest_first=False)
+            yield from rows
+            if not start:
                 return
-            start = page.last_key
 
     def query_due(self, partition: str, after_ms: int, until_ms: int) -> list[Execution]:
         """Waiting executions in `partition` with after_ms < dueMs <= until_ms, oldest first."""
@@ -794,16 +786,16 @@ class DynamoStore:
         that ended before `now_ms` (unless their worker renewed them meanwhile)."""
         response = self.client.update_item(
             TableName=self.control_table,
-            Key=_ser({"key": _announcements_key(job_class)}),
+            Key=_ser({"key": announcements_key(job_class)}),
             UpdateExpression="SET #w = :entry",
-            ExpressionAttributeNames={"#w": _ANNOUNCER_PREFIX + worker_id},
+            ExpressionAttributeNames={"#w": ANNOUNCER_PREFIX + worker_id},
             ExpressionAttributeValues=_ser({":entry": {"names": sorted(set(names)), "untilMs": until_ms}}),
             ReturnValues="ALL_NEW",
         )
         ended = {
             attr: int(entry["untilMs"])
             for attr, entry in _deser(response["Attributes"]).items()
-            if attr.startswith(_ANNOUNCER_PREFIX) and int(entry["untilMs"]) <= now_ms
+            if attr.startswith(ANNOUNCER_PREFIX) and int(entry["untilMs"]) <= now_ms
         }
         if not ended:
             return
@@ -812,7 +804,7 @@ class DynamoStore:
         try:
             self.client.update_item(
                 TableName=self.control_table,
-                Key=_ser({"key": _announcements_key(job_class)}),
+                Key=_ser({"key": announcements_key(job_class)}),
                 UpdateExpression="REMOVE " + ", ".join(names_by_ref),
                 ConditionExpression=" AND ".join(f"{ref}.untilMs = :u{i}" for i, ref in enumerate(names_by_ref)),
                 ExpressionAttributeNames=names_by_ref,
@@ -826,28 +818,21 @@ class DynamoStore:
         """`worker_id` stops serving `job_class` (a clean shutdown): its announcement is removed."""
         self.client.update_item(
             TableName=self.control_table,
-            Key=_ser({"key": _announcements_key(job_class)}),
+            Key=_ser({"key": announcements_key(job_class)}),
             UpdateExpression="REMOVE #w",
-            ExpressionAttributeNames={"#w": _ANNOUNCER_PREFIX + worker_id},
+            ExpressionAttributeNames={"#w": ANNOUNCER_PREFIX + worker_id},
         )
 
     def announced_handlers(self, job_class: str, now_ms: int) -> set[str]:
         """The handler names announced for `job_class` by workers whose announcement is still live."""
         record = self.client.get_item(
-            TableName=self.control_table, Key=_ser({"key": _announcements_key(job_class)}), ConsistentRead=True
+            TableName=self.control_table, Key=_ser({"key": announcements_key(job_class)}), ConsistentRead=True
         ).get("Item")
         served: set[str] = set()
         for attr, entry in _deser(record or {}).items():
-            if attr.startswith(_ANNOUNCER_PREFIX) and int(entry["untilMs"]) > now_ms:
+            if attr.startswith(ANNOUNCER_PREFIX) and int(entry["untilMs"]) > now_ms:
                 served.update(str(name) for name in entry["names"])
         return served
-
-
-_ANNOUNCER_PREFIX = "worker:"
-
-
-def _announcements_key(job_class: str) -> str:
-    return f"handlers#{job_class}"
 
 
 def _plain(values: dict[str, Any]) -> dict[str, Any]:

@@ -1,0 +1,719 @@
+"""The SQLite store: jobs, executions and control records with the keys, conditions and errors of DynamoDB.
+
+Every state change is one `BEGIN IMMEDIATE` transaction that reads the row, checks the same condition the
+DynamoDB adapter writes in its ConditionExpression, and writes the new row; a failed condition raises the
+same domain error (Conflict, StaleAttempt) or returns the same "not done" value. TTL (`expiresAt`, epoch
+seconds as on DynamoDB) is honoured on read: an expired row reads as absent and may be replaced;
+`sweep_expired` deletes such rows.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Callable, Iterator
+from datetime import datetime, timedelta
+from typing import Any
+
+from duetime.adapters.cursors import decode_cursor, encode_cursor
+from duetime.adapters.sqlite.db import Database
+from duetime.definitions import Settings
+from duetime.domain.errors import Conflict, StaleAttempt
+from duetime.domain.keys import ANNOUNCER_PREFIX, ExecutionKey, announcements_key
+from duetime.domain.models import (
+    AttemptRecord,
+    Execution,
+    ExecutionStatus,
+    Job,
+    JobSpec,
+    JobStatus,
+    from_ms,
+    to_ms,
+)
+from duetime.domain.results import truncate_error
+from duetime.service.ports import ClaimOutcome, OpenPage, Page, StoredExecution
+
+# SQLite's default limit of host parameters in one statement is 999 (3.40): ask for jobs in chunks below it.
+IN_CHUNK = 500
+ITERATION_PAGE = 100
+
+# --- rows: the domain objects as JSON, every time in whole milliseconds like the DynamoDB items --------
+
+
+_SPEC_FIELDS = set(JobSpec.model_fields)
+
+
+def _ms(value: datetime | None) -> int | None:
+    return None if value is None else to_ms(value)
+
+
+def _time(value: Any) -> datetime | None:
+    return None if value is None else from_ms(int(value))
+
+
+def job_to_doc(job: Job) -> str:
+    """The job as JSON: its definition as the API shows it, and its identity and lifecycle."""
+    definition = job.model_dump_json(by_alias=True, include=_SPEC_FIELDS)
+    identity = json.dumps(
+        {
+            "jobId": job.job_id,
+            "owner": job.owner,
+            "status": job.status.value,
+            "version": job.version,
+            "createdMs": to_ms(job.created_at),
+            "updatedMs": to_ms(job.updated_at),
+            "ownerGroups": list(job.owner_groups),
+        },
+        separators=(",", ":"),
+    )
+    return '{"definition":' + definition + "," + identity[1:]
+
+
+def job_from_doc(doc: str) -> Job:
+    v = json.loads(doc)
+    return Job.model_validate(
+        {
+            **v["definition"],
+            "jobId": v["jobId"],
+            "owner": v["owner"],
+            "status": v["status"],
+            "version": int(v["version"]),
+            "createdAt": from_ms(int(v["createdMs"])),
+            "updatedAt": from_ms(int(v["updatedMs"])),
+            "owner_groups": list(v.get("ownerGroups") or []),
+        }
+    )
+
+
+def created_key(job: Job) -> str:
+    return f"{to_ms(job.created_at):013d}#{job.job_id}"
+
+
+def execution_to_doc(execution: Execution, notified_ms: int | None = None) -> str:
+    return json.dumps(
+        {
+            "executionId": execution.execution_id,
+            "jobId": execution.job_id,
+            "scheduledMs": to_ms(execution.scheduled_at),
+            "dueMs": to_ms(execution.due_at),
+            "jobClass": execution.job_class,
+            "status": execution.status.value,
+            "attempt": execution.attempt,
+            "workerId": execution.worker_id,
+            "leaseUntilMs": _ms(execution.lease_until),
+            "startedMs": _ms(execution.started_at),
+            "finishedMs": _ms(execution.finished_at),
+            "result": execution.result,
+            "error": execution.error,
+            "skipReason": execution.skip_reason,
+            "skippedCount": execution.skipped_count,
+            "kind": execution.kind,
+            "attempts": [
+                {
+                    "workerId": a.worker_id,
+                    "startedMs": to_ms(a.started_at),
+                    "finishedMs": _ms(a.finished_at),
+                    "outcome": a.outcome,
+                    "error": a.error,
+                }
+                for a in execution.attempts
+            ],
+            "notifiedMs": notified_ms,
+        },
+        separators=(",", ":"),
+    )
+
+
+def execution_from_doc(doc: str) -> Execution:
+    return execution_from_values(json.loads(doc))
+
+
+def execution_from_values(v: dict[str, Any]) -> Execution:
+    return Execution(
+        execution_id=v["executionId"],
+        job_id=v["jobId"],
+        scheduled_at=from_ms(int(v["scheduledMs"])),
+        due_at=from_ms(int(v["dueMs"])),
+        job_class=v["jobClass"],
+        status=ExecutionStatus(v["status"]),
+        attempt=int(v["attempt"]),
+        worker_id=v["workerId"],
+        lease_until=_time(v["leaseUntilMs"]),
+        started_at=_time(v["startedMs"]),
+        finished_at=_time(v["finishedMs"]),
+        result=v["result"],
+        error=v["error"],
+        skip_reason=v["skipReason"],
+        skipped_count=v["skippedCount"],
+        kind=v["kind"],
+        attempts=[
+            AttemptRecord(
+                attempt=i + 1,
+                worker_id=a["workerId"],
+                started_at=from_ms(int(a["startedMs"])),
+                finished_at=_time(a["finishedMs"]),
+                outcome=a["outcome"],
+                error=a["error"],
+            )
+            for i, a in enumerate(v["attempts"])
+        ],
+    )
+
+
+def _shard_of_key(key: ExecutionKey) -> str:
+    return key.pk.rsplit("#", 1)[1]
+
+
+def _epoch_seconds() -> int:
+    return int(time.time())
+
+
+SCHEDULED, RUNNING = ExecutionStatus.SCHEDULED.value, ExecutionStatus.RUNNING.value
+
+# What a change inside a transaction returns: the row's new TTL (None: keep it), and whether it enters
+# (True) or leaves (False) the `open` and `openByJob` sets, None leaving each as it is.
+Change = tuple[int | None, bool | None, bool | None]
+
+# Reads see a row whose TTL has passed as gone, as DynamoDB would once its TTL sweep ran.
+LIVE = "(expires_at IS NULL OR expires_at > ?)"
+
+
+class SqliteStore:
+    """Jobs, executions and control records in one SQLite file; implements service.ports.Store."""
+
+    def __init__(self, db: Database, settings: Settings, epoch_seconds: Callable[[], int] = _epoch_seconds) -> None:
+        self.db = db
+        self.settings = settings
+        # TTL runs on the real clock, as DynamoDB's does, whatever clock the service is given.
+        self.epoch_seconds = epoch_seconds
+
+    def _expires_at(self, finished_at: datetime) -> int:
+        return int((finished_at + timedelta(days=self.settings.history_retention_days)).timestamp())
+
+    def key_of(self, execution: Execution) -> ExecutionKey:
+        return ExecutionKey.for_due(execution.job_id, execution.execution_id, execution.due_at, self.settings.shards)
+
+    # -- jobs ----------------------------------------------------------------------------------------
+
+    def create_job(self, job: Job, first: Execution | None, idempotency: dict[str, Any] | None = None) -> None:
+        """The job, its first execution and its idempotency record in one transaction; raises Conflict if
+        any of them exists already (nothing is written then)."""
+        job_row = (job.job_id, job.owner, created_key(job), job_to_doc(job))
+        first_row = None if first is None else self._new_row(first)
+        with self.db.write() as conn:
+            try:
+                conn.execute("INSERT INTO jobs (job_id, owner, created_key, doc) VALUES (?, ?, ?, ?)", job_row)
+            except sqlite3.IntegrityError as exc:
+                raise Conflict(f"job {job.job_id} already exists") from exc
+            if first_row is not None and not self._insert(conn, first_row):
+                raise Conflict(f"job {job.job_id} already exists")
+            if idempotency is not None:
+                record = {**idempotency, "jobId": job.job_id}
+                if not self._insert_control(conn, str(record["key"]), record):
+                    raise Conflict(f"job {job.job_id} already exists")
+
+    def get_job(self, job_id: str) -> Job | None:
+        row = self.db.query_one("SELECT doc FROM jobs WHERE job_id = ?", (job_id,))
+        return job_from_doc(row[0]) if row else None
+
+    def get_jobs(self, job_ids: list[str]) -> dict[str, Job]:
+        found: dict[str, Job] = {}
+        unique = list(dict.fromkeys(job_ids))
+        for start in range(0, len(unique), IN_CHUNK):
+            chunk = unique[start : start + IN_CHUNK]
+            marks = ",".join("?" * len(chunk))
+            for (doc,) in self.db.query(f"SELECT doc FROM jobs WHERE job_id IN ({marks})", chunk):
+                job = job_from_doc(doc)
+                found[job.job_id] = job
+        return found
+
+    def list_jobs(self, owner: str, limit: int, cursor: str | None) -> Page[Job]:
+        """The owner's jobs, newest first; the cursor names the last job shown and is bound to the owner."""
+        scope = f"owner:{owner}"
+        start = decode_cursor(scope, cursor, {"owner": owner, "jobId": None, "createdKey": None})
+        sql = "SELECT doc, created_key FROM jobs WHERE owner = ?"
+        args: list[Any] = [owner]
+        if start:
+            sql += " AND created_key < ?"
+            args.append(start["createdKey"])
+        rows = self.db.query(sql + " ORDER BY created_key DESC LIMIT ?", [*args, limit + 1])
+        jobs = [job_from_doc(doc) for doc, _ in rows[:limit]]
+        last = None
+        if len(rows) > limit and jobs:
+            last = {"owner": owner, "jobId": jobs[-1].job_id, "createdKey": rows[limit - 1][1]}
+        return Page(items=jobs, cursor=encode_cursor(scope, last))
+
+    def update_job_status(self, job: Job, status: JobStatus, now: datetime) -> Job:
+        """Set a job's status if its version is still `job.version`; raises Conflict otherwise."""
+        with self.db.write() as conn:
+            row = conn.execute("SELECT doc FROM jobs WHERE job_id = ?", (job.job_id,)).fetchone()
+            stored = job_from_doc(row[0]) if row else None
+            if stored is None or stored.version != job.version:
+                raise Conflict(f"job {job.job_id} changed concurrently; try again")
+            updated = stored.model_copy(update={"status": status, "updated_at": now, "version": job.version + 1})
+            conn.execute("UPDATE jobs SET doc = ? WHERE job_id = ?", (job_to_doc(updated), job.job_id))
+        return job.model_copy(update={"status": status, "updated_at": now, "version": job.version + 1})
+
+    def scan_jobs(self) -> Iterator[Job]:
+        """Every job (`duetime audit` only)."""
+        rows = self.db.query("SELECT doc FROM jobs ORDER BY job_id")
+        return (job_from_doc(doc) for (doc,) in rows)
+
+    # -- executions: writes ------------------------------------------------------------------------------
+    #
+    # Inside a transaction (holding the file's write lock) a row is handled as its plain values: the
+    # condition reads them and the change edits them, as DynamoDB's condition and update expressions do;
+    # turning rows into domain objects happens before or after, so the lock is held for as short a time
+    # as possible.
+
+    def _new_row(self, execution: Execution) -> tuple[Any, ...]:
+        key = self.key_of(execution)
+        expires = self._expires_at(execution.finished_at) if execution.finished_at else None
+        is_open = not execution.status.is_terminal
+        open_shard, open_job = (_shard_of_key(key), execution.job_id) if is_open else (None, None)
+        doc = execution_to_doc(execution)
+        status = execution.status.value
+        return (key.pk, key.sk, execution.job_id, execution.execution_id, status, open_shard, open_job, expires, doc)
+
+    def _insert(self, conn: sqlite3.Connection, row: tuple[Any, ...]) -> bool:
+        """Insert a new row unless a live one holds its key (an expired one is replaced, as after TTL)."""
+        existing = conn.execute(
+            f"SELECT 1 FROM executions WHERE pk = ? AND sk = ? AND {LIVE}", (row[0], row[1], self.epoch_seconds())
+        ).fetchone()
+        if existing:
+            return False
+        conn.execute(
+            "INSERT OR REPLACE INTO executions "
+            "(pk, sk, job_id, execution_id, status, open_shard, open_job, expires_at, doc) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            row,
+        )
+        return True
+
+    def put_execution(self, execution: Execution) -> bool:
+        """Create an execution unless its slot exists already; True if this call created it."""
+        row = self._new_row(execution)
+        with self.db.write() as conn:
+            return self._insert(conn, row)
+
+    def put_executions(self, executions: list[Execution]) -> list[Execution]:
+        """Create each execution whose slot is new (one transaction); returns those this call created."""
+        rows = [self._new_row(e) for e in executions]
+        with self.db.write() as conn:
+            created = [self._insert(conn, row) for row in rows]
+        return [e for e, new in zip(executions, created, strict=True) if new]
+
+    def _values(self, conn: sqlite3.Connection, key: ExecutionKey) -> tuple[dict[str, Any], int | None] | None:
+        """A live row's values and its TTL."""
+        row = conn.execute(
+            f"SELECT doc, expires_at FROM executions WHERE pk = ? AND sk = ? AND {LIVE}",
+            (key.pk, key.sk, self.epoch_seconds()),
+        ).fetchone()
+        return None if row is None else (json.loads(row[0]), row[1])
+
+    @staticmethod
+    def _write_values(
+        conn: sqlite3.Connection,
+        key: ExecutionKey,
+        values: dict[str, Any],
+        expires_at: int | None,
+        shard: bool | None = None,
+        job: bool | None = None,
+    ) -> str:
+        """Write the row's values and TTL; `shard` and `job` put the row in (True) or take it out of (False)
+        the `open` and `openByJob` sets, None leaves it as it is, as each DynamoDB update names them."""
+        doc = json.dumps(values, separators=(",", ":"))
+        sets, args = ["status = ?", "expires_at = ?", "doc = ?"], [values["status"], expires_at, doc]
+        if shard is not None:
+            sets.append("open_shard = ?")
+            args.append(_shard_of_key(key) if shard else None)
+        if job is not None:
+            sets.append("open_job = ?")
+            args.append(values["jobId"] if job else None)
+        conn.execute(f"UPDATE executions SET {', '.join(sets)} WHERE pk = ? AND sk = ?", [*args, key.pk, key.sk])
+        return doc
+
+    def _fenced(self, key: ExecutionKey, attempt: int, change: Callable[[dict[str, Any]], Change]) -> Execution:
+        """Apply `change` to the row's values if `attempt` still holds the row (running under that attempt
+        number); it returns the new TTL (None: keep it) and the open-set changes. Raises StaleAttempt
+        otherwise."""
+        with self.db.write() as conn:
+            loaded = self._values(conn, key)
+            if loaded is None or loaded[0]["status"] != RUNNING or loaded[0]["attempt"] != attempt:
+                raise StaleAttempt(f"attempt {attempt} no longer holds {key.sk}")
+            values, expires = loaded
+            new_expires, shard, job = change(values)
+            expires = expires if new_expires is None else new_expires
+            doc = self._write_values(conn, key, values, expires, shard, job)
+        return execution_from_doc(doc)
+
+    def claim(
+        self, key: ExecutionKey, worker_id: str, now: datetime, lease_until: datetime, max_attempts: int = 2**31
+    ) -> ClaimOutcome:
+        """`scheduled` (or `running` with an ended lease and attempts left) -> `running`, attempt + 1; else
+        the row as it stands (None if there is none)."""
+        now_ms, lease_ms = to_ms(now), to_ms(lease_until)
+        with self.db.write() as conn:
+            loaded = self._values(conn, key)
+            if loaded is None:
+                return ClaimOutcome(claimed=None, current=None)
+            values, expires = loaded
+            lease = values["leaseUntilMs"]
+            takeover = (
+                values["status"] == RUNNING
+                and lease is not None
+                and lease <= now_ms
+                and values["attempt"] < max_attempts
+            )
+            claimable = values["status"] == SCHEDULED or takeover
+            if claimable:
+                entry = {"workerId": worker_id, "startedMs": now_ms, "finishedMs": None, "outcome": None, "error": None}
+                values.update(
+                    status=RUNNING,
+                    attempt=values["attempt"] + 1,
+                    workerId=worker_id,
+                    leaseUntilMs=lease_ms,
+                    startedMs=now_ms,
+                    attempts=[*values["attempts"], entry],
+                )
+                self._write_values(conn, key, values, expires)
+        execution = execution_from_values(values)
+        if claimable:
+            return ClaimOutcome(claimed=execution, current=None)
+        return ClaimOutcome(claimed=None, current=execution)
+
+    def heartbeat(self, key: ExecutionKey, attempt: int, lease_until: datetime) -> Execution:
+        """Extend the lease of `attempt`; raises StaleAttempt if that attempt no longer holds the row."""
+        lease_ms = to_ms(lease_until)
+
+        def extend(values: dict[str, Any]) -> Change:
+            values["leaseUntilMs"] = lease_ms
+            return None, None, None
+
+        return self._fenced(key, attempt, extend)
+
+    def release(self, key: ExecutionKey, attempt: int, now: datetime) -> bool:
+        """End the lease of `attempt` now (clean shutdown); False if it no longer holds the row."""
+        try:
+            self.heartbeat(key, attempt, now)
+        except StaleAttempt:
+            return False
+        return True
+
+    def finish(
+        self,
+        key: ExecutionKey,
+        attempt: int,
+        status: ExecutionStatus,
+        now: datetime,
+        result: Any = None,
+        error: str | None = None,
+    ) -> Execution:
+        """Record the outcome of `attempt` (the fencing token); raises StaleAttempt if it no longer holds.
+        A failed execution stays in the open set until its owner has been told (mark_notified)."""
+        error = None if error is None else truncate_error(error)
+        now_ms, expires = to_ms(now), self._expires_at(now)
+
+        def record(values: dict[str, Any]) -> Change:
+            attempts = values["attempts"]
+            if 0 <= attempt - 1 < len(attempts):
+                attempts[attempt - 1].update(finishedMs=now_ms, outcome=status.value)
+                if error is not None:
+                    attempts[attempt - 1]["error"] = error
+            values.update(status=status.value, finishedMs=now_ms, leaseUntilMs=None, error=error)
+            if result is not None:
+                values["result"] = result
+            # A failure stays in the open set until its owner has been told (mark_notified), so the
+            # reconciler can repeat a notice lost to a crash between this write and the DLQ send.
+            return expires, None if status == ExecutionStatus.FAILED else False, False
+
+        return self._fenced(key, attempt, record)
+
+    def move_for_retry(self, key: ExecutionKey, attempt: int, moved: Execution) -> None:
+        """Move a failed attempt's row to the partition of its new due time in one transaction, fenced by
+        the attempt; raises StaleAttempt if `attempt` no longer holds the old row or the new key is taken."""
+        row = self._new_row(moved)
+        with self.db.write() as conn:
+            loaded = self._values(conn, key)
+            if loaded is None or loaded[0]["status"] != RUNNING or loaded[0]["attempt"] != attempt:
+                raise StaleAttempt(f"attempt {attempt} no longer holds {key.sk}")
+            conn.execute("DELETE FROM executions WHERE pk = ? AND sk = ?", (key.pk, key.sk))
+            if not self._insert(conn, row):
+                raise StaleAttempt(f"attempt {attempt} no longer holds {key.sk}")
+
+    def end_waiting(
+        self,
+        key: ExecutionKey,
+        status: ExecutionStatus,
+        now: datetime,
+        reason: str | None = None,
+        skipped_count: int | None = None,
+    ) -> Execution | None:
+        """End a still-`scheduled` execution as cancelled, skipped or failed; None if it was not waiting."""
+        now_ms, expires = to_ms(now), self._expires_at(now)
+        with self.db.write() as conn:
+            loaded = self._values(conn, key)
+            if loaded is None or loaded[0]["status"] != SCHEDULED:
+                return None
+            values = loaded[0]
+            values.update(status=status.value, finishedMs=now_ms)
+            if reason:
+                values["skipReason"] = reason
+            if skipped_count and skipped_count > 1:
+                values["skippedCount"] = skipped_count
+            # A failure stays open until its owner is told (see finish); anything else leaves the open set.
+            shard = None if status == ExecutionStatus.FAILED else False
+            doc = self._write_values(conn, key, values, expires, shard=shard, job=False)
+        return execution_from_doc(doc)
+
+    def end_claimed(
+        self, key: ExecutionKey, attempt: int, status: ExecutionStatus, now: datetime, reason: str
+    ) -> Execution:
+        """End an attempt this worker just claimed without running it (skipped or cancelled at claim)."""
+        now_ms, expires = to_ms(now), self._expires_at(now)
+
+        def end(values: dict[str, Any]) -> Change:
+            values.update(status=status.value, finishedMs=now_ms, skipReason=reason, leaseUntilMs=None)
+            return expires, False, False
+
+        return self._fenced(key, attempt, end)
+
+    def mark_notified(self, key: ExecutionKey, now: datetime) -> None:
+        """The owner has been told of this failed execution: it leaves the open set (no row: nothing to do)."""
+        with self.db.write() as conn:
+            loaded = self._values(conn, key)
+            if loaded is not None:
+                values, expires = loaded
+                values["notifiedMs"] = to_ms(now)
+                self._write_values(conn, key, values, expires, shard=False)
+
+    def hold_waiting(self, key: ExecutionKey) -> bool:
+        """Take a waiting execution of a paused job out of the `open` set (the reconciler skips it); False
+        if it is no longer waiting."""
+        return self._set_waiting_open(key, False)
+
+    def unhold_waiting(self, key: ExecutionKey) -> bool:
+        """Put a held execution back in the `open` set (its job resumed); False if it is no longer waiting."""
+        return self._set_waiting_open(key, True)
+
+    def _set_waiting_open(self, key: ExecutionKey, shard: bool) -> bool:
+        with self.db.write() as conn:
+            loaded = self._values(conn, key)
+            if loaded is None or loaded[0]["status"] != SCHEDULED:
+                return False
+            self._write_values(conn, key, loaded[0], loaded[1], shard=shard)
+            return True
+
+    # -- executions: reads -----------------------------------------------------------------------------
+
+    def get_execution(self, key: ExecutionKey) -> Execution | None:
+        with self.db.read() as conn:
+            loaded = self._values(conn, key)
+        return execution_from_values(loaded[0]) if loaded else None
+
+    def find_execution(self, job_id: str, execution_id: str) -> Execution | None:
+        row = self.db.query_one(
+            f"SELECT doc FROM executions WHERE job_id = ? AND execution_id = ? AND {LIVE} LIMIT 1",
+            (job_id, execution_id, self.epoch_seconds()),
+        )
+        return execution_from_doc(row[0]) if row else None
+
+    def _query_executions(
+        self, job_id: str, limit: int, after: tuple[str, str, str] | None, newest_first: bool
+    ) -> tuple[list[Execution], tuple[str, str, str] | None]:
+        """A page of the job's executions ordered by (executionId, pk, sk), and the last one's position if
+        more follow."""
+        order = "DESC" if newest_first else "ASC"
+        sql = f"SELECT doc, execution_id, pk, sk FROM executions WHERE job_id = ? AND {LIVE}"
+        args: list[Any] = [job_id, self.epoch_seconds()]
+        if after is not None:
+            sql += f" AND (execution_id, pk, sk) {'<' if newest_first else '>'} (?, ?, ?)"
+            args.extend(after)
+        sql += f" ORDER BY execution_id {order}, pk {order}, sk {order} LIMIT ?"
+        rows = self.db.query(sql, [*args, limit + 1])
+        page = rows[:limit]
+        position = (page[-1][1], page[-1][2], page[-1][3]) if len(rows) > limit and page else None
+        return [execution_from_doc(r[0]) for r in page], position
+
+    def list_executions(
+        self, job_id: str, limit: int, cursor: str | None, newest_first: bool = True
+    ) -> Page[Execution]:
+        """A job's executions by id; the cursor names the last one shown and is bound to the job."""
+        scope = f"job:{job_id}"
+        start = decode_cursor(scope, cursor, {"jobId": job_id, "executionId": None, "pk": None, "sk": None})
+        after = (start["executionId"], start["pk"], start["sk"]) if start else None
+        items, position = self._query_executions(job_id, limit, after, newest_first)
+        last = None
+        if position is not None:
+            last = {"jobId": job_id, "executionId": position[0], "pk": position[1], "sk": position[2]}
+        return Page(items=items, cursor=encode_cursor(scope, last))
+
+    def executions_of_job(self, job_id: str, newest_first: bool = True, limit: int = 50) -> list[Execution]:
+        return self._query_executions(job_id, limit, None, newest_first)[0]
+
+    def iter_executions_of_job(self, job_id: str) -> Iterator[Execution]:
+        after: tuple[str, str, str] | None = None
+        while True:
+            rows, after = self._query_executions(job_id, ITERATION_PAGE, after, newest_first=False)
+            yield from rows
+            if after is None:
+                return
+
+    def query_due(self, partition: str, after_ms: int, until_ms: int) -> list[Execution]:
+        """Waiting executions in `partition` with after_ms < dueMs <= until_ms, oldest first."""
+        rows = self.db.query(
+            f"SELECT doc FROM executions WHERE pk = ? AND sk BETWEEN ? AND ? AND status = ? AND {LIVE} ORDER BY sk",
+            (
+                partition,
+                f"{after_ms + 1:013d}#",
+                f"{until_ms:013d}#~",
+                ExecutionStatus.SCHEDULED.value,
+                self.epoch_seconds(),
+            ),
+        )
+        return [execution_from_doc(doc) for (doc,) in rows]
+
+    def open_executions(self, shard: int, until_ms: int) -> list[Execution]:
+        """Executions of `shard` in the open set due at or before `until_ms`, oldest first."""
+        rows = self.db.query(
+            f"SELECT doc FROM executions WHERE open_shard = ? AND sk <= ? AND {LIVE} ORDER BY sk",
+            (f"{shard:03d}", f"{until_ms:013d}#~", self.epoch_seconds()),
+        )
+        return [execution_from_doc(doc) for (doc,) in rows]
+
+    def open_page(self, shard: int, until_ms: int, limit: int, after: str | None = None) -> OpenPage:
+        """At most `limit` open executions of `shard` due at or before `until_ms`, in due order, starting
+        after the position `after` (a token an earlier page returned: "pk sk")."""
+        sql = f"SELECT doc, pk, sk FROM executions WHERE open_shard = ? AND sk <= ? AND {LIVE}"
+        args: list[Any] = [f"{shard:03d}", f"{until_ms:013d}#~", self.epoch_seconds()]
+        if after:
+            pk, _, sk = after.partition(" ")
+            sql += " AND (sk, pk) > (?, ?)"
+            args += [sk, pk]
+        rows = self.db.query(sql + " ORDER BY sk, pk LIMIT ?", [*args, limit + 1])
+        page = rows[:limit]
+        token = f"{page[-1][1]} {page[-1][2]}" if len(rows) > limit and page else None
+        return OpenPage(executions=[execution_from_doc(r[0]) for r in page], next_token=token)
+
+    def open_executions_of_job(self, job_id: str) -> list[Execution]:
+        """The job's executions that have not ended (waiting, paused or running), earliest due first."""
+        rows = self.db.query(
+            f"SELECT doc FROM executions WHERE open_job = ? AND {LIVE} ORDER BY sk", (job_id, self.epoch_seconds())
+        )
+        return [e for e in (execution_from_doc(doc) for (doc,) in rows) if not e.status.is_terminal]
+
+    def scan_open_executions(self) -> Iterator[StoredExecution]:
+        """Every scheduled or running execution, and every one still in the open set (`duetime audit`)."""
+        rows = self.db.query(
+            "SELECT pk, sk, open_shard, doc FROM executions "
+            f"WHERE (status IN (?, ?) OR open_shard IS NOT NULL) AND {LIVE} ORDER BY pk, sk",
+            (ExecutionStatus.SCHEDULED.value, ExecutionStatus.RUNNING.value, self.epoch_seconds()),
+        )
+        for pk, sk, open_shard, doc in rows:
+            key = ExecutionKey(pk=pk, sk=sk)
+            yield StoredExecution(key=key, open_shard=open_shard, execution=execution_from_doc(doc))
+
+    # -- control records -------------------------------------------------------------------------------
+
+    def _read_control(self, conn: sqlite3.Connection, key: str) -> dict[str, Any] | None:
+        row = conn.execute(f"SELECT doc FROM control WHERE key = ? AND {LIVE}", (key, self.epoch_seconds())).fetchone()
+        return dict(json.loads(row[0])) if row else None
+
+    def _write_control(self, conn: sqlite3.Connection, key: str, record: dict[str, Any]) -> None:
+        expires = record.get("expiresAt")
+        conn.execute(
+            "INSERT OR REPLACE INTO control (key, expires_at, doc) VALUES (?, ?, ?)",
+            (key, None if expires is None else int(expires), json.dumps(record, separators=(",", ":"))),
+        )
+
+    def _insert_control(self, conn: sqlite3.Connection, key: str, record: dict[str, Any]) -> bool:
+        if self._read_control(conn, key) is not None:
+            return False
+        self._write_control(conn, key, record)
+        return True
+
+    def get_control(self, key: str) -> dict[str, Any] | None:
+        with self.db.read() as conn:
+            return self._read_control(conn, key)
+
+    def acquire_lease(self, key: str, owner: str, now_ms: int, until_ms: int) -> dict[str, Any] | None:
+        """Take or renew the lease on `key` for `owner` unless someone else holds it live; the record
+        (with its cursor) if `owner` now holds it, else None."""
+        with self.db.write() as conn:
+            record = self._read_control(conn, key) or {"key": key}
+            holder, held_until = record.get("leaseOwner"), record.get("leaseUntilMs")
+            if holder is not None and holder != owner and not (held_until is not None and held_until <= now_ms):
+                return None
+            record.update(leaseOwner=owner, leaseUntilMs=until_ms)
+            self._write_control(conn, key, record)
+            return record
+
+    def advance_cursor(self, key: str, owner: str, cursor_ms: int, reconcile_from: str | None = None) -> bool:
+        """Move the lease holder's cursor forward and record where the reconciler goes on (`reconcile_from`,
+        None: from the start), in one write; False if `owner` lost the lease meanwhile."""
+        with self.db.write() as conn:
+            record = self._read_control(conn, key)
+            if record is None or record.get("leaseOwner") != owner:
+                return False
+            record["cursorMs"] = cursor_ms
+            if reconcile_from:
+                record["reconcileFrom"] = reconcile_from
+            else:
+                record.pop("reconcileFrom", None)
+            self._write_control(conn, key, record)
+            return True
+
+    def release_lease(self, key: str, owner: str) -> bool:
+        """Hand back `owner`'s lease on `key` without moving its cursor; False if `owner` did not hold it."""
+        with self.db.write() as conn:
+            record = self._read_control(conn, key)
+            if record is None or record.get("leaseOwner") != owner:
+                return False
+            record.pop("leaseOwner", None)
+            record.pop("leaseUntilMs", None)
+            self._write_control(conn, key, record)
+            return True
+
+    # -- handler announcements ---------------------------------------------------------------------------
+
+    def announce_handlers(self, job_class: str, worker_id: str, names: list[str], now_ms: int, until_ms: int) -> None:
+        """Record that `worker_id` serves `names` for `job_class` until `until_ms`, and forget announcements
+        that ended before `now_ms` (one `worker:<id>` entry per worker, as on DynamoDB)."""
+        key = announcements_key(job_class)
+        with self.db.write() as conn:
+            record = self._read_control(conn, key) or {"key": key}
+            for attr in [a for a, e in record.items() if a.startswith(ANNOUNCER_PREFIX) and e["untilMs"] <= now_ms]:
+                del record[attr]
+            record[ANNOUNCER_PREFIX + worker_id] = {"names": sorted(set(names)), "untilMs": until_ms}
+            self._write_control(conn, key, record)
+
+    def withdraw_handlers(self, job_class: str, worker_id: str) -> None:
+        """`worker_id` stops serving `job_class` (a clean shutdown): its announcement is removed."""
+        key = announcements_key(job_class)
+        with self.db.write() as conn:
+            record = self._read_control(conn, key)
+            if record is not None and record.pop(ANNOUNCER_PREFIX + worker_id, None) is not None:
+                self._write_control(conn, key, record)
+
+    def announced_handlers(self, job_class: str, now_ms: int) -> set[str]:
+        """The handler names announced for `job_class` by workers whose announcement is still live."""
+        with self.db.read() as conn:
+            record = self._read_control(conn, announcements_key(job_class)) or {}
+        served: set[str] = set()
+        for attr, entry in record.items():
+            if attr.startswith(ANNOUNCER_PREFIX) and int(entry["untilMs"]) > now_ms:
+                served.update(str(name) for name in entry["names"])
+        return served
+
+    # -- TTL -----------------------------------------------------------------------------------------
+
+    def sweep_expired(self) -> int:
+        """Delete executions and control records whose TTL has passed (reads skip them already); returns
+        how many rows went."""
+        now = self.epoch_seconds()
+        with self.db.write() as conn:
+            gone = conn.execute("DELETE FROM executions WHERE expires_at IS NOT NULL AND expires_at <= ?", (now,))
+            count = gone.rowcount
+            gone = conn.execute("DELETE FROM control WHERE expires_at IS NOT NULL AND expires_at <= ?", (now,))
+            return count + gone.rowcount
