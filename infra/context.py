@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from constructs import Node
-from duetime.definitions import SQS_MAX_DELAY_SECONDS, Settings
+from duetime.definitions import SQS_MAX_DELAY_SECONDS, Settings, preload_window_problem
 
 # SQS's delay cap less the pre-load interval: what is loaded must still fit a DelaySeconds next minute.
 MAX_PRELOAD_WINDOW_SECONDS = SQS_MAX_DELAY_SECONDS - Settings().preload_interval_seconds
@@ -114,6 +114,9 @@ class DeployContext:
         )
         if settings.preload_window_seconds > MAX_PRELOAD_WINDOW_SECONDS:
             raise ValueError(f"context preloadWindowSeconds must be at most {MAX_PRELOAD_WINDOW_SECONDS}")
+        problem = preload_window_problem(settings.preload_interval_seconds, settings.preload_window_seconds)
+        if problem:
+            raise ValueError(f"context {problem}")
         lease = node.try_get_context("leaseSeconds")
         lease_seconds = None if lease in (None, "") else _int(node, "leaseSeconds", 30, minimum=3)
         if lease_seconds is not None:

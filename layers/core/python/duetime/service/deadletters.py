@@ -48,7 +48,9 @@ def _fail_redriven(ports: Ports, body: dict[str, Any]) -> dict[str, Any] | None:
         return {"kind": "unreadable", "body": body}
     now = ports.clock()
     execution = ports.store.get_execution(message.key)
-    if execution is None or execution.status.is_terminal:
+    if execution is None or execution.status.is_terminal or execution.lease_live(now):
+        # Ended already, or running under a live lease (a duplicate redriven while its run goes on):
+        # the run ends on its own; if its worker is lost, the reconciler resends it after the lease.
         return None
     try:
         if execution.status == ExecutionStatus.SCHEDULED:

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
+import logging
 from collections import deque
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from duetime.definitions import RECONCILE_ROWS_PER_SHARD
 from duetime.domain.catchup import CatchUpPlan, plan_catch_up
 from duetime.domain.cron import CronSchedule
 from duetime.domain.keys import due_partition, execution_id
@@ -13,6 +17,8 @@ from duetime.domain.models import Execution, ExecutionStatus, Job, JobStatus, Ru
 from duetime.queue.sqs import DueMessage
 from duetime.service.context import Ports
 from duetime.service.executions import failure_notice
+
+log = logging.getLogger("duetime.preloader")
 
 # Where a shard's pre-loader starts when it has no cursor yet (a new deployment).
 FIRST_LOOKBACK = timedelta(hours=1)
@@ -37,6 +43,9 @@ class DispatchReport:
     cancelled: int = 0
     held: int = 0  # waiting executions of paused jobs, left for resume
     resent: int = 0  # overdue or abandoned executions the reconciler sent again
+    shards: int = 0  # shards this cycle pre-loaded
+    busy: int = 0  # shards another pre-loader was working on
+    errors: int = 0  # shards whose cycle failed (logged; the other shards still ran)
 
     def add(self, other: DispatchReport) -> None:
         for name in vars(self):
@@ -147,54 +156,106 @@ def _apply_catch_up(
             to_send.append(catch_up)
 
 
-def preload(ports: Ports, owner: str) -> DispatchReport:
+def preload(ports: Ports, owner: str, threads: int = 1) -> DispatchReport:
     """One pre-load cycle over every shard this process can lease: read what is due up to the window's
-    end (and anything overdue since the shard's cursor), dispatch it, move the cursor to the window's end."""
-    total = DispatchReport()
+    end (and anything overdue since the shard's cursor), dispatch it, reconcile a bounded page of the
+    shard's open rows, move the cursor to the window's end and hand the shard's lease back.
+
+    Shards run `threads` at a time, starting from a shard that rotates every interval; one shard's error
+    is logged and counted (`errors`) and the others still run.
+    """
     now = ports.clock()
-    window_end = now + timedelta(seconds=ports.settings.preload_window_seconds)
-    lease_until = now + timedelta(seconds=ports.settings.preload_interval_seconds * 3)
-    for shard in range(ports.settings.shards):
-        record_key = f"preload#{shard:03d}"
-        record = ports.store.acquire_lease(record_key, owner, to_ms(now), to_ms(lease_until))
-        if record is None:
-            continue  # another pre-loader holds this shard
-        cursor_ms = int(record.get("cursorMs", to_ms(now - FIRST_LOOKBACK)))
-        due: list[Execution] = []
-        for hour in _hours_between(cursor_ms, to_ms(window_end)):
-            due.extend(ports.store.query_due(due_partition(hour, shard), cursor_ms, to_ms(window_end)))
-        if due:
-            total.add(dispatch(ports, due, now))
-        ports.store.advance_cursor(record_key, owner, to_ms(window_end))
-        total.add(reconcile(ports, shard, now))
+    count = ports.settings.shards
+    first = int(now.timestamp() // ports.settings.preload_interval_seconds) % count
+    order = [(first + i) % count for i in range(count)]
+    total = DispatchReport()
+    if threads <= 1:
+        reports = [_preload_shard_isolated(ports, owner, shard, now) for shard in order]
+    else:
+        with ThreadPoolExecutor(max_workers=min(threads, count), thread_name_prefix="preload") as pool:
+            reports = list(pool.map(lambda shard: _preload_shard_isolated(ports, owner, shard, now), order))
+    for report in reports:
+        total.add(report)
     return total
 
 
+def preload_record_key(shard: int) -> str:
+    return f"preload#{shard:03d}"
+
+
+def _preload_shard_isolated(ports: Ports, owner: str, shard: int, now: datetime) -> DispatchReport:
+    try:
+        return _preload_shard(ports, owner, shard, now)
+    except Exception:  # one shard's failure must not starve the others; its lease goes back at once
+        log.exception("pre-load of shard %d failed", shard)
+        with contextlib.suppress(Exception):
+            ports.store.release_lease(preload_record_key(shard), owner)
+        return DispatchReport(errors=1)
+
+
+def _preload_shard(ports: Ports, owner: str, shard: int, now: datetime) -> DispatchReport:
+    record_key = preload_record_key(shard)
+    window_end = now + timedelta(seconds=ports.settings.preload_window_seconds)
+    # Held only while this cycle works on the shard (handed back at its end); a crashed cycle's lease
+    # ends before the next tick.
+    lease_until = now + timedelta(seconds=ports.settings.preload_interval_seconds)
+    record = ports.store.acquire_lease(record_key, owner, to_ms(now), to_ms(lease_until))
+    if record is None:
+        return DispatchReport(busy=1)  # another pre-loader is working on this shard right now
+    cursor_ms = int(record.get("cursorMs", to_ms(now - FIRST_LOOKBACK)))
+    due: list[Execution] = []
+    for hour in _hours_between(cursor_ms, to_ms(window_end)):
+        due.extend(ports.store.query_due(due_partition(hour, shard), cursor_ms, to_ms(window_end)))
+    report = dispatch(ports, due, now) if due else DispatchReport()
+    reconciled, reconcile_from = reconcile_page(ports, shard, now, record.get("reconcileFrom"))
+    report.add(reconciled)
+    ports.store.advance_cursor(record_key, owner, to_ms(window_end), reconcile_from)
+    report.shards = 1
+    return report
+
+
 def reconcile(ports: Ports, shard: int, now: datetime) -> DispatchReport:
+    """Reconcile `shard`'s open rows from the start of the `open` index (one bounded page)."""
+    return reconcile_page(ports, shard, now, None)[0]
+
+
+def reconcile_page(ports: Ports, shard: int, now: datetime, after: str | None) -> tuple[DispatchReport, str | None]:
     """Send again what has no live message: waiting executions long overdue (a crash between a write and
     its send, a lost message), running ones whose lease ended long ago (a lost in-flight message), and the
     notice of a failed execution whose owner was never told (a crash between its end and the DLQ send).
+
+    Reads at most RECONCILE_ROWS_PER_SHARD open rows, from `after` (where the last cycle stopped); returns
+    where the next cycle goes on. A waiting row of a paused job found here leaves the `open` index (resume
+    puts it back), so a pause costs the reconciler nothing after one look.
 
     Sending twice is harmless: the claim is conditional, so a duplicate finds the row held or ended; a
     notice sent twice tells the owner twice (notices are at least once).
     """
     late = now - reconcile_after(ports)
-    open_rows = ports.store.open_executions(shard, to_ms(late))
+    page = ports.store.open_page(shard, to_ms(late), RECONCILE_ROWS_PER_SHARD, after)
+    open_rows = page.executions
     waiting = [e for e in open_rows if e.status == ExecutionStatus.SCHEDULED]
     abandoned = [
         e for e in open_rows if e.status == ExecutionStatus.RUNNING and e.lease_until and e.lease_until <= late
     ]
     untold = [e for e in open_rows if e.status == ExecutionStatus.FAILED and e.finished_at and e.finished_at <= late]
-    report = dispatch(ports, waiting, now) if waiting else DispatchReport()
+    jobs = ports.store.get_jobs([e.job_id for e in waiting + untold]) if waiting or untold else {}
+    report = DispatchReport()
+    held = [e for e in waiting if (job := jobs.get(e.job_id)) is not None and job.status == JobStatus.PAUSED]
+    for execution in held:
+        ports.store.hold_waiting(ports.store.key_of(execution))
+    report.held += len(held)
+    held_ids = {e.execution_id for e in held}
+    sendable = [e for e in waiting if e.execution_id not in held_ids]
+    if sendable:
+        report.add(dispatch(ports, sendable, now, known_jobs=jobs))
     if abandoned:
         ports.queues.send([DueMessage.for_execution(e, ports.store.key_of(e)) for e in abandoned], now)
-    if untold:
-        jobs = ports.store.get_jobs([e.job_id for e in untold])
-        for execution in untold:
-            ports.queues.dead_letter(execution.job_class, failure_notice(ports, execution, jobs.get(execution.job_id)))
+    for execution in untold:
+        ports.queues.dead_letter(execution.job_class, failure_notice(ports, execution, jobs.get(execution.job_id)))
     report.resent = report.sent + len(abandoned) + len(untold)
     report.sent += len(abandoned)
-    return report
+    return report, page.next_token
 
 
 def _hours_between(after_ms: int, until_ms: int) -> list[datetime]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import math
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
@@ -21,7 +20,7 @@ class ClaimVerdict(StrEnum):
     CLAIMED = "claimed"  # this worker holds the new attempt: run it
     DONE = "done"  # nothing to run (terminal, moved, skipped or cancelled): delete the message
     HELD = "held"  # the job is paused: delete the message, the row waits for resume
-    BUSY = "busy"  # another worker holds a live lease: hide the message until the lease ends
+    BUSY = "busy"  # a catch-up run waiting for its job's running one: hide the message for a while
 
 
 @dataclass(frozen=True)
@@ -65,9 +64,12 @@ def claim_execution(ports: Ports, message: DueMessage, worker_id: str, lease_unt
     )
     if outcome.claimed is None:
         current = outcome.current
-        if current is not None and current.lease_live(now) and current.lease_until is not None:
-            hide = math.ceil((current.lease_until - now).total_seconds())
-            return Claim(ClaimVerdict.BUSY, execution=current, job=job, hide_seconds=hide)
+        if current is not None and current.lease_live(now):
+            # A duplicate (SQS delivers at least once; the reconciler resends): the holder has its own
+            # message, tied to its lease. Hiding this one until the lease ends would bring it back again
+            # and again until SQS redrove it to the DLQ. If the holder is lost, its own message returns
+            # when the lease ends, and the reconciler resends a running row whose lease ended long ago.
+            return Claim(ClaimVerdict.DONE, execution=current, job=job)
         if current is not None and current.status == ExecutionStatus.RUNNING:
             # The last attempt's worker was lost (its lease ended) and no attempt is left: fail it for good.
             error = f"attempt {current.attempt}'s worker stopped heartbeating and no attempt is left"
