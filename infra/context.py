@@ -10,6 +10,7 @@ duetime.definitions.JOB_CLASSES: the runtime reads the same table, so they are n
 | shards                 | Settings.shards (32)                 | execution partitions per hour                        |
 | leaseSeconds           | each job class's lease (30)          | lease of a claimed attempt; heartbeats every 1/3     |
 | preloadWindowSeconds   | Settings.preload_window_seconds (300)| how far ahead the pre-loader sends due executions    |
+| preloadShardGroups     | 1                                    | pre-loader invocations per tick, each a shard group  |
 | historyRetentionDays   | Settings.history_retention_days (30) | TTL of finished executions                           |
 | alarmEmail             | none                                 | email subscribed to the alarm topic                  |
 | jwtIssuer              | none: a Cognito user pool's tokens   | an OIDC issuer URL federated into the user pool      |
@@ -101,6 +102,7 @@ class DeployContext:
     api_burst_limit: int
     long_worker_min_tasks: int
     long_worker_max_tasks: int
+    preload_shard_groups: int = 1
 
     @classmethod
     def from_node(cls, node: Node) -> DeployContext:
@@ -132,6 +134,9 @@ class DeployContext:
         if issuer and not (audience and secret_name):
             raise ValueError("context jwtIssuer needs jwtAudience (the client id) and jwtClientSecretName")
         min_tasks = _int(node, "longWorkerMinTasks", 1, minimum=0)
+        shard_groups = _int(node, "preloadShardGroups", 1)
+        if shard_groups > settings.shards:
+            raise ValueError(f"context preloadShardGroups must be at most shards ({settings.shards})")
         return cls(
             settings=settings,
             lease_seconds=lease_seconds,
@@ -148,4 +153,5 @@ class DeployContext:
             api_burst_limit=_int(node, "apiBurstLimit", 2000),
             long_worker_min_tasks=min_tasks,
             long_worker_max_tasks=max(min_tasks, _int(node, "longWorkerMaxTasks", 10)),
+            preload_shard_groups=shard_groups,
         )

@@ -22,8 +22,17 @@ PORTS = build_ports(CONFIG)
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: Any) -> dict[str, int]:
     """Each invocation leases the shards afresh under its own request id and hands every lease back at
-    the end of its cycle, so the next minute's invocation pre-loads every shard again."""
-    report = asdict(preload(PORTS, owner=context.aws_request_id, threads=CONFIG.preload_threads))
+    the end of its cycle, so the next minute's invocation pre-loads every shard again. A rule per shard
+    group (`{"shardGroup": g, "shardGroups": n}`) fans a cycle out over n invocations."""
+    cycle = preload(
+        PORTS,
+        owner=context.aws_request_id,
+        threads=CONFIG.preload_threads,
+        dispatch_threads=CONFIG.preload_dispatch_threads,
+        group=int(event.get("shardGroup", 0)),
+        groups=int(event.get("shardGroups", 1)),
+    )
+    report = asdict(cycle)
     metrics.add_metric(name="Dispatched", unit=MetricUnit.Count, value=report["sent"])
     metrics.add_metric(name="Skipped", unit=MetricUnit.Count, value=report["skipped"])
     metrics.add_metric(name="ShardsBusy", unit=MetricUnit.Count, value=report["busy"])

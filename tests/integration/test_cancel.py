@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections import Counter
 from datetime import timedelta
-from typing import Any
 
 from duetime.domain.models import ExecutionStatus, JobSpec
 from duetime.service import executions as cases

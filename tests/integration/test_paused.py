@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections import Counter
 from datetime import timedelta
 from typing import Any
@@ -61,7 +60,6 @@ def paused_jobs_with_overdue_rows(ports: Any, clock: Any, count: int) -> list[Ex
 
 
 def test_ten_thousand_paused_jobs_cost_the_reconciler_no_reads_per_cycle(ports, clock):
-    started = time.monotonic()
     rows = paused_jobs_with_overdue_rows(ports, clock, PAUSED_JOBS)
     reads = OpenIndexReads(ports)
     # The reconciler finds them over its first cycles (a bounded page per shard and cycle) and holds them
@@ -80,7 +78,6 @@ def test_ten_thousand_paused_jobs_cost_the_reconciler_no_reads_per_cycle(ports, 
     assert reads.counts["open index entries"] == 0 and reads.counts["execution rows"] == 0
     # And the rows still wait, as a pause leaves them, for resume
     assert ports.store.get_execution(ports.store.key_of(rows[0])).status.value == "scheduled"
-    assert time.monotonic() - started < 120
 
 
 def test_pause_takes_the_waiting_row_out_of_the_open_index_and_resume_puts_it_back(ports, clock):

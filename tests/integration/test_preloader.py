@@ -103,3 +103,40 @@ class TestShortWindow:
         assert started is not None and started <= due
         [execution] = ports.store.executions_of_job(job.job_id)
         assert execution.started_at == due
+
+
+class TestFanOut:
+    @pytest.fixture
+    def test_settings(self) -> Settings:
+        return Settings(shards=4, preload_interval_seconds=60, preload_window_seconds=300)
+
+    def test_shards_and_their_calls_at_once_send_each_due_run_once_and_create_each_next_slot(self, ports, clock):
+        # Given 40 every-minute jobs whose first slots the pre-loader dispatches
+        clock.now = clock.now.replace(second=0) + timedelta(seconds=30)
+        spec = JobSpec.model_validate({"name": "c", "handler": "demo.echo", "schedule": {"cron": "* * * * *"}})
+        jobs = {submit_job(ports, "alice", spec)[0].job_id for _ in range(40)}
+        submitted = ports.queues.receive("default", 10, 0, 900)
+        while batch := ports.queues.receive("default", 10, 0, 900):
+            submitted += batch
+        # When a cycle runs with 4 shards at once, each with 4 puts and sends at once
+        clock.advance(60)
+        report = preload(ports, "request-1", threads=4, dispatch_threads=4)
+        # Then every slot in the window was sent once and each chain goes on past the window
+        sent = []
+        while batch := ports.queues.receive("default", 10, 0, 900):
+            sent += batch
+        ids = [r.message.execution_id for r in sent]
+        assert len(ids) == len(set(ids)) and {r.message.job_id for r in sent} == jobs
+        assert set(ids) > {r.message.execution_id for r in submitted}
+        assert report.errors == 0 and report.sent == len(sent) and report.created == len(jobs)
+        horizon = ports.dispatch_horizon(clock.now)
+        for job_id in jobs:
+            waiting = [e for e in ports.store.open_executions_of_job(job_id) if e.scheduled_at > horizon]
+            assert len(waiting) == 1
+
+    def test_a_shard_group_covers_only_its_shards(self, ports, clock):
+        assert preload(ports, "g0", group=0, groups=2).shards == 2
+        assert "leaseOwner" not in ports.store.get_control("preload#000")
+        assert ports.store.get_control("preload#001") is None  # group 1's shard: untouched
+        with pytest.raises(ValueError, match="shard group 2"):
+            preload(ports, "g2", group=2, groups=2)

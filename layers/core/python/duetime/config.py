@@ -8,7 +8,13 @@ from typing import Any
 
 from pydantic import BaseModel, Field, model_validator
 
-from duetime.definitions import LOCAL_SETTINGS, PRELOAD_THREADS, Settings, preload_window_problem
+from duetime.definitions import (
+    LOCAL_SETTINGS,
+    PRELOAD_DISPATCH_THREADS,
+    PRELOAD_THREADS,
+    Settings,
+    preload_window_problem,
+)
 from duetime.queue.notify import ConsoleNotifier, SnsNotifier
 from duetime.queue.sqs import DueQueues
 from duetime.queue.targets import EcsSettings, EcsTarget, LambdaTarget
@@ -28,6 +34,7 @@ class RuntimeConfig(BaseModel):
     preload_interval_seconds: int = Field(default=60, ge=1)
     preload_window_seconds: int = Field(default=300, ge=1, le=840)
     preload_threads: int = Field(default=PRELOAD_THREADS, ge=1, le=64)  # shards one invocation works on at once
+    preload_dispatch_threads: int = Field(default=PRELOAD_DISPATCH_THREADS, ge=1, le=64)  # calls at once per shard
     history_retention_days: int = Field(default=30, ge=1)
     lease_seconds: int | None = Field(default=None, ge=3)
     queue_urls: dict[str, str] | None = None

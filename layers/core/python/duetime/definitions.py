@@ -118,8 +118,10 @@ MAX_RECEIVE_COUNT = 50
 PRELOAD_SLACK_SECONDS = 5
 # Open rows the reconciler reads per shard and cycle at most; the next cycle goes on from where it stopped.
 RECONCILE_ROWS_PER_SHARD = 1000
-# Shards one pre-loader invocation works on at once (each is a handful of DynamoDB and SQS calls).
+# Shards one pre-loader invocation works on at once, and within each shard the next-slot puts and
+# SendMessageBatch requests in flight at once: 8 x 8 = 64, the boto3 clients' connection pool (store/aws.py).
 PRELOAD_THREADS = 8
+PRELOAD_DISPATCH_THREADS = 8
 
 
 def preload_window_problem(interval_seconds: int, window_seconds: int) -> str | None:

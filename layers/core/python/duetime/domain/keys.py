@@ -9,7 +9,6 @@ from datetime import datetime
 from duetime.domain.errors import NotFound
 from duetime.domain.models import from_ms, to_ms, to_utc
 
-
 # Ids and sort keys carry a time as 13 zero-padded digits of milliseconds since the epoch: every slot
 # and due time duetime stores lies in this range, or its id would not parse back (a poison message).
 EARLIEST_SLOT = from_ms(0)

@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from duetime.definitions import RECONCILE_ROWS_PER_SHARD
+from duetime.definitions import RECONCILE_ROWS_PER_SHARD, SQS_BATCH_SIZE
 from duetime.domain.catchup import CatchUpPlan, plan_catch_up
 from duetime.domain.cron import CronSchedule
 from duetime.domain.keys import due_partition, execution_id
@@ -61,14 +61,19 @@ def reconcile_after(ports: Ports) -> timedelta:
 
 
 def dispatch(
-    ports: Ports, executions: list[Execution], now: datetime, known_jobs: dict[str, Job] | None = None
+    ports: Ports,
+    executions: list[Execution],
+    now: datetime,
+    known_jobs: dict[str, Job] | None = None,
+    threads: int = 1,
 ) -> DispatchReport:
     """Send waiting executions to their queues, doing at dispatch what the schedule asks.
 
     For a cron execution this creates the next slot (from the scheduled time, never the clock) and, if
     that is due within the dispatch horizon, dispatches it too; a missed slot goes through the job's
     catch-up policy. Executions of cancelled jobs end `cancelled`; those of paused jobs stay waiting.
-    `known_jobs` are jobs the caller has just read or written, so they are not read again.
+    `known_jobs` are jobs the caller has just read or written, so they are not read again. With
+    `threads` > 1 the next slots are created, and the messages sent (10 to a request), that many at once.
     """
     report = DispatchReport()
     known = known_jobs or {}
@@ -77,7 +82,17 @@ def dispatch(
     horizon = ports.dispatch_horizon(now)
     pending = deque(executions)
     to_send: list[Execution] = []
-    while pending:
+    followers: list[Execution] = []
+    while pending or followers:
+        if not pending:
+            # The next slots found so far, created at once (each put is its own conditional write); those
+            # due within the horizon are dispatched in turn.
+            for created in _put_all(ports, followers, threads):
+                report.created += 1
+                if created.scheduled_at <= horizon:
+                    pending.append(created)
+            followers = []
+            continue
         execution = pending.popleft()
         job = jobs.get(execution.job_id)
         if job is None or job.status == JobStatus.CANCELLED:
@@ -111,13 +126,27 @@ def dispatch(
             _apply_catch_up(ports, job, [execution, *siblings], plan, now, to_send, report)
             next_slot = plan.next_slot
         if next_slot is not None:
-            follower = new_execution(job, next_slot)
-            if ports.store.put_execution(follower):
-                report.created += 1
-                if next_slot <= horizon:
-                    pending.append(follower)
-    report.sent += ports.queues.send([DueMessage.for_execution(e, ports.store.key_of(e)) for e in to_send], now)
+            followers.append(new_execution(job, next_slot))
+    report.sent += _send_all(ports, [DueMessage.for_execution(e, ports.store.key_of(e)) for e in to_send], now, threads)
     return report
+
+
+def _put_all(ports: Ports, executions: list[Execution], threads: int) -> list[Execution]:
+    """Create each execution whose slot is new, `threads` at once; returns those created."""
+    if threads <= 1 or len(executions) <= 1:
+        return [e for e in executions if ports.store.put_execution(e)]
+    with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="dispatch-put") as pool:
+        created = list(pool.map(ports.store.put_execution, executions))
+    return [e for e, new in zip(executions, created, strict=True) if new]
+
+
+def _send_all(ports: Ports, messages: list[DueMessage], now: datetime, threads: int) -> int:
+    """Send the messages 10 to a request, `threads` requests at once; returns how many were sent."""
+    if threads <= 1 or len(messages) <= SQS_BATCH_SIZE:
+        return ports.queues.send(messages, now)
+    batches = [messages[i : i + SQS_BATCH_SIZE] for i in range(0, len(messages), SQS_BATCH_SIZE)]
+    with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="dispatch-send") as pool:
+        return sum(pool.map(lambda batch: ports.queues.send(batch, now), batches))
 
 
 def _apply_catch_up(
@@ -156,24 +185,32 @@ def _apply_catch_up(
             to_send.append(catch_up)
 
 
-def preload(ports: Ports, owner: str, threads: int = 1) -> DispatchReport:
+def preload(
+    ports: Ports, owner: str, threads: int = 1, dispatch_threads: int = 1, group: int = 0, groups: int = 1
+) -> DispatchReport:
     """One pre-load cycle over every shard this process can lease: read what is due up to the window's
     end (and anything overdue since the shard's cursor), dispatch it, reconcile a bounded page of the
     shard's open rows, move the cursor to the window's end and hand the shard's lease back.
 
     Shards run `threads` at a time, starting from a shard that rotates every interval; one shard's error
-    is logged and counted (`errors`) and the others still run.
+    is logged and counted (`errors`) and the others still run. Within a shard, next slots are created and
+    messages sent `dispatch_threads` at a time. With `groups` > 1 this cycle covers only the shards of
+    `group` (shard % groups == group): one invocation per group fans a cycle out (infra/scheduling.py).
     """
+    if not 0 <= group < groups:
+        raise ValueError(f"shard group {group} is not one of 0..{groups - 1}")
     now = ports.clock()
     count = ports.settings.shards
     first = int(now.timestamp() // ports.settings.preload_interval_seconds) % count
-    order = [(first + i) % count for i in range(count)]
+    order = [shard for shard in ((first + i) % count for i in range(count)) if shard % groups == group]
     total = DispatchReport()
     if threads <= 1:
-        reports = [_preload_shard_isolated(ports, owner, shard, now) for shard in order]
+        reports = [_preload_shard_isolated(ports, owner, shard, now, dispatch_threads) for shard in order]
     else:
-        with ThreadPoolExecutor(max_workers=min(threads, count), thread_name_prefix="preload") as pool:
-            reports = list(pool.map(lambda shard: _preload_shard_isolated(ports, owner, shard, now), order))
+        with ThreadPoolExecutor(max_workers=min(threads, max(1, len(order))), thread_name_prefix="preload") as pool:
+            reports = list(
+                pool.map(lambda shard: _preload_shard_isolated(ports, owner, shard, now, dispatch_threads), order)
+            )
     for report in reports:
         total.add(report)
     return total
@@ -183,9 +220,9 @@ def preload_record_key(shard: int) -> str:
     return f"preload#{shard:03d}"
 
 
-def _preload_shard_isolated(ports: Ports, owner: str, shard: int, now: datetime) -> DispatchReport:
+def _preload_shard_isolated(ports: Ports, owner: str, shard: int, now: datetime, threads: int) -> DispatchReport:
     try:
-        return _preload_shard(ports, owner, shard, now)
+        return _preload_shard(ports, owner, shard, now, threads)
     except Exception:  # one shard's failure must not starve the others; its lease goes back at once
         log.exception("pre-load of shard %d failed", shard)
         with contextlib.suppress(Exception):
@@ -193,7 +230,7 @@ def _preload_shard_isolated(ports: Ports, owner: str, shard: int, now: datetime)
         return DispatchReport(errors=1)
 
 
-def _preload_shard(ports: Ports, owner: str, shard: int, now: datetime) -> DispatchReport:
+def _preload_shard(ports: Ports, owner: str, shard: int, now: datetime, threads: int) -> DispatchReport:
     record_key = preload_record_key(shard)
     window_end = now + timedelta(seconds=ports.settings.preload_window_seconds)
     # Held only while this cycle works on the shard (handed back at its end); a crashed cycle's lease
@@ -206,7 +243,7 @@ def _preload_shard(ports: Ports, owner: str, shard: int, now: datetime) -> Dispa
     due: list[Execution] = []
     for hour in _hours_between(cursor_ms, to_ms(window_end)):
         due.extend(ports.store.query_due(due_partition(hour, shard), cursor_ms, to_ms(window_end)))
-    report = dispatch(ports, due, now) if due else DispatchReport()
+    report = dispatch(ports, due, now, threads=threads) if due else DispatchReport()
     reconciled, reconcile_from = reconcile_page(ports, shard, now, record.get("reconcileFrom"))
     report.add(reconciled)
     ports.store.advance_cursor(record_key, owner, to_ms(window_end), reconcile_from)
