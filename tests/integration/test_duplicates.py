@@ -17,7 +17,7 @@ from duetime.queue.sqs import DueMessage, DueQueues
 from duetime.service import executions as cases
 from duetime.service.context import Ports, utc_now
 from duetime.service.deadletters import drain_dead_letters
-from duetime.service.jobs import submit_job
+from duetime.service.jobs import pause_job, resume_job, submit_job
 from duetime.store.aws import make_client
 from duetime.store.dynamo import DynamoStore
 from duetime.store.provision import create_tables
@@ -127,3 +127,32 @@ def test_the_drain_never_fails_a_redriven_execution_whose_lease_is_live(ports, c
     ports.queues.client.send_message(QueueUrl=ports.queues.dlq_urls["default"], MessageBody=message.to_body())
     assert drain_dead_letters(ports, "default") == 1
     assert ports.store.get_execution(message.key).status == ExecutionStatus.FAILED
+
+
+def test_a_catch_up_run_redriven_while_it_waits_its_turn_is_sent_again_not_failed(ports, clock):
+    # Given a forbid job paused past three slots, resumed with catch-up all, its first run going
+    body = {"name": "c", "handler": "demo.echo", "schedule": {"cron": "* * * * *"}, "catchUp": "all"}
+    job, _ = submit_job(ports, "alice", JobSpec.model_validate(body))
+    pause_job(ports, "alice", job.job_id)
+    clock.advance(3 * 60 + 30)
+    resume_job(ports, "alice", job.job_id)
+    now_ms = int(clock.now.timestamp() * 1000)
+    waiting = []
+    while batch := ports.queues.receive("default", 10, 0, 900):
+        waiting += [r for r in batch if r.message.due_ms <= now_ms]
+    first, second = waiting[0], waiting[1]
+    assert second.message.kind == "catchup"
+    assert cases.claim_execution(ports, first.message, "w1").verdict == cases.ClaimVerdict.CLAIMED
+    # When SQS redrives the second (received too often while it waited its turn)
+    ports.queues.client.send_message(QueueUrl=ports.queues.dlq_urls["default"], MessageBody=second.message.to_body())
+    assert drain_dead_letters(ports, "default") == 1
+    # Then it still waits, with a fresh message queued for it, and nobody was told of a failure
+    assert ports.store.get_execution(second.message.key).status == ExecutionStatus.SCHEDULED
+    [again] = ports.queues.receive("default", 10, 0, 900)
+    assert again.message.execution_id == second.message.execution_id and again.receive_count == 1
+    assert ports.notifier.sent == []
+    # And once nothing runs beside it, a redriven message is poison again: it fails
+    cases.complete(ports, first.message.key, 1, succeeded=True)
+    ports.queues.client.send_message(QueueUrl=ports.queues.dlq_urls["default"], MessageBody=second.message.to_body())
+    drain_dead_letters(ports, "default")
+    assert ports.store.get_execution(second.message.key).status == ExecutionStatus.FAILED

@@ -10,7 +10,7 @@ from duetime.domain.keys import ExecutionKey
 from duetime.domain.models import ExecutionStatus
 from duetime.queue.sqs import DueMessage
 from duetime.service.context import Ports
-from duetime.service.executions import failure_notice
+from duetime.service.executions import failure_notice, live_others
 
 POISON = "poison message: received too many times without completing"
 
@@ -52,6 +52,13 @@ def _fail_redriven(ports: Ports, body: dict[str, Any]) -> dict[str, Any] | None:
         # Ended already, or running under a live lease (a duplicate redriven while its run goes on):
         # the run ends on its own; if its worker is lost, the reconciler resends it after the lease.
         return None
+    job = ports.store.get_job(message.job_id)
+    waits_its_turn = execution.status == ExecutionStatus.SCHEDULED and execution.kind == "catchup"
+    if waits_its_turn and job is not None and live_others(ports, job, execution.execution_id, now):
+        # A catch-up run waiting its turn behind its job's running one is received again and again
+        # (hidden a while each time) until SQS redrives it: it is not poison, send it again afresh.
+        ports.queues.send([message], now)
+        return None
     try:
         if execution.status == ExecutionStatus.SCHEDULED:
             ended = ports.store.end_waiting(message.key, ExecutionStatus.FAILED, now, POISON)
@@ -61,4 +68,4 @@ def _fail_redriven(ports: Ports, body: dict[str, Any]) -> dict[str, Any] | None:
         return None
     if ended is None:
         return None
-    return failure_notice(ports, ended, ports.store.get_job(message.job_id))
+    return failure_notice(ports, ended, job)

@@ -103,9 +103,14 @@ def _past_starting_deadline(job: Job, message: DueMessage, now: datetime) -> boo
 
 
 def _live_others(ports: Ports, job: Job, execution_id: str, now: datetime) -> list[Execution]:
-    """The job's other executions running under a live lease (a read of its most recent history)."""
-    recent = ports.store.executions_of_job(job.job_id, newest_first=True, limit=20)
-    return [e for e in recent if e.execution_id != execution_id and e.lease_live(now)]
+    """The job's other executions running under a live lease (a read of its open rows only)."""
+    open_rows = ports.store.open_executions_of_job(job.job_id)
+    return [e for e in open_rows if e.execution_id != execution_id and e.lease_live(now)]
+
+
+def live_others(ports: Ports, job: Job, execution_id: str, now: datetime) -> list[Execution]:
+    """The job's other executions running under a live lease (what a catch-up run waits for)."""
+    return _live_others(ports, job, execution_id, now)
 
 
 def heartbeat(ports: Ports, key: ExecutionKey, attempt: int, job_class: str | None = None) -> Execution:
