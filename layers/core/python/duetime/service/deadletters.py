@@ -56,8 +56,8 @@ def _fail_redriven(ports: Ports, body: dict[str, Any]) -> dict[str, Any] | None:
     waits_its_turn = execution.status == ExecutionStatus.SCHEDULED and execution.kind == "catchup"
     if waits_its_turn and job is not None and live_others(ports, job, execution.execution_id, now):
         # A catch-up run waiting its turn behind its job's running one is received again and again
-        # (hidden a while each time) until SQS redrives it: it is not poison, send it again afresh.
-        ports.queues.send([message], now)
+        # (hidden a while each time) until SQS redrives it: it is not poison. It stays waiting in the
+        # `open` index, where the reconciler finds it overdue and sends it again.
         return None
     try:
         if execution.status == ExecutionStatus.SCHEDULED:
