@@ -10,6 +10,7 @@ duetime.definitions.JOB_CLASSES: the runtime reads the same table, so they are n
 | shards                 | Settings.shards (32)                 | execution partitions per hour                        |
 | leaseSeconds           | each job class's lease (30)          | lease of a claimed attempt; heartbeats every 1/3     |
 | preloadWindowSeconds   | Settings.preload_window_seconds (300)| how far ahead the pre-loader sends due executions    |
+| preloadShardGroups     | 1                                    | pre-loader invocations per tick, each a shard group  |
 | historyRetentionDays   | Settings.history_retention_days (30) | TTL of finished executions                           |
 | alarmEmail             | none                                 | email subscribed to the alarm topic                  |
 | jwtIssuer              | none: a Cognito user pool's tokens   | an OIDC issuer URL federated into the user pool      |
@@ -36,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from constructs import Node
-from duetime.definitions import SQS_MAX_DELAY_SECONDS, Settings
+from duetime.definitions import SQS_MAX_DELAY_SECONDS, Settings, preload_window_problem
 
 from infra.handlers import HandlerCode
 
@@ -119,6 +120,7 @@ class DeployContext:
     api_burst_limit: int
     long_worker_min_tasks: int
     long_worker_max_tasks: int
+    preload_shard_groups: int = 1
 
     @property
     def handler_modules(self) -> str:
@@ -137,6 +139,9 @@ class DeployContext:
         )
         if settings.preload_window_seconds > MAX_PRELOAD_WINDOW_SECONDS:
             raise ValueError(f"context preloadWindowSeconds must be at most {MAX_PRELOAD_WINDOW_SECONDS}")
+        problem = preload_window_problem(settings.preload_interval_seconds, settings.preload_window_seconds)
+        if problem:
+            raise ValueError(f"context {problem}")
         lease = node.try_get_context("leaseSeconds")
         lease_seconds = None if lease in (None, "") else _int(node, "leaseSeconds", 30, minimum=3)
         if lease_seconds is not None:
@@ -152,6 +157,9 @@ class DeployContext:
         if issuer and not (audience and secret_name):
             raise ValueError("context jwtIssuer needs jwtAudience (the client id) and jwtClientSecretName")
         min_tasks = _int(node, "longWorkerMinTasks", 1, minimum=0)
+        shard_groups = _int(node, "preloadShardGroups", 1)
+        if shard_groups > settings.shards:
+            raise ValueError(f"context preloadShardGroups must be at most shards ({settings.shards})")
         return cls(
             settings=settings,
             lease_seconds=lease_seconds,
@@ -172,4 +180,5 @@ class DeployContext:
             api_burst_limit=_int(node, "apiBurstLimit", 2000),
             long_worker_min_tasks=min_tasks,
             long_worker_max_tasks=max(min_tasks, _int(node, "longWorkerMaxTasks", 10)),
+            preload_shard_groups=shard_groups,
         )

@@ -35,7 +35,8 @@ WORKER_TABLE_ACTIONS = {
 }
 DLQ_NOTIFIER_TABLE_ACTIONS = {
     "jobs": ["GetItem"],
-    "executions": ["GetItem", "UpdateItem"],
+    # Query and BatchGetItem: a redriven catch-up run is failed only if no run of its job is going.
+    "executions": ["GetItem", "BatchGetItem", "Query", "UpdateItem"],
 }
 
 SEND = ["sqs:SendMessage"]

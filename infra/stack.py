@@ -75,6 +75,7 @@ class DuetimeStack(Stack):
             settings=self.ctx.settings,
             preloader=self.functions.preloader,
             dlq_notifier=self.functions.dlq_notifier,
+            shard_groups=self.ctx.preload_shard_groups,
         )
         functions = {
             "api": self.functions.api,

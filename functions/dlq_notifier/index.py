@@ -15,5 +15,6 @@ PORTS = build_ports(RuntimeConfig.from_env())
 @logger.inject_lambda_context
 def handler(event: dict[str, Any], context: Any) -> dict[str, int]:
     handled = {name: drain_dead_letters(PORTS, name) for name in PORTS.settings.job_classes}
-    logger.info("dead letters handled", extra=handled)
+    # Under one key: a job class named like a LogRecord attribute ("name", "created") must not clash.
+    logger.info("dead letters handled", extra={"handled": handled})
     return handled

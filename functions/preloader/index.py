@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import uuid
+from dataclasses import asdict
 from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
@@ -13,19 +13,30 @@ from duetime.service.dispatch import preload
 logger = Logger(service="duetime-preloader")
 tracer = Tracer(service="duetime-preloader")
 metrics = Metrics(namespace="duetime", service="preloader")
-PORTS = build_ports(RuntimeConfig.from_env())
-# The shard leases' owner: this instance, not one invocation, so the next tick renews its leases instead of
-# waiting them out (a request id as owner pre-loaded one minute in three).
-OWNER = f"preloader-{uuid.uuid4()}"
+CONFIG = RuntimeConfig.from_env()  # checked at cold start: a window the interval cannot serve is refused
+PORTS = build_ports(CONFIG)
 
 
 @logger.inject_lambda_context
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: Any) -> dict[str, int]:
-    report = preload(PORTS, owner=OWNER)
-    metrics.add_metric(name="Dispatched", unit=MetricUnit.Count, value=report.sent)
-    metrics.add_metric(name="Skipped", unit=MetricUnit.Count, value=report.skipped)
-    # Under a key of its own: `created` is a LogRecord attribute that `extra` may not overwrite.
-    logger.info("pre-load cycle", extra={"report": vars(report)})
-    return vars(report)
+    """Each invocation leases the shards afresh under its own request id and hands every lease back at
+    the end of its cycle, so the next minute's invocation pre-loads every shard again. A rule per shard
+    group (`{"shardGroup": g, "shardGroups": n}`) fans a cycle out over n invocations."""
+    cycle = preload(
+        PORTS,
+        owner=context.aws_request_id,
+        threads=CONFIG.preload_threads,
+        dispatch_threads=CONFIG.preload_dispatch_threads,
+        group=int(event.get("shardGroup", 0)),
+        groups=int(event.get("shardGroups", 1)),
+    )
+    report = asdict(cycle)
+    metrics.add_metric(name="Dispatched", unit=MetricUnit.Count, value=report["sent"])
+    metrics.add_metric(name="Skipped", unit=MetricUnit.Count, value=report["skipped"])
+    metrics.add_metric(name="ShardsBusy", unit=MetricUnit.Count, value=report["busy"])
+    metrics.add_metric(name="ShardErrors", unit=MetricUnit.Count, value=report["errors"])
+    # Under one key: the report's own names ("created") would clash with LogRecord attributes.
+    logger.info("pre-load cycle", extra={"cycle": report})
+    return report

@@ -10,6 +10,7 @@ from typing import Any
 from aws_lambda_powertools import Logger, Tracer
 from aws_lambda_powertools.utilities.data_classes import SQSEvent
 from duetime.config import RuntimeConfig, build_ports, build_targets
+from duetime.domain.models import ExecutionStatus
 from duetime.queue.sqs import DueMessage, Received
 from duetime.worker.registry import load_modules
 from duetime.worker.runtime import HandlerAnnouncer, Worker
@@ -27,6 +28,30 @@ ANNOUNCER = HandlerAnnouncer(PORTS, JOB_CLASS, f"lambda-{uuid.uuid4().hex[:12]}"
 ANNOUNCER.announce()
 # Outcomes that leave the message on the queue on purpose (hidden until due, or until a live lease ends).
 KEEP_MESSAGE = {"early", "busy", "passed", "lost", "stale", "released"}
+# A record that failed before its claim comes back after 1, 2, 4 ... seconds (at most this), not after
+# the queue's visibility timeout (the function's timeout, up to 15 minutes).
+MAX_RETRY_BACKOFF_SECONDS = 60
+
+
+def retry_backoff_seconds(receive_count: int) -> int:
+    return int(min(MAX_RETRY_BACKOFF_SECONDS, 2 ** min(max(receive_count, 1) - 1, 16)))
+
+
+def return_for_retry(record: Any, worker_id: str) -> None:
+    """Make a failed record visible again soon, unless this invocation claimed its row: then its
+    visibility already ends with the lease it took, and the next claim takes the row as that lease ends."""
+    try:
+        message = DueMessage.from_body(record.body)
+        row = PORTS.store.get_execution(message.key)
+        if row is not None and row.status == ExecutionStatus.RUNNING and row.worker_id == worker_id:
+            return
+    except Exception:  # unreadable, or the store is down: back soon all the same (redrive ends a poison)
+        logger.warning("could not read the row of a failed record", extra={"messageId": record.message_id})
+    backoff = retry_backoff_seconds(int(record.attributes.approximate_receive_count))
+    try:
+        PORTS.queues.extend(JOB_CLASS, record.receipt_handle, backoff)
+    except Exception:
+        logger.exception("could not shorten a failed record's visibility", extra={"messageId": record.message_id})
 
 
 @logger.inject_lambda_context
@@ -36,10 +61,11 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, list[dict[str, str
     records whose message must stay queued as batch item failures (ReportBatchItemFailures)."""
     ANNOUNCER.announce_if_due()
     records = list(SQSEvent(event).records)
+    worker_id = f"lambda-{context.aws_request_id}"
     worker = Worker(
         PORTS,
         JOB_CLASS,
-        f"lambda-{context.aws_request_id}",
+        worker_id,
         concurrency=max(1, len(records)),
         lease_visibility_on_claim=True,
         targets=TARGETS,
@@ -47,15 +73,16 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, list[dict[str, str
     )
 
     def run(record: Any) -> tuple[str, str]:
-        received = Received(
-            message=DueMessage.from_body(record.body),
-            receipt=record.receipt_handle,
-            receive_count=int(record.attributes.approximate_receive_count),
-        )
         try:
+            received = Received(
+                message=DueMessage.from_body(record.body),
+                receipt=record.receipt_handle,
+                receive_count=int(record.attributes.approximate_receive_count),
+            )
             return record.message_id, worker.process(received)
         except Exception:
             logger.exception("execution failed to process", extra={"messageId": record.message_id})
+            return_for_retry(record, worker_id)
             return record.message_id, "error"
 
     with ThreadPoolExecutor(max_workers=max(1, len(records))) as pool:

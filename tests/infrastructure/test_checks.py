@@ -55,6 +55,12 @@ def test_context_overrides_and_validates():
     assert ctx.alarm_email == "a@b.c"
     with pytest.raises(ValueError, match="preloadWindowSeconds"):
         DeployContext.from_node(cdk.App(context={"preloadWindowSeconds": 900}).node)
+    # A window the one-minute tick cannot serve (it must cover the interval plus slack) is refused
+    with pytest.raises(ValueError, match="preloadWindowSeconds 60 must cover"):
+        DeployContext.from_node(cdk.App(context={"preloadWindowSeconds": 60}).node)
+    with pytest.raises(ValueError, match="preloadShardGroups"):
+        DeployContext.from_node(cdk.App(context={"shards": "4", "preloadShardGroups": 5}).node)
+    assert DeployContext.from_node(cdk.App(context={"preloadShardGroups": 4}).node).preload_shard_groups == 4
     with pytest.raises(ValueError, match="jwtAudience"):
         DeployContext.from_node(cdk.App(context={"jwtIssuer": "https://id.example.com"}).node)
 

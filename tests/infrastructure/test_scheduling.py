@@ -38,3 +38,25 @@ def test_eventbridge_may_invoke_the_scheduled_functions(synthesized):
                 "FunctionName": {"Fn::GetAtt": [synthesized.logical_id(function), "Arn"]},
             },
         )
+
+
+def test_shard_groups_fan_a_cycle_out_over_one_rule_per_group():
+    import aws_cdk as cdk
+    from aws_cdk import aws_lambda as lambda_
+    from aws_cdk.assertions import Template
+
+    from infra.scheduling import Scheduling
+
+    stack = cdk.Stack(cdk.App(), "Groups")
+
+    def function(name: str) -> lambda_.Function:
+        code = lambda_.Code.from_inline("def handler(event, context):\n    return event\n")
+        return lambda_.Function(stack, name, runtime=lambda_.Runtime.PYTHON_3_12, handler="index.handler", code=code)
+
+    Scheduling(
+        stack, "Scheduling", settings=Settings(), preloader=function("P"), dlq_notifier=function("D"), shard_groups=3
+    )
+    rules = Template.from_stack(stack).find_resources("AWS::Events::Rule")
+    inputs = sorted(t["Input"] for r in rules.values() for t in r["Properties"]["Targets"] if "Input" in t)
+    assert inputs == [f'{{"shardGroup":{g},"shardGroups":3}}' for g in range(3)]
+    assert len(rules) == 4  # three pre-load groups and the DLQ notifier

@@ -1,10 +1,12 @@
 """The Lambda worker (functions/worker) against moto: a batch runs concurrently and only the records
-whose message must stay queued (early, or held by another live lease) are reported as failures."""
+whose message must stay queued (early) are reported as failures; one that failed before its claim
+comes back promptly, not after the queue's visibility timeout."""
 
 from __future__ import annotations
 
 import importlib
 import sys
+import time
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -79,8 +81,62 @@ def test_partial_batch_failures_report_only_messages_that_must_stay_queued(worke
     records = [record_for(ports, m) for m in (due, early, held)]
     result = worker_module.handler({"Records": records}, LambdaContext())
     failed = {f["itemIdentifier"] for f in result["batchItemFailures"]}
-    assert failed == {records[1]["messageId"], records[2]["messageId"]}
+    # The early message stays queued; the one whose row another live lease holds is a duplicate: deleted
+    assert failed == {records[1]["messageId"]}
     assert ports.store.get_execution(due.key).status.value == "succeeded"
     assert ports.store.get_execution(early.key).status.value == "scheduled"
     held_row = ports.store.get_execution(held.key)
     assert held_row.status.value == "running" and held_row.worker_id == "another-worker"
+
+
+def test_a_record_that_fails_before_its_claim_comes_back_promptly(worker_module, monkeypatch):
+    ports = worker_module.PORTS
+    spec = JobSpec.model_validate(
+        {"name": "t", "handler": "demo.echo", "schedule": {"at": (ports.clock() - timedelta(seconds=1)).isoformat()}}
+    )
+    created, _ = submit_job(ports, "alice", spec)
+    [execution] = ports.store.executions_of_job(created.job_id)
+    while ports.queues.receive("default", 10, 0, 0):  # drop what submit sent; the test sends its own
+        pass
+    record = record_for(ports, DueMessage.for_execution(execution, ports.store.key_of(execution)))
+
+    def unreachable(job_id: str) -> None:
+        raise ConnectionError("DynamoDB is unreachable")
+
+    # When the store fails before the claim (the event source received it with a 900 s visibility)
+    with monkeypatch.context() as patch:
+        patch.setattr(ports.store, "get_job", unreachable)
+        result = worker_module.handler({"Records": [record]}, LambdaContext(aws_request_id="req-2"))
+    assert result == {"batchItemFailures": [{"itemIdentifier": record["messageId"]}]}
+    # Then the message is back within a second or two, not in 15 minutes, and runs
+    time.sleep(worker_module.retry_backoff_seconds(1) + 0.2)
+    again = ports.queues.client.receive_message(
+        QueueUrl=ports.queues.queue_urls["default"], VisibilityTimeout=900, MessageSystemAttributeNames=["All"]
+    ).get("Messages", [])
+    assert [m["MessageId"] for m in again] == [record["messageId"]]
+    assert ports.store.get_execution(ports.store.key_of(execution)).status.value == "scheduled"
+
+
+def test_a_record_that_fails_after_its_claim_keeps_the_visibility_of_its_lease(worker_module, monkeypatch):
+    ports = worker_module.PORTS
+    spec = JobSpec.model_validate(
+        {"name": "t", "handler": "demo.echo", "schedule": {"at": (ports.clock() - timedelta(seconds=1)).isoformat()}}
+    )
+    created, _ = submit_job(ports, "alice", spec)
+    [execution] = ports.store.executions_of_job(created.job_id)
+    while ports.queues.receive("default", 10, 0, 0):
+        pass
+    record = record_for(ports, DueMessage.for_execution(execution, ports.store.key_of(execution)))
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise ConnectionError("DynamoDB is unreachable")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(ports.store, "finish", broken)  # the run succeeds, recording it fails
+        result = worker_module.handler({"Records": [record]}, LambdaContext(aws_request_id="req-3"))
+    assert result == {"batchItemFailures": [{"itemIdentifier": record["messageId"]}]}
+    row = ports.store.get_execution(ports.store.key_of(execution))
+    assert row.status.value == "running" and row.worker_id == "lambda-req-3"
+    # Its visibility ends with the lease this invocation took (30 s), not after the short backoff
+    time.sleep(worker_module.retry_backoff_seconds(1) + 0.2)
+    assert ports.queues.receive("default", 10, 0, 0) == []

@@ -63,9 +63,9 @@ def test_claim_is_exclusive_and_a_stale_attempt_is_fenced_out(ports, clock):
     received, first = claimed(ports, clock)
     assert first.verdict == cases.ClaimVerdict.CLAIMED and first.execution.attempt == 1
     key = received.message.key
-    # When another worker tries while the lease is live, it is told to wait for the lease to end
+    # When another worker tries while the lease is live, its message is a duplicate: it is dropped
     second = cases.claim_execution(ports, received.message, "w2")
-    assert second.verdict == cases.ClaimVerdict.BUSY and 30 <= second.hide_seconds <= 32
+    assert second.verdict == cases.ClaimVerdict.DONE and second.execution.worker_id != "w2"
     # When w1 is paused past its lease, w2 claims attempt 2
     clock.advance(31)
     third = cases.claim_execution(ports, received.message, "w2")
@@ -163,18 +163,20 @@ def test_a_cron_job_creates_its_next_execution_at_dispatch_from_the_scheduled_ti
     assert deltas == {60_000}
 
 
-def test_preloader_shards_are_leased_to_one_preloader_at_a_time(ports, clock):
+def test_a_shard_is_leased_to_one_preloader_while_its_cycle_runs_and_handed_back_at_its_end(ports, clock):
     submit_job(ports, "alice", spec(schedule={"at": "2026-12-01T09:10:00Z"}))
     clock.advance(590)
-    preload(ports, "p1")
     now_ms = int(clock.now.timestamp() * 1000)
-    # p2 cannot take p1's shards while p1's lease is live, so it dispatches nothing
-    assert ports.store.acquire_lease("preload#000", "p2", now_ms, now_ms + 15_000) is None
-    assert preload(ports, "p2").sent == 0
+    # While p1 works on shard 0 (it holds the lease), p2's cycle leaves that shard alone
+    assert ports.store.acquire_lease("preload#000", "p1", now_ms, now_ms + 5_000)["leaseOwner"] == "p1"
+    report = preload(ports, "p2")
+    assert report.busy == 1 and report.shards == ports.settings.shards - 1
     assert ports.store.get_control("preload#000")["leaseOwner"] == "p1"
-    # Once p1's lease has ended (3 intervals), p2 takes over from p1's cursor
-    clock.advance(16)
-    assert ports.store.acquire_lease("preload#000", "p2", now_ms + 16_000, now_ms + 31_000)["leaseOwner"] == "p2"
+    # p2 handed back every lease it took at the end of its cycle
+    assert "leaseOwner" not in ports.store.get_control("preload#001")
+    # Once p1's cycle ends (the cursor moves and the lease goes back), the next cycle takes shard 0 at once
+    assert ports.store.advance_cursor("preload#000", "p1", now_ms)
+    assert preload(ports, "p3").shards == ports.settings.shards
 
 
 def test_an_unknown_message_key_is_dropped(ports):

@@ -83,3 +83,14 @@ def test_the_cli_prints_the_estimate_and_exits_nonzero_when_it_does_not_fit(caps
     assert "smallest shard count that fits 40" in out
     assert main(["capacity", "--rate", "100", "--shards", "32", "--lease", "30", "--avg-seconds", "2", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["smallest_shards"] == 1
+
+
+def test_the_preloader_cycle_at_10000_cron_runs_per_second_needs_shard_groups():
+    # bench/preloader.py measured 11,230 calls for 10,000 cron runs due on one shard (32 shards: 4 a shard)
+    one_shard = capacity.preload_estimate(Inputs(rate=10_000 / 60, shards=1, profile="cron"))
+    assert one_shard["calls"] == pytest.approx(10_000 * 1.1102 + 4, rel=1e-3)
+    alone = estimate(Inputs(rate=10_000, shards=32, profile="cron"))
+    assert alone.preload_cycle_seconds > 60 and any("pre-load cycle" in w for w in alone.warnings)
+    fanned = estimate(Inputs(rate=10_000, shards=32, profile="cron", preload_shard_groups=4))
+    assert fanned.preload_cycle_seconds < 60 and not any("pre-load cycle" in w for w in fanned.warnings)
+    assert fanned.preload_lambda_gb_seconds == pytest.approx(4 * fanned.preload_cycle_seconds * 0.5, rel=0.01)

@@ -7,10 +7,10 @@ from datetime import UTC, datetime
 import pytest
 from duetime.domain.errors import NotFound
 from duetime.domain.keys import ExecutionKey, execution_id, parse_execution_id, shard_of
-from duetime.domain.models import RetryPolicy
+from duetime.domain.models import RetryPolicy, from_ms, to_ms
 from duetime.domain.retry import backoff_cap_seconds, compute_backoff, should_retry
 from duetime.queue.sqs import delay_seconds
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 
@@ -71,3 +71,24 @@ def test_messages_are_sent_a_second_early_in_whole_seconds_within_sqs_limits():
     assert delay_seconds(ms + 500, now) == 0
     assert delay_seconds(ms - 5_000, now) == 0
     assert delay_seconds(ms + 3_600_000, now) == 900
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    slot_ms=st.integers(min_value=0, max_value=10**13 - 1),
+    job_hex=st.text(alphabet="0123456789abcdef", min_size=16, max_size=16),
+    manual=st.booleans(),
+)
+def test_every_execution_id_in_the_allowed_range_parses_back_to_its_job_and_slot(slot_ms, job_hex, manual):
+    job_id, slot = f"j_{job_hex}", from_ms(slot_ms)
+    value = execution_id(job_id, slot, manual=manual)
+    assert parse_execution_id(value) == (job_id, slot)
+    assert to_ms(slot) == slot_ms
+    key = ExecutionKey.for_due(job_id, value, slot, shards=32)
+    assert key.sk.split("#", 1) == [f"{slot_ms:013d}", value]
+
+
+@pytest.mark.parametrize("slot", [datetime(1969, 12, 31, 23, 59, 59, tzinfo=UTC), datetime(2287, 1, 1, tzinfo=UTC)])
+def test_a_slot_outside_the_range_ids_can_carry_is_refused(slot):
+    with pytest.raises(ValueError, match="outside the range"):
+        execution_id("j_a", slot)

@@ -12,6 +12,8 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from duetime.definitions import PRELOAD_DISPATCH_THREADS, PRELOAD_THREADS, SQS_BATCH_SIZE
+
 # --- AWS limits (NOTES.md, AWS documentation) --------------------------------------------------------
 PARTITION_WCU_PER_SECOND = 1000  # one partition key value: 1,000 write units/s
 PARTITION_RCU_PER_SECOND = 3000  # and 3,000 read units/s
@@ -47,14 +49,14 @@ class CallProfile:
     Write units count 1 per KB started (rows are ~0.4 KB), doubled inside a transaction. The executions
     table's writes all land on the execution's `hour#shard` partition. Its indexes project keys only, so
     only writes that add or remove an entry cost index units: byJob (partitioned by jobId, spread out) at
-    create, and the sparse `open` index (partitioned by shard alone, every hour on one key) at create and
-    at the end of the execution.
+    create, the sparse `open` index (partitioned by shard alone, every hour on one key) at create and at
+    the end of the execution, and the sparse `openByJob` index (partitioned by jobId) at create and end.
     """
 
     name: str
     executions_writes: float  # write requests on the executions table
     executions_wcu: float  # their write units (the hot-partition figure)
-    index_wcu: float  # index write units (byJob and open)
+    index_wcu: float  # index write units (byJob, open and openByJob)
     open_index_wcu: float  # of which on the execution's `open` index partition (its shard)
     jobs_wcu: float  # jobs table and its byOwner index
     read_units: float  # GetItem/BatchGetItem of the job, overlap Query, pre-load Query share
@@ -70,7 +72,7 @@ ONE_OFF = CallProfile(
     name="one-off",
     executions_writes=3,
     executions_wcu=4,
-    index_wcu=3,
+    index_wcu=5,
     open_index_wcu=2,
     jobs_wcu=3,
     read_units=1,
@@ -85,7 +87,7 @@ CRON_RUN = CallProfile(
     name="cron",
     executions_writes=3,
     executions_wcu=3,
-    index_wcu=3,
+    index_wcu=5,
     open_index_wcu=2,
     jobs_wcu=0,
     read_units=1 + 1 + 1 + 1 + 0.1,
@@ -95,11 +97,37 @@ CRON_RUN = CallProfile(
 )
 PROFILES = {p.name: p for p in (ONE_OFF, CRON_RUN)}
 
+
+# --- What the pre-loader itself costs per cycle, as measured (bench/preloader.py) ------------------------
+
+
+@dataclass(frozen=True)
+class PreloadProfile:
+    """The pre-loader's AWS calls in one cycle (python -m bench.preloader, 10,000 due on a shard: 1,230
+    calls for one-offs, 11,230 for cron runs). Per shard: the lease and the cursor write (2 UpdateItem),
+    the due hour's Query and the reconciler's page Query. Per dispatched execution: its job in a
+    BatchGetItem of 100, its message in a SendMessageBatch of 10, and for a cron run the next slot's PutItem.
+    The puts and sends of a shard run `dispatch_threads` at once; the rest of a shard's calls in turn."""
+
+    name: str
+    calls_per_shard: float
+    serial_calls_per_execution: float  # job reads and the due Query's further pages (~1 MB, ~5,000 rows)
+    parallel_calls_per_execution: float  # SendMessageBatch shares and next-slot PutItems
+
+
+PRELOAD_PROFILES = {
+    "one-off": PreloadProfile("one-off", 4, 1 / 100 + 1 / 5000, 1 / SQS_BATCH_SIZE),
+    "cron": PreloadProfile("cron", 4, 1 / 100 + 1 / 5000, 1 / SQS_BATCH_SIZE + 1),
+}
+PRELOADER_MEMORY_GB = 0.5  # infra/functions.py: the pre-loader function's 512 MB
+
 # A message is sent a second short of due and SQS delays are whole seconds, so a worker holds it 1-2 s
 # before it may claim it (worker/runtime.py waits it out in the slot): 1.5 s on average.
 EARLY_HOLD_SECONDS = 1.5
-# The hot path's own AWS round trips on AWS (about five calls of ~5-10 ms).
-CALL_OVERHEAD_SECONDS = 0.05
+# One AWS call's round trip from Lambda or ECS in the same region (~5-10 ms): the upper figure.
+AWS_CALL_SECONDS = 0.01
+# The hot path's own AWS round trips on AWS (about five calls).
+CALL_OVERHEAD_SECONDS = 5 * AWS_CALL_SECONDS
 # Client CPU per execution in the worker (boto3 and duetime): five calls at the ~2.2 ms a call the bench's
 # profile measures on this machine.
 WORKER_CPU_MS_PER_EXECUTION = 11.0
@@ -114,6 +142,10 @@ class Inputs:
     profile: str = "one-off"
     lambda_memory_gb: float = 1.0  # the worker function (infra/functions.py: 1024 MB, arm64)
     worker_concurrency: int = 8  # executions at once per ECS worker task (`duetime worker --concurrency`)
+    preload_interval_seconds: int = 60  # EventBridge's minute
+    preload_threads: int = PRELOAD_THREADS  # shards one pre-loader invocation works on at once
+    preload_dispatch_threads: int = PRELOAD_DISPATCH_THREADS  # puts and sends in flight per shard
+    preload_shard_groups: int = 1  # pre-loader invocations per tick (CDK context preloadShardGroups)
 
 
 @dataclass
@@ -133,6 +165,10 @@ class Estimate:
     ecs_tasks: int
     worker_vcpus: float
     smallest_shards: int
+    preload_calls_per_cycle: float  # every shard's calls in one pre-load cycle
+    preload_seconds_per_shard: float  # one shard's cycle at AWS_CALL_SECONDS a call
+    preload_cycle_seconds: float  # the invocation: shards `preload_threads` at a time
+    preload_lambda_gb_seconds: float  # per cycle
     fits: bool
     cost_per_million: dict[str, float] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
@@ -183,6 +219,11 @@ def estimate(inputs: Inputs, prices: Prices | None = None) -> Estimate:
         "lambdaDuration": 1e6 * inputs.lambda_memory_gb * held / SQS_BATCH * prices.lambda_gb_second_arm64,
         "apiGateway": profile.api_requests * prices.api_gateway_rest_per_million,
     }
+    preload = preload_estimate(inputs)
+    cycles_per_million = 1e6 / (inputs.rate * inputs.preload_interval_seconds)
+    cost["lambdaPreloader"] = cycles_per_million * (
+        preload["gb_seconds"] * prices.lambda_gb_second_arm64 + prices.lambda_requests_per_million / 1e6
+    )
     cost = {k: round(v, 4) for k, v in cost.items()}
     cost["total"] = round(sum(cost.values()), 4)
     result = Estimate(
@@ -201,6 +242,10 @@ def estimate(inputs: Inputs, prices: Prices | None = None) -> Estimate:
         ecs_tasks=math.ceil(slots / inputs.worker_concurrency),
         worker_vcpus=round(inputs.rate * WORKER_CPU_MS_PER_EXECUTION / 1000, 1),
         smallest_shards=smallest_shards(inputs.rate, profile, beats),
+        preload_calls_per_cycle=round(preload["calls"], 0),
+        preload_seconds_per_shard=round(preload["shard_seconds"], 1),
+        preload_cycle_seconds=round(preload["cycle_seconds"], 1),
+        preload_lambda_gb_seconds=round(preload["gb_seconds"], 1),
         fits=True,
         cost_per_million=cost,
     )
@@ -222,7 +267,17 @@ def estimate(inputs: Inputs, prices: Prices | None = None) -> Estimate:
             "split the job class over more queues"
         )
     result.fits = not result.warnings
-    for name, value in (("table", result.table_wru_per_second), ("byJob index", result.index_wru_per_second)):
+    # Advisory, like the quotas below: more shard groups or calls at once fix it without a redesign.
+    if preload["cycle_seconds"] > inputs.preload_interval_seconds:
+        result.warnings.append(
+            f"a pre-load cycle takes ~{preload['cycle_seconds']:,.0f} s, longer than its "
+            f"{inputs.preload_interval_seconds} s interval (its Lambda timeout): fan it out over shard groups "
+            f"(CDK context preloadShardGroups) or raise DUETIME_PRELOAD_DISPATCH_THREADS (calls at once per shard)"
+            + (", or add shards" if preload["shard_seconds"] > inputs.preload_interval_seconds / 2 else "")
+        )
+    # Each index has its own quota; the busiest are `open` and `openByJob` (an entry added and removed).
+    busiest_index = round(inputs.rate * profile.open_index_wcu, 1)
+    for name, value in (("table", result.table_wru_per_second), ("busiest index", busiest_index)):
         if value > TABLE_ON_DEMAND_WRU_PER_SECOND:
             result.warnings.append(
                 f"the executions {name} needs {value:,.0f} write units/s, above the default on-demand quota of "
@@ -235,6 +290,24 @@ def estimate(inputs: Inputs, prices: Prices | None = None) -> Estimate:
             f"at concurrency {inputs.worker_concurrency}) or split it over more queues"
         )
     return result
+
+
+def preload_estimate(inputs: Inputs) -> dict[str, float]:
+    """The pre-loader's calls per cycle and how long its invocation takes at AWS_CALL_SECONDS a call."""
+    profile = PRELOAD_PROFILES[inputs.profile]
+    due_per_shard = inputs.rate * inputs.preload_interval_seconds / inputs.shards
+    serial = profile.calls_per_shard + due_per_shard * profile.serial_calls_per_execution
+    parallel = due_per_shard * profile.parallel_calls_per_execution
+    shard_seconds = (serial + parallel / max(1, inputs.preload_dispatch_threads)) * AWS_CALL_SECONDS
+    groups = max(1, inputs.preload_shard_groups)
+    rounds = math.ceil(math.ceil(inputs.shards / groups) / max(1, inputs.preload_threads))
+    cycle_seconds = rounds * shard_seconds
+    return {
+        "calls": inputs.shards * (serial + parallel),
+        "shard_seconds": shard_seconds,
+        "cycle_seconds": cycle_seconds,
+        "gb_seconds": groups * cycle_seconds * PRELOADER_MEMORY_GB,
+    }
 
 
 def render(result: Estimate) -> str:
@@ -255,6 +328,11 @@ def render(result: Estimate) -> str:
         f"of {SQS_BATCH} or {result.ecs_tasks:,} ECS tasks at concurrency {i.worker_concurrency} "
         f"(~{result.worker_vcpus:g} vCPU of client work)",
         f"  smallest shard count that fits {result.smallest_shards}",
+        f"  pre-loader per cycle           {result.preload_calls_per_cycle:,.0f} calls, "
+        f"{result.preload_seconds_per_shard:,.1f} s per shard, {result.preload_cycle_seconds:,.1f} s per "
+        f"invocation ({i.preload_shard_groups} group(s), {i.preload_threads} shards x "
+        f"{i.preload_dispatch_threads} calls at once), "
+        f"{result.preload_lambda_gb_seconds:,.1f} GB-s",
         f"  cost per million executions    ${result.cost_per_million['total']:.2f} "
         + "("
         + ", ".join(f"{k} ${v:.2f}" for k, v in result.cost_per_million.items() if k != "total")
@@ -273,6 +351,9 @@ def cmd_capacity(args: argparse.Namespace) -> int:
         avg_seconds=args.avg_seconds,
         profile=args.profile,
         worker_concurrency=args.worker_concurrency,
+        preload_threads=args.preload_threads,
+        preload_dispatch_threads=args.preload_dispatch_threads,
+        preload_shard_groups=args.preload_shard_groups,
     )
     try:
         result = estimate(inputs)
@@ -292,6 +373,11 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     capacity.add_argument("--avg-seconds", type=float, default=2.0, help="average run time of a job")
     capacity.add_argument("--profile", choices=sorted(PROFILES), default="one-off")
     capacity.add_argument("--worker-concurrency", type=int, default=8)
+    capacity.add_argument("--preload-threads", type=int, default=PRELOAD_THREADS, help="shards at once")
+    capacity.add_argument(
+        "--preload-dispatch-threads", type=int, default=PRELOAD_DISPATCH_THREADS, help="calls at once per shard"
+    )
+    capacity.add_argument("--preload-shard-groups", type=int, default=1, help="pre-loader invocations per tick")
     capacity.add_argument("--json", action="store_true")
     capacity.set_defaults(fn=cmd_capacity)
     parser: argparse.ArgumentParser = capacity

@@ -6,9 +6,15 @@ import json
 import os
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
-from duetime.definitions import LOCAL_SETTINGS, Settings
+from duetime.definitions import (
+    LOCAL_SETTINGS,
+    PRELOAD_DISPATCH_THREADS,
+    PRELOAD_THREADS,
+    Settings,
+    preload_window_problem,
+)
 from duetime.domain.grants import DEMO_ONLY, EVERYONE, Grants
 from duetime.queue.notify import ConsoleNotifier, SnsNotifier
 from duetime.queue.sqs import DueQueues
@@ -33,6 +39,8 @@ class RuntimeConfig(BaseModel):
     shards: int = Field(default=32, ge=1, le=1024)
     preload_interval_seconds: int = Field(default=60, ge=1)
     preload_window_seconds: int = Field(default=300, ge=1, le=840)
+    preload_threads: int = Field(default=PRELOAD_THREADS, ge=1, le=64)  # shards one invocation works on at once
+    preload_dispatch_threads: int = Field(default=PRELOAD_DISPATCH_THREADS, ge=1, le=64)  # calls at once per shard
     history_retention_days: int = Field(default=30, ge=1)
     lease_seconds: int | None = Field(default=None, ge=3)
     queue_urls: dict[str, str] | None = None
@@ -49,6 +57,14 @@ class RuntimeConfig(BaseModel):
     handler_manifest: dict[str, list[str]] | None = None
     # Webhook secrets as files in this folder (`duetime local`, `duetime worker --data-dir`); else Secrets Manager.
     webhook_secrets_dir: str | None = None
+
+    @model_validator(mode="after")
+    def _preload_schedule(self) -> RuntimeConfig:
+        """Refused at cold start: a window the pre-load interval cannot serve would start jobs late."""
+        problem = preload_window_problem(self.preload_interval_seconds, self.preload_window_seconds)
+        if problem:
+            raise ValueError(problem)
+        return self
 
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None) -> RuntimeConfig:

@@ -57,12 +57,17 @@ EXECUTIONS_BY_JOB_INDEX = IndexDef(name="byJob", partition_key="jobId", sort_key
 # A sparse index of the executions that have not ended: `openShard` is set while an execution is
 # scheduled or running and removed when it ends, so the reconciler finds overdue or abandoned ones per
 # shard, in due order (by `sk`), without reading finished history.
+# A waiting execution of a paused job leaves it (and comes back on resume), so the reconciler never
+# re-reads what a pause holds.
 EXECUTIONS_OPEN_INDEX = IndexDef(name="open", partition_key="openShard", sort_key="sk")
+# A sparse index of one job's executions that have not ended (`openJob` = jobId while scheduled or
+# running, paused or not), so cancel, pause and resume touch only those, never the job's history.
+EXECUTIONS_OPEN_BY_JOB_INDEX = IndexDef(name="openByJob", partition_key="openJob", sort_key="sk")
 EXECUTIONS_TABLE = TableDef(
     logical_name="executions",
     partition_key="pk",
     sort_key="sk",
-    indexes=(EXECUTIONS_BY_JOB_INDEX, EXECUTIONS_OPEN_INDEX),
+    indexes=(EXECUTIONS_BY_JOB_INDEX, EXECUTIONS_OPEN_INDEX, EXECUTIONS_OPEN_BY_JOB_INDEX),
     ttl_attribute="expiresAt",
 )
 
@@ -128,6 +133,31 @@ def queue_visibility_seconds(job_class: JobClassDef) -> int:
     """The due queue's visibility timeout. An SQS event source needs it to cover the function's timeout
     (the worker shortens it to one lease at claim); `duetime worker` receives with a lease of its own."""
     return lambda_worker_timeout_seconds(job_class) if job_class.worker_kind == "lambda" else job_class.lease_seconds
+
+
+# --- the pre-loader ---------------------------------------------------------------------------------
+
+# A window must reach this far past the next cycle: ticks arrive late and a cycle takes time to send.
+PRELOAD_SLACK_SECONDS = 5
+# Open rows the reconciler reads per shard and cycle at most; the next cycle goes on from where it stopped.
+RECONCILE_ROWS_PER_SHARD = 1000
+# Shards one pre-loader invocation works on at once, and within each shard the next-slot puts and
+# SendMessageBatch requests in flight at once: 8 x 8 = 64, the boto3 clients' connection pool (store/aws.py).
+PRELOAD_THREADS = 8
+PRELOAD_DISPATCH_THREADS = 8
+
+
+def preload_window_problem(interval_seconds: int, window_seconds: int) -> str | None:
+    """Why a pre-load schedule cannot start executions on time, or None if it can: each cycle must load
+    what is due until the next cycle has run (interval + slack), within SQS's delay cap."""
+    if window_seconds < interval_seconds + PRELOAD_SLACK_SECONDS:
+        return (
+            f"preloadWindowSeconds {window_seconds} must cover the pre-load interval ({interval_seconds} s) "
+            f"plus {PRELOAD_SLACK_SECONDS} s, or executions due just after a cycle start late"
+        )
+    if window_seconds > SQS_MAX_DELAY_SECONDS:
+        return f"preloadWindowSeconds {window_seconds} exceeds SQS's delay cap of {SQS_MAX_DELAY_SECONDS} s"
+    return None
 
 
 # --- settings ----------------------------------------------------------------------------------------

@@ -9,6 +9,15 @@ from datetime import datetime
 from duetime.domain.errors import NotFound
 from duetime.domain.models import from_ms, to_ms, to_utc
 
+# Ids and sort keys carry a time as 13 zero-padded digits of milliseconds since the epoch: every slot
+# and due time duetime stores lies in this range, or its id would not parse back (a poison message).
+EARLIEST_SLOT = from_ms(0)
+LATEST_SLOT = from_ms(10**13 - 1)
+
+
+def in_key_range(at: datetime) -> bool:
+    return EARLIEST_SLOT <= to_utc(at) <= LATEST_SLOT
+
 
 def execution_id(job_id: str, scheduled_at: datetime, manual: bool = False) -> str:
     """The id of the run of `job_id` in slot `scheduled_at`: the same slot always gives the same id.
@@ -17,6 +26,8 @@ def execution_id(job_id: str, scheduled_at: datetime, manual: bool = False) -> s
     is the idempotency key handed to the job's handler on every attempt. A manual run ("run now")
     gets a distinct id so it never collides with a scheduled slot.
     """
+    if not in_key_range(scheduled_at):
+        raise ValueError(f"slot {scheduled_at.isoformat()} is outside the range execution ids can carry")
     return f"{job_id}.{to_ms(scheduled_at):013d}{'.m' if manual else ''}"
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
@@ -46,8 +46,12 @@ def to_ms(value: datetime) -> int:
     return round(to_utc(value).timestamp() * 1000)
 
 
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
 def from_ms(ms: int) -> datetime:
-    return datetime.fromtimestamp(ms / 1000, tz=UTC)
+    """The instant `ms` milliseconds after the epoch, exactly (integer arithmetic, no float rounding)."""
+    return EPOCH + timedelta(milliseconds=ms)
 
 
 UtcDatetime = Annotated[datetime, AfterValidator(to_utc)]

@@ -9,7 +9,7 @@ from duetime.domain.errors import Conflict
 from duetime.domain.keys import ExecutionKey
 from duetime.domain.models import ExecutionStatus
 from duetime.service.context import Ports
-from duetime.service.executions import failure_notice
+from duetime.service.executions import failure_notice, live_others
 from duetime.service.ports import DueMessage
 
 POISON = "poison message: received too many times without completing"
@@ -48,7 +48,16 @@ def _fail_redriven(ports: Ports, body: dict[str, Any]) -> dict[str, Any] | None:
         return {"kind": "unreadable", "body": body}
     now = ports.clock()
     execution = ports.store.get_execution(message.key)
-    if execution is None or execution.status.is_terminal:
+    if execution is None or execution.status.is_terminal or execution.lease_live(now):
+        # Ended already, or running under a live lease (a duplicate redriven while its run goes on):
+        # the run ends on its own; if its worker is lost, the reconciler resends it after the lease.
+        return None
+    job = ports.store.get_job(message.job_id)
+    waits_its_turn = execution.status == ExecutionStatus.SCHEDULED and execution.kind == "catchup"
+    if waits_its_turn and job is not None and live_others(ports, job, execution.execution_id, now):
+        # A catch-up run waiting its turn behind its job's running one is received again and again
+        # (hidden a while each time) until SQS redrives it: it is not poison. It stays waiting in the
+        # `open` index, where the reconciler finds it overdue and sends it again.
         return None
     try:
         if execution.status == ExecutionStatus.SCHEDULED:
@@ -59,4 +68,4 @@ def _fail_redriven(ports: Ports, body: dict[str, Any]) -> dict[str, Any] | None:
         return None
     if ended is None:
         return None
-    return failure_notice(ports, ended, ports.store.get_job(message.job_id))
+    return failure_notice(ports, ended, job)

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
+import logging
 from collections import deque
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from duetime.definitions import RECONCILE_ROWS_PER_SHARD, SQS_BATCH_SIZE
 from duetime.domain.catchup import CatchUpPlan, plan_catch_up
 from duetime.domain.cron import CronSchedule
 from duetime.domain.keys import due_partition, execution_id
@@ -13,6 +17,8 @@ from duetime.domain.models import Execution, ExecutionStatus, Job, JobStatus, Ru
 from duetime.service.context import Ports
 from duetime.service.executions import failure_notice
 from duetime.service.ports import DueMessage
+
+log = logging.getLogger("duetime.preloader")
 
 # Where a shard's pre-loader starts when it has no cursor yet (a new deployment).
 FIRST_LOOKBACK = timedelta(hours=1)
@@ -37,6 +43,9 @@ class DispatchReport:
     cancelled: int = 0
     held: int = 0  # waiting executions of paused jobs, left for resume
     resent: int = 0  # overdue or abandoned executions the reconciler sent again
+    shards: int = 0  # shards this cycle pre-loaded
+    busy: int = 0  # shards another pre-loader was working on
+    errors: int = 0  # shards whose cycle failed (logged; the other shards still ran)
 
     def add(self, other: DispatchReport) -> None:
         for name in vars(self):
@@ -52,14 +61,19 @@ def reconcile_after(ports: Ports) -> timedelta:
 
 
 def dispatch(
-    ports: Ports, executions: list[Execution], now: datetime, known_jobs: dict[str, Job] | None = None
+    ports: Ports,
+    executions: list[Execution],
+    now: datetime,
+    known_jobs: dict[str, Job] | None = None,
+    threads: int = 1,
 ) -> DispatchReport:
     """Send waiting executions to their queues, doing at dispatch what the schedule asks.
 
     For a cron execution this creates the next slot (from the scheduled time, never the clock) and, if
     that is due within the dispatch horizon, dispatches it too; a missed slot goes through the job's
     catch-up policy. Executions of cancelled jobs end `cancelled`; those of paused jobs stay waiting.
-    `known_jobs` are jobs the caller has just read or written, so they are not read again.
+    `known_jobs` are jobs the caller has just read or written, so they are not read again. With
+    `threads` > 1 the next slots are created, and the messages sent (10 to a request), that many at once.
     """
     report = DispatchReport()
     known = known_jobs or {}
@@ -68,7 +82,17 @@ def dispatch(
     horizon = ports.dispatch_horizon(now)
     pending = deque(executions)
     to_send: list[Execution] = []
-    while pending:
+    followers: list[Execution] = []
+    while pending or followers:
+        if not pending:
+            # The next slots found so far, created at once (each put is its own conditional write); those
+            # due within the horizon are dispatched in turn.
+            for created in _put_all(ports, followers, threads):
+                report.created += 1
+                if created.scheduled_at <= horizon:
+                    pending.append(created)
+            followers = []
+            continue
         execution = pending.popleft()
         job = jobs.get(execution.job_id)
         if job is None or job.status == JobStatus.CANCELLED:
@@ -102,13 +126,27 @@ def dispatch(
             _apply_catch_up(ports, job, [execution, *siblings], plan, now, to_send, report)
             next_slot = plan.next_slot
         if next_slot is not None:
-            follower = new_execution(job, next_slot)
-            if ports.store.put_execution(follower):
-                report.created += 1
-                if next_slot <= horizon:
-                    pending.append(follower)
-    report.sent += ports.queues.send([DueMessage.for_execution(e, ports.store.key_of(e)) for e in to_send], now)
+            followers.append(new_execution(job, next_slot))
+    report.sent += _send_all(ports, [DueMessage.for_execution(e, ports.store.key_of(e)) for e in to_send], now, threads)
     return report
+
+
+def _put_all(ports: Ports, executions: list[Execution], threads: int) -> list[Execution]:
+    """Create each execution whose slot is new, `threads` at once; returns those created."""
+    if threads <= 1 or len(executions) <= 1:
+        return [e for e in executions if ports.store.put_execution(e)]
+    with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="dispatch-put") as pool:
+        created = list(pool.map(ports.store.put_execution, executions))
+    return [e for e, new in zip(executions, created, strict=True) if new]
+
+
+def _send_all(ports: Ports, messages: list[DueMessage], now: datetime, threads: int) -> int:
+    """Send the messages 10 to a request, `threads` requests at once; returns how many were sent."""
+    if threads <= 1 or len(messages) <= SQS_BATCH_SIZE:
+        return ports.queues.send(messages, now)
+    batches = [messages[i : i + SQS_BATCH_SIZE] for i in range(0, len(messages), SQS_BATCH_SIZE)]
+    with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="dispatch-send") as pool:
+        return sum(pool.map(lambda batch: ports.queues.send(batch, now), batches))
 
 
 def _apply_catch_up(
@@ -147,54 +185,114 @@ def _apply_catch_up(
             to_send.append(catch_up)
 
 
-def preload(ports: Ports, owner: str) -> DispatchReport:
+def preload(
+    ports: Ports, owner: str, threads: int = 1, dispatch_threads: int = 1, group: int = 0, groups: int = 1
+) -> DispatchReport:
     """One pre-load cycle over every shard this process can lease: read what is due up to the window's
-    end (and anything overdue since the shard's cursor), dispatch it, move the cursor to the window's end."""
-    total = DispatchReport()
+    end (and anything overdue since the shard's cursor), dispatch it, reconcile a bounded page of the
+    shard's open rows, move the cursor to the window's end and hand the shard's lease back.
+
+    Shards run `threads` at a time, starting from a shard that rotates every interval; one shard's error
+    is logged and counted (`errors`) and the others still run. Within a shard, next slots are created and
+    messages sent `dispatch_threads` at a time. With `groups` > 1 this cycle covers only the shards of
+    `group` (shard % groups == group): one invocation per group fans a cycle out (infra/scheduling.py).
+    """
+    if not 0 <= group < groups:
+        raise ValueError(f"shard group {group} is not one of 0..{groups - 1}")
     now = ports.clock()
-    window_end = now + timedelta(seconds=ports.settings.preload_window_seconds)
-    lease_until = now + timedelta(seconds=ports.settings.preload_interval_seconds * 3)
-    for shard in range(ports.settings.shards):
-        record_key = f"preload#{shard:03d}"
-        record = ports.store.acquire_lease(record_key, owner, to_ms(now), to_ms(lease_until))
-        if record is None:
-            continue  # another pre-loader holds this shard
-        cursor_ms = int(record.get("cursorMs", to_ms(now - FIRST_LOOKBACK)))
-        due: list[Execution] = []
-        for hour in _hours_between(cursor_ms, to_ms(window_end)):
-            due.extend(ports.store.query_due(due_partition(hour, shard), cursor_ms, to_ms(window_end)))
-        if due:
-            total.add(dispatch(ports, due, now))
-        ports.store.advance_cursor(record_key, owner, to_ms(window_end))
-        total.add(reconcile(ports, shard, now))
+    count = ports.settings.shards
+    first = int(now.timestamp() // ports.settings.preload_interval_seconds) % count
+    order = [shard for shard in ((first + i) % count for i in range(count)) if shard % groups == group]
+    total = DispatchReport()
+    if threads <= 1:
+        reports = [_preload_shard_isolated(ports, owner, shard, now, dispatch_threads) for shard in order]
+    else:
+        with ThreadPoolExecutor(max_workers=min(threads, max(1, len(order))), thread_name_prefix="preload") as pool:
+            reports = list(
+                pool.map(lambda shard: _preload_shard_isolated(ports, owner, shard, now, dispatch_threads), order)
+            )
+    for report in reports:
+        total.add(report)
     return total
 
 
+def preload_record_key(shard: int) -> str:
+    return f"preload#{shard:03d}"
+
+
+def _preload_shard_isolated(ports: Ports, owner: str, shard: int, now: datetime, threads: int) -> DispatchReport:
+    try:
+        return _preload_shard(ports, owner, shard, now, threads)
+    except Exception:  # one shard's failure must not starve the others; its lease goes back at once
+        log.exception("pre-load of shard %d failed", shard)
+        with contextlib.suppress(Exception):
+            ports.store.release_lease(preload_record_key(shard), owner)
+        return DispatchReport(errors=1)
+
+
+def _preload_shard(ports: Ports, owner: str, shard: int, now: datetime, threads: int) -> DispatchReport:
+    record_key = preload_record_key(shard)
+    window_end = now + timedelta(seconds=ports.settings.preload_window_seconds)
+    # Held only while this cycle works on the shard (handed back at its end); a crashed cycle's lease
+    # ends before the next tick.
+    lease_until = now + timedelta(seconds=ports.settings.preload_interval_seconds)
+    record = ports.store.acquire_lease(record_key, owner, to_ms(now), to_ms(lease_until))
+    if record is None:
+        return DispatchReport(busy=1)  # another pre-loader is working on this shard right now
+    cursor_ms = int(record.get("cursorMs", to_ms(now - FIRST_LOOKBACK)))
+    due: list[Execution] = []
+    for hour in _hours_between(cursor_ms, to_ms(window_end)):
+        due.extend(ports.store.query_due(due_partition(hour, shard), cursor_ms, to_ms(window_end)))
+    report = dispatch(ports, due, now, threads=threads) if due else DispatchReport()
+    reconciled, reconcile_from = reconcile_page(ports, shard, now, record.get("reconcileFrom"))
+    report.add(reconciled)
+    ports.store.advance_cursor(record_key, owner, to_ms(window_end), reconcile_from)
+    report.shards = 1
+    return report
+
+
 def reconcile(ports: Ports, shard: int, now: datetime) -> DispatchReport:
+    """Reconcile `shard`'s open rows from the start of the `open` index (one bounded page)."""
+    return reconcile_page(ports, shard, now, None)[0]
+
+
+def reconcile_page(ports: Ports, shard: int, now: datetime, after: str | None) -> tuple[DispatchReport, str | None]:
     """Send again what has no live message: waiting executions long overdue (a crash between a write and
     its send, a lost message), running ones whose lease ended long ago (a lost in-flight message), and the
     notice of a failed execution whose owner was never told (a crash between its end and the DLQ send).
+
+    Reads at most RECONCILE_ROWS_PER_SHARD open rows, from `after` (where the last cycle stopped); returns
+    where the next cycle goes on. A waiting row of a paused job found here leaves the `open` index (resume
+    puts it back), so a pause costs the reconciler nothing after one look.
 
     Sending twice is harmless: the claim is conditional, so a duplicate finds the row held or ended; a
     notice sent twice tells the owner twice (notices are at least once).
     """
     late = now - reconcile_after(ports)
-    open_rows = ports.store.open_executions(shard, to_ms(late))
+    page = ports.store.open_page(shard, to_ms(late), RECONCILE_ROWS_PER_SHARD, after)
+    open_rows = page.executions
     waiting = [e for e in open_rows if e.status == ExecutionStatus.SCHEDULED]
     abandoned = [
         e for e in open_rows if e.status == ExecutionStatus.RUNNING and e.lease_until and e.lease_until <= late
     ]
     untold = [e for e in open_rows if e.status == ExecutionStatus.FAILED and e.finished_at and e.finished_at <= late]
-    report = dispatch(ports, waiting, now) if waiting else DispatchReport()
+    jobs = ports.store.get_jobs([e.job_id for e in waiting + untold]) if waiting or untold else {}
+    report = DispatchReport()
+    held = [e for e in waiting if (job := jobs.get(e.job_id)) is not None and job.status == JobStatus.PAUSED]
+    for execution in held:
+        ports.store.hold_waiting(ports.store.key_of(execution))
+    report.held += len(held)
+    held_ids = {e.execution_id for e in held}
+    sendable = [e for e in waiting if e.execution_id not in held_ids]
+    if sendable:
+        report.add(dispatch(ports, sendable, now, known_jobs=jobs))
     if abandoned:
         ports.queues.send([DueMessage.for_execution(e, ports.store.key_of(e)) for e in abandoned], now)
-    if untold:
-        jobs = ports.store.get_jobs([e.job_id for e in untold])
-        for execution in untold:
-            ports.queues.dead_letter(execution.job_class, failure_notice(ports, execution, jobs.get(execution.job_id)))
+    for execution in untold:
+        ports.queues.dead_letter(execution.job_class, failure_notice(ports, execution, jobs.get(execution.job_id)))
     report.resent = report.sent + len(abandoned) + len(untold)
     report.sent += len(abandoned)
-    return report
+    return report, page.next_token
 
 
 def _hours_between(after_ms: int, until_ms: int) -> list[datetime]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -26,7 +25,7 @@ class ClaimVerdict(StrEnum):
     CLAIMED = "claimed"  # this worker holds the new attempt: run it
     DONE = "done"  # nothing to run (terminal, moved, skipped or cancelled): delete the message
     HELD = "held"  # the job is paused: delete the message, the row waits for resume
-    BUSY = "busy"  # another worker holds a live lease: hide the message until the lease ends
+    BUSY = "busy"  # a catch-up run waiting for its job's running one: hide the message for a while
     PASSED = "passed"  # this worker cannot run the job's handler but another serves it: hide it briefly
 
 
@@ -79,9 +78,12 @@ def claim_execution(
     )
     if outcome.claimed is None:
         current = outcome.current
-        if current is not None and current.lease_live(now) and current.lease_until is not None:
-            hide = math.ceil((current.lease_until - now).total_seconds())
-            return Claim(ClaimVerdict.BUSY, execution=current, job=job, hide_seconds=hide)
+        if current is not None and current.lease_live(now):
+            # A duplicate (SQS delivers at least once; the reconciler resends): the holder has its own
+            # message, tied to its lease. Hiding this one until the lease ends would bring it back again
+            # and again until SQS redrove it to the DLQ. If the holder is lost, its own message returns
+            # when the lease ends, and the reconciler resends a running row whose lease ended long ago.
+            return Claim(ClaimVerdict.DONE, execution=current, job=job)
         if current is not None and current.status == ExecutionStatus.RUNNING:
             # The last attempt's worker was lost (its lease ended) and no attempt is left: fail it for good.
             error = f"attempt {current.attempt}'s worker stopped heartbeating and no attempt is left"
@@ -115,9 +117,14 @@ def _past_starting_deadline(job: Job, message: DueMessage, now: datetime) -> boo
 
 
 def _live_others(ports: Ports, job: Job, execution_id: str, now: datetime) -> list[Execution]:
-    """The job's other executions running under a live lease (a read of its most recent history)."""
-    recent = ports.store.executions_of_job(job.job_id, newest_first=True, limit=20)
-    return [e for e in recent if e.execution_id != execution_id and e.lease_live(now)]
+    """The job's other executions running under a live lease (a read of its open rows only)."""
+    open_rows = ports.store.open_executions_of_job(job.job_id)
+    return [e for e in open_rows if e.execution_id != execution_id and e.lease_live(now)]
+
+
+def live_others(ports: Ports, job: Job, execution_id: str, now: datetime) -> list[Execution]:
+    """The job's other executions running under a live lease (what a catch-up run waits for)."""
+    return _live_others(ports, job, execution_id, now)
 
 
 def heartbeat(ports: Ports, key: ExecutionKey, attempt: int, job_class: str | None = None) -> Execution:

@@ -10,6 +10,7 @@ from datetime import datetime, timedelta
 
 from duetime.domain.cron import CronSchedule, load_zone
 from duetime.domain.errors import Conflict, IdempotencyMismatch, InvalidInput, InvalidSchedule, NotFound
+from duetime.domain.keys import in_key_range
 from duetime.domain.models import Execution, ExecutionStatus, Job, JobSpec, JobStatus, Schedule
 from duetime.domain.webhooks import is_webhook, parse_webhook_url
 from duetime.service.context import Ports
@@ -18,6 +19,9 @@ from duetime.service.handlers import check_handler
 from duetime.service.ports import DueMessage
 
 MAX_AT_AHEAD = timedelta(days=366)
+# A one-off in the past runs at once; further back than this it is a mistake (a 1969 date would give an
+# id no parser accepts).
+MAX_AT_BEHIND = timedelta(days=366)
 IDEMPOTENCY_TTL = timedelta(hours=24)
 NEXT_RUNS_SHOWN = 5
 
@@ -59,6 +63,8 @@ def first_slot(schedule: Schedule, now: datetime) -> datetime:
         load_zone(schedule.time_zone)  # unused by `at`, but an unknown zone is still a mistake to report
         if schedule.at - now > MAX_AT_AHEAD:
             raise InvalidSchedule("schedule.at is more than a year ahead", field="schedule.at")
+        if now - schedule.at > MAX_AT_BEHIND or not in_key_range(schedule.at):
+            raise InvalidSchedule("schedule.at is more than a year ago", field="schedule.at")
         return schedule.at
     assert schedule.cron is not None
     return CronSchedule(schedule.cron, schedule.time_zone).next_after(now)
@@ -134,9 +140,9 @@ def get_owned_job(ports: Ports, owner: str, job_id: str) -> Job:
 
 
 def waiting_executions(ports: Ports, job_id: str) -> list[Execution]:
-    """The job's waiting (scheduled) executions among its most recent ones, earliest due first."""
-    recent = ports.store.executions_of_job(job_id, newest_first=True, limit=50)
-    return sorted((e for e in recent if e.status == ExecutionStatus.SCHEDULED), key=lambda e: e.due_at)
+    """The job's waiting (scheduled) executions, earliest due first: read from its open rows only."""
+    open_rows = ports.store.open_executions_of_job(job_id)
+    return sorted((e for e in open_rows if e.status == ExecutionStatus.SCHEDULED), key=lambda e: e.due_at)
 
 
 def get_job(ports: Ports, owner: str, job_id: str) -> JobView:
@@ -182,6 +188,10 @@ def pause_job(ports: Ports, owner: str, job_id: str) -> JobView:
         raise Conflict("a cancelled job cannot be paused", field="status")
     if job.status == JobStatus.ACTIVE:
         ports.store.update_job_status(job, JobStatus.PAUSED, ports.clock())
+        # Held rows leave the reconciler's `open` index: a pause costs it nothing per cycle. One that a
+        # concurrent dispatch creates meanwhile is held by the reconciler when it first finds it.
+        for execution in waiting_executions(ports, job_id):
+            ports.store.hold_waiting(ports.store.key_of(execution))
     return get_job(ports, owner, job_id)
 
 
@@ -193,19 +203,26 @@ def resume_job(ports: Ports, owner: str, job_id: str) -> JobView:
     if job.status == JobStatus.PAUSED:
         now = ports.clock()
         job = ports.store.update_job_status(job, JobStatus.ACTIVE, now)
-        waiting = [e for e in waiting_executions(ports, job_id) if e.due_at <= ports.dispatch_horizon(now)]
+        held = waiting_executions(ports, job_id)
+        for execution in held:  # back where the reconciler looks, before anything is sent
+            ports.store.unhold_waiting(ports.store.key_of(execution))
+        waiting = [e for e in held if e.due_at <= ports.dispatch_horizon(now)]
         if waiting:
-            dispatch(ports, waiting, now)
+            dispatch(ports, waiting, now, known_jobs={job.job_id: job})
     return get_job(ports, owner, job_id)
 
 
 def cancel_job(ports: Ports, owner: str, job_id: str) -> None:
-    """The job ends `cancelled`; its waiting executions end `cancelled`, a running one is fenced out."""
+    """The job ends `cancelled`; its waiting executions end `cancelled`, a running one is fenced out.
+
+    Only the job's open rows are read (the `openByJob` index), so the work is bounded by what is open,
+    never by the job's history.
+    """
     job = get_owned_job(ports, owner, job_id)
     now = ports.clock()
     if job.status != JobStatus.CANCELLED:
         ports.store.update_job_status(job, JobStatus.CANCELLED, now)
-    for execution in ports.store.iter_executions_of_job(job_id):
+    for execution in ports.store.open_executions_of_job(job_id):
         key = ports.store.key_of(execution)
         if execution.status == ExecutionStatus.SCHEDULED:
             ports.store.end_waiting(key, ExecutionStatus.CANCELLED, now, "job cancelled")

@@ -166,6 +166,24 @@ class ExecutionStore(Protocol):
         or before `until_ms`, oldest first."""
         ...
 
+    def open_page(self, shard: int, until_ms: int, limit: int, after: str | None = None) -> OpenPage:
+        """At most `limit` open executions of `shard` due at or before `until_ms`, in due order, after the
+        position `after` (a token an earlier page returned): bounded work whatever the open set holds."""
+        ...
+
+    def open_executions_of_job(self, job_id: str) -> list[Execution]:
+        """The job's executions that have not ended (waiting, held or running), earliest due first: bounded
+        by what is open, never by the job's history."""
+        ...
+
+    def hold_waiting(self, key: ExecutionKey) -> bool:
+        """Take a paused job's waiting execution out of the open set; False if it is no longer waiting."""
+        ...
+
+    def unhold_waiting(self, key: ExecutionKey) -> bool:
+        """Put a held execution back in the open set (its job resumed); False if it is no longer waiting."""
+        ...
+
     def scan_open_executions(self) -> Iterator[StoredExecution]: ...
 
     def claim(
@@ -213,7 +231,14 @@ class ControlStore(Protocol):
         """Take or renew the lease on `key` unless another holds it live; the record if `owner` holds it."""
         ...
 
-    def advance_cursor(self, key: str, owner: str, cursor_ms: int) -> bool: ...
+    def advance_cursor(self, key: str, owner: str, cursor_ms: int, reconcile_from: str | None = None) -> bool:
+        """Move the lease holder's cursor, record where the reconciler goes on and hand the lease back, in one
+        write; False if `owner` lost the lease meanwhile."""
+        ...
+
+    def release_lease(self, key: str, owner: str) -> bool:
+        """Hand back `owner`'s lease on `key` without moving its cursor; False if `owner` did not hold it."""
+        ...
 
     def announce_handlers(self, job_class: str, worker_id: str, names: list[str], now_ms: int, until_ms: int) -> None:
         """Record that `worker_id` serves `names` for `job_class` until `until_ms`; forget ended announcements."""

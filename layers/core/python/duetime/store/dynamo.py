@@ -16,6 +16,7 @@ from duetime.adapters.cursors import decode_cursor, encode_cursor
 from duetime.definitions import (
     CONTROL_TABLE,
     EXECUTIONS_BY_JOB_INDEX,
+    EXECUTIONS_OPEN_BY_JOB_INDEX,
     EXECUTIONS_OPEN_INDEX,
     EXECUTIONS_TABLE,
     JOBS_BY_OWNER_INDEX,
@@ -35,7 +36,7 @@ from duetime.domain.models import (
     to_ms,
 )
 from duetime.domain.results import truncate_error
-from duetime.service.ports import ClaimOutcome, Page, StoredExecution
+from duetime.service.ports import ClaimOutcome, OpenPage, Page, StoredExecution
 
 _serializer = TypeSerializer()
 _deserializer = TypeDeserializer()
@@ -150,8 +151,14 @@ def execution_to_item(execution: Execution, shards: int, expires_at: int | None 
         "kind": execution.kind,
         "attempts": [_attempt_to_item(a) for a in execution.attempts],
         "expiresAt": expires_at,
-        "openShard": None if execution.status.is_terminal else key.pk.rsplit("#", 1)[1],
+        "openShard": None if execution.status.is_terminal else open_shard_of(key),
+        "openJob": None if execution.status.is_terminal else execution.job_id,
     }
+
+
+def open_shard_of(key: ExecutionKey) -> str:
+    """The `open` index partition of a row: the shard part of its `hour#shard` key."""
+    return key.pk.rsplit("#", 1)[1]
 
 
 def execution_from_item(item: dict[str, Any]) -> Execution:
@@ -411,6 +418,83 @@ class DynamoStore:
                 return out
             kwargs["ExclusiveStartKey"] = last
 
+    def open_page(self, shard: int, until_ms: int, limit: int, after: str | None = None) -> OpenPage:
+        """At most `limit` open executions of `shard` due at or before `until_ms`, in due order, starting
+        after the position `after` (a token an earlier page returned); bounded work whatever the index holds."""
+        kwargs: dict[str, Any] = {
+            "TableName": self.executions_table,
+            "IndexName": EXECUTIONS_OPEN_INDEX.name,
+            "KeyConditionExpression": "openShard = :s AND sk <= :hi",
+            "ExpressionAttributeValues": _ser({":s": f"{shard:03d}", ":hi": f"{until_ms:013d}#~"}),
+            "Limit": limit,
+        }
+        if after:
+            pk, _, sk = after.partition(" ")
+            kwargs["ExclusiveStartKey"] = _ser({"openShard": f"{shard:03d}", "pk": pk, "sk": sk})
+        keys: list[dict[str, Any]] = []
+        last: dict[str, Any] | None = None
+        while len(keys) < limit:
+            kwargs["Limit"] = limit - len(keys)
+            response = self.client.query(**kwargs)
+            keys.extend(response.get("Items", []))
+            last = response.get("LastEvaluatedKey")
+            if not last:
+                break
+            kwargs["ExclusiveStartKey"] = last
+        token = f"{last['pk']['S']} {last['sk']['S']}" if last else None
+        return OpenPage(executions=[execution_from_item(i) for i in self._rows(keys)], next_token=token)
+
+    def open_executions_of_job(self, job_id: str) -> list[Execution]:
+        """The job's executions that have not ended (waiting, paused or running), earliest due first:
+        bounded by what is open, never by the job's history."""
+        kwargs: dict[str, Any] = {
+            "TableName": self.executions_table,
+            "IndexName": EXECUTIONS_OPEN_BY_JOB_INDEX.name,
+            "KeyConditionExpression": "openJob = :j",
+            "ExpressionAttributeValues": _ser({":j": job_id}),
+        }
+        keys: list[dict[str, Any]] = []
+        while True:
+            response = self.client.query(**kwargs)
+            keys.extend(response.get("Items", []))
+            last = response.get("LastEvaluatedKey")
+            if not last:
+                break
+            kwargs["ExclusiveStartKey"] = last
+        rows = [execution_from_item(i) for i in self._rows(keys)]
+        return [e for e in rows if not e.status.is_terminal]
+
+    def hold_waiting(self, key: ExecutionKey) -> bool:
+        """Take a waiting execution of a paused job out of the `open` index (the reconciler skips it);
+        False if it is no longer waiting."""
+        return self._set_waiting_open(key, None)
+
+    def unhold_waiting(self, key: ExecutionKey) -> bool:
+        """Put a held execution back in the `open` index (its job resumed); False if it is no longer waiting."""
+        return self._set_waiting_open(key, open_shard_of(key))
+
+    def _set_waiting_open(self, key: ExecutionKey, shard: str | None) -> bool:
+        values: dict[str, Any] = {":scheduled": ExecutionStatus.SCHEDULED.value}
+        if shard is None:
+            expression = "REMOVE openShard"
+        else:
+            expression = "SET openShard = :shard"
+            values[":shard"] = shard
+        try:
+            self.client.update_item(
+                TableName=self.executions_table,
+                Key=_ser({"pk": key.pk, "sk": key.sk}),
+                UpdateExpression=expression,
+                ConditionExpression="attribute_exists(pk) AND #s = :scheduled",
+                ExpressionAttributeNames={"#s": "status"},
+                ExpressionAttributeValues=_ser(values),
+            )
+        except ClientError as exc:
+            if _is_condition_failure(exc):
+                return False
+            raise
+        return True
+
     def executions_of_job(self, job_id: str, newest_first: bool = True, limit: int = 50) -> list[Execution]:
         return self._query_executions(job_id, limit, None, newest_first)[0]
 
@@ -600,7 +684,7 @@ class DynamoStore:
         ]
         # A failed execution stays in the open index until its owner has been told (mark_notified), so the
         # reconciler can repeat a notice lost to a crash between this write and the DLQ send.
-        removes = ["leaseUntilMs"] if status == ExecutionStatus.FAILED else ["leaseUntilMs", "openShard"]
+        removes = ["leaseUntilMs", "openJob"] + ([] if status == ExecutionStatus.FAILED else ["openShard"])
         if result is not None:
             sets.append("#r = :result")
             values[":result"] = json.dumps(result)
@@ -682,7 +766,7 @@ class DynamoStore:
                 # A failure stays open until its owner is told (see finish); anything else leaves the index.
                 UpdateExpression="SET "
                 + ", ".join(sets)
-                + ("" if status == ExecutionStatus.FAILED else " REMOVE openShard"),
+                + (" REMOVE openJob" if status == ExecutionStatus.FAILED else " REMOVE openShard, openJob"),
                 ConditionExpression="attribute_exists(pk) AND #s = :scheduled",
                 ExpressionAttributeNames={"#s": "status"},
                 ExpressionAttributeValues=_ser(values),
@@ -714,7 +798,7 @@ class DynamoStore:
                 Key=_ser({"pk": key.pk, "sk": key.sk}),
                 UpdateExpression=(
                     "SET #s = :status, finishedMs = :now, skipReason = :reason, expiresAt = :expires "
-                    "REMOVE leaseUntilMs, openShard"
+                    "REMOVE leaseUntilMs, openShard, openJob"
                 ),
                 ConditionExpression="attribute_exists(pk) AND #s = :running AND attempt = :a",
                 ExpressionAttributeNames={"#s": "status"},
@@ -763,15 +847,41 @@ class DynamoStore:
             raise
         return _plain(_deser(response["Attributes"]))
 
-    def advance_cursor(self, key: str, owner: str, cursor_ms: int) -> bool:
-        """Move the lease holder's cursor forward; False if `owner` lost the lease meanwhile."""
+    def advance_cursor(self, key: str, owner: str, cursor_ms: int, reconcile_from: str | None = None) -> bool:
+        """Move the lease holder's cursor forward, record where the reconciler goes on (`reconcile_from`, None:
+        from the start) and hand the lease back, all in one write, so the next cycle (whatever its owner)
+        takes the shard at once. False if `owner` lost the lease meanwhile."""
+        values: dict[str, Any] = {":c": cursor_ms, ":o": owner}
+        expression = "SET cursorMs = :c"
+        if reconcile_from:
+            expression += ", reconcileFrom = :r REMOVE leaseOwner, leaseUntilMs"
+            values[":r"] = reconcile_from
+        else:
+            expression += " REMOVE leaseOwner, leaseUntilMs, reconcileFrom"
         try:
             self.client.update_item(
                 TableName=self.control_table,
                 Key=_ser({"key": key}),
-                UpdateExpression="SET cursorMs = :c",
+                UpdateExpression=expression,
                 ConditionExpression="leaseOwner = :o",
-                ExpressionAttributeValues=_ser({":c": cursor_ms, ":o": owner}),
+                ExpressionAttributeValues=_ser(values),
+            )
+        except ClientError as exc:
+            if _is_condition_failure(exc):
+                return False
+            raise
+        return True
+
+    def release_lease(self, key: str, owner: str) -> bool:
+        """Hand back `owner`'s lease on `key` without moving its cursor (a cycle that failed part way);
+        False if `owner` did not hold it."""
+        try:
+            self.client.update_item(
+                TableName=self.control_table,
+                Key=_ser({"key": key}),
+                UpdateExpression="REMOVE leaseOwner, leaseUntilMs",
+                ConditionExpression="leaseOwner = :o",
+                ExpressionAttributeValues=_ser({":o": owner}),
             )
         except ClientError as exc:
             if _is_condition_failure(exc):

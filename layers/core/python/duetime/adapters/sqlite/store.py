@@ -657,6 +657,8 @@ class SqliteStore:
             if record is None or record.get("leaseOwner") != owner:
                 return False
             record["cursorMs"] = cursor_ms
+            record.pop("leaseOwner", None)  # handed back: the next cycle, whatever its owner, takes the shard
+            record.pop("leaseUntilMs", None)
             if reconcile_from:
                 record["reconcileFrom"] = reconcile_from
             else:

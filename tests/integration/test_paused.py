@@ -1,0 +1,103 @@
+"""Paused jobs cost the reconciler nothing: their waiting rows leave the `open` index until resume."""
+
+from __future__ import annotations
+
+from collections import Counter
+from datetime import timedelta
+from typing import Any
+
+from duetime.domain.models import Execution, Job, JobSpec, JobStatus
+from duetime.service.dispatch import new_execution, preload
+from duetime.service.jobs import pause_job, resume_job, submit_job
+from duetime.store.dynamo import execution_to_item, job_to_item
+
+from tests.integration.bulk import write_directly
+
+PAUSED_JOBS = 10_000
+
+
+class OpenIndexReads:
+    """Rows the reconciler reads, counted with botocore hooks: `open` index entries returned by Query and
+    executions-table keys asked of BatchGetItem."""
+
+    def __init__(self, ports: Any) -> None:
+        self.counts: Counter[str] = Counter()
+        self.executions_table = ports.store.executions_table
+        events = ports.store.client.meta.events
+        events.register("after-call.dynamodb.Query", self._query)
+        events.register("before-parameter-build.dynamodb.BatchGetItem", self._batch_get)
+
+    def _query(self, http_response: Any, parsed: dict[str, Any], model: Any, **_: Any) -> None:
+        self.counts["open index entries"] += len(parsed.get("Items", []))
+
+    def _batch_get(self, params: dict[str, Any], **_: Any) -> None:
+        self.counts["execution rows"] += len(params["RequestItems"].get(self.executions_table, {}).get("Keys", []))
+
+
+def paused_jobs_with_overdue_rows(ports: Any, clock: Any, count: int) -> list[Execution]:
+    """`count` paused every-minute jobs, each with its waiting row overdue by two hours (missed while
+    paused), as submit and dispatch left them: in the `open` index."""
+    jobs: list[Job] = []
+    rows: list[Execution] = []
+    slot = clock.now.replace(second=0) - timedelta(hours=2)
+    for i in range(count):
+        job = Job(
+            name=f"p{i}",
+            handler="demo.echo",
+            schedule={"cron": "* * * * *"},
+            job_id=f"j_paused{i:06d}",
+            owner="alice",
+            status=JobStatus.PAUSED,
+            created_at=slot - timedelta(days=1),
+            updated_at=slot,
+        )
+        jobs.append(job)
+        rows.append(new_execution(job, slot))
+    write_directly(ports, ports.store.jobs_table, [job_to_item(j) for j in jobs])
+    shards = ports.settings.shards
+    write_directly(ports, ports.store.executions_table, [execution_to_item(e, shards) for e in rows])
+    return rows
+
+
+def test_ten_thousand_paused_jobs_cost_the_reconciler_no_reads_per_cycle(ports, clock):
+    rows = paused_jobs_with_overdue_rows(ports, clock, PAUSED_JOBS)
+    reads = OpenIndexReads(ports)
+    # The reconciler finds them over its first cycles (a bounded page per shard and cycle) and holds them
+    held = 0
+    for _ in range(4):
+        clock.advance(ports.settings.preload_interval_seconds)
+        held += preload(ports, "p").held
+    assert held == PAUSED_JOBS
+    # When it runs again
+    reads.counts.clear()
+    for _ in range(3):
+        clock.advance(ports.settings.preload_interval_seconds)
+        report = preload(ports, "p")
+        assert report.held == 0 and report.sent == 0
+    # Then it read none of them: not one index entry, not one row
+    assert reads.counts["open index entries"] == 0 and reads.counts["execution rows"] == 0
+    # And the rows still wait, as a pause leaves them, for resume
+    assert ports.store.get_execution(ports.store.key_of(rows[0])).status.value == "scheduled"
+
+
+def test_pause_takes_the_waiting_row_out_of_the_open_index_and_resume_puts_it_back(ports, clock):
+    spec = JobSpec.model_validate({"name": "c", "handler": "demo.echo", "schedule": {"cron": "* * * * *"}})
+    job, _ = submit_job(ports, "alice", spec)
+    [waiting] = ports.store.executions_of_job(job.job_id)
+    shard = int(ports.store.key_of(waiting).pk.rsplit("#", 1)[1])
+    until = 2**42
+
+    def in_open_index() -> list[str]:
+        return [e.execution_id for e in ports.store.open_page(shard, until, 100).executions]
+
+    assert in_open_index() == [waiting.execution_id]
+    pause_job(ports, "alice", job.job_id)
+    assert in_open_index() == []
+    # The paused job's waiting row is still its open row (cancel and resume find it)
+    assert [e.execution_id for e in ports.store.open_executions_of_job(job.job_id)] == [waiting.execution_id]
+    clock.advance(10 * 60)
+    view = resume_job(ports, "alice", job.job_id)
+    assert view.job.status == JobStatus.ACTIVE
+    # Resumed: the missed slot runs (catch-up latest) and the next waits, both where the reconciler looks
+    open_now = ports.store.open_executions_of_job(job.job_id)
+    assert sorted(in_open_index()) == sorted(e.execution_id for e in open_now) and len(open_now) == 2
