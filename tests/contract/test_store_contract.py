@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from duetime.definitions import MAX_ERROR_CHARS
+from duetime.definitions import MAX_ERROR_BYTES
 from duetime.domain.errors import Conflict, InvalidInput, StaleAttempt
 from duetime.domain.keys import ExecutionKey, due_partition, shard_of
 from duetime.domain.models import ExecutionStatus, JobStatus, to_ms
@@ -274,8 +274,9 @@ def test_a_failure_keeps_its_error_bounded_and_stays_open_until_the_owner_is_tol
     key = waiting(ports, clock)
     shard = int(key.pk.rsplit("#", 1)[1])
     store.claim(key, "w1", clock(), clock() + timedelta(seconds=30))
-    failed = store.finish(key, 1, ExecutionStatus.FAILED, clock(), error="x" * (MAX_ERROR_CHARS + 10))
-    assert failed.error == "x" * MAX_ERROR_CHARS and failed.attempts[0].error == failed.error
+    failed = store.finish(key, 1, ExecutionStatus.FAILED, clock(), error="x" * (MAX_ERROR_BYTES + 10))
+    assert failed.error is not None and len(failed.error.encode()) <= MAX_ERROR_BYTES
+    assert failed.error.startswith("xxx") and failed.attempts[0].error == failed.error
     assert [e.execution_id for e in store.open_executions(shard, 2**42)] == [failed.execution_id]
     store.mark_notified(key, clock())
     assert store.open_executions(shard, 2**42) == []
