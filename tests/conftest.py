@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import os
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -17,6 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "layers" / "core" / "python"))
 
 from duetime.definitions import LOCAL_SETTINGS, Settings  # noqa: E402
+from duetime.local.backends import DEFAULT_BACKEND  # noqa: E402
 from duetime.local.system import LocalSystem  # noqa: E402
 from duetime.queue.notify import ConsoleNotifier  # noqa: E402
 from duetime.queue.provision import create_queues  # noqa: E402
@@ -25,6 +27,9 @@ from duetime.service.context import Ports  # noqa: E402
 from duetime.store.aws import make_client  # noqa: E402
 from duetime.store.dynamo import DynamoStore  # noqa: E402
 from duetime.store.provision import create_tables  # noqa: E402
+
+# The backend every `duetime local` of the end-to-end suite runs on; `make test` runs the suite once per backend.
+E2E_BACKEND = os.environ.get("DUETIME_E2E_BACKEND", DEFAULT_BACKEND)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -105,10 +110,10 @@ class Api:
 
 @pytest.fixture(scope="session")
 def local_system(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalSystem]:
-    """One `duetime local` for the session: real HTTP, moto server, pre-loader timer, worker threads,
+    """One `duetime local` for the session on E2E_BACKEND: real HTTP, pre-loader timer, worker threads,
     with a 6-second lease so lease expiry is quick to observe."""
     data_dir = tmp_path_factory.mktemp("duetime-local")
-    system = LocalSystem(data_dir, port=0, workers=4, lease_seconds=6, shards=4).start()
+    system = LocalSystem(data_dir, port=0, workers=4, lease_seconds=6, shards=4, backend=E2E_BACKEND).start()
     yield system
     system.stop()
 
@@ -128,4 +133,4 @@ def worker_api(local_system: LocalSystem) -> Api:
     return Api(local_system.api_url, local_system.token("worker", worker=True))
 
 
-__all__ = ["LOCAL_SETTINGS", "Api", "Clock"]
+__all__ = ["E2E_BACKEND", "LOCAL_SETTINGS", "Api", "Clock"]
