@@ -18,13 +18,16 @@ from duetime.queue.notify import ConsoleNotifier
 from duetime.service.context import Notifier, Ports
 
 if TYPE_CHECKING:  # moto is imported only by the moto backend: SQLite needs none of it
+    from duetime.adapters.sqlite.db import Database
     from duetime.local.moto_server import EmbeddedMoto, MotoProcess
 
 SQLITE = "sqlite"
 MOTO = "moto"
 BACKENDS = (SQLITE, MOTO)
 DEFAULT_BACKEND = SQLITE
-DATABASE_FILE = "duetime.sqlite3"
+# How often expired history (expiresAt, DynamoDB's TTL attribute) is swept out of the SQLite file; reads
+# skip expired rows already, so this only bounds the file's growth.
+SWEEP_SECONDS = 300
 
 
 def local_settings(backend: str, prefix: str, shards: int, lease_seconds: int) -> Settings:
@@ -51,6 +54,8 @@ class LocalBackend:
     moto: EmbeddedMoto | MotoProcess | None = None
     region: str = "us-east-1"
     closers: list[Callable[[], object]] = field(default_factory=list)
+    # What the platform does by itself on AWS and `duetime local` must do on a timer: (name, seconds, fn).
+    housekeeping: list[tuple[str, float, Callable[[], object]]] = field(default_factory=list)
 
     @property
     def endpoint_url(self) -> str | None:
@@ -72,8 +77,20 @@ def start_backend(
     """Open (SQLite: create or reopen `data_dir`'s database) or start (moto: a fresh, empty server) the
     backend, with every table and queue the settings define."""
     if name == SQLITE:
-        ports = sqlite_ports(data_dir / DATABASE_FILE, settings, notifier, create=True)
-        return LocalBackend(SQLITE, ports, database_file=DATABASE_FILE, closers=[lambda: close_ports(ports)])
+        from duetime.adapters.sqlite.db import DATABASE_FILE, Database
+        from duetime.adapters.sqlite.store import SqliteStore
+
+        database = Database(data_dir / DATABASE_FILE)  # created with its schema, or reopened as it was left
+        ports = sqlite_ports(database, settings, notifier)
+        store = ports.store
+        assert isinstance(store, SqliteStore)
+        return LocalBackend(
+            SQLITE,
+            ports,
+            database_file=DATABASE_FILE,
+            closers=[database.close],
+            housekeeping=[("ttl-sweeper", SWEEP_SECONDS, store.sweep_expired)],
+        )
     if name == MOTO:
         return _start_moto(settings, notifier, moto_port, moto_in_process)
     raise ValueError(f"unknown backend {name!r}: one of {', '.join(BACKENDS)}")
@@ -109,34 +126,26 @@ def _moto_config(endpoint_url: str, settings: Settings) -> RuntimeConfig:
 def attach_ports(data_dir: str | Path, state: LocalState, notifier: Notifier | None = None) -> Ports:
     """Ports of this process on the data of the `duetime local` that wrote `state` into `data_dir`."""
     if state.backend == SQLITE:
+        from duetime.adapters.sqlite.db import DATABASE_FILE, Database
+
         settings = local_settings(SQLITE, state.prefix, state.shards, state.lease_seconds)
-        database = Path(data_dir) / (state.database_file or DATABASE_FILE)
-        if not database.exists():
-            raise FileNotFoundError(f"{database} not found: is `duetime local --data-dir {data_dir}` running?")
-        return sqlite_ports(database, settings, notifier, create=False)
+        path = Path(data_dir) / (state.database_file or DATABASE_FILE)
+        if not path.exists():  # opening would create an empty one
+            raise FileNotFoundError(f"{path} not found: is `duetime local --data-dir {data_dir}` running?")
+        return sqlite_ports(Database(path), settings, notifier)
     if state.backend == MOTO:
         return build_ports(config_from_state(state.model_dump(by_alias=True)), notifier)
     raise ValueError(f"{data_dir}: unknown backend {state.backend!r} in local.json")
 
 
-def sqlite_ports(path: Path, settings: Settings, notifier: Notifier | None, create: bool) -> Ports:
-    """The SQLite store and due queues on the database file at `path` (its schema made if `create`)."""
-    from duetime.adapters.sqlite.db import open_database
+def sqlite_ports(database: Database, settings: Settings, notifier: Notifier | None = None) -> Ports:
+    """The SQLite store and due queues on one open database file."""
     from duetime.adapters.sqlite.queue import SqliteQueues
     from duetime.adapters.sqlite.store import SqliteStore
 
-    database = open_database(path, create=create)
     return Ports(
         store=SqliteStore(database, settings),
         queues=SqliteQueues(database, settings),
         settings=settings,
         notifier=notifier or ConsoleNotifier(),
     )
-
-
-def close_ports(ports: Ports) -> None:
-    """Close what the ports hold open (the SQLite connections); a no-op for AWS clients."""
-    for part in (ports.queues, ports.store):
-        close = getattr(part, "close", None)
-        if callable(close):
-            close()

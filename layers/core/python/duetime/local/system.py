@@ -103,6 +103,7 @@ class LocalSystem:
         self.timers = [
             Every("preloader", settings.preload_interval_seconds, lambda: preload(ports, preloader_id)).start(),
             Every("dlq-notifier", 2, lambda: [drain_dead_letters(ports, c) for c in settings.job_classes]).start(),
+            *(Every(name, seconds, fn).start() for name, seconds, fn in self.backend.housekeeping),
         ]
         if self.workers > 0:
             for job_class in settings.job_classes:
