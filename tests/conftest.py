@@ -17,6 +17,9 @@ import requests
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "layers" / "core" / "python"))
 
+from duetime.adapters.sqlite.db import Database  # noqa: E402
+from duetime.adapters.sqlite.queue import SqliteQueues  # noqa: E402
+from duetime.adapters.sqlite.store import SqliteStore  # noqa: E402
 from duetime.definitions import LOCAL_SETTINGS, Settings  # noqa: E402
 from duetime.local.backends import DEFAULT_BACKEND  # noqa: E402
 from duetime.local.system import LocalSystem  # noqa: E402
@@ -62,9 +65,37 @@ def test_settings() -> Settings:
     return Settings(shards=4, preload_interval_seconds=5, preload_window_seconds=30).with_lease_seconds(30)
 
 
+# Tests that hold for every adapter mark themselves `pytestmark = BOTH_BACKENDS` and run once per backend;
+# the rest (AWS call counts, botocore fault hooks) keep the `moto` default.
+BACKENDS = ("moto", "sqlite")
+BOTH_BACKENDS = pytest.mark.parametrize("backend", BACKENDS, indirect=True)
+
+
 @pytest.fixture
-def ports(clock: Clock, test_settings: Settings) -> Iterator[Ports]:
-    """The real adapters against in-process moto (mock_aws), with an injected clock, ids and jitter."""
+def backend(request: pytest.FixtureRequest) -> str:
+    return str(getattr(request, "param", "moto"))
+
+
+@pytest.fixture
+def ports(clock: Clock, test_settings: Settings, backend: str, tmp_path: Path) -> Iterator[Ports]:
+    """The real adapters with an injected clock, ids and jitter: DynamoDB and SQS against in-process moto
+    (mock_aws), or SQLite on a file under tmp_path (`backend`)."""
+    counter = itertools.count(1)
+    injected: dict[str, Any] = {
+        "settings": test_settings,
+        "notifier": ConsoleNotifier(),
+        "clock": clock,
+        "random_hex": lambda: f"{next(counter):016x}",
+        "uniform": lambda lo, hi: hi,  # the longest backoff: deterministic
+    }
+    if backend == "sqlite":
+        db = Database(tmp_path / "duetime.sqlite3")
+        try:
+            # max_delay_seconds=0: the queue runs on the real clock, the tests on a hand clock.
+            yield Ports(store=SqliteStore(db, test_settings), queues=SqliteQueues(db, test_settings, 0), **injected)
+        finally:
+            db.close()
+        return
     from moto import mock_aws
 
     with mock_aws():
@@ -72,15 +103,10 @@ def ports(clock: Clock, test_settings: Settings) -> Iterator[Ports]:
         sqs = make_client("sqs", "us-east-1")
         create_tables(dynamodb, test_settings)
         create_queues(sqs, test_settings)
-        counter = itertools.count(1)
         yield Ports(
             store=DynamoStore(dynamodb, test_settings),
             queues=DueQueues.resolve(sqs, test_settings, max_delay_seconds=0),
-            settings=test_settings,
-            notifier=ConsoleNotifier(),
-            clock=clock,
-            random_hex=lambda: f"{next(counter):016x}",
-            uniform=lambda lo, hi: hi,  # the longest backoff: deterministic
+            **injected,
         )
 
 
@@ -133,4 +159,4 @@ def worker_api(local_system: LocalSystem) -> Api:
     return Api(local_system.api_url, local_system.token("worker", worker=True))
 
 
-__all__ = ["E2E_BACKEND", "LOCAL_SETTINGS", "Api", "Clock"]
+__all__ = ["BACKENDS", "BOTH_BACKENDS", "E2E_BACKEND", "LOCAL_SETTINGS", "Api", "Clock"]

@@ -106,6 +106,9 @@ JOB_CLASSES: dict[str, JobClassDef] = {
 # A message received more often than this goes to the class's DLQ by SQS redrive.
 MAX_RECEIVE_COUNT = 50
 
+# An attempt's error is kept to this many characters in its execution's row.
+MAX_ERROR_CHARS = 4000
+
 
 # --- settings ----------------------------------------------------------------------------------------
 

@@ -20,6 +20,7 @@ from duetime.definitions import (
     EXECUTIONS_TABLE,
     JOBS_BY_OWNER_INDEX,
     JOBS_TABLE,
+    MAX_ERROR_CHARS,
     Settings,
 )
 from duetime.domain.errors import Conflict, StaleAttempt
@@ -38,7 +39,6 @@ from duetime.service.ports import ClaimOutcome, Page, StoredExecution
 
 _serializer = TypeSerializer()
 _deserializer = TypeDeserializer()
-MAX_ERROR_CHARS = 4000
 
 
 def _ser(values: dict[str, Any]) -> dict[str, Any]:
