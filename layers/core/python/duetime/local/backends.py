@@ -11,6 +11,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from duetime.adapters.sqlite.db import DATABASE_FILE, Database
+from duetime.adapters.sqlite.queue import SqliteQueues
+from duetime.adapters.sqlite.store import SqliteStore
 from duetime.config import RuntimeConfig, build_ports
 from duetime.definitions import JOB_CLASSES, LOCAL_SETTINGS, SQLITE_LOCAL_SETTINGS, Settings
 from duetime.local.state import LocalState, config_from_state
@@ -18,7 +21,6 @@ from duetime.queue.notify import ConsoleNotifier
 from duetime.service.context import Notifier, Ports
 
 if TYPE_CHECKING:  # moto is imported only by the moto backend: SQLite needs none of it
-    from duetime.adapters.sqlite.db import Database
     from duetime.local.moto_server import EmbeddedMoto, MotoProcess
 
 SQLITE = "sqlite"
@@ -77,11 +79,8 @@ def start_backend(
     """Open (SQLite: create or reopen `data_dir`'s database) or start (moto: a fresh, empty server) the
     backend, with every table and queue the settings define."""
     if name == SQLITE:
-        from duetime.adapters.sqlite.db import DATABASE_FILE, Database
-        from duetime.adapters.sqlite.store import SqliteStore
-
         database = Database(data_dir / DATABASE_FILE)  # created with its schema, or reopened as it was left
-        ports = sqlite_ports(database, settings, notifier)
+        ports = _sqlite_ports(database, settings, notifier)
         store = ports.store
         assert isinstance(store, SqliteStore)
         return LocalBackend(
@@ -126,26 +125,22 @@ def _moto_config(endpoint_url: str, settings: Settings) -> RuntimeConfig:
 def attach_ports(data_dir: str | Path, state: LocalState, notifier: Notifier | None = None) -> Ports:
     """Ports of this process on the data of the `duetime local` that wrote `state` into `data_dir`."""
     if state.backend == SQLITE:
-        from duetime.adapters.sqlite.db import DATABASE_FILE, Database
-
-        settings = local_settings(SQLITE, state.prefix, state.shards, state.lease_seconds)
         path = Path(data_dir) / (state.database_file or DATABASE_FILE)
         if not path.exists():  # opening would create an empty one
             raise FileNotFoundError(f"{path} not found: is `duetime local --data-dir {data_dir}` running?")
-        return sqlite_ports(Database(path), settings, notifier)
+        settings = Settings(
+            prefix=state.prefix,
+            shards=state.shards,
+            preload_interval_seconds=state.preload_interval_seconds,
+            preload_window_seconds=state.preload_window_seconds,
+            job_classes=dict(JOB_CLASSES),
+        ).with_lease_seconds(state.lease_seconds)
+        return _sqlite_ports(Database(path), settings, notifier)
     if state.backend == MOTO:
         return build_ports(config_from_state(state.model_dump(by_alias=True)), notifier)
     raise ValueError(f"{data_dir}: unknown backend {state.backend!r} in local.json")
 
 
-def sqlite_ports(database: Database, settings: Settings, notifier: Notifier | None = None) -> Ports:
-    """The SQLite store and due queues on one open database file."""
-    from duetime.adapters.sqlite.queue import SqliteQueues
-    from duetime.adapters.sqlite.store import SqliteStore
-
-    return Ports(
-        store=SqliteStore(database, settings),
-        queues=SqliteQueues(database, settings),
-        settings=settings,
-        notifier=notifier or ConsoleNotifier(),
-    )
+def _sqlite_ports(database: Database, settings: Settings, notifier: Notifier | None) -> Ports:
+    store, queues = SqliteStore(database, settings), SqliteQueues(database, settings)
+    return Ports(store=store, queues=queues, settings=settings, notifier=notifier or ConsoleNotifier())
