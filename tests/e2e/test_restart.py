@@ -25,9 +25,12 @@ from typing import Any
 import pytest
 import requests
 from duetime.domain.catchup import MISSED_AFTER
+from duetime.local.backends import attach_ports
+from duetime.local.state import load_state
+from duetime.local.system import LocalSystem
 
 from tests.conftest import E2E_BACKEND, Api
-from tests.e2e.helpers import executions, iso_in, parse, wait_for
+from tests.e2e.helpers import executions, iso_in, parse, submit, wait_for
 
 pytestmark = pytest.mark.skipif(
     E2E_BACKEND == "moto", reason="moto keeps everything in memory: a restarted `duetime local` starts empty"
@@ -90,7 +93,8 @@ class LocalProcess:
 
 class Load(threading.Thread):
     """Posts one-off jobs at a steady rate, due a few seconds ahead, a quarter of them sleeping a while;
-    keeps every accepted body (201) and counts the refusals while nothing listens."""
+    keeps every accepted body (201) and counts the refusals while nothing listens. Paused while the test
+    only waits for the clock, so the jobs to check stay a few hundred."""
 
     def __init__(self, api: Api, rng: random.Random) -> None:
         super().__init__(name="load", daemon=True)
@@ -98,6 +102,8 @@ class Load(threading.Thread):
         self.accepted: dict[str, dict[str, Any]] = {}
         self.refused = 0
         self.stopped = threading.Event()
+        self.running = threading.Event()
+        self.running.set()
 
     def body(self, n: int) -> dict[str, Any]:
         body: dict[str, Any] = {"name": f"load-{n}", "schedule": {"at": iso_in(self.rng.uniform(0.5, 4))}}
@@ -111,6 +117,10 @@ class Load(threading.Thread):
         n = 0
         next_at = time.monotonic()
         while not self.stopped.is_set():
+            if not self.running.is_set():
+                self.running.wait(0.5)
+                next_at = time.monotonic()
+                continue
             n += 1
             body = self.body(n)
             try:
@@ -136,7 +146,7 @@ def minute_after(instant: float) -> float:
 
 
 @pytest.mark.observe_last
-@pytest.mark.timeout(420)
+@pytest.mark.timeout(480)
 def test_kill_and_restart_under_load_loses_nothing(tmp_path):
     local = LocalProcess(tmp_path)
     api = Api(local.url, local.start())
@@ -161,9 +171,14 @@ def test_kill_and_restart_under_load_loses_nothing(tmp_path):
         time.sleep(8)
         terminated_at = local.stop(signal.SIGTERM)
         assert local.start(), "restart after SIGTERM"
+        time.sleep(5)
 
-        # Kill it a few seconds into a minute, with a long run under way and jobs in every state.
-        time.sleep(max(8.0, minute_after(time.time() + 8) + 2 - time.time()))
+        # Kill it a few seconds into a minute, under load, with a long run under way and jobs in every state.
+        kill_at = minute_after(time.time() + 12) + 2
+        load.running.clear()
+        time.sleep(kill_at - 10 - time.time())
+        load.running.set()
+        time.sleep(kill_at - time.time())
         before_kill = history(api, [*crons.values(), *list(load.accepted)])
         long_run = api.post(
             "/jobs",
@@ -171,6 +186,8 @@ def test_kill_and_restart_under_load_loses_nothing(tmp_path):
         ).json()["jobId"]
         wait_for(lambda: executions(api, long_run)[0]["status"] == "running", 5, what="the long run to start")
         killed_at = local.stop(signal.SIGKILL)
+        time.sleep(1)
+        load.running.clear()
         state = json.loads((tmp_path / DATA_DIR / "local.json").read_text())
         assert state["backend"] == E2E_BACKEND
 
@@ -182,6 +199,7 @@ def test_kill_and_restart_under_load_loses_nothing(tmp_path):
         time.sleep(restart_at - time.time())
         restarted_at = time.time()
         assert local.start(), "restart after SIGKILL"
+        load.running.set()
         time.sleep(10)
         load.stopped.set()
         load.join(timeout=30)
@@ -276,3 +294,44 @@ def test_kill_and_restart_under_load_loses_nothing(tmp_path):
         if local.process and local.process.poll() is None:
             local.process.terminate()
             local.process.wait(timeout=30)
+
+
+def test_a_restart_on_the_same_data_dir_keeps_jobs_tokens_and_the_preloader_owner(tmp_path):
+    """In process, the wiring the kill test relies on: the database file, the secret and the pre-loader's
+    owner outlive a stop; local.json says which backend and file a `duetime worker` must open."""
+    first = LocalSystem(tmp_path, port=0, workers=0, shards=2, backend=E2E_BACKEND).start()
+    try:
+        token = first.token("alice")
+        job = submit(Api(first.api_url, token), handler="demo.echo", schedule={"at": iso_in(3600)})
+        state = load_state(tmp_path)
+    finally:
+        first.stop()
+    assert (state.backend, state.database_file) == (E2E_BACKEND, "duetime.sqlite3")
+    assert (tmp_path / "duetime.sqlite3").exists()
+
+    second = LocalSystem(tmp_path, port=0, workers=0, shards=2, backend=E2E_BACKEND).start()
+    try:
+        api = Api(second.api_url, token)  # the token of the first run is still good
+        assert api.get(f"/jobs/{job['jobId']}").json()["jobId"] == job["jobId"]
+        [waiting] = executions(api, job["jobId"])
+        assert waiting["status"] == "scheduled"
+        assert load_state(tmp_path).preloader_id == state.preloader_id
+        assert attach_ports(tmp_path, load_state(tmp_path)).store.get_job(job["jobId"]) is not None
+    finally:
+        second.stop()
+
+
+def test_a_kept_alive_connection_is_refused_with_503_once_stopped(tmp_path):
+    """A client's kept-alive connection outlives the listener: after a stop it gets 503 (try again), never a
+    500 from a store being closed."""
+    system = LocalSystem(tmp_path, port=0, workers=0, shards=2, backend=E2E_BACKEND).start()
+    api = Api(system.api_url, system.token("alice"))
+    try:
+        assert api.get("/jobs").status_code == 200  # the session now holds a connection open
+    finally:
+        system.stop()
+    try:
+        response = api.get("/jobs")
+    except requests.ConnectionError:
+        return  # the connection was already gone: the client reconnects and is refused
+    assert response.status_code == 503 and response.json()["error"]["code"] == "unavailable", response.text
