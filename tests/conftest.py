@@ -31,8 +31,13 @@ from duetime.store.aws import make_client  # noqa: E402
 from duetime.store.dynamo import DynamoStore  # noqa: E402
 from duetime.store.provision import create_tables  # noqa: E402
 
-# The backend every `duetime local` of the end-to-end suite runs on; `make test` runs the suite once per backend.
+# The backend `duetime local` runs the e2e suite on (`make test` runs the suite once per backend).
 E2E_BACKEND = os.environ.get("DUETIME_E2E_BACKEND", DEFAULT_BACKEND)
+
+
+def new_local_system(data_dir: str | Path, **options: Any) -> LocalSystem:
+    """A `duetime local` on the e2e backend (not started)."""
+    return LocalSystem(data_dir, backend=E2E_BACKEND, **options)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -134,12 +139,12 @@ class Api:
         return self.request("DELETE", path, **kwargs)
 
 
-@pytest.fixture(scope="session")
-def local_system(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalSystem]:
-    """One `duetime local` for the session on E2E_BACKEND: real HTTP, pre-loader timer, worker threads,
-    with a 6-second lease so lease expiry is quick to observe."""
+@pytest.fixture(scope="session", name="local_system")
+def session_local_system(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalSystem]:
+    """One `duetime local` for the session on the e2e backend (DUETIME_E2E_BACKEND, default sqlite), over
+    real HTTP, with a 6-second lease so lease expiry is quick to observe."""
     data_dir = tmp_path_factory.mktemp("duetime-local")
-    system = LocalSystem(data_dir, port=0, workers=4, lease_seconds=6, shards=4, backend=E2E_BACKEND).start()
+    system = new_local_system(data_dir, port=0, workers=4, lease_seconds=6, shards=4).start()
     yield system
     system.stop()
 

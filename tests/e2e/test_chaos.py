@@ -24,11 +24,10 @@ import pytest
 from duetime.domain.models import Execution, ExecutionStatus, JobStatus, to_ms
 from duetime.local.backends import MOTO, attach_ports
 from duetime.local.state import load_state
-from duetime.local.system import LocalSystem
 from duetime.service.context import Ports
 from duetime.service.dispatch import preload
 
-from tests.conftest import E2E_BACKEND, Api
+from tests.conftest import Api, new_local_system
 from tests.e2e.helpers import submit, wait_for
 from tests.faults import Crash, Faults, wrap_ports
 
@@ -240,15 +239,8 @@ def test_chaos_soak_loses_nothing_and_never_double_holds_an_attempt(tmp_path):
     rng = random.Random(SEED)
     notices = Notices()
     data_dir, log_path = tmp_path / "chaos", tmp_path / "runs.jsonl"
-    system = LocalSystem(
-        data_dir,
-        port=0,
-        workers=0,
-        lease_seconds=LEASE,
-        shards=4,
-        prefix="chaos",
-        notifier=notices,
-        backend=E2E_BACKEND,
+    system = new_local_system(
+        data_dir, port=0, workers=0, lease_seconds=LEASE, shards=4, prefix="chaos", notifier=notices
     ).start()
     workers = Workers(data_dir, log_path)
     preloader = Preloader(data_dir)

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import pytest
 from duetime.local.system import LocalSystem
 
-from tests.conftest import E2E_BACKEND, Api
+from tests.conftest import Api, new_local_system
 from tests.e2e.helpers import executions, iso_in, parse, submit, wait_for, wait_terminal
 
 SLOTS = 2
@@ -15,14 +15,8 @@ SLOTS = 2
 
 @pytest.fixture(scope="module")
 def classes_system(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalSystem]:
-    system = LocalSystem(
-        tmp_path_factory.mktemp("classes"),
-        port=0,
-        workers=SLOTS,
-        lease_seconds=6,
-        shards=2,
-        prefix="classes",
-        backend=E2E_BACKEND,
+    system = new_local_system(
+        tmp_path_factory.mktemp("classes"), port=0, workers=SLOTS, lease_seconds=6, shards=2, prefix="classes"
     )
     yield system.start()
     system.stop()

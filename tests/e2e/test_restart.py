@@ -27,9 +27,8 @@ import requests
 from duetime.domain.catchup import MISSED_AFTER
 from duetime.local.backends import attach_ports
 from duetime.local.state import load_state
-from duetime.local.system import LocalSystem
 
-from tests.conftest import E2E_BACKEND, Api
+from tests.conftest import E2E_BACKEND, Api, new_local_system
 from tests.e2e.helpers import executions, iso_in, parse, submit, wait_for
 
 pytestmark = pytest.mark.skipif(
@@ -299,7 +298,7 @@ def test_kill_and_restart_under_load_loses_nothing(tmp_path):
 def test_a_restart_on_the_same_data_dir_keeps_jobs_tokens_and_the_preloader_owner(tmp_path):
     """In process, the wiring the kill test relies on: the database file, the secret and the pre-loader's
     owner outlive a stop; local.json says which backend and file a `duetime worker` must open."""
-    first = LocalSystem(tmp_path, port=0, workers=0, shards=2, backend=E2E_BACKEND).start()
+    first = new_local_system(tmp_path, port=0, workers=0, shards=2).start()
     try:
         token = first.token("alice")
         job = submit(Api(first.api_url, token), handler="demo.echo", schedule={"at": iso_in(3600)})
@@ -309,7 +308,7 @@ def test_a_restart_on_the_same_data_dir_keeps_jobs_tokens_and_the_preloader_owne
     assert (state.backend, state.database_file) == (E2E_BACKEND, "duetime.sqlite3")
     assert (tmp_path / "duetime.sqlite3").exists()
 
-    second = LocalSystem(tmp_path, port=0, workers=0, shards=2, backend=E2E_BACKEND).start()
+    second = new_local_system(tmp_path, port=0, workers=0, shards=2).start()
     try:
         api = Api(second.api_url, token)  # the token of the first run is still good
         assert api.get(f"/jobs/{job['jobId']}").json()["jobId"] == job["jobId"]
@@ -324,7 +323,7 @@ def test_a_restart_on_the_same_data_dir_keeps_jobs_tokens_and_the_preloader_owne
 def test_a_kept_alive_connection_is_refused_with_503_once_stopped(tmp_path):
     """A client's kept-alive connection outlives the listener: after a stop it gets 503 (try again), never a
     500 from a store being closed."""
-    system = LocalSystem(tmp_path, port=0, workers=0, shards=2, backend=E2E_BACKEND).start()
+    system = new_local_system(tmp_path, port=0, workers=0, shards=2).start()
     api = Api(system.api_url, system.token("alice"))
     try:
         assert api.get("/jobs").status_code == 200  # the session now holds a connection open

@@ -6,7 +6,7 @@ from collections import deque
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from duetime.domain.catchup import CatchUpPlan, plan_catch_up
+from duetime.domain.catchup import CatchUpPlan, first_slot_only, plan_catch_up
 from duetime.domain.cron import CronSchedule
 from duetime.domain.keys import due_partition, execution_id
 from duetime.domain.models import Execution, ExecutionStatus, Job, JobStatus, RunKind, from_ms, to_ms
@@ -87,6 +87,17 @@ def dispatch(
             to_send.append(execution)
             next_slot: datetime | None = schedule.next_after(execution.scheduled_at)
         else:
+            # Only on this rare path (a missed slot) does dispatch read: if the next slot has a row already,
+            # this one was dispatched before (queued just before an outage, say) and the next row's own
+            # dispatch plans the slots from there; planning them here as well would count them twice.
+            following = schedule.next_after(execution.scheduled_at)
+            if (
+                plan.next_slot
+                and following < plan.next_slot
+                and not _in_batch(pending, job, following)
+                and ports.store.get_execution(ports.store.key_of(new_execution(job, following))) is not None
+            ):
+                plan = first_slot_only(plan, execution.scheduled_at, following)
             # Other waiting slots of this job that the plan covers (a job paused mid-chain has several).
             siblings = [
                 e
@@ -109,6 +120,10 @@ def dispatch(
                     pending.append(follower)
     report.sent += ports.queues.send([DueMessage.for_execution(e, ports.store.key_of(e)) for e in to_send], now)
     return report
+
+
+def _in_batch(pending: deque[Execution], job: Job, slot: datetime) -> bool:
+    return any(e.job_id == job.job_id and e.scheduled_at == slot for e in pending)
 
 
 def _apply_catch_up(
