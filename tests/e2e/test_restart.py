@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 import os
 import random
 import signal
@@ -39,6 +40,7 @@ LEASE = 4
 RATE_PER_SECOND = 10
 DATA_DIR = ".duetime"  # the default, relative to the folder `duetime local` runs in
 TERMINAL = {"succeeded", "failed", "cancelled", "skipped"}
+KILL_SECOND = 50  # + the 60 s window, 5 s of slack and the kill itself: just under the next minute but one
 
 
 def free_port() -> int:
@@ -172,8 +174,9 @@ def test_kill_and_restart_under_load_loses_nothing(tmp_path):
         assert local.start(), "restart after SIGTERM"
         time.sleep(5)
 
-        # Kill it a few seconds into a minute, under load, with a long run under way and jobs in every state.
-        kill_at = minute_after(time.time() + 12) + 2
+        # Kill it under load, with a long run under way and jobs in every state, at the second of the minute
+        # that makes the outage below shortest (the first slot nobody had queued falls due just after it).
+        kill_at = math.ceil((time.time() + 12 - KILL_SECOND) / 60) * 60 + KILL_SECOND
         load.running.clear()
         time.sleep(kill_at - 10 - time.time())
         load.running.set()
