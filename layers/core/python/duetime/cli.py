@@ -13,6 +13,7 @@ import sys
 import threading
 import time
 from datetime import UTC, datetime
+from pathlib import Path
 from types import FrameType
 
 from duetime.api.auth import issue_token
@@ -43,8 +44,10 @@ def cmd_local(args: argparse.Namespace) -> int:
     )
     system.start()
     token = system.token(FIRST_USER)
+    database = system.backend.database_file if system.backend else None
+    where = f"{args.backend} ({Path(args.data_dir) / database})" if database else args.backend
     print(
-        f"duetime local is running on {args.backend}\n  API:   {system.api_url}\n  token: {token}\n"
+        f"duetime local is running on {where}\n  API:   {system.api_url}\n  token: {token}\n"
         f"  (owner {FIRST_USER!r}; more with `duetime token --owner NAME --data-dir {args.data_dir}`)",
         flush=True,
     )
