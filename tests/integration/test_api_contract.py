@@ -14,6 +14,11 @@ from duetime.api.auth import issue_token
 from duetime.local.http_bridge import to_event
 from duetime.service import executions as execution_cases
 
+from tests.conftest import BOTH_BACKENDS
+
+# The API's contract holds on every adapter (paging cursors are the store's own).
+pytestmark = BOTH_BACKENDS
+
 SECRET = "integration-secret-of-thirty-two-bytes!"
 AT = "2026-12-01T09:10:00Z"  # the hand clock starts at 09:00
 

@@ -104,21 +104,16 @@ class SqliteQueues:
             remaining = deadline - time.monotonic()
             if taken or remaining <= 0:
                 return taken
-            row = (
-                self.db.connection()
-                .execute("SELECT MIN(visible_at_ms) FROM messages WHERE queue = ?", (queue,))
-                .fetchone()
-            )
+            row = self.db.query_one("SELECT MIN(visible_at_ms) FROM messages WHERE queue = ?", (queue,))
             if row[0] is not None:
                 remaining = min(remaining, max(0.0, (row[0] - self.wall_ms()) / 1000))
             self.db.wait_for_change(seen, remaining)
 
     def _take(self, queue: str, limit: int, visibility: float, redrive_to: str | None) -> list[tuple[str, str, int]]:
         """Receive what is visible now in one transaction (looking first without the write lock)."""
-        conn = self.db.connection()
-        probe = conn.execute(
+        probe = self.db.query_one(
             "SELECT 1 FROM messages WHERE queue = ? AND visible_at_ms <= ? LIMIT 1", (queue, self.wall_ms())
-        ).fetchone()
+        )
         if probe is None:
             return []
         taken: list[tuple[str, str, int]] = []
@@ -191,18 +186,10 @@ class SqliteQueues:
 
     def dead_letter_depth(self, job_class: str) -> int:
         """Messages on the class's DLQ, visible or in flight."""
-        row = (
-            self.db.connection()
-            .execute("SELECT COUNT(*) FROM messages WHERE queue = ?", (self.dlq_names[job_class],))
-            .fetchone()
-        )
+        row = self.db.query_one("SELECT COUNT(*) FROM messages WHERE queue = ?", (self.dlq_names[job_class],))
         return int(row[0])
 
     def depth(self, job_class: str) -> int:
         """Messages on the class's due queue, visible, delayed or in flight (for tests and the bench)."""
-        row = (
-            self.db.connection()
-            .execute("SELECT COUNT(*) FROM messages WHERE queue = ?", (self.queue_names[job_class],))
-            .fetchone()
-        )
+        row = self.db.query_one("SELECT COUNT(*) FROM messages WHERE queue = ?", (self.queue_names[job_class],))
         return int(row[0])

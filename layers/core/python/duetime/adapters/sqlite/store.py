@@ -40,6 +40,9 @@ ITERATION_PAGE = 100
 # --- rows: the domain objects as JSON, every time in whole milliseconds like the DynamoDB items --------
 
 
+_SPEC_FIELDS = set(JobSpec.model_fields)
+
+
 def _ms(value: datetime | None) -> int | None:
     return None if value is None else to_ms(value)
 
@@ -49,10 +52,10 @@ def _time(value: Any) -> datetime | None:
 
 
 def job_to_doc(job: Job) -> str:
-    spec = JobSpec.model_validate(job.model_dump(include=set(JobSpec.model_fields)))
-    return json.dumps(
+    """The job as JSON: its definition as the API shows it, and its identity and lifecycle."""
+    definition = job.model_dump_json(by_alias=True, include=_SPEC_FIELDS)
+    identity = json.dumps(
         {
-            "definition": json.loads(spec.model_dump_json(by_alias=True)),
             "jobId": job.job_id,
             "owner": job.owner,
             "status": job.status.value,
@@ -62,6 +65,7 @@ def job_to_doc(job: Job) -> str:
         },
         separators=(",", ":"),
     )
+    return '{"definition":' + definition + "," + identity[1:]
 
 
 def job_from_doc(doc: str) -> Job:
@@ -162,6 +166,8 @@ def _epoch_seconds() -> int:
     return int(time.time())
 
 
+SCHEDULED, RUNNING = ExecutionStatus.SCHEDULED.value, ExecutionStatus.RUNNING.value
+
 # Reads see a row whose TTL has passed as gone, as DynamoDB would once its TTL sweep ran.
 LIVE = "(expires_at IS NULL OR expires_at > ?)"
 
@@ -186,15 +192,14 @@ class SqliteStore:
     def create_job(self, job: Job, first: Execution | None, idempotency: dict[str, Any] | None = None) -> None:
         """The job, its first execution and its idempotency record in one transaction; raises Conflict if
         any of them exists already (nothing is written then)."""
+        job_row = (job.job_id, job.owner, created_key(job), job_to_doc(job))
+        first_row = None if first is None else self._new_row(first)
         with self.db.write() as conn:
             try:
-                conn.execute(
-                    "INSERT INTO jobs (job_id, owner, created_key, doc) VALUES (?, ?, ?, ?)",
-                    (job.job_id, job.owner, created_key(job), job_to_doc(job)),
-                )
+                conn.execute("INSERT INTO jobs (job_id, owner, created_key, doc) VALUES (?, ?, ?, ?)", job_row)
             except sqlite3.IntegrityError as exc:
                 raise Conflict(f"job {job.job_id} already exists") from exc
-            if first is not None and not self._insert_execution(conn, first):
+            if first_row is not None and not self._insert(conn, first_row):
                 raise Conflict(f"job {job.job_id} already exists")
             if idempotency is not None:
                 record = {**idempotency, "jobId": job.job_id}
@@ -202,17 +207,16 @@ class SqliteStore:
                     raise Conflict(f"job {job.job_id} already exists")
 
     def get_job(self, job_id: str) -> Job | None:
-        row = self.db.connection().execute("SELECT doc FROM jobs WHERE job_id = ?", (job_id,)).fetchone()
+        row = self.db.query_one("SELECT doc FROM jobs WHERE job_id = ?", (job_id,))
         return job_from_doc(row[0]) if row else None
 
     def get_jobs(self, job_ids: list[str]) -> dict[str, Job]:
         found: dict[str, Job] = {}
         unique = list(dict.fromkeys(job_ids))
-        conn = self.db.connection()
         for start in range(0, len(unique), IN_CHUNK):
             chunk = unique[start : start + IN_CHUNK]
             marks = ",".join("?" * len(chunk))
-            for (doc,) in conn.execute(f"SELECT doc FROM jobs WHERE job_id IN ({marks})", chunk):
+            for (doc,) in self.db.query(f"SELECT doc FROM jobs WHERE job_id IN ({marks})", chunk):
                 job = job_from_doc(doc)
                 found[job.job_id] = job
         return found
@@ -226,7 +230,7 @@ class SqliteStore:
         if start:
             sql += " AND created_key < ?"
             args.append(start["createdKey"])
-        rows = self.db.connection().execute(sql + " ORDER BY created_key DESC LIMIT ?", [*args, limit + 1]).fetchall()
+        rows = self.db.query(sql + " ORDER BY created_key DESC LIMIT ?", [*args, limit + 1])
         jobs = [job_from_doc(doc) for doc, _ in rows[:limit]]
         last = None
         if len(rows) > limit and jobs:
@@ -246,136 +250,134 @@ class SqliteStore:
 
     def scan_jobs(self) -> Iterator[Job]:
         """Every job (`duetime audit` only)."""
-        rows = self.db.connection().execute("SELECT doc FROM jobs ORDER BY job_id").fetchall()
+        rows = self.db.query("SELECT doc FROM jobs ORDER BY job_id")
         return (job_from_doc(doc) for (doc,) in rows)
 
     # -- executions: writes ------------------------------------------------------------------------------
+    #
+    # Inside a transaction (holding the file's write lock) a row is handled as its plain values: the
+    # condition reads them and the change edits them, as DynamoDB's condition and update expressions do;
+    # turning rows into domain objects happens before or after, so the lock is held for as short a time
+    # as possible.
 
-    def _insert_execution(self, conn: sqlite3.Connection, execution: Execution) -> bool:
-        """Insert a new row unless a live one holds its key (an expired one is replaced, as after TTL)."""
+    def _new_row(self, execution: Execution) -> tuple[Any, ...]:
         key = self.key_of(execution)
         expires = self._expires_at(execution.finished_at) if execution.finished_at else None
         open_shard = None if execution.status.is_terminal else _shard_of_key(key)
+        doc = execution_to_doc(execution)
+        status = execution.status.value
+        return (key.pk, key.sk, execution.job_id, execution.execution_id, status, open_shard, expires, doc)
+
+    def _insert(self, conn: sqlite3.Connection, row: tuple[Any, ...]) -> bool:
+        """Insert a new row unless a live one holds its key (an expired one is replaced, as after TTL)."""
         existing = conn.execute(
-            f"SELECT 1 FROM executions WHERE pk = ? AND sk = ? AND {LIVE}", (key.pk, key.sk, self.epoch_seconds())
+            f"SELECT 1 FROM executions WHERE pk = ? AND sk = ? AND {LIVE}", (row[0], row[1], self.epoch_seconds())
         ).fetchone()
         if existing:
             return False
         conn.execute(
             "INSERT OR REPLACE INTO executions (pk, sk, job_id, execution_id, status, open_shard, expires_at, doc) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                key.pk,
-                key.sk,
-                execution.job_id,
-                execution.execution_id,
-                execution.status.value,
-                open_shard,
-                expires,
-                execution_to_doc(execution),
-            ),
+            row,
         )
         return True
 
     def put_execution(self, execution: Execution) -> bool:
         """Create an execution unless its slot exists already; True if this call created it."""
+        row = self._new_row(execution)
         with self.db.write() as conn:
-            return self._insert_execution(conn, execution)
+            return self._insert(conn, row)
 
     def put_executions(self, executions: list[Execution]) -> list[Execution]:
         """Create each execution whose slot is new (one transaction); returns those this call created."""
+        rows = [self._new_row(e) for e in executions]
         with self.db.write() as conn:
-            return [e for e in executions if self._insert_execution(conn, e)]
+            created = [self._insert(conn, row) for row in rows]
+        return [e for e, new in zip(executions, created, strict=True) if new]
 
-    def _load(self, conn: sqlite3.Connection, key: ExecutionKey) -> tuple[Execution, int | None] | None:
+    def _values(self, conn: sqlite3.Connection, key: ExecutionKey) -> tuple[dict[str, Any], int | None] | None:
+        """A live row's values and its TTL."""
         row = conn.execute(
-            f"SELECT doc FROM executions WHERE pk = ? AND sk = ? AND {LIVE}", (key.pk, key.sk, self.epoch_seconds())
+            f"SELECT doc, expires_at FROM executions WHERE pk = ? AND sk = ? AND {LIVE}",
+            (key.pk, key.sk, self.epoch_seconds()),
         ).fetchone()
-        if row is None:
-            return None
-        values = json.loads(row[0])
-        return execution_from_values(values), values.get("notifiedMs")
+        return None if row is None else (json.loads(row[0]), row[1])
 
-    def _store(
-        self,
-        conn: sqlite3.Connection,
-        key: ExecutionKey,
-        execution: Execution,
-        open_: bool,
-        expires_at: int | None,
-        notified_ms: int | None = None,
-    ) -> Execution:
-        """Write the row at `key` as `execution`; returns it as a read would (times in whole ms)."""
-        doc = execution_to_doc(execution, notified_ms)
+    @staticmethod
+    def _write_values(
+        conn: sqlite3.Connection, key: ExecutionKey, values: dict[str, Any], open_: bool, expires_at: int | None
+    ) -> str:
+        doc = json.dumps(values, separators=(",", ":"))
         conn.execute(
             "UPDATE executions SET status = ?, open_shard = ?, expires_at = ?, doc = ? WHERE pk = ? AND sk = ?",
-            (execution.status.value, _shard_of_key(key) if open_ else None, expires_at, doc, key.pk, key.sk),
+            (values["status"], _shard_of_key(key) if open_ else None, expires_at, doc, key.pk, key.sk),
         )
-        return execution_from_doc(doc)
+        return doc
 
     def _fenced(
-        self,
-        key: ExecutionKey,
-        attempt: int,
-        change: Callable[[Execution], tuple[Execution, bool, int | None]],
+        self, key: ExecutionKey, attempt: int, change: Callable[[dict[str, Any]], tuple[bool, int | None]]
     ) -> Execution:
-        """Apply `change` (returning the new row, whether it stays open, its TTL or None to keep the row's)
-        if `attempt` still holds the row (running under that attempt number); raises StaleAttempt otherwise."""
+        """Apply `change` to the row's values (it returns whether the row stays open and its TTL, None to
+        keep it) if `attempt` still holds the row: running under that attempt number. Raises StaleAttempt
+        otherwise."""
         with self.db.write() as conn:
-            loaded = self._load(conn, key)
-            if loaded is None or loaded[0].status != ExecutionStatus.RUNNING or loaded[0].attempt != attempt:
+            loaded = self._values(conn, key)
+            if loaded is None or loaded[0]["status"] != RUNNING or loaded[0]["attempt"] != attempt:
                 raise StaleAttempt(f"attempt {attempt} no longer holds {key.sk}")
-            current, notified = loaded
-            updated, open_, expires = change(current)
-            if expires is None:
-                expires = self._expires_of(conn, key)
-            return self._store(conn, key, updated, open_, expires, notified)
-
-    def _expires_of(self, conn: sqlite3.Connection, key: ExecutionKey) -> int | None:
-        row = conn.execute("SELECT expires_at FROM executions WHERE pk = ? AND sk = ?", (key.pk, key.sk)).fetchone()
-        return None if row is None or row[0] is None else int(row[0])
+            values, expires = loaded
+            open_, new_expires = change(values)
+            doc = self._write_values(conn, key, values, open_, expires if new_expires is None else new_expires)
+        return execution_from_doc(doc)
 
     def claim(
         self, key: ExecutionKey, worker_id: str, now: datetime, lease_until: datetime, max_attempts: int = 2**31
     ) -> ClaimOutcome:
         """`scheduled` (or `running` with an ended lease and attempts left) -> `running`, attempt + 1; else
         the row as it stands (None if there is none)."""
+        now_ms, lease_ms = to_ms(now), to_ms(lease_until)
         with self.db.write() as conn:
-            loaded = self._load(conn, key)
+            loaded = self._values(conn, key)
             if loaded is None:
                 return ClaimOutcome(claimed=None, current=None)
-            current, notified = loaded
-            lease = current.lease_until
+            values, expires = loaded
+            lease = values["leaseUntilMs"]
             takeover = (
-                current.status == ExecutionStatus.RUNNING
+                values["status"] == RUNNING
                 and lease is not None
-                and to_ms(lease) <= to_ms(now)
-                and current.attempt < max_attempts
+                and lease <= now_ms
+                and values["attempt"] < max_attempts
             )
-            if current.status != ExecutionStatus.SCHEDULED and not takeover:
-                return ClaimOutcome(claimed=None, current=current)
-            entry = AttemptRecord(attempt=len(current.attempts) + 1, worker_id=worker_id, started_at=now)
-            claimed = current.model_copy(
-                update={
-                    "status": ExecutionStatus.RUNNING,
-                    "attempt": current.attempt + 1,
-                    "worker_id": worker_id,
-                    "lease_until": lease_until,
-                    "started_at": now,
-                    "attempts": [*current.attempts, entry],
-                }
-            )
-            stored = self._store(conn, key, claimed, True, self._expires_of(conn, key), notified)
-        return ClaimOutcome(claimed=stored, current=None)
+            claimable = values["status"] == SCHEDULED or takeover
+            if claimable:
+                entry = {"workerId": worker_id, "startedMs": now_ms, "finishedMs": None, "outcome": None, "error": None}
+                values.update(
+                    status=RUNNING,
+                    attempt=values["attempt"] + 1,
+                    workerId=worker_id,
+                    leaseUntilMs=lease_ms,
+                    startedMs=now_ms,
+                    attempts=[*values["attempts"], entry],
+                )
+                self._write_values(conn, key, values, True, expires)
+        execution = execution_from_values(values)
+        if claimable:
+            return ClaimOutcome(claimed=execution, current=None)
+        return ClaimOutcome(claimed=None, current=execution)
 
     def heartbeat(self, key: ExecutionKey, attempt: int, lease_until: datetime) -> Execution:
         """Extend the lease of `attempt`; raises StaleAttempt if that attempt no longer holds the row."""
-        return self._fenced(key, attempt, lambda e: (e.model_copy(update={"lease_until": lease_until}), True, None))
+        lease_ms = to_ms(lease_until)
+
+        def extend(values: dict[str, Any]) -> tuple[bool, int | None]:
+            values["leaseUntilMs"] = lease_ms
+            return True, None
+
+        return self._fenced(key, attempt, extend)
 
     def release(self, key: ExecutionKey, attempt: int, now: datetime) -> bool:
         """End the lease of `attempt` now (clean shutdown); False if it no longer holds the row."""
         try:
-            self._fenced(key, attempt, lambda e: (e.model_copy(update={"lease_until": now}), True, None))
+            self.heartbeat(key, attempt, now)
         except StaleAttempt:
             return False
         return True
@@ -392,38 +394,31 @@ class SqliteStore:
         """Record the outcome of `attempt` (the fencing token); raises StaleAttempt if it no longer holds.
         A failed execution stays in the open set until its owner has been told (mark_notified)."""
         error = None if error is None else error[:MAX_ERROR_CHARS]
-        expires = self._expires_at(now)
+        now_ms, expires = to_ms(now), self._expires_at(now)
 
-        def change(current: Execution) -> tuple[Execution, bool, int | None]:
-            attempts = list(current.attempts)
-            index = attempt - 1
-            if 0 <= index < len(attempts):
-                record = {"finished_at": now, "outcome": status.value}
+        def record(values: dict[str, Any]) -> tuple[bool, int | None]:
+            attempts = values["attempts"]
+            if 0 <= attempt - 1 < len(attempts):
+                attempts[attempt - 1].update(finishedMs=now_ms, outcome=status.value)
                 if error is not None:
-                    record["error"] = error
-                attempts[index] = attempts[index].model_copy(update=record)
-            update: dict[str, Any] = {
-                "status": status,
-                "finished_at": now,
-                "lease_until": None,
-                "attempts": attempts,
-                "error": error,
-            }
+                    attempts[attempt - 1]["error"] = error
+            values.update(status=status.value, finishedMs=now_ms, leaseUntilMs=None, error=error)
             if result is not None:
-                update["result"] = result
-            return current.model_copy(update=update), status == ExecutionStatus.FAILED, expires
+                values["result"] = result
+            return status == ExecutionStatus.FAILED, expires
 
-        return self._fenced(key, attempt, change)
+        return self._fenced(key, attempt, record)
 
     def move_for_retry(self, key: ExecutionKey, attempt: int, moved: Execution) -> None:
         """Move a failed attempt's row to the partition of its new due time in one transaction, fenced by
         the attempt; raises StaleAttempt if `attempt` no longer holds the old row or the new key is taken."""
+        row = self._new_row(moved)
         with self.db.write() as conn:
-            loaded = self._load(conn, key)
-            if loaded is None or loaded[0].status != ExecutionStatus.RUNNING or loaded[0].attempt != attempt:
+            loaded = self._values(conn, key)
+            if loaded is None or loaded[0]["status"] != RUNNING or loaded[0]["attempt"] != attempt:
                 raise StaleAttempt(f"attempt {attempt} no longer holds {key.sk}")
             conn.execute("DELETE FROM executions WHERE pk = ? AND sk = ?", (key.pk, key.sk))
-            if not self._insert_execution(conn, moved):
+            if not self._insert(conn, row):
                 raise StaleAttempt(f"attempt {attempt} no longer holds {key.sk}")
 
     def end_waiting(
@@ -435,49 +430,53 @@ class SqliteStore:
         skipped_count: int | None = None,
     ) -> Execution | None:
         """End a still-`scheduled` execution as cancelled, skipped or failed; None if it was not waiting."""
+        now_ms, expires = to_ms(now), self._expires_at(now)
         with self.db.write() as conn:
-            loaded = self._load(conn, key)
-            if loaded is None or loaded[0].status != ExecutionStatus.SCHEDULED:
+            loaded = self._values(conn, key)
+            if loaded is None or loaded[0]["status"] != SCHEDULED:
                 return None
-            current, notified = loaded
-            update: dict[str, Any] = {"status": status, "finished_at": now}
+            values = loaded[0]
+            values.update(status=status.value, finishedMs=now_ms)
             if reason:
-                update["skip_reason"] = reason
+                values["skipReason"] = reason
             if skipped_count and skipped_count > 1:
-                update["skipped_count"] = skipped_count
-            ended = current.model_copy(update=update)
+                values["skippedCount"] = skipped_count
             # A failure stays open until its owner is told (see finish); anything else leaves the open set.
-            return self._store(conn, key, ended, status == ExecutionStatus.FAILED, self._expires_at(now), notified)
+            doc = self._write_values(conn, key, values, status == ExecutionStatus.FAILED, expires)
+        return execution_from_doc(doc)
 
     def end_claimed(
         self, key: ExecutionKey, attempt: int, status: ExecutionStatus, now: datetime, reason: str
     ) -> Execution:
         """End an attempt this worker just claimed without running it (skipped or cancelled at claim)."""
-        expires = self._expires_at(now)
-        update = {"status": status, "finished_at": now, "skip_reason": reason, "lease_until": None}
-        return self._fenced(key, attempt, lambda e: (e.model_copy(update=update), False, expires))
+        now_ms, expires = to_ms(now), self._expires_at(now)
+
+        def end(values: dict[str, Any]) -> tuple[bool, int | None]:
+            values.update(status=status.value, finishedMs=now_ms, skipReason=reason, leaseUntilMs=None)
+            return False, expires
+
+        return self._fenced(key, attempt, end)
 
     def mark_notified(self, key: ExecutionKey, now: datetime) -> None:
         """The owner has been told of this failed execution: it leaves the open set (no row: nothing to do)."""
         with self.db.write() as conn:
-            loaded = self._load(conn, key)
+            loaded = self._values(conn, key)
             if loaded is not None:
-                self._store(conn, key, loaded[0], False, self._expires_of(conn, key), to_ms(now))
+                values, expires = loaded
+                values["notifiedMs"] = to_ms(now)
+                self._write_values(conn, key, values, False, expires)
 
     # -- executions: reads -----------------------------------------------------------------------------
 
     def get_execution(self, key: ExecutionKey) -> Execution | None:
-        loaded = self._load(self.db.connection(), key)
-        return loaded[0] if loaded else None
+        with self.db.read() as conn:
+            loaded = self._values(conn, key)
+        return execution_from_values(loaded[0]) if loaded else None
 
     def find_execution(self, job_id: str, execution_id: str) -> Execution | None:
-        row = (
-            self.db.connection()
-            .execute(
-                f"SELECT doc FROM executions WHERE job_id = ? AND execution_id = ? AND {LIVE} LIMIT 1",
-                (job_id, execution_id, self.epoch_seconds()),
-            )
-            .fetchone()
+        row = self.db.query_one(
+            f"SELECT doc FROM executions WHERE job_id = ? AND execution_id = ? AND {LIVE} LIMIT 1",
+            (job_id, execution_id, self.epoch_seconds()),
         )
         return execution_from_doc(row[0]) if row else None
 
@@ -493,7 +492,7 @@ class SqliteStore:
             sql += f" AND (execution_id, pk, sk) {'<' if newest_first else '>'} (?, ?, ?)"
             args.extend(after)
         sql += f" ORDER BY execution_id {order}, pk {order}, sk {order} LIMIT ?"
-        rows = self.db.connection().execute(sql, [*args, limit + 1]).fetchall()
+        rows = self.db.query(sql, [*args, limit + 1])
         page = rows[:limit]
         position = (page[-1][1], page[-1][2], page[-1][3]) if len(rows) > limit and page else None
         return [execution_from_doc(r[0]) for r in page], position
@@ -524,7 +523,7 @@ class SqliteStore:
 
     def query_due(self, partition: str, after_ms: int, until_ms: int) -> list[Execution]:
         """Waiting executions in `partition` with after_ms < dueMs <= until_ms, oldest first."""
-        rows = self.db.connection().execute(
+        rows = self.db.query(
             f"SELECT doc FROM executions WHERE pk = ? AND sk BETWEEN ? AND ? AND status = ? AND {LIVE} ORDER BY sk",
             (
                 partition,
@@ -534,26 +533,22 @@ class SqliteStore:
                 self.epoch_seconds(),
             ),
         )
-        return [execution_from_doc(doc) for (doc,) in rows.fetchall()]
+        return [execution_from_doc(doc) for (doc,) in rows]
 
     def open_executions(self, shard: int, until_ms: int) -> list[Execution]:
         """Executions of `shard` in the open set due at or before `until_ms`, oldest first."""
-        rows = self.db.connection().execute(
+        rows = self.db.query(
             f"SELECT doc FROM executions WHERE open_shard = ? AND sk <= ? AND {LIVE} ORDER BY sk",
             (f"{shard:03d}", f"{until_ms:013d}#~", self.epoch_seconds()),
         )
-        return [execution_from_doc(doc) for (doc,) in rows.fetchall()]
+        return [execution_from_doc(doc) for (doc,) in rows]
 
     def scan_open_executions(self) -> Iterator[StoredExecution]:
         """Every scheduled or running execution, and every one still in the open set (`duetime audit`)."""
-        rows = (
-            self.db.connection()
-            .execute(
-                "SELECT pk, sk, open_shard, doc FROM executions "
-                f"WHERE (status IN (?, ?) OR open_shard IS NOT NULL) AND {LIVE} ORDER BY pk, sk",
-                (ExecutionStatus.SCHEDULED.value, ExecutionStatus.RUNNING.value, self.epoch_seconds()),
-            )
-            .fetchall()
+        rows = self.db.query(
+            "SELECT pk, sk, open_shard, doc FROM executions "
+            f"WHERE (status IN (?, ?) OR open_shard IS NOT NULL) AND {LIVE} ORDER BY pk, sk",
+            (ExecutionStatus.SCHEDULED.value, ExecutionStatus.RUNNING.value, self.epoch_seconds()),
         )
         for pk, sk, open_shard, doc in rows:
             key = ExecutionKey(pk=pk, sk=sk)
@@ -579,7 +574,8 @@ class SqliteStore:
         return True
 
     def get_control(self, key: str) -> dict[str, Any] | None:
-        return self._read_control(self.db.connection(), key)
+        with self.db.read() as conn:
+            return self._read_control(conn, key)
 
     def acquire_lease(self, key: str, owner: str, now_ms: int, until_ms: int) -> dict[str, Any] | None:
         """Take or renew the lease on `key` for `owner` unless someone else holds it live; the record

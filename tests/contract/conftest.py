@@ -1,0 +1,80 @@
+"""The contract suite's fixtures: every test runs once per adapter (DynamoDB+SQS on moto, SQLite on a file)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import pytest
+from duetime.adapters.sqlite.queue import SqliteQueues
+from duetime.domain.models import Job, JobSpec, to_ms
+from duetime.queue.sqs import DueQueues
+from duetime.service.context import Ports
+from duetime.service.ports import Queues
+
+from tests.conftest import BACKENDS
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    """Every test of the contract suite is written once and runs on each adapter."""
+    return str(request.param)
+
+
+@dataclass(frozen=True)
+class QueueTiming:
+    """Real-clock times for one adapter's queue: SQS counts delays and visibility in whole seconds and sends
+    a second early (the worker waits out the rest); SQLite counts milliseconds and delivers at the instant."""
+
+    unit: float  # a visibility or delay long enough to observe, in seconds
+    early: float  # how much sooner than its due instant a message may be delivered
+    late: float  # how much later than its due instant (or visibility end) it must have been delivered
+
+
+TIMINGS = {
+    "moto": QueueTiming(unit=2.0, early=1.0, late=1.6),
+    "sqlite": QueueTiming(unit=0.3, early=0.0, late=0.25),
+}
+
+
+@pytest.fixture
+def timing(backend: str) -> QueueTiming:
+    return TIMINGS[backend]
+
+
+@pytest.fixture
+def queues(ports: Ports, backend: str) -> Queues:
+    """The due queues with real delays (the `ports` fixture's send everything at once, for a hand clock)."""
+    if backend == "sqlite":
+        assert isinstance(ports.queues, SqliteQueues)
+        return SqliteQueues(ports.queues.db, ports.settings)
+    assert isinstance(ports.queues, DueQueues)
+    return DueQueues(ports.queues.client, ports.queues.queue_urls, ports.queues.dlq_urls)
+
+
+def wall_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def wall_ms() -> int:
+    return to_ms(wall_now())
+
+
+def make_job(
+    clock: Callable[[], datetime], job_id: str = "j_0000000000000001", owner: str = "alice", **spec: object
+) -> Job:
+    now = clock()
+    values: dict[str, object] = {"name": "contract", "handler": "demo.echo", "schedule": {"at": now}, **spec}
+    base = JobSpec.model_validate(values)
+    return Job(**base.model_dump(), job_id=job_id, owner=owner, created_at=now, updated_at=now)
+
+
+def receive_within(queues: Queues, job_class: str, seconds: float, visibility: float, n: int = 10) -> list:
+    """Receive until something arrives or `seconds` pass (short waits, so a slow adapter is not a failure)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        got = queues.receive(job_class, n, min(1.0, max(0.0, deadline - time.monotonic())), visibility)
+        if got or time.monotonic() >= deadline:
+            return got

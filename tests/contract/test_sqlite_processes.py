@@ -1,0 +1,215 @@
+"""SQLite due queues shared by several processes on one file: disjoint receives, wake-ups across processes,
+and a killed or stopped receiver's messages coming back after their visibility (SQLite only: SQS is a
+service, not a file)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from duetime.adapters.sqlite.db import Database
+from duetime.adapters.sqlite.queue import SqliteQueues
+from duetime.definitions import Settings
+from duetime.domain.keys import ExecutionKey
+from duetime.service.ports import DueMessage
+
+from tests.contract.conftest import wall_ms, wall_now
+
+CHILD = Path(__file__).with_name("sqlite_child.py")
+
+
+@pytest.fixture
+def backend() -> str:
+    return "sqlite"  # these tests are about one file shared by processes
+
+
+@pytest.fixture
+def database(tmp_path: Path) -> Iterator[Database]:
+    db = Database(tmp_path / "duetime.sqlite3")
+    yield db
+    db.close()
+
+
+@pytest.fixture
+def queues(database: Database) -> SqliteQueues:
+    return SqliteQueues(database, Settings(shards=4))
+
+
+class Child:
+    """A receiver process and the lines it prints, read by a thread so the test never blocks on a pipe."""
+
+    def __init__(self, db: Database, visibility: float, wait: float, idle_exit: float, mode: str = "") -> None:
+        args = [sys.executable, str(CHILD), db.path, str(visibility), str(wait), str(idle_exit), mode]
+        self.process = subprocess.Popen(args, stdout=subprocess.PIPE, text=True)
+        self.lines: list[dict] = []
+        self.ready = threading.Event()
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+        assert self.ready.wait(30), "the child process started"
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            if line.strip() == "ready":
+                self.ready.set()
+            elif line.strip():
+                self.lines.append(json.loads(line))
+
+    def wait_for_lines(self, count: int, seconds: float) -> list[dict]:
+        deadline = time.monotonic() + seconds
+        while len(self.lines) < count and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return list(self.lines)
+
+    def finish(self, seconds: float = 30) -> list[dict]:
+        self.process.wait(seconds)
+        self.reader.join(5)
+        return list(self.lines)
+
+    def kill(self) -> None:
+        if self.process.poll() is None:
+            os.kill(self.process.pid, signal.SIGKILL)
+            self.process.wait(10)
+        self.reader.join(5)
+
+
+@pytest.fixture
+def children() -> Iterator[list[Child]]:
+    started: list[Child] = []
+    yield started
+    for child in started:
+        if child.process.poll() is None:
+            os.kill(child.process.pid, signal.SIGCONT)
+        child.kill()
+
+
+def message(n: int, due_in: float = 0.0) -> DueMessage:
+    due = wall_ms() + round(due_in * 1000)
+    execution_id = f"j_{n:016x}.{due:013d}"
+    return DueMessage(
+        key=ExecutionKey(pk="2026113009#001", sk=f"{due:013d}#{execution_id}"),
+        execution_id=execution_id,
+        job_id=f"j_{n:016x}",
+        due_ms=due,
+        job_class="default",
+    )
+
+
+def test_two_processes_receiving_from_one_file_get_disjoint_messages(database, queues, children):
+    # Given two receiver processes on the file
+    children += [Child(database, visibility=60, wait=1, idle_exit=3) for _ in range(2)]
+    # When 300 messages are sent while they receive
+    sent = [message(n) for n in range(300)]
+    for start in range(0, len(sent), 10):
+        queues.send(sent[start : start + 10], wall_now())
+        time.sleep(0.005)
+    # Then every message went to exactly one of them
+    got = [[line["id"] for line in child.finish()] for child in children]
+    assert sorted(got[0] + got[1]) == sorted(m.execution_id for m in sent)
+    assert not set(got[0]) & set(got[1])
+
+
+def test_a_killed_receivers_message_comes_back_after_its_visibility(database, queues, children):
+    # Given a process that received a message with a 1 s visibility and then hangs on to it
+    child = Child(database, visibility=1.0, wait=5, idle_exit=30, mode="hold")
+    children.append(child)
+    sent = message(1)
+    queues.send([sent], wall_now())
+    [line] = child.wait_for_lines(1, 10)
+    # When it is killed mid-visibility
+    child.kill()
+    # Then the message is hidden until the visibility ends, and then received again
+    assert queues.receive("default", 10, 0, 30) == []
+    [again] = queues.receive("default", 10, 5, 30)
+    assert again.message == sent and again.receive_count == 2
+    assert wall_ms() >= line["at"] + 1000 - 5
+
+
+def test_a_stopped_receiver_holds_no_lock_and_its_message_comes_back(database, queues, children):
+    child = Child(database, visibility=1.0, wait=5, idle_exit=30, mode="hold")
+    children.append(child)
+    held = message(1)
+    queues.send([held], wall_now())
+    child.wait_for_lines(1, 10)
+    # When the receiver is stopped (SIGSTOP), the file stays writable for everyone else
+    os.kill(child.process.pid, signal.SIGSTOP)
+    other = message(2)
+    queues.send([other], wall_now())
+    [received] = queues.receive("default", 10, 2, 30)
+    assert received.message == other
+    queues.delete("default", received.receipt)
+    # And the stopped receiver's message comes back after its visibility
+    [again] = queues.receive("default", 10, 5, 30)
+    assert again.message == held and again.receive_count == 2
+
+
+def test_a_send_from_one_process_wakes_a_receiver_waiting_in_another(database, queues, children):
+    # Given a receiver process waiting up to 20 s
+    child = Child(database, visibility=30, wait=20, idle_exit=30)
+    children.append(child)
+    time.sleep(0.5)
+    # When a message due now is sent from this process
+    now_message = message(1)
+    sent_at = wall_ms()
+    queues.send([now_message], wall_now())
+    # Then the waiting receiver gets it well before its wait ends
+    [first] = child.wait_for_lines(1, 10)
+    assert first["id"] == now_message.execution_id
+    assert first["at"] - sent_at < 2000
+    # And a message sent with a delay reaches it at its due instant, not before
+    delayed = message(2, due_in=0.8)
+    queues.send([delayed], wall_now())
+    second = child.wait_for_lines(2, 10)[1]
+    assert second["id"] == delayed.execution_id
+    assert delayed.due_ms <= second["at"] < delayed.due_ms + 2000
+
+
+def test_a_commit_from_another_connection_after_a_look_wakes_the_waiter(database, tmp_path):
+    # Given a second connection to the file, as another process has (data_version counts its commits)
+    other = Database(database.path)
+    try:
+        for _ in range(2):  # the first wait starts the watcher, the second finds it running
+            # When it commits between this process's look and its wait
+            seen = database.generation
+            with other.write() as conn:
+                conn.execute("INSERT INTO control (key, doc) VALUES (?, '{}')", (f"k{time.monotonic_ns()}",))
+            started = time.monotonic()
+            database.wait_for_change(seen, 5)
+            # Then the waiter is not left asleep until its timeout
+            assert time.monotonic() - started < 1
+    finally:
+        other.close()
+
+
+def test_workers_killed_at_random_lose_no_message(database, queues, children):
+    # Given three worker processes that delete each message once they have handled it
+    def start() -> Child:
+        child = Child(database, visibility=1.0, wait=1, idle_exit=4, mode="delete")
+        children.append(child)
+        return child
+
+    workers = [start() for _ in range(3)]
+    sent = [message(n) for n in range(400)]
+    # When messages keep coming while one worker after another is killed (SIGKILL) and replaced
+    for batch in range(40):
+        queues.send(sent[batch * 10 : batch * 10 + 10], wall_now())
+        time.sleep(0.02)
+        if batch % 8 == 7:
+            victim = workers.pop(0)
+            victim.kill()
+            workers.append(start())
+    for child in workers:
+        child.finish(60)
+    # Then every message was handled at least once (a killed worker's came back after its visibility)
+    handled = {line["id"] for child in children for line in child.lines}
+    assert handled == {m.execution_id for m in sent}
+    # And none is left behind: what a killed worker held was handled and deleted by another
+    assert queues.depth("default") == 0

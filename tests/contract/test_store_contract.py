@@ -1,0 +1,386 @@
+"""The store ports' contract (jobs, executions, control records), written once and run on every adapter."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from duetime.definitions import MAX_ERROR_CHARS
+from duetime.domain.errors import Conflict, InvalidInput, StaleAttempt
+from duetime.domain.keys import ExecutionKey, due_partition, shard_of
+from duetime.domain.models import ExecutionStatus, JobStatus, to_ms
+from duetime.service.dispatch import new_execution
+
+from tests.contract.conftest import make_job
+
+# --- jobs ------------------------------------------------------------------------------------------
+
+
+def test_a_job_is_created_with_its_first_execution_and_read_back(ports, clock):
+    store = ports.store
+    job = make_job(clock)
+    first = new_execution(job, clock() + timedelta(minutes=5))
+    store.create_job(job, first)
+    assert store.get_job(job.job_id) == job
+    assert store.get_execution(store.key_of(first)) == first
+    assert store.get_job("j_0000000000000404") is None
+
+
+def test_creating_a_job_twice_is_a_conflict_and_writes_nothing(ports, clock):
+    store = ports.store
+    job = make_job(clock)
+    store.create_job(job, new_execution(job, clock() + timedelta(minutes=5)))
+    again = job.model_copy(update={"name": "second"})
+    other_slot = new_execution(again, clock() + timedelta(minutes=9))
+    with pytest.raises(Conflict):
+        store.create_job(again, other_slot)
+    assert store.get_job(job.job_id).name == "contract"
+    assert store.get_execution(store.key_of(other_slot)) is None
+
+
+def test_an_idempotency_key_is_written_with_the_job_and_a_second_use_writes_nothing(ports, clock):
+    store = ports.store
+    record = {"key": "idem#alice#k1", "bodyHash": "h1", "expiresAt": int((clock() + timedelta(hours=24)).timestamp())}
+    job = make_job(clock)
+    store.create_job(job, new_execution(job, clock() + timedelta(minutes=5)), record)
+    assert store.get_control("idem#alice#k1") == {**record, "jobId": job.job_id}
+    # When a concurrent duplicate (another job id) uses the same key
+    twin = make_job(clock, job_id="j_0000000000000002")
+    twin_first = new_execution(twin, clock() + timedelta(minutes=5))
+    with pytest.raises(Conflict):
+        store.create_job(twin, twin_first, record)
+    # Then the transaction wrote none of it
+    assert store.get_job(twin.job_id) is None
+    assert store.get_execution(store.key_of(twin_first)) is None
+    assert store.get_control("idem#alice#k1")["jobId"] == job.job_id
+
+
+def test_many_jobs_are_read_by_id_and_missing_ones_are_left_out(ports, clock):
+    store = ports.store
+    jobs = [make_job(clock, job_id=f"j_{i:016x}") for i in range(1, 4)]
+    for job in jobs:
+        store.create_job(job, None)
+    found = store.get_jobs([jobs[0].job_id, jobs[2].job_id, jobs[0].job_id, "j_00000000000000ff"])
+    assert found == {jobs[0].job_id: jobs[0], jobs[2].job_id: jobs[2]}
+    assert sorted(j.job_id for j in store.scan_jobs()) == [j.job_id for j in jobs]
+
+
+def test_an_owners_jobs_are_listed_newest_first_in_pages_with_an_opaque_cursor(ports, clock):
+    store = ports.store
+    mine = []
+    for i in range(5):
+        clock.advance(1)
+        mine.append(make_job(clock, job_id=f"j_{i + 1:016x}"))
+        store.create_job(mine[-1], None)
+        store.create_job(make_job(clock, job_id=f"j_{i + 100:016x}", owner="bob"), None)
+    seen, cursor, pages = [], None, 0
+    while True:
+        page = store.list_jobs("alice", 2, cursor)
+        assert len(page.items) <= 2
+        seen += [j.job_id for j in page.items]
+        pages += 1
+        cursor = page.cursor
+        if cursor is None:
+            break
+        assert isinstance(cursor, str)
+    assert seen == [j.job_id for j in reversed(mine)]
+    assert pages >= 3
+
+
+def test_a_cursor_is_refused_by_another_owner_and_a_made_up_one_by_anyone(ports, clock):
+    store = ports.store
+    for i in range(3):
+        clock.advance(1)
+        store.create_job(make_job(clock, job_id=f"j_{i + 1:016x}", owner="bob"), None)
+    page = store.list_jobs("bob", 1, None)
+    assert page.cursor
+    with pytest.raises(InvalidInput) as refused:
+        store.list_jobs("alice", 1, page.cursor)
+    assert refused.value.field == "cursor"
+    for garbage in ["%%%", "bm90LWpzb24", "e30"]:
+        with pytest.raises(InvalidInput):
+            store.list_jobs("bob", 1, garbage)
+
+
+def test_a_job_status_changes_only_from_the_version_it_was_read_at(ports, clock):
+    store = ports.store
+    job = make_job(clock)
+    store.create_job(job, None)
+    paused = store.update_job_status(job, JobStatus.PAUSED, clock.advance(5))
+    assert (paused.status, paused.version) == (JobStatus.PAUSED, 2)
+    assert store.get_job(job.job_id).status == JobStatus.PAUSED
+    with pytest.raises(Conflict):
+        store.update_job_status(job, JobStatus.CANCELLED, clock())  # read at version 1
+    assert store.get_job(job.job_id).version == 2
+
+
+# --- executions: creation and reads ------------------------------------------------------------------
+
+
+def test_an_execution_lives_in_the_partition_of_its_due_hour_and_shard_and_its_slot_is_created_once(ports, clock):
+    store = ports.store
+    job = make_job(clock)
+    execution = new_execution(job, clock() + timedelta(minutes=90))
+    key = store.key_of(execution)
+    assert key == ExecutionKey(
+        pk=due_partition(execution.due_at, shard_of(job.job_id, ports.settings.shards)),
+        sk=f"{to_ms(execution.due_at):013d}#{execution.execution_id}",
+    )
+    assert store.put_execution(execution) is True
+    assert store.put_execution(execution.model_copy(update={"kind": "catchup"})) is False
+    assert store.get_execution(key).kind == "scheduled"
+    later = new_execution(job, clock() + timedelta(minutes=91))
+    assert store.put_executions([execution, later]) == [later]
+    assert store.find_execution(job.job_id, later.execution_id) == later
+    assert store.find_execution(job.job_id, f"{job.job_id}.0000000000000") is None
+
+
+def test_due_executions_are_queried_by_partition_and_window_oldest_first_and_only_while_waiting(ports, clock):
+    store = ports.store
+    job = make_job(clock)
+    base = clock().replace(minute=0, second=0, microsecond=0) + timedelta(hours=1)
+    rows = [new_execution(job, base + timedelta(seconds=s)) for s in (30, 10, 20, 40)]
+    store.put_executions(rows)
+    partition = store.key_of(rows[0]).pk
+    key = store.key_of(rows[1])  # due at +10 s
+    store.claim(key, "w1", clock(), clock() + timedelta(seconds=30))
+    due = store.query_due(partition, to_ms(base + timedelta(seconds=10)), to_ms(base + timedelta(seconds=30)))
+    assert [e.due_at for e in due] == [base + timedelta(seconds=20), base + timedelta(seconds=30)]
+    assert store.query_due(partition, 0, to_ms(base + timedelta(seconds=10))) == []  # the one at +10 s runs
+    assert store.query_due("2000010100#000", 0, 2**42) == []
+
+
+def test_a_jobs_history_is_paged_newest_first_and_iterated_oldest_first(ports, clock):
+    store = ports.store
+    job = make_job(clock)
+    rows = [new_execution(job, clock() + timedelta(minutes=m)) for m in range(7)]
+    store.put_executions(rows)
+    other = make_job(clock, job_id="j_0000000000000002")
+    store.put_execution(new_execution(other, clock()))
+    seen, cursor = [], None
+    while True:
+        page = store.list_executions(job.job_id, 3, cursor)
+        assert len(page.items) <= 3
+        seen += [e.execution_id for e in page.items]
+        if page.cursor is None:
+            break
+        cursor = page.cursor
+    ids = [e.execution_id for e in rows]
+    assert seen == ids[::-1]
+    assert [e.execution_id for e in store.list_executions(job.job_id, 10, None, newest_first=False).items] == ids
+    assert [e.execution_id for e in store.iter_executions_of_job(job.job_id)] == ids
+    assert [e.execution_id for e in store.executions_of_job(job.job_id, limit=2)] == ids[:-3:-1]
+
+
+def test_a_history_cursor_is_bound_to_its_job(ports, clock):
+    store = ports.store
+    job, other = make_job(clock), make_job(clock, job_id="j_0000000000000002")
+    store.put_executions([new_execution(job, clock() + timedelta(minutes=m)) for m in range(3)])
+    page = store.list_executions(job.job_id, 1, None)
+    assert page.cursor
+    with pytest.raises(InvalidInput) as refused:
+        store.list_executions(other.job_id, 1, page.cursor)
+    assert refused.value.field == "cursor"
+
+
+# --- executions: claim, lease, fencing ----------------------------------------------------------------
+
+
+def waiting(ports, clock, minutes: float = 0):
+    job = make_job(clock)
+    execution = new_execution(job, clock() + timedelta(minutes=minutes))
+    ports.store.put_execution(execution)
+    return ports.store.key_of(execution)
+
+
+def test_a_claim_takes_a_waiting_row_once_and_records_the_attempt(ports, clock):
+    store = ports.store
+    key = waiting(ports, clock)
+    now = clock()
+    outcome = store.claim(key, "w1", now, now + timedelta(seconds=30))
+    claimed = outcome.claimed
+    assert claimed is not None and outcome.current is None
+    assert (claimed.status, claimed.attempt, claimed.worker_id) == (ExecutionStatus.RUNNING, 1, "w1")
+    assert claimed.lease_until == now + timedelta(seconds=30) and claimed.started_at == now
+    assert [(a.attempt, a.worker_id, a.started_at) for a in claimed.attempts] == [(1, "w1", now)]
+    assert store.get_execution(key) == claimed
+    # A second worker finds the row held, and sees it as it stands
+    refused = store.claim(key, "w2", now, now + timedelta(seconds=30))
+    assert refused.claimed is None and refused.current == claimed
+
+
+def test_a_running_row_is_taken_over_only_after_its_lease_and_while_attempts_are_left(ports, clock):
+    store = ports.store
+    key = waiting(ports, clock)
+    first = store.claim(key, "w1", clock(), clock() + timedelta(seconds=30)).claimed
+    assert store.claim(key, "w2", clock.advance(29.999), clock() + timedelta(seconds=30)).claimed is None
+    taken = store.claim(key, "w2", clock.advance(0.001), clock() + timedelta(seconds=30), max_attempts=2).claimed
+    assert taken is not None and taken.attempt == 2 and taken.worker_id == "w2"
+    assert [a.worker_id for a in taken.attempts] == ["w1", "w2"] and first.attempt == 1
+    last = store.claim(key, "w3", clock.advance(60), clock() + timedelta(seconds=30), max_attempts=2)
+    assert last.claimed is None and last.current.attempt == 2  # no attempt left
+
+
+def test_a_claim_of_a_missing_or_ended_row_claims_nothing(ports, clock):
+    store = ports.store
+    missing = ExecutionKey(pk="2026120109#000", sk="1796115600000#j_0000000000000404.1796115600000")
+    assert store.claim(missing, "w1", clock(), clock() + timedelta(seconds=30)).claimed is None
+    key = waiting(ports, clock)
+    store.claim(key, "w1", clock(), clock() + timedelta(seconds=30))
+    store.finish(key, 1, ExecutionStatus.SUCCEEDED, clock())
+    outcome = store.claim(key, "w2", clock.advance(60), clock() + timedelta(seconds=30))
+    assert outcome.claimed is None and outcome.current.status == ExecutionStatus.SUCCEEDED
+
+
+def test_heartbeats_and_release_are_fenced_by_the_attempt_number(ports, clock):
+    store = ports.store
+    key = waiting(ports, clock)
+    store.claim(key, "w1", clock(), clock() + timedelta(seconds=30))
+    later = clock() + timedelta(seconds=50)
+    assert store.heartbeat(key, 1, later).lease_until == later
+    with pytest.raises(StaleAttempt):
+        store.heartbeat(key, 2, later)
+    # w2 takes over after the lease: w1's attempt is fenced out
+    store.claim(key, "w2", clock.advance(51), clock() + timedelta(seconds=30))
+    with pytest.raises(StaleAttempt):
+        store.heartbeat(key, 1, clock() + timedelta(seconds=90))
+    assert store.release(key, 1, clock()) is False
+    assert store.release(key, 2, clock()) is True
+    assert store.get_execution(key).lease_until == clock()
+    assert store.claim(key, "w3", clock(), clock() + timedelta(seconds=30)).claimed.attempt == 3  # at once
+
+
+def test_finish_is_fenced_and_records_the_outcome_once(ports, clock):
+    store = ports.store
+    key = waiting(ports, clock)
+    store.claim(key, "w1", clock(), clock() + timedelta(seconds=30))
+    with pytest.raises(StaleAttempt):
+        store.finish(key, 2, ExecutionStatus.SUCCEEDED, clock())
+    done = store.finish(key, 1, ExecutionStatus.SUCCEEDED, clock.advance(2), result={"n": 1})
+    assert (done.status, done.result, done.finished_at, done.lease_until) == (
+        ExecutionStatus.SUCCEEDED,
+        {"n": 1},
+        clock(),
+        None,
+    )
+    assert (done.attempts[0].outcome, done.attempts[0].finished_at) == ("succeeded", clock())
+    assert store.get_execution(key) == done
+    with pytest.raises(StaleAttempt):
+        store.finish(key, 1, ExecutionStatus.FAILED, clock())
+
+
+def test_a_failure_keeps_its_error_bounded_and_stays_open_until_the_owner_is_told(ports, clock):
+    store = ports.store
+    key = waiting(ports, clock)
+    shard = int(key.pk.rsplit("#", 1)[1])
+    store.claim(key, "w1", clock(), clock() + timedelta(seconds=30))
+    failed = store.finish(key, 1, ExecutionStatus.FAILED, clock(), error="x" * (MAX_ERROR_CHARS + 10))
+    assert failed.error == "x" * MAX_ERROR_CHARS and failed.attempts[0].error == failed.error
+    assert [e.execution_id for e in store.open_executions(shard, 2**42)] == [failed.execution_id]
+    store.mark_notified(key, clock())
+    assert store.open_executions(shard, 2**42) == []
+    assert store.get_execution(key).status == ExecutionStatus.FAILED
+
+
+def test_a_retry_moves_the_row_to_its_new_due_partition_fenced_by_the_attempt(ports, clock):
+    store = ports.store
+    key = waiting(ports, clock)
+    claimed = store.claim(key, "w1", clock(), clock() + timedelta(seconds=30)).claimed
+    moved = claimed.model_copy(
+        update={"due_at": clock() + timedelta(hours=2), "status": ExecutionStatus.SCHEDULED, "lease_until": None}
+    )
+    with pytest.raises(StaleAttempt):
+        store.move_for_retry(key, 2, moved)
+    assert store.get_execution(key) == claimed  # nothing moved
+    store.move_for_retry(key, 1, moved)
+    new_key = store.key_of(moved)
+    assert new_key.pk != key.pk
+    assert store.get_execution(key) is None
+    again = store.get_execution(new_key)
+    assert (again.status, again.attempt, again.due_at) == (ExecutionStatus.SCHEDULED, 1, moved.due_at)
+    with pytest.raises(StaleAttempt):
+        store.move_for_retry(key, 1, moved)  # the old row is gone
+    assert store.claim(new_key, "w2", clock(), clock() + timedelta(seconds=30)).claimed.attempt == 2
+
+
+def test_a_waiting_row_is_ended_only_while_it_waits(ports, clock):
+    store = ports.store
+    key = waiting(ports, clock)
+    skipped = store.end_waiting(key, ExecutionStatus.SKIPPED, clock(), "overlap", skipped_count=3)
+    assert (skipped.status, skipped.skip_reason, skipped.skipped_count, skipped.finished_at) == (
+        ExecutionStatus.SKIPPED,
+        "overlap",
+        3,
+        clock(),
+    )
+    assert store.end_waiting(key, ExecutionStatus.CANCELLED, clock()) is None
+    running = waiting(ports, clock, minutes=1)
+    store.claim(running, "w1", clock(), clock() + timedelta(seconds=30))
+    assert store.end_waiting(running, ExecutionStatus.CANCELLED, clock()) is None
+    missing = ExecutionKey(pk="2026120109#000", sk="1796115600000#j_0000000000000404.1796115600000")
+    assert store.end_waiting(missing, ExecutionStatus.CANCELLED, clock()) is None
+
+
+def test_a_claimed_attempt_is_ended_unrun_only_by_its_holder(ports, clock):
+    store = ports.store
+    key = waiting(ports, clock)
+    store.claim(key, "w1", clock(), clock() + timedelta(seconds=30))
+    with pytest.raises(StaleAttempt):
+        store.end_claimed(key, 2, ExecutionStatus.SKIPPED, clock(), "overlap")
+    ended = store.end_claimed(key, 1, ExecutionStatus.CANCELLED, clock(), "replaced")
+    assert (ended.status, ended.skip_reason, ended.lease_until) == (ExecutionStatus.CANCELLED, "replaced", None)
+    with pytest.raises(StaleAttempt):
+        store.heartbeat(key, 1, clock() + timedelta(seconds=30))
+
+
+def test_the_open_set_holds_unfinished_rows_of_a_shard_in_due_order_up_to_a_bound(ports, clock):
+    store = ports.store
+    job = make_job(clock)
+    shard = shard_of(job.job_id, ports.settings.shards)
+    rows = [new_execution(job, clock() + timedelta(minutes=m)) for m in (3, 1, 2, 4)]
+    store.put_executions(rows)
+    ended = store.key_of(rows[3])
+    store.end_waiting(ended, ExecutionStatus.CANCELLED, clock())
+    running = store.key_of(rows[0])
+    store.claim(running, "w1", clock(), clock() + timedelta(seconds=30))
+    bound = to_ms(clock() + timedelta(minutes=3))
+    assert [e.due_at for e in store.open_executions(shard, bound)] == [
+        clock() + timedelta(minutes=m) for m in (1, 2, 3)
+    ]
+    assert store.open_executions((shard + 1) % ports.settings.shards, 2**42) == []
+    audited = {s.execution.execution_id: s for s in store.scan_open_executions()}
+    assert set(audited) == {rows[0].execution_id, rows[1].execution_id, rows[2].execution_id}
+    assert audited[rows[0].execution_id].key == running
+    assert audited[rows[0].execution_id].open_shard == f"{shard:03d}"
+
+
+# --- control records ---------------------------------------------------------------------------------
+
+
+def test_a_shard_lease_is_held_by_one_owner_until_it_ends_and_only_the_holder_moves_the_cursor(ports):
+    store = ports.store
+    assert store.get_control("preload#000") is None
+    held = store.acquire_lease("preload#000", "p1", 1_000, 16_000)
+    assert (held["leaseOwner"], held["leaseUntilMs"]) == ("p1", 16_000)
+    assert store.acquire_lease("preload#000", "p2", 15_999, 31_000) is None
+    assert store.advance_cursor("preload#000", "p2", 40_000) is False
+    assert store.advance_cursor("preload#000", "p1", 40_000) is True
+    assert store.acquire_lease("preload#000", "p1", 2_000, 17_000)["cursorMs"] == 40_000  # renewed
+    taken = store.acquire_lease("preload#000", "p2", 17_000, 32_000)
+    assert (taken["leaseOwner"], taken["cursorMs"]) == ("p2", 40_000)
+    assert store.advance_cursor("preload#000", "p1", 50_000) is False
+    assert store.advance_cursor("preload#404", "p1", 50_000) is False
+    assert store.get_control("preload#000")["cursorMs"] == 40_000
+
+
+def test_a_waiting_row_ended_failed_stays_open_until_its_owner_is_told(ports, clock):
+    store = ports.store
+    key = waiting(ports, clock)
+    shard = int(key.pk.rsplit("#", 1)[1])
+    failed = store.end_waiting(key, ExecutionStatus.FAILED, clock(), "poison")
+    assert (failed.status, failed.skip_reason) == (ExecutionStatus.FAILED, "poison")
+    assert [e.execution_id for e in store.open_executions(shard, 2**42)] == [failed.execution_id]
+    assert [s.open_shard for s in store.scan_open_executions()] == [f"{shard:03d}"]
+    store.mark_notified(key, clock())
+    assert store.open_executions(shard, 2**42) == []
+    assert list(store.scan_open_executions()) == []
