@@ -8,7 +8,7 @@ export PYTHONDONTWRITEBYTECODE := 1
 PYTEST := $(PY) -m pytest -q -p no:cacheprovider
 LINTED := layers functions infra tests app.py $(wildcard bench)
 
-.PHONY: dev local test test-fast test-e2e lint format synth bench chaos clean
+.PHONY: dev local test test-tiers test-fast test-e2e lint format synth bench chaos clean
 
 $(VENV): pyproject.toml scripts/bootstrap.sh
 	./scripts/bootstrap.sh
@@ -24,23 +24,28 @@ local: $(VENV)  ## the whole system on this machine (SQLite under .duetime; BACK
 	.venv/bin/duetime local --backend $(or $(BACKEND),sqlite)
 
 # End-to-end tests run in a pytest process of their own per backend (`duetime local --backend`): in-process
-# moto (mock_aws) resets the backends that an in-process moto server would share.
+# moto (mock_aws) resets the backends that an in-process moto server would share. `make test` runs those
+# processes and the other tiers' side by side: their wall time is mostly waiting on clocks (cron minutes,
+# leases, the chaos soak, the restart test's outage), so together they take about as long as the longest.
 E2E_BACKENDS := sqlite moto
 
-test: dev lint  ## every test: unit, integration, infrastructure, end-to-end on each backend
-	$(PYTEST) tests/unit tests/integration tests/infrastructure
-	$(MAKE) --no-print-directory test-e2e
+test: dev lint  ## every test: unit, contract, integration, infrastructure, end-to-end on each backend
+	$(MAKE) --no-print-directory -j --output-sync=target test-tiers $(addprefix test-e2e-,$(E2E_BACKENDS))
 
-test-fast: $(VENV)  ## the inner loop: pure logic and adapters against moto
-	$(PYTEST) tests/unit tests/integration
+test-tiers: $(VENV)
+	$(PYTEST) tests/unit tests/contract tests/integration tests/infrastructure
 
-test-e2e: $(VENV)  ## the end-to-end suite once per backend, each in its own pytest process
-	@set -e; for backend in $(E2E_BACKENDS); do \
-		echo "== end-to-end on $$backend"; \
-		DUETIME_E2E_BACKEND=$$backend $(PYTEST) tests/e2e; \
-	done
+test-fast: $(VENV)  ## the inner loop: pure logic and adapters against moto and SQLite
+	$(PYTEST) tests/unit tests/contract tests/integration
 
-chaos: $(VENV)  ## the chaos soak alone (it also runs in make test)
+test-e2e: $(VENV)  ## the end-to-end suite once per backend, one after the other
+	@set -e; for backend in $(E2E_BACKENDS); do $(MAKE) --no-print-directory test-e2e-$$backend; done
+
+test-e2e-%: $(VENV)  ## the end-to-end suite on one backend: test-e2e-sqlite, test-e2e-moto
+	@echo "== end-to-end on $*"
+	DUETIME_E2E_BACKEND=$* $(PYTEST) tests/e2e
+
+chaos: $(VENV)  ## the chaos soak alone, on the default backend (it also runs in make test, on each)
 	$(PYTEST) tests/e2e/test_chaos.py
 
 lint: $(VENV)
