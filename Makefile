@@ -21,7 +21,7 @@ $(NODE): package.json
 dev: $(VENV) $(NODE)
 
 local: $(VENV)  ## the whole system on this machine (SQLite under .duetime; BACKEND=moto for the AWS adapters)
-	.venv/bin/duetime local --backend $(or $(BACKEND),sqlite)
+	.venv/bin/duetime local $(if $(BACKEND),--backend $(BACKEND))
 
 # End-to-end tests run in a pytest process of their own per backend (`duetime local --backend`): in-process
 # moto (mock_aws) resets the backends that an in-process moto server would share. `make test` runs those
