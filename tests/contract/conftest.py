@@ -35,7 +35,7 @@ class QueueTiming:
 
 TIMINGS = {
     "moto": QueueTiming(unit=2.0, early=1.0, late=1.6),
-    "sqlite": QueueTiming(unit=0.3, early=0.0, late=0.25),
+    "sqlite": QueueTiming(unit=0.3, early=0.0, late=0.5),
 }
 
 

@@ -39,19 +39,19 @@ def test_a_message_not_deleted_reappears_after_its_visibility_and_deleted_ones_n
     sent = [message(n) for n in (1, 2, 3)]
     queues.send(sent, wall_now())
     got: list = []
+    receiving_from = time.monotonic()  # each visibility below starts after this
     while len(got) < 3:
         batch = receive_within(queues, "default", 3 * timing.unit, timing.unit)
         assert batch, "every sent message is received"
         got += batch
-    received_at = time.monotonic()
     by_id = {r.message.execution_id: r for r in got}
     queues.delete("default", by_id[sent[0].execution_id].receipt)
     queues.delete_batch("default", [by_id[sent[1].execution_id].receipt])
-    time.sleep(max(0.0, received_at + timing.unit / 2 - time.monotonic()))
+    time.sleep(max(0.0, receiving_from + timing.unit / 2 - time.monotonic()))
     assert queues.receive("default", 10, 0, timing.unit) == []  # still hidden half-way
     [again] = receive_within(queues, "default", timing.unit + timing.late, 10 * timing.unit)
     assert again.message == sent[2] and again.receive_count == 2
-    assert time.monotonic() - received_at >= timing.unit - 0.05
+    assert time.monotonic() - receiving_from >= timing.unit
     assert receive_within(queues, "default", timing.unit, 10 * timing.unit) == []
 
 
@@ -62,7 +62,7 @@ def test_extend_hides_a_message_longer_or_shows_it_at_once(queues, timing):
     [second] = receive_within(queues, "default", timing.late + 1, timing.unit)
     assert second.receive_count == 2
     queues.extend("default", second.receipt, 3 * timing.unit)
-    time.sleep(timing.unit + timing.late)
+    time.sleep(1.5 * timing.unit)
     assert queues.receive("default", 10, 0, timing.unit) == []  # past the first visibility, still hidden
     [third] = receive_within(queues, "default", 2 * timing.unit + timing.late, timing.unit)
     assert third.receive_count == 3

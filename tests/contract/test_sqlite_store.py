@@ -10,7 +10,7 @@ import subprocess
 import sys
 import threading
 import time
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -186,6 +186,9 @@ def test_every_commit_survives_a_sigkill_of_the_writer_mid_load(tmp_path):
         assert all(store.executions_of_job(job_id) for job_id in accepted)
         # At most one job more: committed, killed before it said so
         assert len(accepted) <= len(list(store.scan_jobs())) <= len(accepted) + 1
+        # And the killed writer left no lock behind (a held one would make this raise "database is locked")
+        store.create_job(make_job(lambda: datetime(2026, 12, 1, 9, 0, tzinfo=UTC), job_id="j_ffffffffffffffff"), None)
+        assert store.get_job("j_ffffffffffffffff") is not None
     finally:
         db.close()
 
@@ -220,3 +223,28 @@ def test_the_wal_is_checkpointed_into_the_database_file_in_the_background(ports,
     while os.path.getsize(store.db.path) <= size_before and time.monotonic() < deadline:
         time.sleep(0.1)
     assert os.path.getsize(store.db.path) > size_before
+
+
+def test_a_file_of_an_earlier_schema_is_migrated_once_and_keeps_its_data(tmp_path, clock, monkeypatch):
+    import duetime.adapters.sqlite.db as db_module
+
+    # Given a file written at the first schema version, with a job in it
+    path = tmp_path / "duetime.sqlite3"
+    monkeypatch.setattr(db_module, "MIGRATIONS", db_module.MIGRATIONS[:1])
+    first = Database(path)
+    SqliteStore(first, Settings(shards=4)).create_job(make_job(clock), None)
+    first.close()
+    # When a later duetime adds a column and an index
+    later = (
+        *db_module.MIGRATIONS,
+        "ALTER TABLE executions ADD COLUMN extra TEXT; CREATE INDEX extra ON executions (extra)",
+    )
+    monkeypatch.setattr(db_module, "MIGRATIONS", later)
+    for _ in range(2):  # opened twice: the migration runs once
+        db = Database(path)
+        try:
+            assert db.query_one("PRAGMA user_version")[0] == 2
+            assert "extra" in [row[1] for row in db.query("PRAGMA table_info(executions)")]
+            assert SqliteStore(db, Settings(shards=4)).get_job("j_0000000000000001") is not None
+        finally:
+            db.close()

@@ -384,3 +384,72 @@ def test_a_waiting_row_ended_failed_stays_open_until_its_owner_is_told(ports, cl
     store.mark_notified(key, clock())
     assert store.open_executions(shard, 2**42) == []
     assert list(store.scan_open_executions()) == []
+
+
+# --- issue 12's store methods (the DynamoDB adapter gains them with the a-preloader branch) -----------
+
+
+def needs(ports, method: str) -> None:
+    if not hasattr(ports.store, method):
+        pytest.skip(f"{type(ports.store).__name__} has no {method} before the a-preloader merge (issue 12)")
+
+
+def test_the_open_set_is_read_in_bounded_steps_in_due_order_that_say_where_to_go_on(ports, clock):
+    needs(ports, "open_page")
+    store = ports.store
+    job = make_job(clock)
+    shard = shard_of(job.job_id, ports.settings.shards)
+    rows = [new_execution(job, clock() + timedelta(minutes=m)) for m in range(7)]
+    store.put_executions(rows)
+    seen, token, steps = [], None, 0
+    while True:
+        page = store.open_page(shard, to_ms(clock() + timedelta(minutes=5)), 2, token)
+        assert len(page.executions) <= 2
+        seen += [e.execution_id for e in page.executions]
+        steps += 1
+        token = page.next_token
+        if token is None:
+            break
+    assert seen == [e.execution_id for e in rows[:6]] and steps >= 3
+
+
+def test_a_held_waiting_row_leaves_the_open_set_until_it_is_unheld(ports, clock):
+    needs(ports, "hold_waiting")
+    store = ports.store
+    job = make_job(clock)
+    shard = shard_of(job.job_id, ports.settings.shards)
+    rows = [new_execution(job, clock() + timedelta(minutes=m)) for m in range(3)]
+    store.put_executions(rows)
+    held, running = store.key_of(rows[0]), store.key_of(rows[1])
+    store.claim(running, "w1", clock(), clock() + timedelta(seconds=30))
+    assert store.hold_waiting(held) is True
+    assert store.hold_waiting(running) is False  # only a waiting row is held
+    assert [e.execution_id for e in store.open_page(shard, 2**42, 10).executions] == [
+        rows[1].execution_id,
+        rows[2].execution_id,
+    ]
+    # A held row is still one of the job's open executions (cancel and resume find it)
+    assert [e.execution_id for e in store.open_executions_of_job(job.job_id)] == [e.execution_id for e in rows]
+    assert store.unhold_waiting(held) is True
+    assert len(store.open_page(shard, 2**42, 10).executions) == 3
+    store.end_waiting(held, ExecutionStatus.CANCELLED, clock())
+    assert store.unhold_waiting(held) is False
+    store.finish(running, 1, ExecutionStatus.SUCCEEDED, clock())
+    assert [e.execution_id for e in store.open_executions_of_job(job.job_id)] == [rows[2].execution_id]
+
+
+def test_the_cursor_records_where_the_reconciler_goes_on_and_a_lease_is_handed_back_on_request(ports):
+    needs(ports, "release_lease")
+    store = ports.store
+    token = "2026120109#001 1796115600000#j_1.1796115600000"
+    store.acquire_lease("preload#001", "p1", 1_000, 16_000)
+    assert store.release_lease("preload#001", "p2") is False
+    assert store.release_lease("preload#001", "p1") is True
+    assert store.acquire_lease("preload#001", "p2", 2_000, 17_000)["leaseOwner"] == "p2"  # at once
+    assert store.advance_cursor("preload#001", "p2", 40_000, token) is True
+    record = store.get_control("preload#001")
+    assert (record["cursorMs"], record["reconcileFrom"]) == (40_000, token)
+    assert store.acquire_lease("preload#001", "p2", 3_000, 18_000)["reconcileFrom"] == token
+    assert store.advance_cursor("preload#001", "p2", 50_000) is True
+    assert "reconcileFrom" not in store.get_control("preload#001")
+    assert store.get_control("preload#001")["cursorMs"] == 50_000

@@ -31,6 +31,15 @@ class ClaimOutcome:
 
 
 @dataclass(frozen=True)
+class OpenPage:
+    """Open executions of a shard read in one bounded step, and where the next step goes on (None: the end
+    of the open set was reached, start from its beginning next time)."""
+
+    executions: list[Execution]
+    next_token: str | None
+
+
+@dataclass(frozen=True)
 class StoredExecution:
     """An execution with where it is stored and its `open` index shard, as `duetime audit` checks them."""
 

@@ -53,9 +53,14 @@ CHECKPOINT_FALLBACK_PAGES = 10_000
 DATABASE_FILE = "duetime.sqlite3"
 
 # Keys and sort orders mirror the DynamoDB tables of duetime.definitions: executions by due partition
-# (`hour#shard`) and `dueMs#executionId`, a byJob index, and the sparse `open` index (open_shard is set
-# while an execution is open, NULL once it has ended). Rows keep the domain object as JSON (`doc`); the
+# (`hour#shard`) and `dueMs#executionId`, a byJob index, the sparse `open` index (open_shard is set while
+# an execution is open, NULL once it has ended or while its paused job holds it) and the sparse
+# `openByJob` index (open_job is set while it is scheduled or running). Rows keep the domain object as JSON (`doc`); the
 # columns are what keys, conditions and queries read.
+#
+# MIGRATIONS[i] takes a file from schema version i to i + 1 (`PRAGMA user_version`); a change to the
+# schema is a new entry at the end (e.g. `ALTER TABLE executions ADD COLUMN ...; CREATE INDEX ...`), never
+# an edit of an old one, so a file written by an earlier duetime opens with its data.
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs (
     job_id TEXT PRIMARY KEY,
@@ -72,12 +77,14 @@ CREATE TABLE IF NOT EXISTS executions (
     execution_id TEXT NOT NULL,
     status TEXT NOT NULL,
     open_shard TEXT,
+    open_job TEXT,
     expires_at INTEGER,
     doc TEXT NOT NULL,
     PRIMARY KEY (pk, sk)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS executions_by_job ON executions (job_id, execution_id);
 CREATE INDEX IF NOT EXISTS executions_open ON executions (open_shard, sk) WHERE open_shard IS NOT NULL;
+CREATE INDEX IF NOT EXISTS executions_open_by_job ON executions (open_job, sk) WHERE open_job IS NOT NULL;
 
 CREATE TABLE IF NOT EXISTS control (
     key TEXT PRIMARY KEY,
@@ -96,6 +103,7 @@ CREATE TABLE IF NOT EXISTS messages (
 );
 CREATE INDEX IF NOT EXISTS messages_visible ON messages (queue, visible_at_ms);
 """
+MIGRATIONS: tuple[str, ...] = (SCHEMA,)
 
 # Threads of one process that opened the same file write one at a time (see the module docstring).
 _process_write_locks: dict[str, threading.Lock] = {}
@@ -125,10 +133,19 @@ class Database:
         self._watch_needed = threading.Event()
         self._closed = False
         self._watcher: threading.Thread | None = None
-        with self.write() as conn:
-            for statement in SCHEMA.split(";"):
-                if statement.strip():
-                    conn.execute(statement)
+        self._migrate()
+
+    def _migrate(self) -> None:
+        """Bring the file to the current schema, one migration per transaction (another process opening
+        the file at the same time waits for the write lock, then finds the work done)."""
+        for version, migration in enumerate(MIGRATIONS):
+            with self.write() as conn:
+                if int(conn.execute("PRAGMA user_version").fetchone()[0]) > version:
+                    continue
+                for statement in migration.split(";"):
+                    if statement.strip():
+                        conn.execute(statement)
+                conn.execute(f"PRAGMA user_version = {version + 1}")
 
     @classmethod
     def in_directory(cls, data_dir: str | Path) -> Database:

@@ -31,7 +31,7 @@ from duetime.domain.models import (
     from_ms,
     to_ms,
 )
-from duetime.service.ports import ClaimOutcome, Page, StoredExecution
+from duetime.service.ports import ClaimOutcome, OpenPage, Page, StoredExecution
 
 # SQLite's default limit of host parameters in one statement is 999 (3.40): ask for jobs in chunks below it.
 IN_CHUNK = 500
@@ -168,6 +168,10 @@ def _epoch_seconds() -> int:
 
 SCHEDULED, RUNNING = ExecutionStatus.SCHEDULED.value, ExecutionStatus.RUNNING.value
 
+# What a change inside a transaction returns: the row's new TTL (None: keep it), and whether it enters
+# (True) or leaves (False) the `open` and `openByJob` sets, None leaving each as it is.
+Change = tuple[int | None, bool | None, bool | None]
+
 # Reads see a row whose TTL has passed as gone, as DynamoDB would once its TTL sweep ran.
 LIVE = "(expires_at IS NULL OR expires_at > ?)"
 
@@ -263,10 +267,11 @@ class SqliteStore:
     def _new_row(self, execution: Execution) -> tuple[Any, ...]:
         key = self.key_of(execution)
         expires = self._expires_at(execution.finished_at) if execution.finished_at else None
-        open_shard = None if execution.status.is_terminal else _shard_of_key(key)
+        is_open = not execution.status.is_terminal
+        open_shard, open_job = (_shard_of_key(key), execution.job_id) if is_open else (None, None)
         doc = execution_to_doc(execution)
         status = execution.status.value
-        return (key.pk, key.sk, execution.job_id, execution.execution_id, status, open_shard, expires, doc)
+        return (key.pk, key.sk, execution.job_id, execution.execution_id, status, open_shard, open_job, expires, doc)
 
     def _insert(self, conn: sqlite3.Connection, row: tuple[Any, ...]) -> bool:
         """Insert a new row unless a live one holds its key (an expired one is replaced, as after TTL)."""
@@ -276,8 +281,9 @@ class SqliteStore:
         if existing:
             return False
         conn.execute(
-            "INSERT OR REPLACE INTO executions (pk, sk, job_id, execution_id, status, open_shard, expires_at, doc) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT OR REPLACE INTO executions "
+            "(pk, sk, job_id, execution_id, status, open_shard, open_job, expires_at, doc) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             row,
         )
         return True
@@ -305,28 +311,38 @@ class SqliteStore:
 
     @staticmethod
     def _write_values(
-        conn: sqlite3.Connection, key: ExecutionKey, values: dict[str, Any], open_: bool, expires_at: int | None
+        conn: sqlite3.Connection,
+        key: ExecutionKey,
+        values: dict[str, Any],
+        expires_at: int | None,
+        shard: bool | None = None,
+        job: bool | None = None,
     ) -> str:
+        """Write the row's values and TTL; `shard` and `job` put the row in (True) or take it out of (False)
+        the `open` and `openByJob` sets, None leaves it as it is, as each DynamoDB update names them."""
         doc = json.dumps(values, separators=(",", ":"))
-        conn.execute(
-            "UPDATE executions SET status = ?, open_shard = ?, expires_at = ?, doc = ? WHERE pk = ? AND sk = ?",
-            (values["status"], _shard_of_key(key) if open_ else None, expires_at, doc, key.pk, key.sk),
-        )
+        sets, args = ["status = ?", "expires_at = ?", "doc = ?"], [values["status"], expires_at, doc]
+        if shard is not None:
+            sets.append("open_shard = ?")
+            args.append(_shard_of_key(key) if shard else None)
+        if job is not None:
+            sets.append("open_job = ?")
+            args.append(values["jobId"] if job else None)
+        conn.execute(f"UPDATE executions SET {', '.join(sets)} WHERE pk = ? AND sk = ?", [*args, key.pk, key.sk])
         return doc
 
-    def _fenced(
-        self, key: ExecutionKey, attempt: int, change: Callable[[dict[str, Any]], tuple[bool, int | None]]
-    ) -> Execution:
-        """Apply `change` to the row's values (it returns whether the row stays open and its TTL, None to
-        keep it) if `attempt` still holds the row: running under that attempt number. Raises StaleAttempt
+    def _fenced(self, key: ExecutionKey, attempt: int, change: Callable[[dict[str, Any]], Change]) -> Execution:
+        """Apply `change` to the row's values if `attempt` still holds the row (running under that attempt
+        number); it returns the new TTL (None: keep it) and the open-set changes. Raises StaleAttempt
         otherwise."""
         with self.db.write() as conn:
             loaded = self._values(conn, key)
             if loaded is None or loaded[0]["status"] != RUNNING or loaded[0]["attempt"] != attempt:
                 raise StaleAttempt(f"attempt {attempt} no longer holds {key.sk}")
             values, expires = loaded
-            open_, new_expires = change(values)
-            doc = self._write_values(conn, key, values, open_, expires if new_expires is None else new_expires)
+            new_expires, shard, job = change(values)
+            expires = expires if new_expires is None else new_expires
+            doc = self._write_values(conn, key, values, expires, shard, job)
         return execution_from_doc(doc)
 
     def claim(
@@ -358,7 +374,7 @@ class SqliteStore:
                     startedMs=now_ms,
                     attempts=[*values["attempts"], entry],
                 )
-                self._write_values(conn, key, values, True, expires)
+                self._write_values(conn, key, values, expires)
         execution = execution_from_values(values)
         if claimable:
             return ClaimOutcome(claimed=execution, current=None)
@@ -368,9 +384,9 @@ class SqliteStore:
         """Extend the lease of `attempt`; raises StaleAttempt if that attempt no longer holds the row."""
         lease_ms = to_ms(lease_until)
 
-        def extend(values: dict[str, Any]) -> tuple[bool, int | None]:
+        def extend(values: dict[str, Any]) -> Change:
             values["leaseUntilMs"] = lease_ms
-            return True, None
+            return None, None, None
 
         return self._fenced(key, attempt, extend)
 
@@ -396,7 +412,7 @@ class SqliteStore:
         error = None if error is None else error[:MAX_ERROR_CHARS]
         now_ms, expires = to_ms(now), self._expires_at(now)
 
-        def record(values: dict[str, Any]) -> tuple[bool, int | None]:
+        def record(values: dict[str, Any]) -> Change:
             attempts = values["attempts"]
             if 0 <= attempt - 1 < len(attempts):
                 attempts[attempt - 1].update(finishedMs=now_ms, outcome=status.value)
@@ -405,7 +421,9 @@ class SqliteStore:
             values.update(status=status.value, finishedMs=now_ms, leaseUntilMs=None, error=error)
             if result is not None:
                 values["result"] = result
-            return status == ExecutionStatus.FAILED, expires
+            # A failure stays in the open set until its owner has been told (mark_notified), so the
+            # reconciler can repeat a notice lost to a crash between this write and the DLQ send.
+            return expires, None if status == ExecutionStatus.FAILED else False, False
 
         return self._fenced(key, attempt, record)
 
@@ -442,7 +460,8 @@ class SqliteStore:
             if skipped_count and skipped_count > 1:
                 values["skippedCount"] = skipped_count
             # A failure stays open until its owner is told (see finish); anything else leaves the open set.
-            doc = self._write_values(conn, key, values, status == ExecutionStatus.FAILED, expires)
+            shard = None if status == ExecutionStatus.FAILED else False
+            doc = self._write_values(conn, key, values, expires, shard=shard, job=False)
         return execution_from_doc(doc)
 
     def end_claimed(
@@ -451,9 +470,9 @@ class SqliteStore:
         """End an attempt this worker just claimed without running it (skipped or cancelled at claim)."""
         now_ms, expires = to_ms(now), self._expires_at(now)
 
-        def end(values: dict[str, Any]) -> tuple[bool, int | None]:
+        def end(values: dict[str, Any]) -> Change:
             values.update(status=status.value, finishedMs=now_ms, skipReason=reason, leaseUntilMs=None)
-            return False, expires
+            return expires, False, False
 
         return self._fenced(key, attempt, end)
 
@@ -464,7 +483,24 @@ class SqliteStore:
             if loaded is not None:
                 values, expires = loaded
                 values["notifiedMs"] = to_ms(now)
-                self._write_values(conn, key, values, False, expires)
+                self._write_values(conn, key, values, expires, shard=False)
+
+    def hold_waiting(self, key: ExecutionKey) -> bool:
+        """Take a waiting execution of a paused job out of the `open` set (the reconciler skips it); False
+        if it is no longer waiting."""
+        return self._set_waiting_open(key, False)
+
+    def unhold_waiting(self, key: ExecutionKey) -> bool:
+        """Put a held execution back in the `open` set (its job resumed); False if it is no longer waiting."""
+        return self._set_waiting_open(key, True)
+
+    def _set_waiting_open(self, key: ExecutionKey, shard: bool) -> bool:
+        with self.db.write() as conn:
+            loaded = self._values(conn, key)
+            if loaded is None or loaded[0]["status"] != SCHEDULED:
+                return False
+            self._write_values(conn, key, loaded[0], loaded[1], shard=shard)
+            return True
 
     # -- executions: reads -----------------------------------------------------------------------------
 
@@ -543,6 +579,27 @@ class SqliteStore:
         )
         return [execution_from_doc(doc) for (doc,) in rows]
 
+    def open_page(self, shard: int, until_ms: int, limit: int, after: str | None = None) -> OpenPage:
+        """At most `limit` open executions of `shard` due at or before `until_ms`, in due order, starting
+        after the position `after` (a token an earlier page returned: "pk sk")."""
+        sql = f"SELECT doc, pk, sk FROM executions WHERE open_shard = ? AND sk <= ? AND {LIVE}"
+        args: list[Any] = [f"{shard:03d}", f"{until_ms:013d}#~", self.epoch_seconds()]
+        if after:
+            pk, _, sk = after.partition(" ")
+            sql += " AND (sk, pk) > (?, ?)"
+            args += [sk, pk]
+        rows = self.db.query(sql + " ORDER BY sk, pk LIMIT ?", [*args, limit + 1])
+        page = rows[:limit]
+        token = f"{page[-1][1]} {page[-1][2]}" if len(rows) > limit and page else None
+        return OpenPage(executions=[execution_from_doc(r[0]) for r in page], next_token=token)
+
+    def open_executions_of_job(self, job_id: str) -> list[Execution]:
+        """The job's executions that have not ended (waiting, paused or running), earliest due first."""
+        rows = self.db.query(
+            f"SELECT doc FROM executions WHERE open_job = ? AND {LIVE} ORDER BY sk", (job_id, self.epoch_seconds())
+        )
+        return [e for e in (execution_from_doc(doc) for (doc,) in rows) if not e.status.is_terminal]
+
     def scan_open_executions(self) -> Iterator[StoredExecution]:
         """Every scheduled or running execution, and every one still in the open set (`duetime audit`)."""
         rows = self.db.query(
@@ -589,13 +646,29 @@ class SqliteStore:
             self._write_control(conn, key, record)
             return record
 
-    def advance_cursor(self, key: str, owner: str, cursor_ms: int) -> bool:
-        """Move the lease holder's cursor forward; False if `owner` lost the lease meanwhile."""
+    def advance_cursor(self, key: str, owner: str, cursor_ms: int, reconcile_from: str | None = None) -> bool:
+        """Move the lease holder's cursor forward and record where the reconciler goes on (`reconcile_from`,
+        None: from the start), in one write; False if `owner` lost the lease meanwhile."""
         with self.db.write() as conn:
             record = self._read_control(conn, key)
             if record is None or record.get("leaseOwner") != owner:
                 return False
             record["cursorMs"] = cursor_ms
+            if reconcile_from:
+                record["reconcileFrom"] = reconcile_from
+            else:
+                record.pop("reconcileFrom", None)
+            self._write_control(conn, key, record)
+            return True
+
+    def release_lease(self, key: str, owner: str) -> bool:
+        """Hand back `owner`'s lease on `key` without moving its cursor; False if `owner` did not hold it."""
+        with self.db.write() as conn:
+            record = self._read_control(conn, key)
+            if record is None or record.get("leaseOwner") != owner:
+                return False
+            record.pop("leaseOwner", None)
+            record.pop("leaseUntilMs", None)
             self._write_control(conn, key, record)
             return True
 
