@@ -27,7 +27,8 @@ local: $(VENV)  ## the whole system on this machine (SQLite under .duetime; BACK
 # moto (mock_aws) resets the backends that an in-process moto server would share. `make test` runs those
 # processes and the other tiers' side by side: their wall time is mostly waiting on clocks (cron minutes,
 # leases, the chaos soak, the restart test's outage), so together they take about as long as the longest.
-E2E_BACKENDS := sqlite moto
+# Every `duetime local --backend` (duetime.local.BACKENDS), read when a recipe needs it (after .venv exists).
+E2E_BACKENDS = $(shell $(PY) -c 'from duetime.local import BACKENDS; print(*BACKENDS)')
 
 test: dev lint  ## every test: unit, contract, integration, infrastructure, end-to-end on each backend
 	$(MAKE) --no-print-directory -j --output-sync=target test-tiers $(addprefix test-e2e-,$(E2E_BACKENDS))

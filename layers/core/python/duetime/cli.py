@@ -22,7 +22,8 @@ from duetime.client_cli import add_client_commands
 from duetime.config import RuntimeConfig, build_ports, build_targets
 from duetime.domain.errors import DuetimeError
 from duetime.domain.models import Schedule, format_time
-from duetime.local.backends import BACKENDS, DEFAULT_BACKEND, MOTO, attach_ports
+from duetime.local import BACKENDS as LOCAL_BACKENDS
+from duetime.local.backends import MOTO, attach_ports
 from duetime.local.state import config_from_state, load_state
 from duetime.service.jobs import preview
 from duetime.worker.registry import load_modules
@@ -44,7 +45,7 @@ def cmd_local(args: argparse.Namespace) -> int:
     )
     system.start()
     token = system.token(FIRST_USER)
-    database = system.backend.database_file if system.backend else None
+    database = system.local_backend.database_file if system.local_backend else None
     where = f"{args.backend} ({Path(args.data_dir) / database})" if database else args.backend
     print(
         f"duetime local is running on {where}\n  API:   {system.api_url}\n  token: {token}\n"
@@ -124,8 +125,8 @@ def parser() -> argparse.ArgumentParser:
     local.add_argument("--shards", type=int, default=8)
     local.add_argument(
         "--backend",
-        choices=BACKENDS,
-        default=DEFAULT_BACKEND,
+        choices=LOCAL_BACKENDS,
+        default=LOCAL_BACKENDS[0],
         help="sqlite: one durable database file under --data-dir (default); moto: the AWS adapters on an "
         "embedded moto server, in memory",
     )

@@ -16,6 +16,7 @@ from duetime.adapters.sqlite.queue import SqliteQueues
 from duetime.adapters.sqlite.store import SqliteStore
 from duetime.config import RuntimeConfig, build_ports
 from duetime.definitions import JOB_CLASSES, LOCAL_SETTINGS, SQLITE_LOCAL_SETTINGS, Settings
+from duetime.local import BACKENDS
 from duetime.local.state import LocalState, config_from_state
 from duetime.queue.notify import ConsoleNotifier
 from duetime.service.context import Notifier, Ports
@@ -23,10 +24,8 @@ from duetime.service.context import Notifier, Ports
 if TYPE_CHECKING:  # moto is imported only by the moto backend: SQLite needs none of it
     from duetime.local.moto_server import EmbeddedMoto, MotoProcess
 
-SQLITE = "sqlite"
-MOTO = "moto"
-BACKENDS = (SQLITE, MOTO)
-DEFAULT_BACKEND = SQLITE
+SQLITE, MOTO = BACKENDS
+DEFAULT_BACKEND = BACKENDS[0]
 # How often expired history (expiresAt, DynamoDB's TTL attribute) is swept out of the SQLite file; reads
 # skip expired rows already, so this only bounds the file's growth.
 SWEEP_SECONDS = 300

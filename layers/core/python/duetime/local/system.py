@@ -73,9 +73,9 @@ class LocalSystem:
         self.prefix = prefix  # moto servers in one process share their backends: a prefix keeps them apart
         # moto in a process of its own by default: its CPU work then runs beside duetime's on another core.
         self.moto_in_process = moto_in_process
-        self.backend_name = backend
+        self.backend = backend  # its name; `local_backend` is the started one
         self.on_run = on_run
-        self.backend: LocalBackend | None = None
+        self.local_backend: LocalBackend | None = None
         self.moto: EmbeddedMoto | MotoProcess | None = None
         self.api: ApiServer | None = None
         self.ports: Ports | None = None
@@ -89,21 +89,21 @@ class LocalSystem:
         # on SQLite its shard leases outlive a killed process, and the same owner resumes them at once.
         before = previous_state(self.data_dir)
         self.secret = before.jwt_secret if before else secrets.token_urlsafe(32)
-        resumed = before.preloader_id if before and before.backend == self.backend_name else None
+        resumed = before.preloader_id if before and before.backend == self.backend else None
         preloader_id = resumed or f"local-preloader-{secrets.token_hex(3)}"
-        settings = local_settings(self.backend_name, self.prefix, self.shards, self.lease_seconds)
-        self.backend = start_backend(
-            self.backend_name, self.data_dir, settings, self.notifier, self.moto_port, self.moto_in_process
+        settings = local_settings(self.backend, self.prefix, self.shards, self.lease_seconds)
+        self.local_backend = start_backend(
+            self.backend, self.data_dir, settings, self.notifier, self.moto_port, self.moto_in_process
         )
-        self.moto = self.backend.moto
-        self.ports = ports = self.backend.ports
+        self.moto = self.local_backend.moto
+        self.ports = ports = self.local_backend.ports
         app = build_app(ports, local_secret=self.secret)
         self.api = ApiServer(lambda event, context: dict(app.resolve(event, context)), port=self.port).start()
         self._write_state(preloader_id)
         self.timers = [
             Every("preloader", settings.preload_interval_seconds, lambda: preload(ports, preloader_id)).start(),
             Every("dlq-notifier", 2, lambda: [drain_dead_letters(ports, c) for c in settings.job_classes]).start(),
-            *(Every(name, seconds, fn).start() for name, seconds, fn in self.backend.housekeeping),
+            *(Every(name, seconds, fn).start() for name, seconds, fn in self.local_backend.housekeeping),
         ]
         if self.workers > 0:
             for job_class in settings.job_classes:
@@ -115,14 +115,14 @@ class LocalSystem:
         return self
 
     def _write_state(self, preloader_id: str) -> None:
-        assert self.backend and self.api
-        settings = self.backend.ports.settings
+        assert self.local_backend and self.api
+        settings = self.local_backend.ports.settings
         LocalState(
-            backend=self.backend.name,
+            backend=self.local_backend.name,
             api_url=self.api.url,
-            endpoint_url=self.backend.endpoint_url,
-            database_file=self.backend.database_file,
-            region=self.backend.region,
+            endpoint_url=self.local_backend.endpoint_url,
+            database_file=self.local_backend.database_file,
+            region=self.local_backend.region,
             prefix=settings.prefix,
             shards=settings.shards,
             lease_seconds=self.lease_seconds,
@@ -150,5 +150,5 @@ class LocalSystem:
             thread.join(timeout=15)
         if self.api:
             self.api.stop()
-        if self.backend:
-            self.backend.stop()
+        if self.local_backend:
+            self.local_backend.stop()
