@@ -175,12 +175,13 @@ def test_kill_and_restart_under_load_loses_nothing(tmp_path):
         time.sleep(5)
 
         # Kill it under load, with a long run under way and jobs in every state, shortly before a cron slot.
-        kill_at = math.ceil((time.time() + 12 - KILL_SECOND) / 60) * 60 + KILL_SECOND
+        # (Every row so far is read while the load pauses; the jobs of the last seconds are checked by id.)
+        kill_at = math.ceil((time.time() + 30 - KILL_SECOND) / 60) * 60 + KILL_SECOND
         load.running.clear()
-        time.sleep(kill_at - 10 - time.time())
-        load.running.set()
-        time.sleep(kill_at - time.time())
         before_kill = history(api, [*crons.values(), *list(load.accepted)])
+        time.sleep(max(0.0, kill_at - 10 - time.time()))
+        load.running.set()
+        time.sleep(max(0.0, kill_at - 2 - time.time()))
         long_run = api.post(
             "/jobs",
             json={"name": "long", "handler": "demo.sleep", "payload": {"seconds": 6}, "schedule": {"at": iso_in(0)}},
