@@ -118,11 +118,11 @@ def test_two_processes_receiving_from_one_file_get_disjoint_messages(database, q
 
 
 def test_a_killed_receivers_message_comes_back_after_its_visibility(database, queues, children):
-    # Given a process that received a message with a 1 s visibility and then hangs on to it
-    child = Child(database, visibility=1.0, wait=5, idle_exit=30, mode="hold")
+    # Given a process that received a message with a 2 s visibility and then hangs on to it
+    child = Child(database, visibility=2.0, wait=5, idle_exit=30, mode="hold")
     children.append(child)
     sent = message(1)
-    sent_at = wall_ms()  # the child received it after this, so its visibility ends a second after, or later
+    sent_at = wall_ms()  # the child received it after this, so its visibility ends 2 s after, or later
     queues.send([sent], wall_now())
     assert len(child.wait_for_lines(1, 10)) == 1
     # When it is killed mid-visibility
@@ -131,11 +131,11 @@ def test_a_killed_receivers_message_comes_back_after_its_visibility(database, qu
     assert queues.receive("default", 10, 0, 30) == []
     [again] = queues.receive("default", 10, 5, 30)
     assert again.message == sent and again.receive_count == 2
-    assert wall_ms() >= sent_at + 1000
+    assert wall_ms() >= sent_at + 2000
 
 
 def test_a_stopped_receiver_holds_no_lock_and_its_message_comes_back(database, queues, children):
-    child = Child(database, visibility=1.0, wait=5, idle_exit=30, mode="hold")
+    child = Child(database, visibility=3.0, wait=5, idle_exit=30, mode="hold")
     children.append(child)
     held = message(1)
     queues.send([held], wall_now())
