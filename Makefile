@@ -8,7 +8,7 @@ export PYTHONDONTWRITEBYTECODE := 1
 PYTEST := $(PY) -m pytest -q -p no:cacheprovider
 LINTED := layers functions infra tests app.py $(wildcard bench)
 
-.PHONY: dev local test test-fast test-e2e lint format synth bench chaos clean
+.PHONY: dev local test test-tiers test-fast test-e2e lint format synth bench chaos clean
 
 $(VENV): pyproject.toml scripts/bootstrap.sh
 	./scripts/bootstrap.sh
@@ -20,24 +20,33 @@ $(NODE): package.json
 
 dev: $(VENV) $(NODE)
 
-local: $(VENV)  ## the whole system on this machine
-	.venv/bin/duetime local
+local: $(VENV)  ## the whole system on this machine (SQLite under .duetime; BACKEND=moto for the AWS adapters)
+	.venv/bin/duetime local $(if $(BACKEND),--backend $(BACKEND))
 
-# End-to-end tests run in a pytest process of their own: in-process moto (mock_aws) resets the backends
-# that an in-process moto server would share.
-test: dev lint  ## every test: unit, integration, infrastructure, end-to-end on every local backend
-	$(PYTEST) tests/unit tests/integration tests/infrastructure
-	$(MAKE) --no-print-directory test-e2e
+# End-to-end tests run in a pytest process of their own per backend (`duetime local --backend`): in-process
+# moto (mock_aws) resets the backends that an in-process moto server would share. `make test` runs those
+# processes and the other tiers' side by side: their wall time is mostly waiting on clocks (cron minutes,
+# leases, the chaos soak, the restart test's outage), so together they take about as long as the longest.
+# Every `duetime local --backend` (duetime.local.BACKENDS), read when a recipe needs it (after .venv exists).
+E2E_BACKENDS = $(shell $(PY) -c 'from duetime.local import BACKENDS; print(*BACKENDS)')
 
-test-fast: $(VENV)  ## the inner loop: pure logic and adapters against moto
-	$(PYTEST) tests/unit tests/integration
+test: dev lint  ## every test: unit, contract, integration, infrastructure, end-to-end on each backend
+	$(MAKE) --no-print-directory -j --output-sync=target test-tiers $(addprefix test-e2e-,$(E2E_BACKENDS))
 
-# The e2e suite once per `duetime local --backend` (duetime.local.BACKENDS), each in a pytest process of its own.
-test-e2e: $(VENV)
-	set -e; for backend in $$($(PY) -c 'from duetime.local import BACKENDS; print(*BACKENDS)'); do \
-		echo "e2e on the $$backend backend"; DUETIME_E2E_BACKEND=$$backend $(PYTEST) tests/e2e; done
+test-tiers: $(VENV)
+	$(PYTEST) tests/unit tests/contract tests/integration tests/infrastructure
 
-chaos: $(VENV)  ## the chaos soak alone (it also runs in make test)
+test-fast: $(VENV)  ## the inner loop: pure logic and adapters against moto and SQLite
+	$(PYTEST) tests/unit tests/contract tests/integration
+
+test-e2e: $(VENV)  ## the end-to-end suite once per backend, one after the other
+	@set -e; for backend in $(E2E_BACKENDS); do $(MAKE) --no-print-directory test-e2e-$$backend; done
+
+test-e2e-%: $(VENV)  ## the end-to-end suite on one backend: test-e2e-sqlite, test-e2e-moto
+	@echo "== end-to-end on $*"
+	DUETIME_E2E_BACKEND=$* $(PYTEST) tests/e2e
+
+chaos: $(VENV)  ## the chaos soak alone, on the default backend (it also runs in make test, on each)
 	$(PYTEST) tests/e2e/test_chaos.py
 
 lint: $(VENV)

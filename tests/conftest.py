@@ -21,6 +21,7 @@ from duetime.adapters.sqlite.db import Database  # noqa: E402
 from duetime.adapters.sqlite.queue import SqliteQueues  # noqa: E402
 from duetime.adapters.sqlite.store import SqliteStore  # noqa: E402
 from duetime.definitions import LOCAL_SETTINGS, Settings  # noqa: E402
+from duetime.local.backends import DEFAULT_BACKEND  # noqa: E402
 from duetime.local.system import LocalSystem  # noqa: E402
 from duetime.queue.notify import ConsoleNotifier  # noqa: E402
 from duetime.queue.provision import create_queues  # noqa: E402
@@ -31,7 +32,7 @@ from duetime.store.dynamo import DynamoStore  # noqa: E402
 from duetime.store.provision import create_tables  # noqa: E402
 
 # The backend `duetime local` runs the e2e suite on (`make test` runs the suite once per backend).
-E2E_BACKEND = os.environ.get("DUETIME_E2E_BACKEND", "moto")
+E2E_BACKEND = os.environ.get("DUETIME_E2E_BACKEND", DEFAULT_BACKEND)
 
 
 def new_local_system(data_dir: str | Path, **options: Any) -> LocalSystem:
@@ -140,8 +141,8 @@ class Api:
 
 @pytest.fixture(scope="session", name="local_system")
 def session_local_system(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalSystem]:
-    """One `duetime local` for the session on the e2e backend (DUETIME_E2E_BACKEND, default moto: the
-    real handlers in the Lambda emulation), over real HTTP, with a 6-second lease so lease expiry is
+    """One `duetime local` for the session on the e2e backend (DUETIME_E2E_BACKEND, default sqlite; moto runs
+    the real handlers in the Lambda emulation), over real HTTP, with a 6-second lease so lease expiry is
     quick to observe."""
     data_dir = tmp_path_factory.mktemp("duetime-local")
     system = new_local_system(data_dir, port=0, workers=4, lease_seconds=6, shards=4).start()
@@ -164,4 +165,4 @@ def worker_api(local_system: LocalSystem) -> Api:
     return Api(local_system.api_url, local_system.token("worker", worker=True))
 
 
-__all__ = ["BACKENDS", "BOTH_BACKENDS", "LOCAL_SETTINGS", "Api", "Clock"]
+__all__ = ["BACKENDS", "BOTH_BACKENDS", "E2E_BACKEND", "LOCAL_SETTINGS", "Api", "Clock"]

@@ -22,18 +22,17 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-from duetime.config import build_ports
 from duetime.domain.models import Execution, ExecutionStatus, JobStatus, to_ms
+from duetime.local.backends import MOTO, attach_ports
 from duetime.local.lambda_mode import scheduled_event
-from duetime.local.state import config_from_state, read_state
+from duetime.local.state import load_state
 from duetime.local.system import LocalSystem
 from duetime.service.context import Ports
 from duetime.service.dispatch import preload
-from duetime.store.dynamo import execution_from_item, job_from_item
 
 from tests.conftest import Api, new_local_system
 from tests.e2e.helpers import submit, wait_for
-from tests.faults import Crash, Faults
+from tests.faults import Crash, Faults, wrap_ports
 
 LEASE = 4
 WORKERS = 4
@@ -43,12 +42,16 @@ CHAOS_SECONDS = 130
 SETTLE_SECONDS = 75
 SEED = int(os.environ.get("DUETIME_CHAOS_SEED", "0")) or random.randrange(1, 10**6)
 FAST_RETRY = {"maxAttempts": 3, "baseDelaySeconds": 1, "maxDelaySeconds": 4}
-PRELOAD_CALLS = [
-    ("dynamodb", "UpdateItem"),
-    ("dynamodb", "Query"),
-    ("dynamodb", "BatchGetItem"),
-    ("sqs", "SendMessageBatch"),
-]
+# Where the pre-loader may die: at an AWS call on moto, at a port method on SQLite (which makes no AWS calls).
+PRELOAD_CALLS = {
+    MOTO: [
+        ("dynamodb", "UpdateItem"),
+        ("dynamodb", "Query"),
+        ("dynamodb", "BatchGetItem"),
+        ("sqs", "SendMessageBatch"),
+    ],
+    "sqlite": [("store", "acquire_lease"), ("store", "query_due"), ("store", "get_jobs"), ("queues", "send")],
+}
 
 
 class Notices:
@@ -106,13 +109,14 @@ class Workers:
 
 
 class Preloader:
-    """The pre-loader, killable at any AWS call of a cycle; each restart comes back under a new owner, which
-    must wait out the dead one's shard leases. On the AWS-faithful backend it is the real handler in the
-    Lambda emulation (a crash ends its instance, the restart is a cold start); otherwise the use-case on
-    clients of its own."""
+    """The pre-loader, killable at any AWS call (moto) or port call (SQLite) of a cycle; each restart comes
+    back under a new owner, which must wait out the dead one's shard leases. On the AWS-faithful backend it
+    is the real handler in the Lambda emulation (a crash ends its instance, the restart is a cold start);
+    on SQLite the use-case on ports of its own."""
 
     def __init__(self, system: LocalSystem) -> None:
-        self.config = config_from_state(read_state(system.data_dir))
+        self.data_dir = system.data_dir
+        self.state = load_state(system.data_dir)
         self.function = next((f for f in system.functions.values() if f.name == "preloader"), None)
         self.generation = 0
         self.crashes = 0
@@ -136,8 +140,11 @@ class Preloader:
             def cycle() -> object:
                 return function.invoke(scheduled_event(function.region, rule))
         else:
-            ports = build_ports(self.config)
-            faults.attach_ports(ports)
+            ports = attach_ports(self.data_dir, self.state)
+            if self.state.backend == MOTO:
+                faults.attach_ports(ports)
+            else:
+                ports = wrap_ports(faults, ports)
             owner = f"chaos-preloader-{self.generation}"
 
             def cycle() -> object:
@@ -155,10 +162,10 @@ class Preloader:
                 return  # the process died mid-cycle
             except Exception:  # as the local timer does: log and carry on
                 pass
-            stopped.wait(self.config.preload_interval_seconds)
+            stopped.wait(self.state.preload_interval_seconds)
 
     def crash_and_restart(self, rng: random.Random) -> None:
-        service, operation = rng.choice(PRELOAD_CALLS)
+        service, operation = rng.choice(PRELOAD_CALLS[self.state.backend])
         when = rng.choice(["before", "after"])
         getattr(self.faults, f"crash_{when}")(service, operation, nth=rng.randint(1, 4))
         assert self.thread is not None
@@ -170,10 +177,9 @@ class Preloader:
         self.stopped.set()
 
 
-def scan(ports: Ports, table: str) -> Iterator[dict[str, Any]]:
-    paginator = ports.store.client.get_paginator("scan")
-    for page in paginator.paginate(TableName=table, ConsistentRead=True):
-        yield from page.get("Items", [])
+def every_execution(ports: Ports) -> Iterator[Execution]:
+    for job in ports.store.scan_jobs():
+        yield from ports.store.iter_executions_of_job(job.job_id)
 
 
 def at_in(start: float, seconds: float) -> str:
@@ -299,10 +305,9 @@ def test_chaos_soak_loses_nothing_and_never_double_holds_an_attempt(tmp_path):
         # Settle: every execution due before the chaos ended reaches an end.
         ports = system.ports
         assert ports is not None
-        executions_table, jobs_table = ports.store.executions_table, ports.store.jobs_table
 
         def open_due() -> list[Execution]:
-            rows = [execution_from_item(i) for i in scan(ports, executions_table)]
+            rows = [stored.execution for stored in ports.store.scan_open_executions()]
             return [e for e in rows if e.due_at <= cutoff and not e.status.is_terminal]
 
         try:
@@ -314,8 +319,8 @@ def test_chaos_soak_loses_nothing_and_never_double_holds_an_attempt(tmp_path):
 
         # The run log first: the cron jobs run on, and a run logged after the scan would be missing from its row.
         logged = run_log(log_path)
-        rows = [execution_from_item(i) for i in scan(ports, executions_table)]
-        jobs = {j.job_id: j for j in (job_from_item(i) for i in scan(ports, jobs_table))}
+        rows = list(every_execution(ports))
+        jobs = {j.job_id: j for j in ports.store.scan_jobs()}
         by_job: dict[str, list[Execution]] = defaultdict(list)
         for row in rows:
             by_job[row.job_id].append(row)

@@ -25,10 +25,13 @@ from duetime.domain.errors import DuetimeError, InvalidInput
 from duetime.domain.grants import Grants
 from duetime.domain.models import Schedule, format_time
 from duetime.local import BACKENDS as LOCAL_BACKENDS
-from duetime.local.state import config_from_state, read_state
+from duetime.local.backends import MOTO, attach_ports
+from duetime.local.state import config_from_state, load_state
+from duetime.queue.webhook import WebhookTarget
 from duetime.service.jobs import preview
 from duetime.store.aws import make_client
 from duetime.store.secrets import FileSecrets, SecretsManagerSecrets
+from duetime.worker.kinds import Targets
 from duetime.worker.registry import load_modules, registered_names
 from duetime.worker.runtime import Worker, append_run_log
 
@@ -54,9 +57,10 @@ def read_grants(path: str | None) -> list[dict[str, Any]] | None:
 
 
 def cmd_local(args: argparse.Namespace) -> int:
-    from duetime.local.system import FIRST_USER, LocalSystem  # moto: needed by `duetime local` alone
+    from duetime.local.system import FIRST_USER, LocalSystem
 
     importable_cwd()
+    run_log = os.environ.get("DUETIME_RUN_LOG")  # opt-in: one JSON line per handler run (the restart test reads it)
     system = LocalSystem(
         args.data_dir,
         port=args.port,
@@ -66,11 +70,14 @@ def cmd_local(args: argparse.Namespace) -> int:
         handler_modules=args.handlers,
         grants=read_grants(args.grants),
         backend=args.backend,
+        on_run=append_run_log(run_log) if run_log else None,
     )
     system.start()
     token = system.token(FIRST_USER)
+    database = system.local_backend.database_file if system.local_backend else None
+    where = f"{args.backend} ({Path(args.data_dir) / database})" if database else args.backend
     print(
-        f"duetime local is running\n  API:   {system.api_url}\n  token: {token}\n"
+        f"duetime local is running on {where}\n  API:   {system.api_url}\n  token: {token}\n"
         f"  (owner {FIRST_USER!r}; more with `duetime token --owner NAME --data-dir {args.data_dir}`)",
         flush=True,
     )
@@ -84,27 +91,35 @@ def cmd_local(args: argparse.Namespace) -> int:
 
 
 def cmd_token(args: argparse.Namespace) -> int:
-    state = read_state(args.data_dir)
+    state = load_state(args.data_dir)
     if not args.worker and not args.owner:
         print("give --owner NAME or --worker", file=sys.stderr)
         return 2
-    print(issue_token(state["jwtSecret"], args.owner or "worker", worker=args.worker, groups=args.group))
+    print(issue_token(state.jwt_secret, args.owner or "worker", worker=args.worker, groups=args.group))
     return 0
 
 
 def cmd_worker(args: argparse.Namespace) -> int:
     importable_cwd()
     load_modules(args.handlers or [])
-    config = config_from_state(read_state(args.data_dir)) if args.data_dir else RuntimeConfig.from_env()
-    if args.data_dir:  # sign webhooks with the same secrets as the `duetime local` it joins
-        config = config.model_copy(update={"webhook_secrets_dir": args.data_dir})
-    ports = build_ports(config)
+    if args.data_dir:  # attach to a running `duetime local`: its SQLite file, or its moto server
+        state = load_state(args.data_dir)
+        ports = attach_ports(args.data_dir, state)
+        # `lambda:` and `ecs:` handlers reach AWS APIs: moto's stand-ins on moto, none on SQLite; webhooks
+        # are signed with the same secrets as the `duetime local` it joins.
+        if state.backend == MOTO:
+            config = config_from_state(state.model_dump(by_alias=True))
+            targets = build_targets(config.model_copy(update={"webhook_secrets_dir": args.data_dir}))
+        else:
+            webhooks = WebhookTarget(FileSecrets(args.data_dir), allow_loopback=ports.settings.allow_loopback_webhooks)
+            targets = Targets(webhook_target=webhooks)
+    else:
+        config = RuntimeConfig.from_env()
+        ports, targets = build_ports(config), build_targets(config)
     worker_id = args.worker_id or f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(2)}"
     run_log = os.environ.get("DUETIME_RUN_LOG")  # opt-in: one JSON line per handler run (the chaos soak reads it)
     on_run = append_run_log(run_log) if run_log else None
-    worker = Worker(
-        ports, args.job_class, worker_id, concurrency=args.concurrency, on_run=on_run, targets=build_targets(config)
-    )
+    worker = Worker(ports, args.job_class, worker_id, concurrency=args.concurrency, on_run=on_run, targets=targets)
 
     def on_term(signum: int, frame: FrameType | None) -> None:
         worker.stopping.set()
@@ -173,7 +188,8 @@ def parser() -> argparse.ArgumentParser:
         "--backend",
         choices=LOCAL_BACKENDS,
         default=LOCAL_BACKENDS[0],
-        help="moto: the AWS-faithful mode, the real Lambda handlers over an embedded moto server",
+        help="sqlite: one durable database file under --data-dir (default); moto: the AWS-faithful mode, the "
+        "real Lambda handlers over an embedded moto server, in memory",
     )
     local.set_defaults(fn=cmd_local)
 

@@ -75,3 +75,14 @@ def plan_catch_up(
         next_slot=slot,
         first_skipped=first_slot if skipped else None,
     )
+
+
+def first_slot_only(plan: CatchUpPlan, first_slot: datetime, following_slot: datetime) -> CatchUpPlan:
+    """The part of `plan` that concerns `first_slot` alone, for when the slot after it has an execution of
+    its own already (it was dispatched before, e.g. queued just before an outage), whose dispatch plans the
+    slots from there: `first_slot` runs if the plan runs it and is skipped (with the plan's reason) if not."""
+    if first_slot in plan.run_slots:
+        return CatchUpPlan(run_slots=[first_slot], next_slot=following_slot)
+    return CatchUpPlan(
+        skipped_count=1, skip_reason=plan.skip_reason, next_slot=following_slot, first_skipped=first_slot
+    )

@@ -61,6 +61,19 @@ class ApiServer:
             def _serve(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else b""
+                if bridge.stopped.is_set():
+                    # A kept-alive connection outlives the listener: refuse, so the client tries again
+                    # against the next `duetime local` instead of reaching a store being closed.
+                    error = {"error": {"code": "unavailable", "message": "duetime local is stopping"}}
+                    data = json.dumps(error).encode()
+                    self.close_connection = True
+                    self.send_response(503)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.send_header("Connection", "close")
+                    self.end_headers()
+                    self.wfile.write(data)
+                    return
                 event = to_event(self.command, self.path, dict(self.headers.items()), body)
                 try:
                     response = bridge.handler(event, None)
@@ -90,6 +103,7 @@ class ApiServer:
                 log.debug(format, *args)
 
         self.handler = handler
+        self.stopped = threading.Event()
         self.server = ThreadingHTTPServer((host, port), RequestHandler)
         self.server.daemon_threads = True
         self.thread = threading.Thread(target=self.server.serve_forever, name="api", daemon=True)
@@ -105,4 +119,6 @@ class ApiServer:
         return self
 
     def stop(self) -> None:
+        self.stopped.set()
         self.server.shutdown()
+        self.server.server_close()

@@ -1,10 +1,11 @@
-"""`duetime local`: the whole system on one machine over an embedded moto server.
+"""`duetime local`: the whole system on one machine, over SQLite (the default) or an embedded moto server.
 
-Backend "moto" is the AWS-faithful mode: the real Lambda handlers under functions/ run in the emulation of
-duetime.local.lambda_mode (API, pre-loader, DLQ notifier, the `default` class's worker fed by its SQS event
-source), and the `long` class runs `duetime worker` loops as ECS does. The direct wiring (the use-cases on
-timers and worker threads, no handlers) stays for `faithful=False`: the benchmarks count the AWS calls of
-the system's own clients, which only that wiring uses.
+On SQLite the use-cases run directly: the API behind the HTTP bridge, the pre-loader, DLQ drain and TTL
+sweeper on timers, worker threads woken at the due instant. Backend "moto" is the AWS-faithful mode: the
+real Lambda handlers under functions/ run in the emulation of duetime.local.lambda_mode (API, pre-loader,
+DLQ notifier, the `default` class's worker fed by its SQS event source), and the `long` class runs
+`duetime worker` loops as ECS does. The direct wiring stays for `faithful=False` on moto: the benchmarks
+count the AWS calls of the system's own clients, which only that wiring uses.
 """
 
 from __future__ import annotations
@@ -16,39 +17,39 @@ import secrets
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from duetime.api.app import build_app
 from duetime.api.auth import issue_token
-from duetime.config import RuntimeConfig, build_ports, function_environment, runtime_environment
+from duetime.config import RuntimeConfig, function_environment, runtime_environment
 from duetime.definitions import (
     API_FUNCTION_TIMEOUT_SECONDS,
     DLQ_NOTIFIER_TIMEOUT_SECONDS,
     FUNCTION_MEMORY_MB,
-    LOCAL_SETTINGS,
     WORKER_BATCH_SIZE,
     Settings,
     lambda_worker_timeout_seconds,
 )
 from duetime.local import BACKENDS
+from duetime.local.backends import DEFAULT_BACKEND, MOTO, LocalBackend, local_settings, start_backend
 from duetime.local.http_bridge import ApiServer
 from duetime.local.lambda_mode import LambdaFunction, Schedule, SqsEventSource
-from duetime.local.moto_server import EmbeddedMoto, MotoProcess
 from duetime.local.notices import AlertRelay, create_alert_topic
-from duetime.local.state import STATE_FILE
+from duetime.local.state import LocalState, previous_state
 from duetime.queue.notify import ConsoleNotifier
-from duetime.queue.provision import create_queues
 from duetime.queue.sqs import DueQueues
 from duetime.queue.webhook import WebhookTarget
 from duetime.service.context import Notifier, Ports
 from duetime.service.deadletters import drain_dead_letters
 from duetime.service.dispatch import preload
 from duetime.store.aws import make_client
-from duetime.store.provision import create_tables
 from duetime.store.secrets import FileSecrets
 from duetime.worker.kinds import Targets
 from duetime.worker.registry import load_modules
-from duetime.worker.runtime import Worker
+from duetime.worker.runtime import RunRecord, Worker
+
+if TYPE_CHECKING:  # moto is imported only by the moto backend: SQLite needs none of it
+    from duetime.local.moto_server import EmbeddedMoto, MotoProcess
 
 log = logging.getLogger("duetime.local")
 FIRST_USER = "local-user"
@@ -79,8 +80,8 @@ class Every:
 
 
 class LocalSystem:
-    """moto, tables and queues from the shared definitions, the API on HTTP, the pre-loader and DLQ
-    notifier on their schedules, and the workers of each job class."""
+    """The backend (a SQLite file, or moto) with the tables and queues of the shared definitions, the API on
+    HTTP, the pre-loader and DLQ notifier on their schedules, and the workers of each job class."""
 
     def __init__(
         self,
@@ -95,12 +96,17 @@ class LocalSystem:
         moto_in_process: bool = False,
         handler_modules: Sequence[str] = (),
         grants: list[dict[str, Any]] | None = None,
-        backend: str = "moto",
+        backend: str = DEFAULT_BACKEND,
         faithful: bool = True,
+        on_run: Callable[[RunRecord], None] | None = None,
     ) -> None:
         if backend not in BACKENDS:
             raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, not {backend!r}")
-        self.backend, self.faithful = backend, faithful
+        # `backend` is its name and `local_backend` the started one; `faithful` (moto only) runs the real
+        # Lambda handlers, else the use-cases directly (the benchmarks count the system's own AWS calls).
+        self.backend, self.faithful = backend, faithful and backend == MOTO
+        self.local_backend: LocalBackend | None = None
+        self.on_run = on_run
         self.data_dir = Path(data_dir)
         self.port, self.workers, self.lease_seconds = port, workers, lease_seconds
         self.moto_port, self.shards = moto_port, shards
@@ -108,7 +114,6 @@ class LocalSystem:
         self.prefix = prefix  # moto servers in one process share their backends: a prefix keeps them apart
         # moto in a process of its own by default: its CPU work then runs beside duetime's on another core.
         self.moto_in_process = moto_in_process
-        self.moto: EmbeddedMoto | MotoProcess | None = None
         self.api: ApiServer | None = None
         self.ports: Ports | None = None
         self.timers: list[Every | Schedule] = []
@@ -122,42 +127,27 @@ class LocalSystem:
         self.handler_modules = list(handler_modules)
         self.grants = grants
 
-    def _secret(self) -> str:
-        path = self.data_dir / STATE_FILE
-        if path.exists():
-            try:
-                return str(json.loads(path.read_text())["jwtSecret"])
-            except (ValueError, KeyError):
-                pass
-        return secrets.token_urlsafe(32)
-
     def start(self) -> LocalSystem:
         load_modules(self.handler_modules)  # a module that does not import fails before anything starts
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        self.secret = self._secret()
-        self.moto = (
-            EmbeddedMoto(self.moto_port).start() if self.moto_in_process else MotoProcess(self.moto_port).start()
+        # A restart on the same data dir keeps the secret (tokens stay valid) and the pre-loader's owner:
+        # on SQLite its shard leases outlive a killed process, and the same owner resumes them at once.
+        before = previous_state(self.data_dir)
+        self.secret = before.jwt_secret if before else secrets.token_urlsafe(32)
+        resumed = before.preloader_id if before and before.backend == self.backend else None
+        preloader_id = resumed or f"local-preloader-{secrets.token_hex(3)}"
+        settings = local_settings(self.backend, self.prefix, self.shards, self.lease_seconds)
+        self.local_backend = backend = start_backend(
+            self.backend, self.data_dir, settings, self.notifier, self.moto_port, self.moto_in_process, self.grants
         )
-        config = RuntimeConfig(
-            prefix=self.prefix,
-            endpoint_url=self.moto.endpoint_url,
-            shards=self.shards,
-            preload_interval_seconds=LOCAL_SETTINGS.preload_interval_seconds,
-            preload_window_seconds=LOCAL_SETTINGS.preload_window_seconds,
-            lease_seconds=self.lease_seconds,
-            jwt_secret=self.secret,
-            handler_grants=self.grants,
-        )
-        settings = config.settings()
-        create_tables(make_client("dynamodb", config.region, config.endpoint_url), settings)
-        sqs = make_client("sqs", config.region, config.endpoint_url)
-        create_queues(sqs, settings)
-        self.ports = ports = build_ports(config, self.notifier)
+        self.ports = ports = backend.ports
         if self.faithful:
-            self._start_functions(config, settings, ports)
+            assert backend.config is not None
+            self._start_functions(backend.config, settings, ports)
         else:
-            self._start_direct(settings, ports)
-        self._write_state(config)
+            self._start_direct(settings, ports, preloader_id)
+        self.timers += [Every(name, seconds, fn).start() for name, seconds, fn in backend.housekeeping]
+        self._write_state(preloader_id)
         # Webhooks signed with secrets under the data dir, which `duetime webhook-secret` prints.
         webhooks = WebhookTarget(FileSecrets(self.data_dir), allow_loopback=settings.allow_loopback_webhooks)
         for job_class in settings.job_classes.values():
@@ -168,17 +158,17 @@ class LocalSystem:
                     f"local-{job_class.name}-{secrets.token_hex(2)}",
                     self.workers,
                     targets=Targets(webhook_target=webhooks),
+                    on_run=self.on_run,
                 )
                 thread = threading.Thread(target=worker.run, name=f"worker-{job_class.name}", daemon=True)
                 thread.start()
                 self.worker_threads.append((worker, thread))
         return self
 
-    def _start_direct(self, settings: Settings, ports: Ports) -> None:
+    def _start_direct(self, settings: Settings, ports: Ports, preloader_id: str) -> None:
         """The use-cases called directly: the API app behind the bridge, pre-load and DLQ drain on timers."""
         app = build_app(ports, local_secret=self.secret)
         self.api = ApiServer(lambda event, context: dict(app.resolve(event, context)), port=self.port).start()
-        preloader_id = f"local-preloader-{secrets.token_hex(3)}"
         self.timers = [
             Every("preloader", settings.preload_interval_seconds, lambda: preload(ports, preloader_id)).start(),
             Every(
@@ -254,27 +244,33 @@ class LocalSystem:
             )
             self.event_sources.append(source.start())
 
-    def _write_state(self, config: RuntimeConfig) -> None:
-        assert self.moto and self.api
-        state = {
-            "apiUrl": self.api.url,
-            "endpointUrl": self.moto.endpoint_url,
-            "region": config.region,
-            "prefix": config.prefix,
-            "shards": config.shards,
-            "leaseSeconds": self.lease_seconds,
-            "preloadIntervalSeconds": config.preload_interval_seconds,
-            "preloadWindowSeconds": config.preload_window_seconds,
-            "jwtSecret": self.secret,
-            "handlerGrants": self.grants,
-            "pid": os.getpid(),
-        }
-        path = self.data_dir / STATE_FILE
-        path.write_text(json.dumps(state, indent=2))
-        path.chmod(0o600)
+    def _write_state(self, preloader_id: str) -> None:
+        assert self.local_backend and self.api
+        settings = self.local_backend.ports.settings
+        LocalState(
+            backend=self.local_backend.name,
+            api_url=self.api.url,
+            endpoint_url=self.local_backend.endpoint_url,
+            database_file=self.local_backend.database_file,
+            region=self.local_backend.region,
+            prefix=settings.prefix,
+            shards=settings.shards,
+            lease_seconds=self.lease_seconds,
+            preload_interval_seconds=settings.preload_interval_seconds,
+            preload_window_seconds=settings.preload_window_seconds,
+            jwt_secret=self.secret,
+            preloader_id=preloader_id,
+            handler_grants=self.grants,
+            pid=os.getpid(),
+        ).write(self.data_dir)
 
     def token(self, owner: str = FIRST_USER, worker: bool = False, groups: Sequence[str] = ()) -> str:
         return issue_token(self.secret, owner, worker=worker, groups=groups)
+
+    @property
+    def moto(self) -> EmbeddedMoto | MotoProcess | None:
+        """The embedded moto server of the moto backend (None on SQLite)."""
+        return self.local_backend.moto if self.local_backend else None
 
     @property
     def api_url(self) -> str:
@@ -294,5 +290,5 @@ class LocalSystem:
             self.relay.stop()
         if self.api:
             self.api.stop()
-        if self.moto:
-            self.moto.stop()
+        if self.local_backend:
+            self.local_backend.stop()

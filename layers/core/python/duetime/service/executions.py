@@ -9,9 +9,11 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
+from duetime.domain.catchup import plan_catch_up
+from duetime.domain.cron import CronSchedule
 from duetime.domain.errors import Conflict, NotFound
 from duetime.domain.keys import ExecutionKey, parse_execution_id
-from duetime.domain.models import Execution, ExecutionStatus, Job, JobStatus, Overlap, format_time, to_ms
+from duetime.domain.models import CatchUp, Execution, ExecutionStatus, Job, JobStatus, Overlap, format_time, to_ms
 from duetime.domain.results import ResultRejected, encode_result, truncate_error
 from duetime.domain.retry import compute_backoff, should_retry
 from duetime.service.context import Ports
@@ -68,6 +70,11 @@ def claim_execution(
         ended = ports.store.end_waiting(message.key, ExecutionStatus.SKIPPED, now, "starting deadline")
         if ended is not None:
             return Claim(ClaimVerdict.DONE, execution=ended, job=job)
+    skip_reason = _skipped_by_catch_up(job, message, now)
+    if skip_reason is not None:
+        ended = ports.store.end_waiting(message.key, ExecutionStatus.SKIPPED, now, skip_reason)
+        if ended is not None:
+            return Claim(ClaimVerdict.DONE, execution=ended, job=job)
     lease = lease_seconds(ports, message.job_class)
     checks_overlap = job.overlap != Overlap.ALLOW and job.schedule.cron is not None
     if checks_overlap and message.kind == "catchup" and _live_others(ports, job, message.execution_id, now):
@@ -114,6 +121,23 @@ def _past_starting_deadline(job: Job, message: DueMessage, now: datetime) -> boo
     _, slot = parse_execution_id(message.execution_id)
     first_attempt = message.due_ms == to_ms(slot)
     return first_attempt and (now - slot).total_seconds() > job.starting_deadline_seconds
+
+
+def _skipped_by_catch_up(job: Job, message: DueMessage, now: datetime) -> str | None:
+    """Why a cron slot received this late must not run, by the job's catch-up policy; None if it runs.
+
+    Catch-up is applied at dispatch, but a slot dispatched just before an outage (its message queued) is
+    received only after it, already missed: the claim applies the same policy, so the slot is skipped
+    unless the policy runs it (`all`; `latest` if no later slot has fallen due). A retry is never skipped:
+    its due time moved on purpose. No I/O: the call counts of a claim do not change."""
+    if message.kind != "scheduled" or job.schedule.cron is None or job.catch_up == CatchUp.ALL:
+        return None
+    _, slot = parse_execution_id(message.execution_id)
+    if message.due_ms != to_ms(slot):
+        return None
+    schedule = CronSchedule(job.schedule.cron, job.schedule.time_zone)
+    plan = plan_catch_up(schedule, slot, now, job.catch_up, job.starting_deadline_seconds)
+    return None if plan is None or slot in plan.run_slots else plan.skip_reason
 
 
 def _live_others(ports: Ports, job: Job, execution_id: str, now: datetime) -> list[Execution]:
