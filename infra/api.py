@@ -238,7 +238,11 @@ class Api(Construct):
     def _web_acl(self, ctx: DeployContext) -> wafv2.CfnWebACL:
         """A regional web ACL on the stage: AWS's known-bad-inputs rules, and a rate limit per caller (source IP,
         and owner token) on the owners' routes. Workers' routes are left out of the rate rules: ECS workers share
-        one NAT address, and the resource policy already admits only worker roles there."""
+        one NAT address, and the resource policy already admits only worker roles there.
+
+        WAF rather than usage plans: a usage plan meters API keys, which owners signing in with Cognito do not
+        carry (and an API key is no identity); a rate-based rule keys on what each caller does send, synthesizes
+        offline and is the web ACL cdk-nag's AwsSolutions-APIG3 asks for."""
         owners_routes_only = wafv2.CfnWebACL.StatementProperty(
             not_statement=wafv2.CfnWebACL.NotStatementProperty(
                 statement=wafv2.CfnWebACL.StatementProperty(
