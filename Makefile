@@ -8,9 +8,9 @@ export PYTHONDONTWRITEBYTECODE := 1
 PYTEST := $(PY) -m pytest -q -p no:cacheprovider
 LINTED := layers functions infra tests app.py $(wildcard bench)
 
-.PHONY: dev local test test-tiers test-fast test-e2e lint format synth bench chaos clean
+.PHONY: dev local test test-tiers test-fast test-e2e lint format synth scan bench chaos clean
 
-$(VENV): pyproject.toml scripts/bootstrap.sh
+$(VENV): pyproject.toml scripts/bootstrap.sh scripts/checkov-requirements.txt
 	./scripts/bootstrap.sh
 	touch $(VENV)
 
@@ -64,8 +64,13 @@ synth: dev  ## CloudFormation template in cdk.out, offline and without Docker
 	$(PY) infra/build_layers.py
 	npx cdk synth --quiet $(CDK_ARGS)
 
+# cdk-nag runs at synth; cfn-lint and checkov (.checkov/, see scripts/bootstrap.sh) over the template.
+# `make test` runs them too (tests/infrastructure).
+scan: dev  ## the template checks alone: cdk-nag, cfn-lint, checkov (counts printed)
+	$(PYTEST) -s tests/infrastructure/test_checks.py tests/infrastructure/test_checkov.py
+
 bench: $(VENV)  ## figures: lateness, throughput, AWS calls per execution
 	$(PY) -m bench
 
 clean:
-	rm -rf .venv node_modules cdk.out build .duetime
+	rm -rf .venv .checkov node_modules cdk.out build .duetime

@@ -8,7 +8,10 @@ from typing import Any
 from aws_cdk import CfnOutput, Duration, RemovalPolicy, SecretValue
 from aws_cdk import aws_apigateway as apigw
 from aws_cdk import aws_cognito as cognito
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_wafv2 as wafv2
 from constructs import Construct
 from duetime.api.openapi import gateway_request_schemas
 
@@ -19,13 +22,24 @@ from infra.context import DeployContext
 # the handler validates with (duetime.api.openapi), so the two can never disagree.
 REQUEST_SCHEMAS = gateway_request_schemas()
 WORKER_ROUTES = ("heartbeat", "complete")
+# WAF counts rate-based rules over this window (seconds); context callerRateLimit is per window.
+RATE_WINDOW_SECONDS = 300
 
 
 class Api(Construct):
     """The REST API, its user pool and its access logs."""
 
-    def __init__(self, scope: Construct, construct_id: str, *, ctx: DeployContext, function: lambda_.IFunction) -> None:
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        ctx: DeployContext,
+        function: lambda_.IFunction,
+        key: kms.IKey | None = None,
+    ) -> None:
         super().__init__(scope, construct_id)
+        self.ctx = ctx
         self.user_pool = cognito.UserPool(
             self,
             "Users",
@@ -82,7 +96,7 @@ class Api(Construct):
             prevent_user_existence_errors=True,
         )
 
-        access_logs = log_group(self, "AccessLogs", ctx.log_retention_days)
+        access_logs = log_group(self, "AccessLogs", ctx.log_retention_days, key)
         self.rest_api = apigw.RestApi(
             self,
             "Rest",
@@ -182,11 +196,10 @@ class Api(Construct):
                 },
             )
 
+        self.web_acl = self._web_acl(ctx)
         suppress(
             self.rest_api,
             {
-                "AwsSolutions-APIG3": "No WAF web ACL by default: every route needs a Cognito token or SigV4, and the "
-                "stage is throttled; attach the account's web ACL to the stage where policy requires one.",
                 "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/"
                 "AmazonAPIGatewayPushToCloudWatchLogs]": "API Gateway's account-level CloudWatch role uses the AWS "
                 "managed policy made for it, the documented way to let API Gateway write execution logs.",
@@ -195,6 +208,116 @@ class Api(Construct):
         CfnOutput(self, "ApiUrl", value=self.rest_api.url, description="duetime API base URL")
         CfnOutput(self, "UserPoolId", value=self.user_pool.user_pool_id)
         CfnOutput(self, "UserPoolClientId", value=self.client.user_pool_client_id)
+
+    def admit_workers(self, worker_roles: list[iam.IRole]) -> None:
+        """The resource policy: owners' routes open to callers with a Cognito token (the authorizer decides);
+        the worker routes to the worker roles (and context workerRoleArns) only, whatever else IAM allows."""
+        principal_arns = [role.role_arn for role in worker_roles] + self.ctx.worker_role_arns
+        # The "execute-api:/<stage>/<verb>/<path>" shorthand of resource policies: the API's own ARN would make
+        # the policy depend on the API it belongs to.
+        every_route = "execute-api:/*"
+        worker_routes = [f"execute-api:/*/POST/executions/*/{route}" for route in WORKER_ROUTES]
+        # Without an explicit Allow, a resource policy would refuse the Cognito-authorized routes.
+        self.rest_api.add_to_resource_policy(
+            iam.PolicyStatement(
+                principals=[iam.AnyPrincipal()], actions=["execute-api:Invoke"], resources=[every_route]
+            )
+        )
+        # SigV4 proves who calls; this Deny makes any principal but a worker role unable to call heartbeat or
+        # complete, even one whose own IAM policy allows execute-api:Invoke on "*".
+        self.rest_api.add_to_resource_policy(
+            iam.PolicyStatement(
+                effect=iam.Effect.DENY,
+                principals=[iam.AnyPrincipal()],
+                actions=["execute-api:Invoke"],
+                resources=worker_routes,
+                conditions={"ArnNotEquals": {"aws:PrincipalArn": principal_arns}},
+            )
+        )
+
+    def _web_acl(self, ctx: DeployContext) -> wafv2.CfnWebACL:
+        """A regional web ACL on the stage: AWS's known-bad-inputs rules, and a rate limit per caller (source IP,
+        and owner token) on the owners' routes. Workers' routes are left out of the rate rules: ECS workers share
+        one NAT address, and the resource policy already admits only worker roles there.
+
+        WAF rather than usage plans: a usage plan meters API keys, which owners signing in with Cognito do not
+        carry (and an API key is no identity); a rate-based rule keys on what each caller does send, synthesizes
+        offline and is the web ACL cdk-nag's AwsSolutions-APIG3 asks for."""
+        owners_routes_only = wafv2.CfnWebACL.StatementProperty(
+            not_statement=wafv2.CfnWebACL.NotStatementProperty(
+                statement=wafv2.CfnWebACL.StatementProperty(
+                    regex_match_statement=wafv2.CfnWebACL.RegexMatchStatementProperty(
+                        field_to_match=wafv2.CfnWebACL.FieldToMatchProperty(uri_path={}),
+                        regex_string=f"/executions/[^/]+/({'|'.join(WORKER_ROUTES)})$",
+                        text_transformations=[wafv2.CfnWebACL.TextTransformationProperty(priority=0, type="NONE")],
+                    )
+                )
+            )
+        )
+
+        def rate_rule(name: str, priority: int, keys: list[wafv2.CfnWebACL.RateBasedStatementCustomKeyProperty]) -> Any:
+            return wafv2.CfnWebACL.RuleProperty(
+                name=name,
+                priority=priority,
+                action=wafv2.CfnWebACL.RuleActionProperty(block={}),
+                statement=wafv2.CfnWebACL.StatementProperty(
+                    rate_based_statement=wafv2.CfnWebACL.RateBasedStatementProperty(
+                        limit=ctx.caller_rate_limit,
+                        evaluation_window_sec=RATE_WINDOW_SECONDS,
+                        aggregate_key_type="CUSTOM_KEYS",
+                        custom_keys=keys,
+                        scope_down_statement=owners_routes_only,
+                    )
+                ),
+                visibility_config=visibility(name),
+            )
+
+        def visibility(name: str) -> wafv2.CfnWebACL.VisibilityConfigProperty:
+            return wafv2.CfnWebACL.VisibilityConfigProperty(
+                cloud_watch_metrics_enabled=True,
+                metric_name=f"{ctx.settings.prefix}-{name}",
+                sampled_requests_enabled=True,
+            )
+
+        acl = wafv2.CfnWebACL(
+            self,
+            "WebAcl",
+            scope="REGIONAL",
+            default_action=wafv2.CfnWebACL.DefaultActionProperty(allow={}),
+            visibility_config=visibility("api"),
+            rules=[
+                wafv2.CfnWebACL.RuleProperty(
+                    name="known-bad-inputs",
+                    priority=0,
+                    override_action=wafv2.CfnWebACL.OverrideActionProperty(none={}),
+                    statement=wafv2.CfnWebACL.StatementProperty(
+                        managed_rule_group_statement=wafv2.CfnWebACL.ManagedRuleGroupStatementProperty(
+                            vendor_name="AWS", name="AWSManagedRulesKnownBadInputsRuleSet"
+                        )
+                    ),
+                    visibility_config=visibility("known-bad-inputs"),
+                ),
+                rate_rule("rate-per-ip", 1, [wafv2.CfnWebACL.RateBasedStatementCustomKeyProperty(ip={})]),
+                rate_rule(
+                    "rate-per-token",
+                    2,
+                    [
+                        wafv2.CfnWebACL.RateBasedStatementCustomKeyProperty(
+                            header=wafv2.CfnWebACL.RateLimitHeaderProperty(
+                                name="authorization",
+                                text_transformations=[
+                                    wafv2.CfnWebACL.TextTransformationProperty(priority=0, type="NONE")
+                                ],
+                            )
+                        )
+                    ],
+                ),
+            ],
+        )
+        wafv2.CfnWebACLAssociation(
+            self, "WebAclStage", resource_arn=self.rest_api.deployment_stage.stage_arn, web_acl_arn=acl.attr_arn
+        )
+        return acl
 
     def worker_route_arns(self) -> list[str]:
         """execute-api ARNs of the IAM-authorized worker routes, for granting a worker principal."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from aws_cdk import Acknowledgment, RemovalPolicy, Validations
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
 from constructs import Construct, IConstruct
 
@@ -17,9 +18,12 @@ def retention(days: int) -> logs.RetentionDays:
     return logs.RetentionDays[LOG_RETENTION_CHOICES[days]]
 
 
-def log_group(scope: Construct, construct_id: str, days: int) -> logs.LogGroup:
-    """A log group kept for `days`; retained on stack deletion, as audit records should be."""
-    return logs.LogGroup(scope, construct_id, retention=retention(days), removal_policy=RemovalPolicy.RETAIN)
+def log_group(scope: Construct, construct_id: str, days: int, key: kms.IKey | None = None) -> logs.LogGroup:
+    """A log group kept for `days`, encrypted with `key` when given (context kmsKey); retained on stack
+    deletion, as audit records should be."""
+    return logs.LogGroup(
+        scope, construct_id, retention=retention(days), removal_policy=RemovalPolicy.RETAIN, encryption_key=key
+    )
 
 
 def suppress(construct: IConstruct, reasons: dict[str, str]) -> None:

@@ -22,6 +22,12 @@ duetime.definitions.JOB_CLASSES: the runtime reads the same table, so they are n
 | handlerGrants          | none (AWS default: demo handlers)    | DUETIME_HANDLER_GRANTS of the API and workers (JSON) |
 | handlerFunctions       | "" (none)                            | Lambda functions `lambda:` handlers may invoke (a,b) |
 | handlerTaskDefinitions | "" (none)                            | task families `ecs:` handlers may run (a,b)          |
+| handlerTaskRoles       | "" (none)                            | roles those tasks run as (names or ARNs; PassRole)   |
+| workerRoleArns         | "" (none)                            | more principals admitted to the worker routes (a,b)  |
+| workerMaxConcurrency   | 50                                   | most concurrent batches per Lambda worker (reserved) |
+| apiReservedConcurrency | 50                                   | concurrency kept for the API function (0: none)      |
+| callerRateLimit        | 1000                                 | WAF: requests per 5 minutes per IP and per token     |
+| kmsKey                 | none: AWS managed keys               | "create" or a key ARN: tables, queues, topic, logs   |
 | logRetentionDays       | 90                                   | retention of every log group                         |
 | apiRateLimit           | 1000                                 | API Gateway steady requests per second               |
 | apiBurstLimit          | 2000                                 | API Gateway burst                                    |
@@ -31,6 +37,7 @@ duetime.definitions.JOB_CLASSES: the runtime reads the same table, so they are n
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,6 +51,11 @@ from infra.handlers import HandlerCode
 # SQS's delay cap less the pre-load interval: what is loaded must still fit a DelaySeconds next minute.
 MAX_PRELOAD_WINDOW_SECONDS = SQS_MAX_DELAY_SECONDS - Settings().preload_interval_seconds
 DEFAULT_CALLBACK_URL = "http://localhost:8080/callback"
+# Lambda's SQS event source accepts a maximum concurrency of 2 to 1000; WAF a rate limit from 10 (per 5 minutes).
+DEFAULT_WORKER_MAX_CONCURRENCY = 50
+DEFAULT_API_RESERVED_CONCURRENCY = 50
+DEFAULT_CALLER_RATE_LIMIT = 1000
+CREATE_KMS_KEY = "create"
 # Days CloudWatch Logs accepts as a retention, with the name aws_logs.RetentionDays gives each.
 LOG_RETENTION_CHOICES = {
     1: "ONE_DAY",
@@ -89,6 +101,17 @@ def _str(node: Node, key: str, default: str | None = None) -> str | None:
     return default if raw is None or raw == "" else str(raw)
 
 
+def _list(node: Node, key: str) -> list[str]:
+    return [item.strip() for item in (_str(node, key, "") or "").split(",") if item.strip()]
+
+
+def _kms_key(node: Node) -> str | None:
+    raw = _str(node, "kmsKey")
+    if raw is None or raw == CREATE_KMS_KEY or (raw.startswith("arn:") and ":kms:" in raw and ":key/" in raw):
+        return raw
+    raise ValueError(f'context kmsKey must be "{CREATE_KMS_KEY}" or a KMS key ARN, got {raw!r}')
+
+
 def grants_json(raw: Any) -> str | None:
     """Handler grants as compact JSON: given as a JSON string (`-c handlerGrants='...'`) or as JSON in cdk.json."""
     if raw is None or raw == "":
@@ -121,6 +144,12 @@ class DeployContext:
     long_worker_min_tasks: int
     long_worker_max_tasks: int
     preload_shard_groups: int = 1
+    handler_task_roles: list[str] = dataclasses.field(default_factory=list)
+    worker_role_arns: list[str] = dataclasses.field(default_factory=list)
+    worker_max_concurrency: int = DEFAULT_WORKER_MAX_CONCURRENCY
+    api_reserved_concurrency: int = DEFAULT_API_RESERVED_CONCURRENCY
+    caller_rate_limit: int = DEFAULT_CALLER_RATE_LIMIT
+    kms_key: str | None = None  # None: AWS managed keys; "create"; or an existing key's ARN
 
     @property
     def handler_modules(self) -> str:
@@ -181,4 +210,12 @@ class DeployContext:
             long_worker_min_tasks=min_tasks,
             long_worker_max_tasks=max(min_tasks, _int(node, "longWorkerMaxTasks", 10)),
             preload_shard_groups=shard_groups,
+            handler_task_roles=_list(node, "handlerTaskRoles"),
+            worker_role_arns=_list(node, "workerRoleArns"),
+            worker_max_concurrency=min(
+                1000, _int(node, "workerMaxConcurrency", DEFAULT_WORKER_MAX_CONCURRENCY, minimum=2)
+            ),
+            api_reserved_concurrency=_int(node, "apiReservedConcurrency", DEFAULT_API_RESERVED_CONCURRENCY, minimum=0),
+            caller_rate_limit=_int(node, "callerRateLimit", DEFAULT_CALLER_RATE_LIMIT, minimum=10),
+            kms_key=_kms_key(node),
         )

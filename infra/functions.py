@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from aws_cdk import Duration, Stack
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as sources
 from aws_cdk import aws_sns as sns
@@ -23,6 +24,7 @@ from duetime.definitions import (
 from infra.build_layers import CORE_LAYER_DIR, DEPS_LAYER_DIR
 from infra.common import ROOT, log_group, suppress
 from infra.context import DeployContext
+from infra.encryption import grant_key_use
 from infra.handlers import api_handler_environment, stage_layer
 from infra.permissions import (
     API_TABLE_ACTIONS,
@@ -43,7 +45,12 @@ RUNTIME = lambda_.Runtime.PYTHON_3_12  # the dependency layer is built for CPyth
 ARCHITECTURE = lambda_.Architecture.ARM_64
 ASSET_EXCLUDES = ["**/__pycache__", "**/*.pyc", "*.egg-info", "**/*.egg-info"]
 # X-Ray's PutTraceSegments and PutTelemetryRecords take no resource ARN: "*" is the only choice.
-XRAY_WILDCARD = "X-Ray trace and telemetry actions do not support resource-level permissions (Resource: *)."
+XRAY_WILDCARD = (
+    "Only xray:PutTraceSegments and xray:PutTelemetryRecords (granted by tracing=ACTIVE) are on Resource *: "
+    "X-Ray supports no resource-level permissions. Every other statement of this policy names its resources."
+)
+# The scheduled functions (pre-loader, DLQ notifier): one run a minute and one that overlaps it at most.
+SCHEDULED_RESERVED_CONCURRENCY = 2
 
 
 def stack_environment(ctx: DeployContext, queues: Queues) -> dict[str, str]:
@@ -78,8 +85,10 @@ class Functions(Construct):
         storage: Storage,
         queues: Queues,
         alert_topic: sns.Topic,
+        key: kms.IKey | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
+        self.key = key
         deps_python = DEPS_LAYER_DIR / "python"
         if not deps_python.is_dir():
             raise FileNotFoundError(f"{deps_python} is missing: run `python infra/build_layers.py` (make synth does)")
@@ -121,6 +130,8 @@ class Functions(Construct):
         self.api = self._function(
             FunctionSpec("api", "duetime HTTP API", Duration.seconds(API_FUNCTION_TIMEOUT_SECONDS)),
             extra_env=api_handler_environment(ctx.handler_code, ctx.handler_grants),
+            # Kept for the API whatever the workers do: a burst of due executions cannot starve owners' calls.
+            reserved_concurrency=ctx.api_reserved_concurrency or None,
         )
         grant_tables(self.api.role, tables, API_TABLE_ACTIONS)  # type: ignore[arg-type]
         # Creating a job sends its first execution when due soon; completing one may retry or dead-letter it.
@@ -128,7 +139,8 @@ class Functions(Construct):
 
         interval = ctx.settings.preload_interval_seconds
         self.preloader = self._function(
-            FunctionSpec("preloader", "duetime pre-loader: sends due executions to SQS", Duration.seconds(interval))
+            FunctionSpec("preloader", "duetime pre-loader: sends due executions to SQS", Duration.seconds(interval)),
+            reserved_concurrency=SCHEDULED_RESERVED_CONCURRENCY,
         )
         grant_tables(self.preloader.role, tables, PRELOADER_TABLE_ACTIONS)  # type: ignore[arg-type]
         grant_queues(self.preloader.role, every_due, SEND)  # type: ignore[arg-type]
@@ -147,6 +159,8 @@ class Functions(Construct):
                 job_class=name,
                 extra_env=grants,
                 extra_layers=[self.handler_layer] if self.handler_layer else [],
+                # As many as its event source may start: the workers' burst has a ceiling the API never meets.
+                reserved_concurrency=ctx.worker_max_concurrency,
             )
             grant_webhook_secrets(worker.role, ctx.settings.prefix)  # type: ignore[arg-type]
             grant_tables(worker.role, tables, WORKER_TABLE_ACTIONS)  # type: ignore[arg-type]
@@ -158,6 +172,7 @@ class Functions(Construct):
                     batch_size=WORKER_BATCH_SIZE,
                     max_batching_window=Duration.seconds(WORKER_BATCHING_WINDOW_SECONDS),
                     report_batch_item_failures=True,
+                    max_concurrency=ctx.worker_max_concurrency,
                 )
             )
             self.workers[name] = worker
@@ -169,6 +184,7 @@ class Functions(Construct):
                 Duration.seconds(DLQ_NOTIFIER_TIMEOUT_SECONDS),
             ),
             alert_topic_arn=alert_topic.topic_arn,
+            reserved_concurrency=SCHEDULED_RESERVED_CONCURRENCY,
         )
         grant_tables(self.dlq_notifier.role, tables, DLQ_NOTIFIER_TABLE_ACTIONS)  # type: ignore[arg-type]
         grant_queues(self.dlq_notifier.role, every_dlq, DRAIN)  # type: ignore[arg-type]
@@ -193,9 +209,10 @@ class Functions(Construct):
         alert_topic_arn: str | None = None,
         extra_env: dict[str, str] | None = None,
         extra_layers: list[lambda_.LayerVersion] | None = None,
+        reserved_concurrency: int | None = None,
     ) -> lambda_.Function:
         construct_id = construct_id or "".join(part.capitalize() for part in spec.name.split("_"))
-        logs = log_group(self, f"{construct_id}Logs", self.ctx.log_retention_days)
+        logs = log_group(self, f"{construct_id}Logs", self.ctx.log_retention_days, self.key)
         role = iam.Role(
             self,
             f"{construct_id}Role",
@@ -203,6 +220,7 @@ class Functions(Construct):
             description=f"duetime {spec.name}: only what its handler calls",
         )
         logs.grant_write(role)
+        grant_key_use(role, self.key)  # its tables, queues and environment are encrypted with the data key
         function = lambda_.Function(
             self,
             construct_id,
@@ -228,8 +246,12 @@ class Functions(Construct):
             log_group=logs,  # type: ignore[arg-type]
             tracing=lambda_.Tracing.ACTIVE,
             logging_format=lambda_.LoggingFormat.JSON,
+            reserved_concurrent_executions=reserved_concurrency,
+            environment_encryption=self.key,
         )
-        suppress(role, {"AwsSolutions-IAM5[Resource::*]": XRAY_WILDCARD})
+        # On the role's own policy only, where tracing put the X-Ray statement: a policy attached apart
+        # (grant_handler_targets) answers for its findings itself.
+        suppress(role.node.find_child("DefaultPolicy"), {"AwsSolutions-IAM5[Resource::*]": XRAY_WILDCARD})
         suppress(
             function,
             {"AwsSolutions-L1": "Python 3.12 on purpose: the dependency layer's binary wheels are built for cp312."},

@@ -41,13 +41,20 @@ def lateness(statistic: str, label: str | None = None) -> cloudwatch.Metric:
 
 
 class AlertTopic(Construct):
-    """The SNS topic alarms and the DLQ notifier publish to, encrypted with a key CloudWatch may use."""
+    """The SNS topic alarms and the DLQ notifier publish to, encrypted with a key CloudWatch may use: the
+    stack's data key (context kmsKey, whose policy admits CloudWatch) or a key of its own."""
 
-    def __init__(self, scope: Construct, construct_id: str, *, ctx: DeployContext) -> None:
+    def __init__(self, scope: Construct, construct_id: str, *, ctx: DeployContext, key: kms.IKey | None = None) -> None:
         super().__init__(scope, construct_id)
-        self.key = kms.Key(self, "Key", enable_key_rotation=True, description="duetime alarm topic")
+        self.key = key or self._own_key()
+        self.topic = sns.Topic(self, "Topic", display_name="duetime alarms", master_key=self.key, enforce_ssl=True)
+        if ctx.alarm_email:
+            self.topic.add_subscription(subscriptions.EmailSubscription(ctx.alarm_email))
+
+    def _own_key(self) -> kms.Key:
+        key = kms.Key(self, "Key", enable_key_rotation=True, description="duetime alarm topic")
         # CloudWatch alarms publish to an encrypted topic only with a customer managed key they may use.
-        self.key.add_to_resource_policy(
+        key.add_to_resource_policy(
             iam.PolicyStatement(
                 principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
                 actions=["kms:Decrypt", "kms:GenerateDataKey"],
@@ -55,9 +62,7 @@ class AlertTopic(Construct):
                 conditions={"StringEquals": {"aws:SourceAccount": Stack.of(self).account}},
             )
         )
-        self.topic = sns.Topic(self, "Topic", display_name="duetime alarms", master_key=self.key, enforce_ssl=True)
-        if ctx.alarm_email:
-            self.topic.add_subscription(subscriptions.EmailSubscription(ctx.alarm_email))
+        return key
 
 
 class Monitoring(Construct):

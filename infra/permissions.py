@@ -6,12 +6,15 @@ only the paths that complete an execution delete a row (the retry move); only wo
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
+from typing import cast
 
-from aws_cdk import ArnFormat, Stack
+from aws_cdk import ArnFormat, Fn, Stack, Token
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_sqs as sqs
+from constructs import Construct
 from duetime.definitions import TABLES, webhook_secret_name
 
 from infra.common import suppress
@@ -62,9 +65,16 @@ def grant_queues(role: iam.IRole, queues: Iterable[sqs.IQueue], actions: list[st
     role.add_to_principal_policy(iam.PolicyStatement(actions=actions, resources=[q.queue_arn for q in queues]))
 
 
-def grant_handler_targets(role: iam.IRole, functions: list[str], task_definitions: list[str], cluster_arn: str) -> None:
+def grant_handler_targets(
+    role: iam.IRole,
+    functions: list[str],
+    task_definitions: list[str],
+    cluster_arn: str,
+    task_roles: list[str] | None = None,
+) -> None:
     """What `lambda:` and `ecs:` handlers need, on exactly the targets named in context: invoke those
-    functions; run those task definitions' families in the workers' cluster, watch and stop the tasks."""
+    functions; run those task definitions' families in the workers' cluster only, passing only the roles
+    those tasks run as (context handlerTaskRoles), watch and stop the tasks of that cluster."""
     stack = Stack.of(role)
     if functions:
         arns = [
@@ -76,25 +86,69 @@ def grant_handler_targets(role: iam.IRole, functions: list[str], task_definition
             for name in functions
         ]
         role.add_to_principal_policy(iam.PolicyStatement(actions=["lambda:InvokeFunction"], resources=arns))
-    if task_definitions:
-        families = [
-            stack.format_arn(service="ecs", resource="task-definition", resource_name=f"{family}:*")
-            for family in task_definitions
-        ]
-        role.add_to_principal_policy(iam.PolicyStatement(actions=["ecs:RunTask"], resources=families))
-        tasks = stack.format_arn(service="ecs", resource="task", resource_name=f"{cluster_arn.split('/')[-1]}/*")
-        role.add_to_principal_policy(
-            iam.PolicyStatement(actions=["ecs:DescribeTasks", "ecs:StopTask"], resources=[tasks])
-        )
-        # DescribeTaskDefinition and PassRole of the tasks' own roles do not take narrower resources here.
-        role.add_to_principal_policy(iam.PolicyStatement(actions=["ecs:DescribeTaskDefinition"], resources=["*"]))
-        role.add_to_principal_policy(
+    if not task_definitions:
+        return
+    families = [
+        stack.format_arn(service="ecs", resource="task-definition", resource_name=f"{family}:*")
+        for family in task_definitions
+    ]
+    # arn:...:cluster/<name> (an unresolved token in the stack: split at deploy time).
+    cluster_name = (
+        Fn.select(1, Fn.split("/", cluster_arn)) if Token.is_unresolved(cluster_arn) else cluster_arn.split("/")[-1]
+    )
+    tasks = stack.format_arn(service="ecs", resource="task", resource_name=f"{cluster_name}/*")
+    statements = [
+        iam.PolicyStatement(
+            actions=["ecs:RunTask"], resources=families, conditions={"ArnEquals": {"ecs:cluster": cluster_arn}}
+        ),
+        iam.PolicyStatement(actions=["ecs:DescribeTasks", "ecs:StopTask"], resources=[tasks]),
+        # DescribeTaskDefinition takes no resource ARN (IAM's service authorization reference): "*" only.
+        iam.PolicyStatement(actions=["ecs:DescribeTaskDefinition"], resources=["*"]),
+    ]
+    role_arns = [
+        name
+        if name.startswith("arn:")
+        else stack.format_arn(service="iam", region="", resource="role", resource_name=name)
+        for name in task_roles or []
+    ]
+    if role_arns:
+        statements.append(
             iam.PolicyStatement(
                 actions=["iam:PassRole"],
-                resources=["*"],
+                resources=role_arns,
                 conditions={"StringEquals": {"iam:PassedToService": "ecs-tasks.amazonaws.com"}},
             )
         )
+    # A policy of its own, so that its findings are acknowledged here one by one, apart from the role's.
+    policy = iam.Policy(cast(Construct, role), "HandlerTargets", statements=statements)
+    role.attach_inline_policy(policy)
+    family_finding = "arn:<AWS::Partition>:ecs:<AWS::Region>:<AWS::AccountId>:task-definition/{}:*"
+    suppress(
+        policy,
+        {
+            "AwsSolutions-IAM5[Resource::*]": "ecs:DescribeTaskDefinition only (it supports no resource ARN); "
+            "every other action of this policy names its families, cluster or roles.",
+            **{
+                f"AwsSolutions-IAM5[Resource::{family_finding.format(family)}]": f"Every revision of the {family!r} "
+                "task family named in context handlerTaskDefinitions, run in the workers' cluster only "
+                "(condition ecs:cluster)."
+                for family in task_definitions
+            },
+            **_task_findings(stack, cluster_name),
+        },
+    )
+
+
+def _task_findings(stack: Stack, cluster_name: str) -> dict[str, str]:
+    """The finding of DescribeTasks/StopTask on the cluster's tasks, whose ids are not known before they run."""
+    # cdk-nag writes an unresolved name as the JSON of its intrinsic function.
+    rendered = json.dumps(stack.resolve(cluster_name), separators=(",", ":"))
+    rendered = rendered.strip('"') if not Token.is_unresolved(cluster_name) else rendered
+    finding = f"arn:<AWS::Partition>:ecs:<AWS::Region>:<AWS::AccountId>:task/{rendered}/*"
+    return {
+        f"AwsSolutions-IAM5[Resource::{finding}]": "Tasks of the workers' cluster only: a task's id is known "
+        "only once RunTask has started it."
+    }
 
 
 def grant_webhook_secrets(role: iam.IRole, prefix: str) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from aws_cdk import Duration
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 from duetime.definitions import (
@@ -35,15 +36,18 @@ def lambda_worker_timeout(job_class: JobClassDef) -> Duration:
 class Queues(Construct):
     """Due queues and DLQs, keyed by job class name."""
 
-    def __init__(self, scope: Construct, construct_id: str, *, settings: Settings) -> None:
+    def __init__(self, scope: Construct, construct_id: str, *, settings: Settings, key: kms.IKey | None = None) -> None:
         super().__init__(scope, construct_id)
+        # SSE-SQS by default; the stack's data key (context kmsKey) when there is one.
+        encryption = sqs.QueueEncryption.KMS if key else sqs.QueueEncryption.SQS_MANAGED
         self.by_class: dict[str, ClassQueues] = {}
         for name, job_class in settings.job_classes.items():
             dlq = sqs.Queue(
                 self,
                 f"Dlq-{name}",
                 queue_name=job_class.dlq_name(settings.prefix),
-                encryption=sqs.QueueEncryption.SQS_MANAGED,
+                encryption=encryption,
+                encryption_master_key=key,
                 enforce_ssl=True,
                 retention_period=DLQ_RETENTION,
             )
@@ -52,7 +56,8 @@ class Queues(Construct):
                 self,
                 f"Due-{name}",
                 queue_name=job_class.queue_name(settings.prefix),
-                encryption=sqs.QueueEncryption.SQS_MANAGED,
+                encryption=encryption,
+                encryption_master_key=key,
                 enforce_ssl=True,
                 visibility_timeout=Duration.seconds(queue_visibility_seconds(job_class)),
                 retention_period=Duration.days(4),

@@ -13,6 +13,7 @@ from constructs import Construct
 
 from infra.api import Api
 from infra.context import DeployContext
+from infra.encryption import data_key
 from infra.functions import Functions
 from infra.handlers import HandlerCode
 from infra.monitoring import AlertTopic, Monitoring
@@ -43,13 +44,21 @@ class DuetimeStack(Stack):
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)
         self.ctx = with_handlers(DeployContext.from_node(self.node), handler_path, handler_modules, handler_grants)
-        self.storage = Storage(self, "Storage", settings=self.ctx.settings)
-        self.queues = Queues(self, "Queues", settings=self.ctx.settings)
-        self.alerts = AlertTopic(self, "Alerts", ctx=self.ctx)
+        # Context kmsKey: one customer-managed key for tables, queues, topic and logs; AWS managed keys without.
+        self.data_key = data_key(self, self.ctx.kms_key)
+        self.storage = Storage(self, "Storage", settings=self.ctx.settings, key=self.data_key)
+        self.queues = Queues(self, "Queues", settings=self.ctx.settings, key=self.data_key)
+        self.alerts = AlertTopic(self, "Alerts", ctx=self.ctx, key=self.data_key)
         self.functions = Functions(
-            self, "Functions", ctx=self.ctx, storage=self.storage, queues=self.queues, alert_topic=self.alerts.topic
+            self,
+            "Functions",
+            ctx=self.ctx,
+            storage=self.storage,
+            queues=self.queues,
+            alert_topic=self.alerts.topic,
+            key=self.data_key,
         )
-        self.api = Api(self, "Api", ctx=self.ctx, function=self.functions.api)
+        self.api = Api(self, "Api", ctx=self.ctx, function=self.functions.api, key=self.data_key)
         self.workers = Workers(
             self,
             "Workers",
@@ -57,6 +66,7 @@ class DuetimeStack(Stack):
             storage=self.storage,
             queues=self.queues,
             environment=self.functions.environment,
+            key=self.data_key,
         )
         # Lambda workers run `lambda:` and `ecs:` handlers too; ECS tasks start in the workers' cluster.
         for worker in self.functions.workers.values():
@@ -66,9 +76,13 @@ class DuetimeStack(Stack):
                 self.ctx.handler_functions,
                 self.ctx.handler_task_definitions,
                 self.workers.cluster.cluster_arn,
+                self.ctx.handler_task_roles,
             )
             for name, value in self.workers.handler_target_environment().items():
                 worker.add_environment(name, value)
+        self.api.admit_workers(
+            [fn.role for fn in self.functions.workers.values() if fn.role is not None] + list(self.workers.task_roles)
+        )
         self.scheduling = Scheduling(
             self,
             "Scheduling",

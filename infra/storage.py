@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from aws_cdk import RemovalPolicy
 from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_kms as kms
 from constructs import Construct
 from duetime.definitions import TABLES, Settings, TableDef
 
@@ -16,8 +17,9 @@ def _key(name: str | None) -> dynamodb.Attribute | None:
 class Storage(Construct):
     """One table per TableDef: its name, keys, indexes and TTL attribute all read from the definition."""
 
-    def __init__(self, scope: Construct, construct_id: str, *, settings: Settings) -> None:
+    def __init__(self, scope: Construct, construct_id: str, *, settings: Settings, key: kms.IKey | None = None) -> None:
         super().__init__(scope, construct_id)
+        self.key = key
         self.tables: dict[str, dynamodb.Table] = {}
         for definition in TABLES:
             self.tables[definition.logical_name] = self._table(definition, settings)
@@ -34,7 +36,8 @@ class Storage(Construct):
                 point_in_time_recovery_enabled=True
             ),
             deletion_protection=True,
-            encryption=dynamodb.TableEncryption.AWS_MANAGED,
+            encryption=dynamodb.TableEncryption.CUSTOMER_MANAGED if self.key else dynamodb.TableEncryption.AWS_MANAGED,
+            encryption_key=self.key,
             time_to_live_attribute=definition.ttl_attribute,
             removal_policy=RemovalPolicy.RETAIN,
         )

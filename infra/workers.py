@@ -9,10 +9,12 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecr_assets as ecr_assets
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
 from constructs import Construct
 
 from infra.common import log_group, suppress
 from infra.context import DeployContext
+from infra.encryption import grant_key_use
 from infra.handlers import IMAGE_HANDLER_DIR, stage_image_context
 from infra.permissions import (
     CONSUME,
@@ -44,8 +46,10 @@ class Workers(Construct):
         storage: Storage,
         queues: Queues,
         environment: dict[str, str],
+        key: kms.IKey | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
+        self.task_roles: list[iam.Role] = []
         self.vpc = ec2.Vpc(
             self,
             "Vpc",
@@ -62,7 +66,7 @@ class Workers(Construct):
         self.vpc.add_flow_log(
             "FlowLogs",
             destination=ec2.FlowLogDestination.to_cloud_watch_logs(
-                log_group(self, "FlowLogGroup", ctx.log_retention_days)
+                log_group(self, "FlowLogGroup", ctx.log_retention_days, key)
             ),
             traffic_type=ec2.FlowLogTrafficType.REJECT,
         )
@@ -96,9 +100,15 @@ class Workers(Construct):
             grant_queues(task_role, [class_queues.due], [*CONSUME, *SEND])
             grant_queues(task_role, [class_queues.dlq], SEND)
             grant_handler_targets(
-                task_role, ctx.handler_functions, ctx.handler_task_definitions, self.cluster.cluster_arn
+                task_role,
+                ctx.handler_functions,
+                ctx.handler_task_definitions,
+                self.cluster.cluster_arn,
+                ctx.handler_task_roles,
             )
             grant_webhook_secrets(task_role, ctx.settings.prefix)
+            grant_key_use(task_role, key)
+            self.task_roles.append(task_role)
             task = ecs.FargateTaskDefinition(
                 self,
                 f"Task-{name}",
@@ -133,7 +143,7 @@ class Workers(Construct):
                 },
                 logging=ecs.LogDriver.aws_logs(
                     stream_prefix=f"worker-{name}",
-                    log_group=log_group(self, f"Logs-{name}", ctx.log_retention_days),
+                    log_group=log_group(self, f"Logs-{name}", ctx.log_retention_days, key),
                 ),
                 stop_timeout=Duration.seconds(STOP_GRACE_SECONDS),
             )

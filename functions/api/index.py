@@ -16,6 +16,7 @@ APP = build_app(build_ports(CONFIG), local_secret=CONFIG.jwt_secret)
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_REST)
-@tracer.capture_lambda_handler
+# Responses carry job payloads and results: X-Ray keeps the timing, never the body (issue 14).
+@tracer.capture_lambda_handler(capture_response=False)
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     return APP.resolve(event, context)

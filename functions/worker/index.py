@@ -55,7 +55,8 @@ def return_for_retry(record: Any, worker_id: str) -> None:
 
 
 @logger.inject_lambda_context
-@tracer.capture_lambda_handler
+# Nothing a worker returns or runs belongs in X-Ray: handlers' results stay in the executions table.
+@tracer.capture_lambda_handler(capture_response=False)
 def handler(event: dict[str, Any], context: Any) -> dict[str, list[dict[str, str]]]:
     """Run the batch's executions concurrently (a long one must not delay the others) and report the
     records whose message must stay queued as batch item failures (ReportBatchItemFailures)."""

@@ -32,8 +32,17 @@ class Synthesized:
         return str(self.stack.get_logical_id(construct.node.default_child))
 
 
-@pytest.fixture(scope="session")
-def synthesized(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
+# The hardened deployment: a customer-managed data key, `ecs:` handler families with their task roles, and a
+# worker principal from outside the stack.
+HARDENED_CONTEXT = {
+    "kmsKey": "create",
+    "handlerTaskDefinitions": "report,export",
+    "handlerTaskRoles": "report-task,arn:aws:iam::123456789012:role/export-task",
+    "workerRoleArns": "arn:aws:iam::123456789012:role/onprem-worker",
+}
+
+
+def synthesize(tmp_path_factory: pytest.TempPathFactory, extra_context: dict[str, Any]) -> Synthesized:
     from infra.build_layers import build_deps_layer
 
     build_deps_layer()  # the same build `make synth` runs; kept when already built for these requirements
@@ -44,8 +53,18 @@ def synthesized(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
 
     context = json.loads((ROOT / "cdk.json").read_text())["context"]
     outdir = tmp_path_factory.mktemp("cdk.out")
-    app = cdk.App(outdir=str(outdir), context={**context, "alarmEmail": ALARM_EMAIL})
+    app = cdk.App(outdir=str(outdir), context={**context, "alarmEmail": ALARM_EMAIL, **extra_context})
     _, stack = build_app(app)
     assembly = app.synth()  # runs the cdk-nag plugin: an unacknowledged finding fails here
     raw = assembly.get_stack_artifact(stack.artifact_id).template
     return Synthesized(stack=stack, template=Template.from_json(raw), raw=raw, outdir=outdir)
+
+
+@pytest.fixture(scope="session")
+def synthesized(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
+    return synthesize(tmp_path_factory, {})
+
+
+@pytest.fixture(scope="session")
+def hardened(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
+    return synthesize(tmp_path_factory, HARDENED_CONTEXT)

@@ -1,0 +1,239 @@
+"""The deployed template against an attacker inside the account (issue 14): worker routes admit only the
+worker roles, limits hold under a burst, no wildcard grant beyond what AWS forces, data under the team's key."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import aws_cdk as cdk
+import pytest
+from aws_cdk.assertions import Match
+
+from infra.context import (
+    DEFAULT_API_RESERVED_CONCURRENCY,
+    DEFAULT_CALLER_RATE_LIMIT,
+    DEFAULT_WORKER_MAX_CONCURRENCY,
+    DeployContext,
+)
+from tests.infrastructure.helpers import statements_of
+
+# The only actions that may stand on Resource "*": AWS offers no resource ARN for them.
+WILDCARD_ONLY_ACTIONS = {
+    "xray:PutTraceSegments",
+    "xray:PutTelemetryRecords",
+    "ecs:DescribeTaskDefinition",
+    "ecr:GetAuthorizationToken",
+}
+
+
+def as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]
+
+
+def every_statement(synthesized: Any) -> list[dict[str, Any]]:
+    return [
+        statement
+        for policy in synthesized.resources("AWS::IAM::Policy").values()
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]
+    ]
+
+
+def resource_policy(synthesized: Any) -> list[dict[str, Any]]:
+    [api] = synthesized.resources("AWS::ApiGateway::RestApi").values()
+    return api["Properties"]["Policy"]["Statement"]
+
+
+# Worker routes -------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("variant", ["synthesized", "hardened"])
+def test_worker_routes_deny_every_principal_but_the_worker_roles(variant, request):
+    synthesized = request.getfixturevalue(variant)
+    stack = synthesized.stack
+    statements = resource_policy(synthesized)
+    [deny] = [s for s in statements if s["Effect"] == "Deny"]
+    assert deny["Principal"] == {"AWS": "*"} and deny["Action"] == "execute-api:Invoke"
+    assert sorted(deny["Resource"]) == [
+        "execute-api:/*/POST/executions/*/complete",
+        "execute-api:/*/POST/executions/*/heartbeat",
+    ]
+    admitted = deny["Condition"]["ArnNotEquals"]["aws:PrincipalArn"]
+    worker_roles = [fn.role for fn in stack.functions.workers.values()] + stack.workers.task_roles
+    expected = [{"Fn::GetAtt": [synthesized.stack.get_logical_id(r.node.default_child), "Arn"]} for r in worker_roles]
+    if variant == "hardened":
+        expected.append("arn:aws:iam::123456789012:role/onprem-worker")
+    assert admitted == expected
+    # Nobody else: not the API, pre-loader or DLQ notifier roles, which hold table access of their own.
+    others = [stack.functions.api.role, stack.functions.preloader.role, stack.functions.dlq_notifier.role]
+    assert not any(stack.get_logical_id(r.node.default_child) in json.dumps(admitted) for r in others)
+    # Owners' routes stay open to the Cognito authorizer: an explicit Allow, or API Gateway would refuse them.
+    [allow] = [s for s in statements if s["Effect"] == "Allow"]
+    assert allow["Resource"] == "execute-api:/*" and "Condition" not in allow
+
+
+def test_worker_routes_still_require_sigv4_and_user_routes_cognito(synthesized):
+    methods = synthesized.resources("AWS::ApiGateway::Method").values()
+    by_type = {m["Properties"]["AuthorizationType"] for m in methods if m["Properties"]["HttpMethod"] != "OPTIONS"}
+    assert by_type == {"AWS_IAM", "COGNITO_USER_POOLS"}
+    iam_routes = [m for m in methods if m["Properties"]["AuthorizationType"] == "AWS_IAM"]
+    assert len(iam_routes) == 2
+
+
+# Limits --------------------------------------------------------------------------------------------------------
+
+
+def test_each_worker_event_source_has_a_maximum_concurrency_and_a_matching_reservation(synthesized):
+    mappings = synthesized.resources("AWS::Lambda::EventSourceMapping")
+    assert mappings
+    for mapping in mappings.values():
+        assert mapping["Properties"]["ScalingConfig"] == {"MaximumConcurrency": DEFAULT_WORKER_MAX_CONCURRENCY}
+    for worker in synthesized.stack.functions.workers.values():
+        function = synthesized.raw["Resources"][synthesized.logical_id(worker)]
+        assert function["Properties"]["ReservedConcurrentExecutions"] == DEFAULT_WORKER_MAX_CONCURRENCY
+
+
+def test_the_api_keeps_reserved_concurrency_the_workers_cannot_take(synthesized):
+    functions = synthesized.stack.functions
+    api = synthesized.raw["Resources"][synthesized.logical_id(functions.api)]
+    assert api["Properties"]["ReservedConcurrentExecutions"] == DEFAULT_API_RESERVED_CONCURRENCY
+    for scheduled in (functions.preloader, functions.dlq_notifier):
+        assert (
+            synthesized.raw["Resources"][synthesized.logical_id(scheduled)]["Properties"][
+                "ReservedConcurrentExecutions"
+            ]
+            >= 1
+        )
+
+
+def test_a_web_acl_rate_limits_each_caller_on_the_owner_routes(synthesized):
+    [acl] = synthesized.resources("AWS::WAFv2::WebACL").values()
+    rules = {rule["Name"]: rule for rule in acl["Properties"]["Rules"]}
+    assert acl["Properties"]["Scope"] == "REGIONAL"
+    for name, key in (("rate-per-ip", {"IP": {}}), ("rate-per-token", {"Header": Match.any_value()})):
+        rate = rules[name]["Statement"]["RateBasedStatement"]
+        assert rules[name]["Action"] == {"Block": {}}
+        assert rate["Limit"] == DEFAULT_CALLER_RATE_LIMIT and rate["AggregateKeyType"] == "CUSTOM_KEYS"
+        assert list(rate["CustomKeys"][0]) == list(key)
+        # Worker routes are left out (ECS workers share one NAT address; the resource policy guards them).
+        regex = rate["ScopeDownStatement"]["NotStatement"]["Statement"]["RegexMatchStatement"]["RegexString"]
+        assert "heartbeat" in regex and "complete" in regex
+    [association] = synthesized.resources("AWS::WAFv2::WebACLAssociation").values()
+    stage_id = next(iter(synthesized.resources("AWS::ApiGateway::Stage")))
+    assert stage_id in json.dumps(association["Properties"]["ResourceArn"])
+
+
+def test_limits_come_from_context():
+    ctx = DeployContext.from_node(
+        cdk.App(context={"workerMaxConcurrency": "5", "apiReservedConcurrency": "0", "callerRateLimit": 300}).node
+    )
+    assert (ctx.worker_max_concurrency, ctx.api_reserved_concurrency, ctx.caller_rate_limit) == (5, 0, 300)
+    with pytest.raises(ValueError, match="workerMaxConcurrency"):
+        DeployContext.from_node(cdk.App(context={"workerMaxConcurrency": 1}).node)
+    with pytest.raises(ValueError, match="callerRateLimit"):
+        DeployContext.from_node(cdk.App(context={"callerRateLimit": 5}).node)
+
+
+# Least privilege -----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("variant", ["synthesized", "hardened"])
+def test_no_grant_stands_on_resource_star_but_actions_that_have_no_resource(variant, request):
+    synthesized = request.getfixturevalue(variant)
+    for statement in every_statement(synthesized):
+        if statement["Effect"] == "Allow" and "*" in as_list(statement["Resource"]):
+            assert set(as_list(statement["Action"])) <= WILDCARD_ONLY_ACTIONS, statement
+
+
+def test_pass_role_and_run_task_name_the_task_roles_families_and_cluster(hardened):
+    stack = hardened.stack
+    cluster_id = stack.get_logical_id(stack.workers.cluster.node.default_child)
+    roles = [fn.role for fn in stack.functions.workers.values()] + stack.workers.task_roles
+    for role in roles:
+        statements = statements_of(hardened, role)
+        [pass_role] = [s for s in statements if s["Action"] == "iam:PassRole"]
+        resources = json.dumps(pass_role["Resource"])
+        assert "role/report-task" in resources and "role/export-task" in resources and '"*"' not in resources
+        assert pass_role["Condition"] == {"StringEquals": {"iam:PassedToService": "ecs-tasks.amazonaws.com"}}
+        [run_task] = [s for s in statements if s["Action"] == "ecs:RunTask"]
+        assert run_task["Condition"] == {"ArnEquals": {"ecs:cluster": {"Fn::GetAtt": [cluster_id, "Arn"]}}}
+        families = json.dumps(run_task["Resource"])
+        assert ":task-definition/report:*" in families and ":task-definition/export:*" in families
+        [watch] = [s for s in statements if s["Action"] == ["ecs:DescribeTasks", "ecs:StopTask"]]
+        assert cluster_id in json.dumps(watch["Resource"])
+
+
+def test_without_ecs_handlers_no_role_may_run_tasks_or_pass_roles(synthesized):
+    actions = {a for s in every_statement(synthesized) for a in as_list(s["Action"])}
+    assert not {"iam:PassRole", "ecs:RunTask", "ecs:DescribeTaskDefinition"} & actions
+
+
+# Encryption ----------------------------------------------------------------------------------------------------
+
+
+def data_key_id(synthesized: Any) -> str:
+    return synthesized.stack.get_logical_id(synthesized.stack.data_key.node.default_child)
+
+
+def test_with_kms_key_create_one_rotating_key_encrypts_tables_queues_topic_logs_and_environments(hardened):
+    key_arn = {"Fn::GetAtt": [data_key_id(hardened), "Arn"]}
+    [key] = [k for k in hardened.resources("AWS::KMS::Key").values()]
+    assert key["Properties"]["EnableKeyRotation"] is True
+    for table in hardened.resources("AWS::DynamoDB::Table").values():
+        assert table["Properties"]["SSESpecification"] == {
+            "KMSMasterKeyId": key_arn,
+            "SSEEnabled": True,
+            "SSEType": "KMS",
+        }
+    for queue in hardened.resources("AWS::SQS::Queue").values():
+        assert queue["Properties"]["KmsMasterKeyId"] == key_arn
+    for topic in hardened.resources("AWS::SNS::Topic").values():
+        assert topic["Properties"]["KmsMasterKeyId"] == key_arn
+    log_groups = hardened.resources("AWS::Logs::LogGroup")
+    assert log_groups and all(g["Properties"]["KmsKeyId"] == key_arn for g in log_groups.values())
+    for function in hardened.stack.functions.all:
+        assert hardened.raw["Resources"][hardened.logical_id(function)]["Properties"]["KmsKeyArn"] == key_arn
+    # The services that write with it are admitted by the key policy: CloudWatch Logs and alarms.
+    principals = json.dumps(key["Properties"]["KeyPolicy"])
+    assert "logs." in principals and "cloudwatch.amazonaws.com" in principals
+
+
+def test_with_kms_key_every_role_that_reads_or_writes_data_may_use_the_key_and_nothing_more(hardened):
+    key_arn = {"Fn::GetAtt": [data_key_id(hardened), "Arn"]}
+    stack = hardened.stack
+    for role in [fn.role for fn in stack.functions.all] + stack.workers.task_roles:
+        uses = [s for s in statements_of(hardened, role) if s["Resource"] == key_arn]
+        actions = {a for s in uses for a in as_list(s["Action"])}
+        assert {"kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey"} <= actions
+        assert not {"kms:*", "kms:CreateGrant", "kms:ScheduleKeyDeletion", "kms:PutKeyPolicy"} & actions
+
+
+def test_without_kms_key_aws_managed_keys_and_no_data_key(synthesized):
+    assert synthesized.stack.data_key is None
+    for table in synthesized.resources("AWS::DynamoDB::Table").values():
+        assert "KMSMasterKeyId" not in table["Properties"]["SSESpecification"]
+    for queue in synthesized.resources("AWS::SQS::Queue").values():
+        assert queue["Properties"]["SqsManagedSseEnabled"] is True and "KmsMasterKeyId" not in queue["Properties"]
+    assert not any("KmsKeyId" in g["Properties"] for g in synthesized.resources("AWS::Logs::LogGroup").values())
+    # The alert topic keeps its own key: CloudWatch alarms cannot publish to a topic under an AWS managed key.
+    [topic] = synthesized.resources("AWS::SNS::Topic").values()
+    assert "KmsMasterKeyId" in topic["Properties"]
+
+
+def test_kms_key_context_takes_create_or_a_key_arn():
+    arn = "arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+    assert DeployContext.from_node(cdk.App(context={"kmsKey": arn}).node).kms_key == arn
+    assert DeployContext.from_node(cdk.App(context={"kmsKey": "create"}).node).kms_key == "create"
+    with pytest.raises(ValueError, match="kmsKey"):
+        DeployContext.from_node(cdk.App(context={"kmsKey": "alias/mine"}).node)
+
+
+def test_an_existing_key_arn_is_used_without_creating_one(tmp_path_factory):
+    from tests.infrastructure.conftest import synthesize
+
+    arn = "arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+    imported = synthesize(tmp_path_factory, {"kmsKey": arn})
+    assert not imported.resources("AWS::KMS::Key")
+    for table in imported.resources("AWS::DynamoDB::Table").values():
+        assert table["Properties"]["SSESpecification"]["KMSMasterKeyId"] == arn
+    assert all(g["Properties"]["KmsKeyId"] == arn for g in imported.resources("AWS::Logs::LogGroup").values())
