@@ -100,6 +100,9 @@ INVALID_JOBS: list[tuple[str, dict[str, Any], str]] = [
     ("bad cron value", job_body(schedule={"cron": "61 * * * *"}), "schedule.cron"),
     ("cron with six fields", job_body(schedule={"cron": "0 0 * * * *"}), "schedule.cron"),
     ("cron that never runs", job_body(schedule={"cron": "0 0 31 2 *"}), "schedule.cron"),
+    ("cron L-n beyond a month", job_body(schedule={"cron": "0 9 L-31 * *"}), "schedule.cron"),
+    ("cron nth weekday beyond 5", job_body(schedule={"cron": "0 9 ? * 2#6"}), "schedule.cron"),
+    ("cron W day that February lacks", job_body(schedule={"cron": "0 9 30W 2 *"}), "schedule.cron"),
     (
         "unknown time zone (cron)",
         job_body(schedule={"cron": "0 2 * * *", "timeZone": "Mars/Olympus"}),
@@ -226,6 +229,20 @@ def test_a_preview_with_from_gives_the_runs_in_utc(alice):
         200,
         {"runs": ["2026-11-30T21:00:00.000Z", "2026-12-01T21:00:00.000Z"]},
     )
+
+
+def test_a_preview_of_quartz_day_fields_names_the_reason_or_gives_the_runs(alice):
+    code, body = alice.call("POST", "/schedules/preview", {"cron": "0 9 ? * 2#6"})
+    assert (code, body["error"]["field"]) == (400, "cron")
+    assert "2#6" in body["error"]["message"] and "1-5" in body["error"]["message"]
+    # The last business day of the month and the second Tuesday, in Berlin (UTC+1 in winter).
+    last_business_day = {"cron": "0 9 LW * *", "timeZone": "Europe/Berlin", "from": "2026-01-01T00:00:00Z", "count": 2}
+    assert alice.call("POST", "/schedules/preview", last_business_day) == (
+        200,
+        {"runs": ["2026-01-30T08:00:00.000Z", "2026-02-27T08:00:00.000Z"]},
+    )
+    second_tuesday = {"cron": "0 9 ? * TUE#2", "timeZone": "Europe/Berlin", "from": "2026-01-01T00:00:00Z", "count": 1}
+    assert alice.call("POST", "/schedules/preview", second_tuesday) == (200, {"runs": ["2026-01-13T08:00:00.000Z"]})
 
 
 def test_idempotency_key_must_be_short_printable_ascii(alice):
