@@ -103,6 +103,11 @@ INVALID_JOBS: list[tuple[str, dict[str, Any], str]] = [
     ("cron L-n beyond a month", job_body(schedule={"cron": "0 9 L-31 * *"}), "schedule.cron"),
     ("cron nth weekday beyond 5", job_body(schedule={"cron": "0 9 ? * 2#6"}), "schedule.cron"),
     ("cron W day that February lacks", job_body(schedule={"cron": "0 9 30W 2 *"}), "schedule.cron"),
+    ("interval in seconds", job_body(schedule={"every": "30s"}), "schedule.every"),
+    ("interval of zero", job_body(schedule={"every": "rate(0 minutes)"}), "schedule.every"),
+    ("interval and cron", job_body(schedule={"every": "90m", "cron": "* * * * *"}), "schedule"),
+    ("startAt with cron", job_body(schedule={"cron": "* * * * *", "startAt": AT}), "schedule"),
+    ("startAt unparseable", job_body(schedule={"every": "90m", "startAt": "soon"}), "schedule.startAt"),
     (
         "unknown time zone (cron)",
         job_body(schedule={"cron": "0 2 * * *", "timeZone": "Mars/Olympus"}),
@@ -243,6 +248,17 @@ def test_a_preview_of_quartz_day_fields_names_the_reason_or_gives_the_runs(alice
     )
     second_tuesday = {"cron": "0 9 ? * TUE#2", "timeZone": "Europe/Berlin", "from": "2026-01-01T00:00:00Z", "count": 1}
     assert alice.call("POST", "/schedules/preview", second_tuesday) == (200, {"runs": ["2026-01-13T08:00:00.000Z"]})
+
+
+def test_a_preview_of_an_interval_counts_elapsed_time_from_its_anchor(alice):
+    # New York springs forward on 2026-03-08 at 07:00Z: the runs stay 90 minutes apart in UTC.
+    body = {"every": "rate(90 minutes)", "startAt": "2026-03-08T05:00:00Z", "timeZone": "America/New_York",
+            "from": "2026-03-08T05:30:00Z", "count": 3}  # fmt: skip
+    assert alice.call("POST", "/schedules/preview", body) == (
+        200,
+        {"runs": ["2026-03-08T06:30:00.000Z", "2026-03-08T08:00:00.000Z", "2026-03-08T09:30:00.000Z"]},
+    )
+    assert_error(alice.call("POST", "/schedules/preview", {"every": "5s"}), 400, "every")
 
 
 def test_idempotency_key_must_be_short_printable_ascii(alice):

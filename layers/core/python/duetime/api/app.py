@@ -242,7 +242,13 @@ def build_app(ports: Ports, local_secret: str | None = None) -> APIGatewayRestRe
         caller()
         request = body(PreviewRequest)
         try:
-            schedule = Schedule(at=request.at, cron=request.cron, time_zone=request.time_zone)
+            schedule = Schedule(
+                at=request.at,
+                cron=request.cron,
+                every=request.every,
+                start_at=request.start_at,
+                time_zone=request.time_zone,
+            )
         except ValidationError as exc:
             raise validation_error(exc) from exc
         start: datetime = request.from_ or ports.clock()

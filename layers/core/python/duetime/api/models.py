@@ -50,6 +50,8 @@ class StatusChange(CamelModel):
 class PreviewRequest(CamelModel):
     at: UtcDatetime | None = None
     cron: str | None = Field(default=None, min_length=1, max_length=200)
+    every: str | None = Field(default=None, min_length=1, max_length=64)
+    start_at: UtcDatetime | None = None
     time_zone: str = Field(default="UTC", min_length=1, max_length=64)
     from_: UtcDatetime | None = Field(default=None, alias="from")
     count: int = Field(default=10, ge=1, le=MAX_PAGE)

@@ -1,12 +1,12 @@
-"""Which missed cron slots run and which are skipped, by the job's catch-up policy and starting deadline."""
+"""Which missed slots of a repeating schedule run and which are skipped, by catch-up policy and deadline."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from duetime.domain.cron import CronSchedule
 from duetime.domain.models import CatchUp
+from duetime.domain.recurrence import Recurrence
 
 # A slot is "missed" once it is this late: a run a few seconds behind (a slow pre-load) is just late.
 MISSED_AFTER = timedelta(seconds=60)
@@ -27,7 +27,7 @@ class CatchUpPlan:
 
 
 def plan_catch_up(
-    schedule: CronSchedule,
+    schedule: Recurrence,
     first_slot: datetime,
     now: datetime,
     policy: CatchUp,

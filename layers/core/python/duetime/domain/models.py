@@ -95,21 +95,31 @@ class CatchUp(StrEnum):
 
 
 class Schedule(CamelModel):
-    """Either `at` (one run) or `cron` in `timeZone` (repeated runs)."""
+    """One of `at` (one run), `cron` in `timeZone`, or `every` (an interval of elapsed time from `startAt`)."""
 
     at: UtcDatetime | None = None
     cron: str | None = Field(default=None, min_length=1, max_length=200)
+    every: str | None = Field(default=None, min_length=1, max_length=64)
+    # The interval's anchor: slots are startAt + k * every. Unset at submission: the job's creation time.
+    start_at: UtcDatetime | None = None
     time_zone: str = Field(default="UTC", min_length=1, max_length=64)
 
     @model_validator(mode="after")
     def _one_kind(self) -> Schedule:
-        if (self.at is None) == (self.cron is None):
-            raise ValueError("give exactly one of 'at' or 'cron'")
+        if sum(kind is not None for kind in (self.at, self.cron, self.every)) != 1:
+            raise ValueError("give exactly one of 'at', 'cron' or 'every'")
+        if self.start_at is not None and self.every is None:
+            raise ValueError("'startAt' anchors an 'every' schedule only")
         return self
 
     @property
     def is_cron(self) -> bool:
         return self.cron is not None
+
+    @property
+    def is_recurring(self) -> bool:
+        """Runs again after each run (cron or interval), so each dispatch creates the next slot."""
+        return self.cron is not None or self.every is not None
 
 
 class RetryPolicy(CamelModel):

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from duetime.domain.catchup import CatchUpPlan, plan_catch_up
-from duetime.domain.cron import CronSchedule
 from duetime.domain.keys import due_partition, execution_id
 from duetime.domain.models import Execution, ExecutionStatus, Job, JobStatus, RunKind, from_ms, to_ms
+from duetime.domain.recurrence import recurrence_of
 from duetime.queue.sqs import DueMessage
 from duetime.service.context import Ports
 from duetime.service.executions import failure_notice
@@ -56,7 +56,7 @@ def dispatch(
 ) -> DispatchReport:
     """Send waiting executions to their queues, doing at dispatch what the schedule asks.
 
-    For a cron execution this creates the next slot (from the scheduled time, never the clock) and, if
+    For a cron or interval execution this creates the next slot (from the scheduled time, never the clock) and, if
     that is due within the dispatch horizon, dispatches it too; a missed slot goes through the job's
     catch-up policy. Executions of cancelled jobs end `cancelled`; those of paused jobs stay waiting.
     `known_jobs` are jobs the caller has just read or written, so they are not read again.
@@ -78,10 +78,10 @@ def dispatch(
         if job.status == JobStatus.PAUSED:
             report.held += 1
             continue
-        if job.schedule.cron is None or execution.kind != "scheduled" or execution.attempt > 0:
+        schedule = recurrence_of(job.schedule, job.created_at)
+        if schedule is None or execution.kind != "scheduled" or execution.attempt > 0:
             to_send.append(execution)
             continue
-        schedule = CronSchedule(job.schedule.cron, job.schedule.time_zone)
         plan = plan_catch_up(schedule, execution.scheduled_at, now, job.catch_up, job.starting_deadline_seconds)
         if plan is None:
             to_send.append(execution)

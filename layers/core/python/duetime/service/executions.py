@@ -70,7 +70,7 @@ def claim_execution(
         if ended is not None:
             return Claim(ClaimVerdict.DONE, execution=ended, job=job)
     lease = lease_seconds(ports, message.job_class)
-    checks_overlap = job.overlap != Overlap.ALLOW and job.schedule.cron is not None
+    checks_overlap = job.overlap != Overlap.ALLOW and job.schedule.is_recurring
     if checks_overlap and message.kind == "catchup" and _live_others(ports, job, message.execution_id, now):
         # Catch-up runs of one job go one after another: wait for the running one, never skip.
         return Claim(ClaimVerdict.BUSY, job=job, hide_seconds=max(1, lease // 3))

@@ -12,9 +12,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from duetime.domain.cron import CronSchedule, load_zone
+from duetime.domain.cron import load_zone
 from duetime.domain.errors import Conflict, IdempotencyMismatch, InvalidInput, InvalidSchedule, NotFound
 from duetime.domain.models import Execution, ExecutionStatus, Job, JobSpec, JobStatus, Schedule
+from duetime.domain.recurrence import recurrence_of
 from duetime.domain.webhooks import is_webhook, parse_webhook_url
 from duetime.queue.sqs import DueMessage
 from duetime.service.context import Ports
@@ -65,8 +66,18 @@ def first_slot(schedule: Schedule, now: datetime) -> datetime:
         if schedule.at - now > MAX_AT_AHEAD:
             raise InvalidSchedule("schedule.at is more than a year ahead", field="schedule.at")
         return schedule.at
-    assert schedule.cron is not None
-    return CronSchedule(schedule.cron, schedule.time_zone).next_after(now)
+    if schedule.every is not None:
+        load_zone(schedule.time_zone)  # intervals are elapsed time, but an unknown zone is still a mistake
+    recurrence = recurrence_of(schedule, created_at=now)
+    assert recurrence is not None
+    return recurrence.next_after(now)
+
+
+def anchored(spec: JobSpec, now: datetime) -> JobSpec:
+    """The spec with an interval's `startAt` set (its creation time when unset), so its slots never move."""
+    if spec.schedule.every is None or spec.schedule.start_at is not None:
+        return spec
+    return spec.model_copy(update={"schedule": spec.schedule.model_copy(update={"start_at": now})})
 
 
 def body_hash(spec: JobSpec) -> str:
@@ -97,7 +108,7 @@ def submit_job(
         if existing:
             return existing, False
     job = Job(
-        **spec.model_dump(),
+        **anchored(spec, now).model_dump(),
         job_id=f"j_{ports.random_hex()}",
         owner=owner,
         owner_groups=list(groups),
@@ -155,8 +166,8 @@ def describe(job: Job, next_run: datetime | None, now: datetime) -> JobView:
     """The view of a job whose earliest waiting execution is due at `next_run` (a new job's is its first
     slot, so creating one needs no read back)."""
     runs: list[datetime] = []
-    if job.schedule.cron and job.status == JobStatus.ACTIVE:
-        schedule = CronSchedule(job.schedule.cron, job.schedule.time_zone)
+    schedule = recurrence_of(job.schedule, job.created_at)
+    if schedule is not None and job.status == JobStatus.ACTIVE:
         start = next_run or now
         runs = ([next_run] if next_run else []) + schedule.runs(start, NEXT_RUNS_SHOWN - (1 if next_run else 0))
     elif next_run:
@@ -267,8 +278,10 @@ def run_now(ports: Ports, owner: str, job_id: str) -> Execution:
 
 
 def preview(schedule: Schedule, start: datetime, count: int) -> list[datetime]:
-    """The next `count` run times of a schedule after `start`, by the cron rules of DESIGN.md."""
+    """The next `count` run times of a schedule after `start`, by the rules of docs/schedules.md (an
+    interval without `startAt` is anchored at `start`, as a job submitted then would be)."""
     if schedule.at is not None:
         return [schedule.at] if schedule.at > start else []
-    assert schedule.cron is not None
-    return CronSchedule(schedule.cron, schedule.time_zone).runs(start, count)
+    recurrence = recurrence_of(schedule, created_at=start)
+    assert recurrence is not None
+    return recurrence.runs(start, count)
