@@ -107,6 +107,9 @@ INVALID_JOBS: list[tuple[str, dict[str, Any], str]] = [
     ("interval of zero", job_body(schedule={"every": "rate(0 minutes)"}), "schedule.every"),
     ("interval and cron", job_body(schedule={"every": "90m", "cron": "* * * * *"}), "schedule"),
     ("startAt with cron", job_body(schedule={"cron": "* * * * *", "startAt": AT}), "schedule"),
+    ("exclude not a date", job_body(schedule={"cron": "0 9 * * *"}, exclude=["2026-02-30"]), "exclude"),
+    ("exclude range reversed", job_body(schedule={"cron": "0 9 * * *"}, exclude=["2026-12-26/2026-12-24"]), "exclude"),
+    ("exclude on a one-off job", job_body(exclude=["2026-12-25"]), "exclude"),
     ("startAt unparseable", job_body(schedule={"every": "90m", "startAt": "soon"}), "schedule.startAt"),
     (
         "unknown time zone (cron)",
@@ -259,6 +262,16 @@ def test_a_preview_of_an_interval_counts_elapsed_time_from_its_anchor(alice):
         {"runs": ["2026-03-08T06:30:00.000Z", "2026-03-08T08:00:00.000Z", "2026-03-08T09:30:00.000Z"]},
     )
     assert_error(alice.call("POST", "/schedules/preview", {"every": "5s"}), 400, "every")
+
+
+def test_a_preview_leaves_out_excluded_dates(alice):
+    body = {"cron": "0 9 * * 1-5", "timeZone": "Europe/Berlin", "from": "2026-12-23T00:00:00Z", "count": 2,
+            "exclude": ["2026-12-24/2026-12-28"]}  # fmt: skip
+    assert alice.call("POST", "/schedules/preview", body) == (
+        200,
+        {"runs": ["2026-12-23T08:00:00.000Z", "2026-12-29T08:00:00.000Z"]},
+    )
+    assert_error(alice.call("POST", "/schedules/preview", {**body, "exclude": ["24.12.2026"]}), 400, "exclude")
 
 
 def test_idempotency_key_must_be_short_printable_ascii(alice):

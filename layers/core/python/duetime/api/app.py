@@ -253,7 +253,7 @@ def build_app(ports: Ports, local_secret: str | None = None) -> APIGatewayRestRe
             raise validation_error(exc) from exc
         start: datetime = request.from_ or ports.clock()
         try:
-            runs = job_cases.preview(schedule, start, request.count)
+            runs = job_cases.preview(schedule, start, request.count, request.exclude)
         except InvalidSchedule as exc:  # named for a job's `schedule.*`; here the fields are top level
             raise InvalidSchedule(exc.message, field=(exc.field or "").removeprefix("schedule.") or None) from exc
         return json_response(200, PreviewResponse(runs=runs))

@@ -19,6 +19,8 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 from pydantic.json_schema import SkipJsonSchema
 
+from duetime.domain.exclusions import MAX_EXCLUSIONS, parse_exclusion
+
 MAX_TIMEOUT_SECONDS = 43200  # SQS's 12-hour visibility cap
 MAX_PAYLOAD_BYTES = 256 * 1024  # a job's payload as compact JSON; keeps the job item under DynamoDB's 400 KB
 
@@ -141,6 +143,15 @@ class JobSpec(CamelModel):
     catch_up: CatchUp = CatchUp.LATEST
     starting_deadline_seconds: int | None = Field(default=None, ge=1, le=365 * 86400)
     job_class: str = Field(default="default", min_length=1, max_length=64)
+    # Local dates (in schedule.timeZone) whose slots are skipped and recorded with reason `excluded`.
+    exclude: list[str] = Field(default_factory=list, max_length=MAX_EXCLUSIONS)
+
+    @field_validator("exclude")
+    @classmethod
+    def _exclusions(cls, value: list[str]) -> list[str]:
+        for entry in value:
+            parse_exclusion(entry)
+        return value
 
     @field_validator("payload")
     @classmethod

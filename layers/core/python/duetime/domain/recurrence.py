@@ -6,6 +6,7 @@ from datetime import datetime
 from typing import Protocol
 
 from duetime.domain.cron import CronSchedule
+from duetime.domain.exclusions import Exclusions
 from duetime.domain.interval import IntervalSchedule
 from duetime.domain.models import Schedule
 
@@ -31,3 +32,21 @@ def recurrence_of(schedule: Schedule, created_at: datetime | None = None) -> Rec
             raise ValueError("an interval schedule needs startAt or the job's creation time")
         return IntervalSchedule(schedule.every, anchor)
     return None
+
+
+def next_included(recurrence: Recurrence, exclusions: Exclusions, after: datetime) -> datetime:
+    """The first slot strictly after `after` that is not on an excluded date (jumping whole ranges)."""
+    slot = recurrence.next_after(after)
+    while exclusions.excludes(slot):
+        slot = recurrence.next_after(exclusions.end_of_exclusion(slot))
+    return slot
+
+
+def included_runs(recurrence: Recurrence, exclusions: Exclusions, after: datetime, count: int) -> list[datetime]:
+    """The next `count` slots after `after` that are not excluded: what will run (previews, nextRuns)."""
+    out: list[datetime] = []
+    current = after
+    for _ in range(count):
+        current = next_included(recurrence, exclusions, current)
+        out.append(current)
+    return out

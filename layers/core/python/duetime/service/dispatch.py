@@ -6,14 +6,17 @@ from collections import deque
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from duetime.domain.catchup import CatchUpPlan, plan_catch_up
+from duetime.domain.catchup import MAX_SCAN, CatchUpPlan, plan_catch_up
+from duetime.domain.exclusions import Exclusions
 from duetime.domain.keys import due_partition, execution_id
 from duetime.domain.models import Execution, ExecutionStatus, Job, JobStatus, RunKind, from_ms, to_ms
-from duetime.domain.recurrence import recurrence_of
+from duetime.domain.recurrence import Recurrence, next_included, recurrence_of
 from duetime.queue.sqs import DueMessage
 from duetime.service.context import Ports
 from duetime.service.executions import failure_notice
 
+# The skip reason of a slot on one of the job's excluded dates.
+EXCLUDED = "excluded"
 # Where a shard's pre-loader starts when it has no cursor yet (a new deployment).
 FIRST_LOOKBACK = timedelta(hours=1)
 
@@ -82,25 +85,33 @@ def dispatch(
         if schedule is None or execution.kind != "scheduled" or execution.attempt > 0:
             to_send.append(execution)
             continue
-        plan = plan_catch_up(schedule, execution.scheduled_at, now, job.catch_up, job.starting_deadline_seconds)
-        if plan is None:
-            to_send.append(execution)
-            next_slot: datetime | None = schedule.next_after(execution.scheduled_at)
+        exclusions = Exclusions(job.exclude, job.schedule.time_zone) if job.exclude else None
+        next_slot: datetime | None
+        if exclusions is not None and exclusions.excludes(execution.scheduled_at):
+            next_slot = _skip_excluded(ports, execution, schedule, exclusions, now, report)
         else:
-            # Other waiting slots of this job that the plan covers (a job paused mid-chain has several).
-            siblings = [
-                e
-                for e in pending
-                if e.job_id == job.job_id
-                and e.kind == "scheduled"
-                and e.attempt == 0
-                and plan.next_slot is not None
-                and e.scheduled_at < plan.next_slot
-            ]
-            for sibling in siblings:
-                pending.remove(sibling)
-            _apply_catch_up(ports, job, [execution, *siblings], plan, now, to_send, report)
-            next_slot = plan.next_slot
+            excluded = exclusions.excludes if exclusions is not None else None
+            plan = plan_catch_up(
+                schedule, execution.scheduled_at, now, job.catch_up, job.starting_deadline_seconds, excluded
+            )
+            if plan is None:
+                to_send.append(execution)
+                next_slot = schedule.next_after(execution.scheduled_at)
+            else:
+                # Other waiting slots of this job that the plan covers (a job paused mid-chain has several).
+                siblings = [
+                    e
+                    for e in pending
+                    if e.job_id == job.job_id
+                    and e.kind == "scheduled"
+                    and e.attempt == 0
+                    and plan.next_slot is not None
+                    and e.scheduled_at < plan.next_slot
+                ]
+                for sibling in siblings:
+                    pending.remove(sibling)
+                _apply_catch_up(ports, job, [execution, *siblings], plan, now, to_send, report)
+                next_slot = plan.next_slot
         if next_slot is not None:
             follower = new_execution(job, next_slot)
             if ports.store.put_execution(follower):
@@ -109,6 +120,33 @@ def dispatch(
                     pending.append(follower)
     report.sent += ports.queues.send([DueMessage.for_execution(e, ports.store.key_of(e)) for e in to_send], now)
     return report
+
+
+def _skip_excluded(
+    ports: Ports,
+    execution: Execution,
+    schedule: Recurrence,
+    exclusions: Exclusions,
+    now: datetime,
+    report: DispatchReport,
+) -> datetime:
+    """End a waiting slot on an excluded date as skipped (`excluded`), one record for the whole run of
+    consecutive excluded slots it starts (skippedCount), and return the first slot after that run.
+
+    Counting walks the slots, at most MAX_SCAN of them; a longer run is jumped over by dates and its
+    count stops at MAX_SCAN.
+    """
+    count = 0
+    slot = execution.scheduled_at
+    while exclusions.excludes(slot) and count < MAX_SCAN:
+        count += 1
+        slot = schedule.next_after(slot)
+    if exclusions.excludes(slot):
+        slot = next_included(schedule, exclusions, slot)
+    key = ports.store.key_of(execution)
+    if ports.store.end_waiting(key, ExecutionStatus.SKIPPED, now, EXCLUDED, count) is not None:
+        report.skipped += count
+    return slot
 
 
 def _apply_catch_up(

@@ -14,8 +14,9 @@ from typing import Any
 
 from duetime.domain.cron import load_zone
 from duetime.domain.errors import Conflict, IdempotencyMismatch, InvalidInput, InvalidSchedule, NotFound
+from duetime.domain.exclusions import Exclusions
 from duetime.domain.models import Execution, ExecutionStatus, Job, JobSpec, JobStatus, Schedule
-from duetime.domain.recurrence import recurrence_of
+from duetime.domain.recurrence import included_runs, next_included, recurrence_of
 from duetime.domain.webhooks import is_webhook, parse_webhook_url
 from duetime.queue.sqs import DueMessage
 from duetime.service.context import Ports
@@ -55,6 +56,8 @@ def validate_spec(ports: Ports, spec: JobSpec, now: datetime) -> tuple[JobSpec, 
         )
     if is_webhook(spec.handler):
         parse_webhook_url(spec.handler, ports.settings.allow_loopback_webhooks)  # DNS is checked at each call
+    if spec.exclude and not spec.schedule.is_recurring:
+        raise InvalidInput("exclude applies to 'cron' and 'every' schedules; an 'at' job runs once", field="exclude")
     if spec.retry.max_delay_seconds < spec.retry.base_delay_seconds:
         raise InvalidInput("retry.maxDelaySeconds must be at least baseDelaySeconds", field="retry.maxDelaySeconds")
     return spec, first_slot(spec.schedule, now)
@@ -168,8 +171,13 @@ def describe(job: Job, next_run: datetime | None, now: datetime) -> JobView:
     runs: list[datetime] = []
     schedule = recurrence_of(job.schedule, job.created_at)
     if schedule is not None and job.status == JobStatus.ACTIVE:
+        exclusions = Exclusions(job.exclude, job.schedule.time_zone)
+        if next_run is not None and exclusions.excludes(next_run):
+            # The waiting slot is on an excluded date: it will be recorded skipped, not run.
+            next_run = next_included(schedule, exclusions, next_run)
         start = next_run or now
-        runs = ([next_run] if next_run else []) + schedule.runs(start, NEXT_RUNS_SHOWN - (1 if next_run else 0))
+        later = included_runs(schedule, exclusions, start, NEXT_RUNS_SHOWN - (1 if next_run else 0))
+        runs = ([next_run] if next_run else []) + later
     elif next_run:
         runs = [next_run]
     return JobView(job=job.model_copy(update={"next_run_at": next_run}), next_runs=runs)
@@ -277,11 +285,12 @@ def run_now(ports: Ports, owner: str, job_id: str) -> Execution:
     return execution
 
 
-def preview(schedule: Schedule, start: datetime, count: int) -> list[datetime]:
+def preview(schedule: Schedule, start: datetime, count: int, exclude: Sequence[str] = ()) -> list[datetime]:
     """The next `count` run times of a schedule after `start`, by the rules of docs/schedules.md (an
-    interval without `startAt` is anchored at `start`, as a job submitted then would be)."""
+    interval without `startAt` is anchored at `start`, as a job submitted then would be); slots on
+    `exclude` dates are left out, as they will not run."""
     if schedule.at is not None:
         return [schedule.at] if schedule.at > start else []
     recurrence = recurrence_of(schedule, created_at=start)
     assert recurrence is not None
-    return recurrence.runs(start, count)
+    return included_runs(recurrence, Exclusions(exclude, schedule.time_zone), start, count)
