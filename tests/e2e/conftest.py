@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -63,3 +64,18 @@ def paused_jobs(api: Api) -> dict[str, Any]:
         assert paused.status_code == 200 and paused.json()["status"] == "paused", paused.text
         jobs[policy] = job
     return {"jobs": jobs, "paused_at": time.time()}
+
+
+@pytest.fixture(scope="session", autouse=True)
+def excluded_job(api: Api) -> dict[str, Any]:
+    """Every minute, with today and tomorrow (UTC) excluded: its first slot must be recorded `excluded`."""
+    today = datetime.now(UTC).date()
+    return _submit(
+        api,
+        {
+            "name": "excluded-days",
+            "handler": "demo.echo",
+            "schedule": {"cron": "* * * * *", "timeZone": "UTC"},
+            "exclude": [f"{today.isoformat()}/{(today + timedelta(days=1)).isoformat()}"],
+        },
+    )

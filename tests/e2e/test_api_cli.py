@@ -35,7 +35,13 @@ def test_the_job_commands_drive_a_job_through_its_life(local_system, capsys):
     assert code == 0
     job = json.loads(out)
     job_id = job["jobId"]
-    assert job["schedule"] == {"at": None, "cron": "0 2 * * *", "timeZone": "Asia/Kolkata"}
+    assert job["schedule"] == {
+        "at": None,
+        "cron": "0 2 * * *",
+        "every": None,
+        "startAt": None,
+        "timeZone": "Asia/Kolkata",
+    }
     assert job["retry"]["maxAttempts"] == 5 and job["payload"] == {"region": "IN"} and job["owner"] == owner
     # List: a readable table with a header row and the job
     code, out, _ = run(capsys, "jobs", "list", *conn)

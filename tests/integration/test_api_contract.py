@@ -105,6 +105,17 @@ INVALID_JOBS: list[tuple[str, dict[str, Any], str]] = [
     ("bad cron value", job_body(schedule={"cron": "61 * * * *"}), "schedule.cron"),
     ("cron with six fields", job_body(schedule={"cron": "0 0 * * * *"}), "schedule.cron"),
     ("cron that never runs", job_body(schedule={"cron": "0 0 31 2 *"}), "schedule.cron"),
+    ("cron L-n beyond a month", job_body(schedule={"cron": "0 9 L-31 * *"}), "schedule.cron"),
+    ("cron nth weekday beyond 5", job_body(schedule={"cron": "0 9 ? * 2#6"}), "schedule.cron"),
+    ("cron W day that February lacks", job_body(schedule={"cron": "0 9 30W 2 *"}), "schedule.cron"),
+    ("interval in seconds", job_body(schedule={"every": "30s"}), "schedule.every"),
+    ("interval of zero", job_body(schedule={"every": "rate(0 minutes)"}), "schedule.every"),
+    ("interval and cron", job_body(schedule={"every": "90m", "cron": "* * * * *"}), "schedule"),
+    ("startAt with cron", job_body(schedule={"cron": "* * * * *", "startAt": AT}), "schedule"),
+    ("exclude not a date", job_body(schedule={"cron": "0 9 * * *"}, exclude=["2026-02-30"]), "exclude"),
+    ("exclude range reversed", job_body(schedule={"cron": "0 9 * * *"}, exclude=["2026-12-26/2026-12-24"]), "exclude"),
+    ("exclude on a one-off job", job_body(exclude=["2026-12-25"]), "exclude"),
+    ("startAt unparseable", job_body(schedule={"every": "90m", "startAt": "soon"}), "schedule.startAt"),
     (
         "unknown time zone (cron)",
         job_body(schedule={"cron": "0 2 * * *", "timeZone": "Mars/Olympus"}),
@@ -233,6 +244,41 @@ def test_a_preview_with_from_gives_the_runs_in_utc(alice):
         200,
         {"runs": ["2026-11-30T21:00:00.000Z", "2026-12-01T21:00:00.000Z"]},
     )
+
+
+def test_a_preview_of_quartz_day_fields_names_the_reason_or_gives_the_runs(alice):
+    code, body = alice.call("POST", "/schedules/preview", {"cron": "0 9 ? * 2#6"})
+    assert (code, body["error"]["field"]) == (400, "cron")
+    assert "2#6" in body["error"]["message"] and "1-5" in body["error"]["message"]
+    # The last business day of the month and the second Tuesday, in Berlin (UTC+1 in winter).
+    last_business_day = {"cron": "0 9 LW * *", "timeZone": "Europe/Berlin", "from": "2026-01-01T00:00:00Z", "count": 2}
+    assert alice.call("POST", "/schedules/preview", last_business_day) == (
+        200,
+        {"runs": ["2026-01-30T08:00:00.000Z", "2026-02-27T08:00:00.000Z"]},
+    )
+    second_tuesday = {"cron": "0 9 ? * TUE#2", "timeZone": "Europe/Berlin", "from": "2026-01-01T00:00:00Z", "count": 1}
+    assert alice.call("POST", "/schedules/preview", second_tuesday) == (200, {"runs": ["2026-01-13T08:00:00.000Z"]})
+
+
+def test_a_preview_of_an_interval_counts_elapsed_time_from_its_anchor(alice):
+    # New York springs forward on 2026-03-08 at 07:00Z: the runs stay 90 minutes apart in UTC.
+    body = {"every": "rate(90 minutes)", "startAt": "2026-03-08T05:00:00Z", "timeZone": "America/New_York",
+            "from": "2026-03-08T05:30:00Z", "count": 3}  # fmt: skip
+    assert alice.call("POST", "/schedules/preview", body) == (
+        200,
+        {"runs": ["2026-03-08T06:30:00.000Z", "2026-03-08T08:00:00.000Z", "2026-03-08T09:30:00.000Z"]},
+    )
+    assert_error(alice.call("POST", "/schedules/preview", {"every": "5s"}), 400, "every")
+
+
+def test_a_preview_leaves_out_excluded_dates(alice):
+    body = {"cron": "0 9 * * 1-5", "timeZone": "Europe/Berlin", "from": "2026-12-23T00:00:00Z", "count": 2,
+            "exclude": ["2026-12-24/2026-12-28"]}  # fmt: skip
+    assert alice.call("POST", "/schedules/preview", body) == (
+        200,
+        {"runs": ["2026-12-23T08:00:00.000Z", "2026-12-29T08:00:00.000Z"]},
+    )
+    assert_error(alice.call("POST", "/schedules/preview", {**body, "exclude": ["24.12.2026"]}), 400, "exclude")
 
 
 def test_idempotency_key_must_be_short_printable_ascii(alice):

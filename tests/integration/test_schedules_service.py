@@ -179,3 +179,54 @@ def test_carrying_out_a_catch_up_plan_twice_creates_no_second_row_for_a_slot(por
     # Then every slot has one row
     slots = [e.scheduled_at for e in history(ports, job.job_id)]
     assert len(slots) == len(set(slots)) == 5  # 09:01..09:03 caught up, 09:04 and 09:05 created ahead
+
+
+def test_an_interval_job_is_anchored_at_creation_and_dispatch_keeps_its_grid(ports, clock):
+    # Given a job every 90 minutes, submitted at 09:00 without startAt
+    created_at = clock.now
+    job, _ = submit_job(ports, "alice", JobSpec.model_validate(
+        {"name": "i", "handler": "demo.echo", "schedule": {"every": "90m"}, "catchUp": "latest"}
+    ))  # fmt: skip
+    # Then its anchor is its creation time, stored with the job, and its first slot one interval later
+    stored = ports.store.get_job(job.job_id)
+    assert stored.schedule.start_at == created_at
+    assert job.next_run_at == created_at + timedelta(minutes=90)
+    assert get_job(ports, "alice", job.job_id).next_runs[:3] == [
+        created_at + timedelta(minutes=90 * k) for k in (1, 2, 3)
+    ]
+    # When its first slot is dispatched, the next slot is created one interval after it (not after the clock)
+    clock.advance(90 * 60 + 7)
+    preload(ports, "p")
+    slots = sorted(e.scheduled_at for e in history(ports, job.job_id))
+    assert slots == [created_at + timedelta(minutes=90), created_at + timedelta(minutes=180)]
+    # And a pause over several slots resumes on the same grid (catch-up latest runs the last missed one)
+    pause_job(ports, "alice", job.job_id)
+    clock.advance(5 * 3600)
+    resume_job(ports, "alice", job.job_id)
+    waiting = [e for e in history(ports, job.job_id) if e.status == ExecutionStatus.SCHEDULED]
+    assert all(
+        (e.scheduled_at - created_at) % timedelta(minutes=90) == timedelta(0) for e in history(ports, job.job_id)
+    )
+    assert max(e.scheduled_at for e in waiting) > clock.now
+
+
+def test_excluded_business_days_are_one_skip_record_and_the_chain_goes_on(ports, clock):
+    # Given a 09:00 Berlin business-day job submitted Tuesday 2026-12-01 09:00Z, Wednesday to Friday excluded
+    body = {"name": "b", "handler": "demo.echo", "schedule": {"cron": "0 9 * * 1-5", "timeZone": "Europe/Berlin"},
+            "exclude": ["2026-12-02", "2026-12-03/2026-12-04"]}  # fmt: skip
+    job, _ = submit_job(ports, "alice", JobSpec.model_validate(body))
+    # Then the job shows the runs that will happen: Monday and Tuesday next week (its waiting row is Wednesday)
+    monday = clock.now.replace(day=7, hour=8)
+    view = get_job(ports, "alice", job.job_id)
+    assert (view.job.next_run_at, view.next_runs[:2]) == (monday, [monday, monday + timedelta(days=1)])
+    # When Wednesday's slot comes due
+    clock.advance(23 * 3600)
+    preload(ports, "p")
+    # Then Wednesday to Friday are one record, skipped with reason `excluded`, and Monday waits
+    rows = history(ports, job.job_id)
+    skipped = [e for e in rows if e.status == ExecutionStatus.SKIPPED]
+    assert [(e.scheduled_at, e.skip_reason, e.skipped_count) for e in skipped] == [
+        (clock.now.replace(hour=8), "excluded", 3)
+    ]
+    assert [e.scheduled_at for e in rows if e.status == ExecutionStatus.SCHEDULED] == [monday]
+    assert drain(ports) == []  # nothing excluded was sent

@@ -79,6 +79,18 @@ def test_create_flags_build_the_post_body_over_a_spec_file(tmp_path):
     }
 
 
+def test_create_flags_give_an_interval_with_its_anchor_and_exclusions():
+    args = parse("jobs", "create", "--name", "i", "--handler", "demo.echo", "--every", "rate(90 minutes)",
+                 "--start-at", "2026-12-01T09:00:00Z",
+                 "--exclude", "2026-12-25", "--exclude", "2026-12-31/2027-01-01")  # fmt: skip
+    assert spec_from_args(args) == {
+        "name": "i",
+        "handler": "demo.echo",
+        "schedule": {"every": "rate(90 minutes)", "startAt": "2026-12-01T09:00:00Z"},
+        "exclude": ["2026-12-25", "2026-12-31/2027-01-01"],
+    }
+
+
 def test_cron_and_at_cannot_both_be_given():
     with pytest.raises(SystemExit):
         parse("jobs", "create", "--cron", "* * * * *", "--at", "2026-12-01T09:00:00Z")

@@ -157,7 +157,8 @@ def cmd_preview(args: argparse.Namespace) -> int:
     start = datetime.fromisoformat(args.from_.replace("Z", "+00:00")) if args.from_ else datetime.now(UTC)
     if start.tzinfo is None:
         start = start.replace(tzinfo=UTC)
-    schedule = Schedule(cron=args.cron, time_zone=args.tz)
+    start_at = datetime.fromisoformat(args.start_at.replace("Z", "+00:00")) if args.start_at else None
+    schedule = Schedule(cron=args.cron, every=args.every, start_at=start_at, time_zone=args.tz)
     runs = preview(schedule, start, args.count)
     if args.json:
         print(json.dumps({"runs": [format_time(r) for r in runs]}))
@@ -218,8 +219,11 @@ def parser() -> argparse.ArgumentParser:
     webhook.add_argument("--prefix", default=None, help="the stack's name prefix (default: DUETIME_PREFIX or duetime)")
     webhook.set_defaults(fn=cmd_webhook_secret)
 
-    prev = sub.add_parser("preview", help="print the next run times of a cron schedule")
-    prev.add_argument("--cron", required=True)
+    prev = sub.add_parser("preview", help="print the next run times of a cron or interval schedule")
+    kind = prev.add_mutually_exclusive_group(required=True)
+    kind.add_argument("--cron")
+    kind.add_argument("--every", help="an interval: 90m, 1h30m, 2d or rate(90 minutes)")
+    prev.add_argument("--start-at", dest="start_at", help="the interval's anchor (ISO; default: --from)")
     prev.add_argument("--tz", default="UTC")
     prev.add_argument("--from", dest="from_")
     prev.add_argument("--count", type=int, default=10)

@@ -26,6 +26,8 @@ def table(rows: Sequence[Sequence[Any]], headers: Sequence[str]) -> str:
 def schedule_text(schedule: dict[str, Any]) -> str:
     if schedule.get("cron"):
         return f"{schedule['cron']} ({schedule.get('timeZone', 'UTC')})"
+    if schedule.get("every"):
+        return f"every {schedule['every']} from {schedule.get('startAt')}"
     return f"at {schedule.get('at')}"
 
 
@@ -88,8 +90,16 @@ def spec_from_args(args: argparse.Namespace) -> dict[str, Any]:
         spec["name"] = args.name
     if args.handler:
         spec["handler"] = args.handler
-    if args.cron or args.at:
-        spec["schedule"] = {"cron": args.cron} if args.cron else {"at": args.at}
+    if args.cron:
+        spec["schedule"] = {"cron": args.cron}
+    elif args.every:
+        spec["schedule"] = {"every": args.every}
+    elif args.at:
+        spec["schedule"] = {"at": args.at}
+    if args.start_at:
+        spec.setdefault("schedule", {})["startAt"] = args.start_at
+    if args.exclude:
+        spec["exclude"] = args.exclude
     if args.tz:
         spec.setdefault("schedule", {})["timeZone"] = args.tz
     if args.payload is not None:
@@ -220,7 +230,12 @@ def add_client_commands(sub: Any) -> None:
     when = create.add_mutually_exclusive_group()
     when.add_argument("--cron", help="a 5-field cron expression")
     when.add_argument("--at", help="one run at this ISO 8601 time")
-    create.add_argument("--tz", help="the cron's IANA time zone (default UTC)")
+    when.add_argument("--every", help="an interval of elapsed time: 90m, 1h30m, 2d or rate(90 minutes)")
+    create.add_argument("--start-at", dest="start_at", help="the interval's anchor (ISO 8601; default: now)")
+    create.add_argument(
+        "--exclude", action="append", help="a date YYYY-MM-DD or range YYYY-MM-DD/YYYY-MM-DD to skip (repeatable)"
+    )
+    create.add_argument("--tz", help="the schedule's IANA time zone (default UTC)")
     create.add_argument("--payload", help="a JSON object handed to the handler")
     create.add_argument("--timeout", type=int, help="timeoutSeconds")
     create.add_argument("--max-attempts", type=int)

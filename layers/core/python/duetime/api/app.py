@@ -242,12 +242,18 @@ def build_app(ports: Ports, local_secret: str | None = None) -> APIGatewayRestRe
         caller()
         request = body(PreviewRequest)
         try:
-            schedule = Schedule(at=request.at, cron=request.cron, time_zone=request.time_zone)
+            schedule = Schedule(
+                at=request.at,
+                cron=request.cron,
+                every=request.every,
+                start_at=request.start_at,
+                time_zone=request.time_zone,
+            )
         except ValidationError as exc:
             raise validation_error(exc) from exc
         start: datetime = request.from_ or ports.clock()
         try:
-            runs = job_cases.preview(schedule, start, request.count)
+            runs = job_cases.preview(schedule, start, request.count, request.exclude)
         except InvalidSchedule as exc:  # named for a job's `schedule.*`; here the fields are top level
             raise InvalidSchedule(exc.message, field=(exc.field or "").removeprefix("schedule.") or None) from exc
         return json_response(200, PreviewResponse(runs=runs))

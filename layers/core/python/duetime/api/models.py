@@ -9,6 +9,7 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, field_serializer, field_validator
 
+from duetime.domain.exclusions import MAX_EXCLUSIONS, parse_exclusion
 from duetime.domain.models import CamelModel, Execution, Job, UtcDatetime, format_time
 
 MAX_PAGE = 100
@@ -50,11 +51,21 @@ class StatusChange(CamelModel):
 class PreviewRequest(CamelModel):
     at: UtcDatetime | None = None
     cron: str | None = Field(default=None, min_length=1, max_length=200)
+    every: str | None = Field(default=None, min_length=1, max_length=64)
+    start_at: UtcDatetime | None = None
     time_zone: str = Field(default="UTC", min_length=1, max_length=64)
+    exclude: list[str] = Field(default_factory=list, max_length=MAX_EXCLUSIONS)
     from_: UtcDatetime | None = Field(default=None, alias="from")
     count: int = Field(default=10, ge=1, le=MAX_PAGE)
 
     model_config = ConfigDict(populate_by_name=True, extra="forbid")
+
+    @field_validator("exclude")
+    @classmethod
+    def _exclusions(cls, value: list[str]) -> list[str]:
+        for entry in value:
+            parse_exclusion(entry)
+        return value
 
 
 class PreviewResponse(CamelModel):

@@ -1,12 +1,13 @@
-"""Which missed cron slots run and which are skipped, by the job's catch-up policy and starting deadline."""
+"""Which missed slots of a repeating schedule run and which are skipped, by catch-up policy and deadline."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from duetime.domain.cron import CronSchedule
 from duetime.domain.models import CatchUp
+from duetime.domain.recurrence import Recurrence
 
 # A slot is "missed" once it is this late: a run a few seconds behind (a slow pre-load) is just late.
 MISSED_AFTER = timedelta(seconds=60)
@@ -27,18 +28,20 @@ class CatchUpPlan:
 
 
 def plan_catch_up(
-    schedule: CronSchedule,
+    schedule: Recurrence,
     first_slot: datetime,
     now: datetime,
     policy: CatchUp,
     starting_deadline_seconds: int | None,
+    excluded: Callable[[datetime], bool] | None = None,
 ) -> CatchUpPlan | None:
     """Plan what to do with a cron chain whose waiting slot `first_slot` may have been missed.
 
     Returns None when `first_slot` is not missed (it simply runs). Otherwise walks the slots from
     `first_slot` up to `now` (at most MAX_SCAN of them) and returns the plan: `latest` runs the most
     recent one, `all` runs each in order (at most MAX_CATCH_UP_RUNS, the oldest beyond that skipped),
-    `none` skips them all; any slot older than the starting deadline is skipped too.
+    `none` skips them all; any slot older than the starting deadline is skipped too. A slot `excluded`
+    (on an excluded date) never runs: it is counted with the skipped ones of this plan.
     """
     if now - first_slot < MISSED_AFTER:
         return None
@@ -47,7 +50,8 @@ def plan_catch_up(
     slot = first_slot
     while slot <= now and count < MAX_SCAN:
         count += 1
-        missed.append(slot)
+        if excluded is None or not excluded(slot):
+            missed.append(slot)
         if len(missed) > MAX_CATCH_UP_RUNS:
             missed.pop(0)
         slot = schedule.next_after(slot)
@@ -62,7 +66,7 @@ def plan_catch_up(
         runs: list[datetime] = []
         reason = "catch-up none"
     elif policy == CatchUp.LATEST:
-        runs = [missed[-1]] if in_time(missed[-1]) else []
+        runs = [missed[-1]] if missed and in_time(missed[-1]) else []
         reason = "catch-up latest" if runs else "starting deadline"
     else:
         runs = [s for s in missed if in_time(s)]

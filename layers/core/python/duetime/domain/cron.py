@@ -14,6 +14,12 @@ and resolves each wall time with zoneinfo and ``fold``:
 A schedule is fixed-time when neither its minute nor its hour field starts with ``*`` (Vixie cron,
 cronie). Day-of-month and day-of-week are OR-ed when neither field starts with ``*``; otherwise both
 must match (so a plain ``*`` leaves only the other field restricting), exactly as in Vixie cron.
+
+The day fields also take Quartz's calendar elements, alone or in a list with plain ones: day-of-month
+``L`` (the last day), ``L-n`` (n days before it), ``nW`` (the weekday nearest day n, never leaving the
+month), ``LW`` (the last weekday); day-of-week ``d#k`` (the k-th weekday d of the month) and ``dL`` (the
+last weekday d). ``?`` in a day field is ``*``. They only choose local dates: the time of day and the
+DST rules above are unchanged. docs/schedules.md is the user's description.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from __future__ import annotations
 import calendar
 import re
 from bisect import bisect_left
+from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from functools import lru_cache
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -61,7 +68,8 @@ _ELEMENT = re.compile(
 # ASCII whitespace only: str.split() would also accept exotic Unicode separators.
 _SEPARATORS = re.compile(r"[ \t]+")
 
-_MAX_DAYS_IN_MONTH = (31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
+# The lengths a month can have (February: 28 or 29).
+_MONTH_LENGTHS = ((31,), (28, 29), (31,), (30,), (31,), (30,), (31,), (31,), (30,), (31,), (30,), (31,))
 
 
 def load_zone(time_zone: str, field: str = "schedule.timeZone") -> ZoneInfo:
@@ -120,6 +128,105 @@ def _parse_field(
     return frozenset(values)
 
 
+# Quartz day elements: `L`, `L-n`, `nW`, `LW` (day-of-month); `d#k`, `dL` (day-of-week).
+_DOM_SPECIAL = re.compile(r"(?:L(?:-(?P<offset>[0-9]{1,9}))?|(?P<near>[0-9]{1,9})W|(?P<lastweekday>LW))", re.IGNORECASE)
+_DOW_SPECIAL = re.compile(r"(?P<day>[0-9]{1,9}|[A-Za-z]{3})(?:#(?P<nth>[0-9]{1,9})|(?P<last>L))", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class DaySpec:
+    """What the two day fields select, resolved month by month (hashable, so month results are cached).
+
+    `days`/`weekdays` are the plain values; `last_offsets` are the n of `L-n` (0 for `L`), `nearest` the
+    n of `nW`, `last_weekday` is `LW`; `nth` holds (weekday, k) of `d#k`, `last_of` the d of `dL`.
+    `both`: day-of-month and day-of-week must both match (one of them starts with `*`).
+    """
+
+    days: frozenset[int]
+    weekdays: frozenset[int]
+    both: bool
+    last_offsets: frozenset[int] = frozenset()
+    nearest: frozenset[int] = frozenset()
+    last_weekday: bool = False
+    nth: frozenset[tuple[int, int]] = frozenset()
+    last_of: frozenset[int] = frozenset()
+
+
+def _split_day_field(
+    text: str, special: re.Pattern[str], label: str, expression: str
+) -> tuple[str, list[re.Match[str]]]:
+    """The plain part of a day field (elements joined by commas, "" if none) and its Quartz elements."""
+    plain: list[str] = []
+    found: list[re.Match[str]] = []
+    for element in text.split(","):
+        match = special.fullmatch(element)
+        if match is not None:
+            found.append(match)
+        elif label == "day-of-week" and element.upper() == "L":
+            raise _invalid(expression, f"{label}: 'L' alone is ambiguous; write dL, e.g. 5L for the last Friday")
+        else:
+            plain.append(element)
+    return ",".join(plain), found
+
+
+def _parse_day_fields(dom: str, dow: str, expression: str) -> DaySpec:
+    """Both day fields: plain values (as Vixie cron) plus Quartz elements; `?` is `*`."""
+    dom = "*" if dom == "?" else dom
+    dow = "*" if dow == "?" else dow
+    dom_plain, dom_special = _split_day_field(dom, _DOM_SPECIAL, "day-of-month", expression)
+    dow_plain, dow_special = _split_day_field(dow, _DOW_SPECIAL, "day-of-week", expression)
+    days = _parse_field(dom_plain, 1, 31, None, "day-of-month", expression) if dom_plain else frozenset()
+    weekdays = _parse_field(dow_plain, 0, 7, _DOW_NAMES, "day-of-week", expression) if dow_plain else frozenset()
+    last_offsets: set[int] = set()
+    nearest: set[int] = set()
+    last_weekday = False
+    for match in dom_special:
+        if match["lastweekday"]:
+            last_weekday = True
+        elif match["near"] is not None:
+            day = int(match["near"])
+            if not 1 <= day <= 31:
+                raise _invalid(expression, f"day-of-month: {match[0]!r}: the day must be 1-31")
+            nearest.add(day)
+        else:
+            offset = int(match["offset"] or 0)
+            if offset > 30:
+                raise _invalid(expression, f"day-of-month: {match[0]!r}: L-n needs n of 0-30 (a month has 31 days)")
+            last_offsets.add(offset)
+    nth: set[tuple[int, int]] = set()
+    last_of: set[int] = set()
+    for match in dow_special:
+        token = match["day"]
+        if token.isdigit():
+            weekday = int(token)
+            if not 0 <= weekday <= 7:
+                raise _invalid(expression, f"day-of-week: {match[0]!r}: the weekday must be 0-7 (0 and 7 are Sunday)")
+        elif token.upper() in _DOW_NAMES:
+            weekday = _DOW_NAMES[token.upper()]
+        else:
+            raise _invalid(expression, f"day-of-week: {token!r} is not a valid value")
+        weekday %= 7
+        if match["nth"] is not None:
+            k = int(match["nth"])
+            if not 1 <= k <= 5:
+                raise _invalid(
+                    expression, f"day-of-week: {match[0]!r}: d#k needs k of 1-5 (a month has 5 weeks at most)"
+                )
+            nth.add((weekday, k))
+        else:
+            last_of.add(weekday)
+    return DaySpec(
+        days=days,
+        weekdays=frozenset(d % 7 for d in weekdays),
+        both=dom.startswith("*") or dow.startswith("*"),
+        last_offsets=frozenset(last_offsets),
+        nearest=frozenset(nearest),
+        last_weekday=last_weekday,
+        nth=frozenset(nth),
+        last_of=frozenset(last_of),
+    )
+
+
 class CronSchedule:
     """A 5-field cron expression evaluated in one time zone."""
 
@@ -137,22 +244,24 @@ class CronSchedule:
         minute, hour, dom, month, dow = fields
         self.minutes = _parse_field(minute, 0, 59, None, "minute", expression)
         self.hours = _parse_field(hour, 0, 23, None, "hour", expression)
-        self.days = _parse_field(dom, 1, 31, None, "day-of-month", expression)
         self.months = _parse_field(month, 1, 12, _MONTH_NAMES, "month", expression)
-        weekdays = _parse_field(dow, 0, 7, _DOW_NAMES, "day-of-week", expression)
-        self.weekdays = frozenset(d % 7 for d in weekdays)  # 0 and 7 are Sunday
-        # Vixie cron: a field whose text starts with `*` is "starred" (even `*/2`).
-        self._dom_star = dom.startswith("*")
-        self._dow_star = dow.startswith("*")
+        # Vixie cron: a field whose text starts with `*` is "starred" (even `*/2`); `?` counts as `*`.
+        self._day_spec = _parse_day_fields(dom, dow, expression)
+        self.days = self._day_spec.days
+        self.weekdays = self._day_spec.weekdays  # 0 and 7 are Sunday
         self._fixed = not (minute.startswith("*") or hour.startswith("*"))
         self._minute_list = sorted(self.minutes)
         self._hour_list = sorted(self.hours)
         self._month_list = sorted(self.months)
-        # With both day fields required (AND), a day-of-month no listed month has can never run (every
-        # existing month-day falls on every weekday over the years). With OR, day-of-week always can.
-        and_days = self._dom_star or self._dow_star
-        if and_days and all(min(self.days) > _MAX_DAYS_IN_MONTH[m - 1] for m in self.months):
-            raise _invalid(expression, "no listed month has that day of the month, so it never runs")
+        # A month's matching days depend only on its length and first weekday, and every listed month has
+        # each possible (length, first weekday) within the horizon: if none gives a day, it never runs.
+        if not any(
+            _days_of_month(length, first, self._day_spec)
+            for m in self.months
+            for length in _MONTH_LENGTHS[m - 1]
+            for first in range(7)
+        ):
+            raise _invalid(expression, "no listed month has a day that the day fields select, so it never runs")
 
     # ----------------------------------------------------------------------------------------------
     # Public interface
@@ -201,14 +310,11 @@ class CronSchedule:
     # Calendar (time-zone free)
 
     def _day_matches(self, day: date) -> bool:
-        in_dom = day.day in self.days
-        in_dow = day.isoweekday() % 7 in self.weekdays
-        if self._dom_star or self._dow_star:
-            return in_dom and in_dow
-        return in_dom or in_dow
+        return day.day in self._month_days(day.year, day.month)
 
     def _month_days(self, year: int, month: int) -> tuple[int, ...]:
-        return _matching_days(year, month, self.days, self.weekdays, self._dom_star or self._dow_star)
+        first_weekday, length = calendar.monthrange(year, month)  # Monday is 0
+        return _days_of_month(length, (first_weekday + 1) % 7, self._day_spec)
 
     def _next_wall(self, start: datetime, limit_year: int) -> datetime | None:
         """The first matching wall-clock minute at or after `start` (naive), or None past limit_year."""
@@ -329,16 +435,35 @@ def _transition(low: datetime, high: datetime, before: timedelta, zone: ZoneInfo
 
 
 @lru_cache(maxsize=4096)
-def _matching_days(
-    year: int, month: int, days: frozenset[int], weekdays: frozenset[int], both: bool
-) -> tuple[int, ...]:
-    """The days of a month that match day-of-month and day-of-week (AND if `both`, else OR)."""
-    first_weekday, length = calendar.monthrange(year, month)  # Monday is 0
-    out: list[int] = []
-    for day in range(1, length + 1):
-        weekday = (first_weekday + day) % 7  # Sunday is 0
-        in_dom = day in days
-        in_dow = weekday in weekdays
-        if (in_dom and in_dow) if both else (in_dom or in_dow):
-            out.append(day)
-    return tuple(out)
+def _days_of_month(length: int, first: int, spec: DaySpec) -> tuple[int, ...]:
+    """The days of a month of `length` days starting on weekday `first` (Sunday is 0) that the day fields
+    select: day-of-month and day-of-week each give a set of days, AND-ed if `spec.both`, else OR-ed."""
+
+    def weekday(day: int) -> int:
+        return (first + day - 1) % 7
+
+    by_dom = {day for day in spec.days if day <= length}
+    by_dom.update(length - offset for offset in spec.last_offsets if length - offset >= 1)
+    for day in spec.nearest:
+        if day <= length:
+            by_dom.add(_nearest_weekday(day, length, weekday(day)))
+    if spec.last_weekday:
+        by_dom.add(_nearest_weekday(length, length, weekday(length)))
+    by_dow = {day for day in range(1, length + 1) if weekday(day) in spec.weekdays}
+    for wanted, k in spec.nth:
+        day = 1 + (wanted - first) % 7 + 7 * (k - 1)
+        if day <= length:
+            by_dow.add(day)
+    for wanted in spec.last_of:
+        by_dow.add(length - (weekday(length) - wanted) % 7)
+    return tuple(sorted(by_dom & by_dow if spec.both else by_dom | by_dow))
+
+
+def _nearest_weekday(day: int, length: int, weekday: int) -> int:
+    """Quartz `W`: the Monday-Friday day nearest `day` in its month (Saturday -> Friday, Sunday -> Monday,
+    except where that leaves the month: Saturday the 1st -> Monday the 3rd, Sunday the last -> Friday)."""
+    if weekday == 6:  # Saturday
+        return day - 1 if day > 1 else day + 2
+    if weekday == 0:  # Sunday
+        return day + 1 if day < length else day - 2
+    return day

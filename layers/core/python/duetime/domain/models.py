@@ -19,6 +19,8 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 from pydantic.json_schema import SkipJsonSchema
 
+from duetime.domain.exclusions import MAX_EXCLUSIONS, parse_exclusion
+
 MAX_TIMEOUT_SECONDS = 43200  # SQS's 12-hour visibility cap
 MAX_PAYLOAD_BYTES = 256 * 1024  # a job's payload as compact JSON; keeps the job item under DynamoDB's 400 KB
 
@@ -99,21 +101,31 @@ class CatchUp(StrEnum):
 
 
 class Schedule(CamelModel):
-    """Either `at` (one run) or `cron` in `timeZone` (repeated runs)."""
+    """One of `at` (one run), `cron` in `timeZone`, or `every` (an interval of elapsed time from `startAt`)."""
 
     at: UtcDatetime | None = None
     cron: str | None = Field(default=None, min_length=1, max_length=200)
+    every: str | None = Field(default=None, min_length=1, max_length=64)
+    # The interval's anchor: slots are startAt + k * every. Unset at submission: the job's creation time.
+    start_at: UtcDatetime | None = None
     time_zone: str = Field(default="UTC", min_length=1, max_length=64)
 
     @model_validator(mode="after")
     def _one_kind(self) -> Schedule:
-        if (self.at is None) == (self.cron is None):
-            raise ValueError("give exactly one of 'at' or 'cron'")
+        if sum(kind is not None for kind in (self.at, self.cron, self.every)) != 1:
+            raise ValueError("give exactly one of 'at', 'cron' or 'every'")
+        if self.start_at is not None and self.every is None:
+            raise ValueError("'startAt' anchors an 'every' schedule only")
         return self
 
     @property
     def is_cron(self) -> bool:
         return self.cron is not None
+
+    @property
+    def is_recurring(self) -> bool:
+        """Runs again after each run (cron or interval), so each dispatch creates the next slot."""
+        return self.cron is not None or self.every is not None
 
 
 class RetryPolicy(CamelModel):
@@ -135,6 +147,15 @@ class JobSpec(CamelModel):
     catch_up: CatchUp = CatchUp.LATEST
     starting_deadline_seconds: int | None = Field(default=None, ge=1, le=365 * 86400)
     job_class: str = Field(default="default", min_length=1, max_length=64)
+    # Local dates (in schedule.timeZone) whose slots are skipped and recorded with reason `excluded`.
+    exclude: list[str] = Field(default_factory=list, max_length=MAX_EXCLUSIONS)
+
+    @field_validator("exclude")
+    @classmethod
+    def _exclusions(cls, value: list[str]) -> list[str]:
+        for entry in value:
+            parse_exclusion(entry)
+        return value
 
     @field_validator("payload")
     @classmethod

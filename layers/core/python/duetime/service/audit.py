@@ -102,7 +102,7 @@ def audit(ports: Ports, now: datetime | None = None) -> AuditReport:
                     Finding("abandoned", subject, f"attempt {execution.attempt} lease ended {ended}, not taken over")
                 )
     for job in jobs.values():
-        if job.status == JobStatus.ACTIVE and job.schedule.cron is not None:
+        if job.status == JobStatus.ACTIVE and job.schedule.is_recurring:
             report.active_cron_jobs += 1
             if waiting_of[job.job_id] == 0:
                 report.findings.append(Finding("cron chain broken", job.job_id, "active, but no waiting execution"))

@@ -10,16 +10,19 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from duetime.definitions import RECONCILE_ROWS_PER_SHARD, SQS_BATCH_SIZE
-from duetime.domain.catchup import CatchUpPlan, first_slot_only, plan_catch_up
-from duetime.domain.cron import CronSchedule
+from duetime.domain.catchup import MAX_SCAN, CatchUpPlan, first_slot_only, plan_catch_up
+from duetime.domain.exclusions import Exclusions
 from duetime.domain.keys import due_partition, execution_id
 from duetime.domain.models import Execution, ExecutionStatus, Job, JobStatus, RunKind, from_ms, to_ms
+from duetime.domain.recurrence import Recurrence, next_included, recurrence_of
 from duetime.service.context import Ports
 from duetime.service.executions import failure_notice
 from duetime.service.ports import DueMessage
 
 log = logging.getLogger("duetime.preloader")
 
+# The skip reason of a slot on one of the job's excluded dates.
+EXCLUDED = "excluded"
 # Where a shard's pre-loader starts when it has no cursor yet (a new deployment).
 FIRST_LOOKBACK = timedelta(hours=1)
 
@@ -69,7 +72,7 @@ def dispatch(
 ) -> DispatchReport:
     """Send waiting executions to their queues, doing at dispatch what the schedule asks.
 
-    For a cron execution this creates the next slot (from the scheduled time, never the clock) and, if
+    For a cron or interval execution this creates the next slot (from the scheduled time, never the clock) and, if
     that is due within the dispatch horizon, dispatches it too; a missed slot goes through the job's
     catch-up policy. Executions of cancelled jobs end `cancelled`; those of paused jobs stay waiting.
     `known_jobs` are jobs the caller has just read or written, so they are not read again. With
@@ -102,40 +105,48 @@ def dispatch(
         if job.status == JobStatus.PAUSED:
             report.held += 1
             continue
-        if job.schedule.cron is None or execution.kind != "scheduled" or execution.attempt > 0:
+        schedule = recurrence_of(job.schedule, job.created_at)
+        if schedule is None or execution.kind != "scheduled" or execution.attempt > 0:
             to_send.append(execution)
             continue
-        schedule = CronSchedule(job.schedule.cron, job.schedule.time_zone)
-        plan = plan_catch_up(schedule, execution.scheduled_at, now, job.catch_up, job.starting_deadline_seconds)
-        if plan is None:
-            to_send.append(execution)
-            next_slot: datetime | None = schedule.next_after(execution.scheduled_at)
+        exclusions = Exclusions(job.exclude, job.schedule.time_zone) if job.exclude else None
+        next_slot: datetime | None
+        if exclusions is not None and exclusions.excludes(execution.scheduled_at):
+            next_slot = _skip_excluded(ports, execution, schedule, exclusions, now, report)
         else:
-            # Only on this rare path (a missed slot) does dispatch read: if the next slot has a row already,
-            # this one was dispatched before (queued just before an outage, say) and the next row's own
-            # dispatch plans the slots from there; planning them here as well would count them twice.
-            following = schedule.next_after(execution.scheduled_at)
-            if (
-                plan.next_slot
-                and following < plan.next_slot
-                and not _in_batch(pending, job, following)
-                and ports.store.get_execution(ports.store.key_of(new_execution(job, following))) is not None
-            ):
-                plan = first_slot_only(plan, execution.scheduled_at, following)
-            # Other waiting slots of this job that the plan covers (a job paused mid-chain has several).
-            siblings = [
-                e
-                for e in pending
-                if e.job_id == job.job_id
-                and e.kind == "scheduled"
-                and e.attempt == 0
-                and plan.next_slot is not None
-                and e.scheduled_at < plan.next_slot
-            ]
-            for sibling in siblings:
-                pending.remove(sibling)
-            _apply_catch_up(ports, job, [execution, *siblings], plan, now, to_send, report)
-            next_slot = plan.next_slot
+            excluded = exclusions.excludes if exclusions is not None else None
+            plan = plan_catch_up(
+                schedule, execution.scheduled_at, now, job.catch_up, job.starting_deadline_seconds, excluded
+            )
+            if plan is None:
+                to_send.append(execution)
+                next_slot = schedule.next_after(execution.scheduled_at)
+            else:
+                # Only on this rare path (a missed slot) does dispatch read: if the next slot has a row
+                # already, this one was dispatched before (queued just before an outage, say) and the next
+                # row's own dispatch plans the slots from there; planning them here too would count them twice.
+                following = schedule.next_after(execution.scheduled_at)
+                if (
+                    plan.next_slot
+                    and following < plan.next_slot
+                    and not _in_batch(pending, job, following)
+                    and ports.store.get_execution(ports.store.key_of(new_execution(job, following))) is not None
+                ):
+                    plan = first_slot_only(plan, execution.scheduled_at, following)
+                # Other waiting slots of this job that the plan covers (a job paused mid-chain has several).
+                siblings = [
+                    e
+                    for e in pending
+                    if e.job_id == job.job_id
+                    and e.kind == "scheduled"
+                    and e.attempt == 0
+                    and plan.next_slot is not None
+                    and e.scheduled_at < plan.next_slot
+                ]
+                for sibling in siblings:
+                    pending.remove(sibling)
+                _apply_catch_up(ports, job, [execution, *siblings], plan, now, to_send, report)
+                next_slot = plan.next_slot
         if next_slot is not None:
             followers.append(new_execution(job, next_slot))
     report.sent += _send_all(ports, [DueMessage.for_execution(e, ports.store.key_of(e)) for e in to_send], now, threads)
@@ -162,6 +173,33 @@ def _send_all(ports: Ports, messages: list[DueMessage], now: datetime, threads: 
 
 def _in_batch(pending: deque[Execution], job: Job, slot: datetime) -> bool:
     return any(e.job_id == job.job_id and e.scheduled_at == slot for e in pending)
+
+
+def _skip_excluded(
+    ports: Ports,
+    execution: Execution,
+    schedule: Recurrence,
+    exclusions: Exclusions,
+    now: datetime,
+    report: DispatchReport,
+) -> datetime:
+    """End a waiting slot on an excluded date as skipped (`excluded`), one record for the whole run of
+    consecutive excluded slots it starts (skippedCount), and return the first slot after that run.
+
+    Counting walks the slots, at most MAX_SCAN of them; a longer run is jumped over by dates and its
+    count stops at MAX_SCAN.
+    """
+    count = 0
+    slot = execution.scheduled_at
+    while exclusions.excludes(slot) and count < MAX_SCAN:
+        count += 1
+        slot = schedule.next_after(slot)
+    if exclusions.excludes(slot):
+        slot = next_included(schedule, exclusions, slot)
+    key = ports.store.key_of(execution)
+    if ports.store.end_waiting(key, ExecutionStatus.SKIPPED, now, EXCLUDED, count) is not None:
+        report.skipped += count
+    return slot
 
 
 def _apply_catch_up(

@@ -10,10 +10,11 @@ from enum import StrEnum
 from typing import Any
 
 from duetime.domain.catchup import plan_catch_up
-from duetime.domain.cron import CronSchedule
 from duetime.domain.errors import Conflict, NotFound
+from duetime.domain.exclusions import Exclusions
 from duetime.domain.keys import ExecutionKey, parse_execution_id
 from duetime.domain.models import CatchUp, Execution, ExecutionStatus, Job, JobStatus, Overlap, format_time, to_ms
+from duetime.domain.recurrence import recurrence_of
 from duetime.domain.results import ResultRejected, encode_result, truncate_error
 from duetime.domain.retry import compute_backoff, should_retry
 from duetime.service.context import Ports
@@ -76,7 +77,7 @@ def claim_execution(
         if ended is not None:
             return Claim(ClaimVerdict.DONE, execution=ended, job=job)
     lease = lease_seconds(ports, message.job_class)
-    checks_overlap = job.overlap != Overlap.ALLOW and job.schedule.cron is not None
+    checks_overlap = job.overlap != Overlap.ALLOW and job.schedule.is_recurring
     if checks_overlap and message.kind == "catchup" and _live_others(ports, job, message.execution_id, now):
         # Catch-up runs of one job go one after another: wait for the running one, never skip.
         return Claim(ClaimVerdict.BUSY, job=job, hide_seconds=max(1, lease // 3))
@@ -130,13 +131,15 @@ def _skipped_by_catch_up(job: Job, message: DueMessage, now: datetime) -> str | 
     received only after it, already missed: the claim applies the same policy, so the slot is skipped
     unless the policy runs it (`all`; `latest` if no later slot has fallen due). A retry is never skipped:
     its due time moved on purpose. No I/O: the call counts of a claim do not change."""
-    if message.kind != "scheduled" or job.schedule.cron is None or job.catch_up == CatchUp.ALL:
+    schedule = recurrence_of(job.schedule, job.created_at)
+    if message.kind != "scheduled" or schedule is None or job.catch_up == CatchUp.ALL:
         return None
     _, slot = parse_execution_id(message.execution_id)
     if message.due_ms != to_ms(slot):
         return None
-    schedule = CronSchedule(job.schedule.cron, job.schedule.time_zone)
-    plan = plan_catch_up(schedule, slot, now, job.catch_up, job.starting_deadline_seconds)
+    exclusions = Exclusions(job.exclude, job.schedule.time_zone) if job.exclude else None
+    excluded = exclusions.excludes if exclusions is not None else None
+    plan = plan_catch_up(schedule, slot, now, job.catch_up, job.starting_deadline_seconds, excluded)
     return None if plan is None or slot in plan.run_slots else plan.skip_reason
 
 

@@ -8,10 +8,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from duetime.domain.cron import CronSchedule, load_zone
+from duetime.domain.cron import load_zone
 from duetime.domain.errors import Conflict, IdempotencyMismatch, InvalidInput, InvalidSchedule, NotFound
+from duetime.domain.exclusions import Exclusions
 from duetime.domain.keys import in_key_range
 from duetime.domain.models import Execution, ExecutionStatus, Job, JobSpec, JobStatus, Schedule
+from duetime.domain.recurrence import included_runs, next_included, recurrence_of
 from duetime.domain.webhooks import is_webhook, parse_webhook_url
 from duetime.service.context import Ports
 from duetime.service.dispatch import dispatch, new_execution
@@ -53,6 +55,8 @@ def validate_spec(ports: Ports, spec: JobSpec, now: datetime) -> tuple[JobSpec, 
         )
     if is_webhook(spec.handler):
         parse_webhook_url(spec.handler, ports.settings.allow_loopback_webhooks)  # DNS is checked at each call
+    if spec.exclude and not spec.schedule.is_recurring:
+        raise InvalidInput("exclude applies to 'cron' and 'every' schedules; an 'at' job runs once", field="exclude")
     if spec.retry.max_delay_seconds < spec.retry.base_delay_seconds:
         raise InvalidInput("retry.maxDelaySeconds must be at least baseDelaySeconds", field="retry.maxDelaySeconds")
     return spec, first_slot(spec.schedule, now)
@@ -66,8 +70,18 @@ def first_slot(schedule: Schedule, now: datetime) -> datetime:
         if now - schedule.at > MAX_AT_BEHIND or not in_key_range(schedule.at):
             raise InvalidSchedule("schedule.at is more than a year ago", field="schedule.at")
         return schedule.at
-    assert schedule.cron is not None
-    return CronSchedule(schedule.cron, schedule.time_zone).next_after(now)
+    if schedule.every is not None:
+        load_zone(schedule.time_zone)  # intervals are elapsed time, but an unknown zone is still a mistake
+    recurrence = recurrence_of(schedule, created_at=now)
+    assert recurrence is not None
+    return recurrence.next_after(now)
+
+
+def anchored(spec: JobSpec, now: datetime) -> JobSpec:
+    """The spec with an interval's `startAt` set (its creation time when unset), so its slots never move."""
+    if spec.schedule.every is None or spec.schedule.start_at is not None:
+        return spec
+    return spec.model_copy(update={"schedule": spec.schedule.model_copy(update={"start_at": now})})
 
 
 def body_hash(spec: JobSpec) -> str:
@@ -98,7 +112,7 @@ def submit_job(
         if existing:
             return existing, False
     job = Job(
-        **spec.model_dump(),
+        **anchored(spec, now).model_dump(),
         job_id=f"j_{ports.random_hex()}",
         owner=owner,
         owner_groups=list(groups),
@@ -156,10 +170,15 @@ def describe(job: Job, next_run: datetime | None, now: datetime) -> JobView:
     """The view of a job whose earliest waiting execution is due at `next_run` (a new job's is its first
     slot, so creating one needs no read back)."""
     runs: list[datetime] = []
-    if job.schedule.cron and job.status == JobStatus.ACTIVE:
-        schedule = CronSchedule(job.schedule.cron, job.schedule.time_zone)
+    schedule = recurrence_of(job.schedule, job.created_at)
+    if schedule is not None and job.status == JobStatus.ACTIVE:
+        exclusions = Exclusions(job.exclude, job.schedule.time_zone)
+        if next_run is not None and exclusions.excludes(next_run):
+            # The waiting slot is on an excluded date: it will be recorded skipped, not run.
+            next_run = next_included(schedule, exclusions, next_run)
         start = next_run or now
-        runs = ([next_run] if next_run else []) + schedule.runs(start, NEXT_RUNS_SHOWN - (1 if next_run else 0))
+        later = included_runs(schedule, exclusions, start, NEXT_RUNS_SHOWN - (1 if next_run else 0))
+        runs = ([next_run] if next_run else []) + later
     elif next_run:
         runs = [next_run]
     return JobView(job=job.model_copy(update={"next_run_at": next_run}), next_runs=runs)
@@ -244,9 +263,12 @@ def run_now(ports: Ports, owner: str, job_id: str) -> Execution:
     return execution
 
 
-def preview(schedule: Schedule, start: datetime, count: int) -> list[datetime]:
-    """The next `count` run times of a schedule after `start`, by the cron rules of DESIGN.md."""
+def preview(schedule: Schedule, start: datetime, count: int, exclude: Sequence[str] = ()) -> list[datetime]:
+    """The next `count` run times of a schedule after `start`, by the rules of docs/schedules.md (an
+    interval without `startAt` is anchored at `start`, as a job submitted then would be); slots on
+    `exclude` dates are left out, as they will not run."""
     if schedule.at is not None:
         return [schedule.at] if schedule.at > start else []
-    assert schedule.cron is not None
-    return CronSchedule(schedule.cron, schedule.time_zone).runs(start, count)
+    recurrence = recurrence_of(schedule, created_at=start)
+    assert recurrence is not None
+    return included_runs(recurrence, Exclusions(exclude, schedule.time_zone), start, count)

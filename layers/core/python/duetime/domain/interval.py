@@ -1,0 +1,73 @@
+"""Interval schedules: runs every fixed span of elapsed time from an anchor instant, immune to DST."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime, timedelta
+
+from duetime.domain.errors import InvalidSchedule
+
+EVERY_FIELD = "schedule.every"
+# A slot is a minute (there is no seconds field in cron either); a year bounds the work of a preview.
+MIN_INTERVAL = timedelta(minutes=1)
+MAX_INTERVAL = timedelta(days=366)
+
+# "90m", "1h30m", "2h", "1d12h": days, hours and minutes, each at most once and in that order.
+_COMPACT = re.compile(r"(?:(?P<d>[0-9]{1,6})d)?(?:(?P<h>[0-9]{1,6})h)?(?:(?P<m>[0-9]{1,6})m)?")
+# EventBridge's spelling: rate(90 minutes), rate(1 hour), rate(2 days).
+_RATE = re.compile(r"rate\((?P<n>[0-9]{1,6}) (?P<unit>minutes?|hours?|days?)\)")
+_UNIT = {"minute": timedelta(minutes=1), "hour": timedelta(hours=1), "day": timedelta(days=1)}
+
+
+def parse_every(text: str) -> timedelta:
+    """The span of an `every` value ("90m", "1h30m", "rate(90 minutes)"); InvalidSchedule naming the field."""
+    compact = _COMPACT.fullmatch(text) if isinstance(text, str) else None
+    rate = _RATE.fullmatch(text) if isinstance(text, str) else None
+    if compact is not None and any(compact.groupdict().values()):
+        d, h, m = (int(compact[unit] or 0) for unit in "dhm")
+        span = timedelta(days=d, hours=h, minutes=m)
+    elif rate is not None:
+        span = int(rate["n"]) * _UNIT[rate["unit"].removesuffix("s")]
+    else:
+        raise InvalidSchedule(
+            f"invalid interval {text!r}: write it as 90m, 1h30m, 2d or rate(90 minutes) (minutes, hours, days)",
+            field=EVERY_FIELD,
+        )
+    if not MIN_INTERVAL <= span <= MAX_INTERVAL:
+        raise InvalidSchedule(f"interval {text!r} must be from 1 minute to 366 days", field=EVERY_FIELD)
+    return span
+
+
+class IntervalSchedule:
+    """Slots at `start_at + k * every` (k = 0, 1, ...) in elapsed time: the wall clock never moves them."""
+
+    def __init__(self, every: str, start_at: datetime) -> None:
+        if start_at.tzinfo is None or start_at.utcoffset() is None:
+            raise ValueError("IntervalSchedule needs a timezone-aware start_at")
+        self.every = every
+        self.interval = parse_every(every)
+        self.start_at = start_at.astimezone(UTC)
+
+    def next_after(self, after: datetime) -> datetime:
+        """The first slot strictly after `after` (aware), in UTC."""
+        if after.tzinfo is None or after.utcoffset() is None:
+            raise ValueError("next_after needs a timezone-aware datetime")
+        if after < self.start_at:
+            return self.start_at
+        # Integer arithmetic on timedeltas (microseconds): no drift however many intervals have passed.
+        k = (after - self.start_at) // self.interval + 1
+        try:
+            return self.start_at + k * self.interval
+        except OverflowError as exc:
+            raise InvalidSchedule(
+                f"interval {self.every!r} has no run after {after.isoformat()}", field=EVERY_FIELD
+            ) from exc
+
+    def runs(self, after: datetime, count: int) -> list[datetime]:
+        """The next `count` slots strictly after `after`, in UTC."""
+        out: list[datetime] = []
+        current = after
+        for _ in range(count):
+            current = self.next_after(current)
+            out.append(current)
+        return out

@@ -1,0 +1,52 @@
+"""The one "next slot" of a repeating schedule (cron or interval), used by submit, dispatch and preview."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Protocol
+
+from duetime.domain.cron import CronSchedule
+from duetime.domain.exclusions import Exclusions
+from duetime.domain.interval import IntervalSchedule
+from duetime.domain.models import Schedule
+
+
+class Recurrence(Protocol):
+    """A repeating schedule: its slots strictly after an instant, in UTC."""
+
+    def next_after(self, after: datetime) -> datetime: ...
+
+    def runs(self, after: datetime, count: int) -> list[datetime]: ...
+
+
+def recurrence_of(schedule: Schedule, created_at: datetime | None = None) -> Recurrence | None:
+    """The repeating schedule of `schedule`, or None for a one-off `at`.
+
+    An interval without `startAt` is anchored at `created_at` (a stored job always has its anchor set).
+    """
+    if schedule.cron is not None:
+        return CronSchedule(schedule.cron, schedule.time_zone)
+    if schedule.every is not None:
+        anchor = schedule.start_at or created_at
+        if anchor is None:
+            raise ValueError("an interval schedule needs startAt or the job's creation time")
+        return IntervalSchedule(schedule.every, anchor)
+    return None
+
+
+def next_included(recurrence: Recurrence, exclusions: Exclusions, after: datetime) -> datetime:
+    """The first slot strictly after `after` that is not on an excluded date (jumping whole ranges)."""
+    slot = recurrence.next_after(after)
+    while exclusions.excludes(slot):
+        slot = recurrence.next_after(exclusions.end_of_exclusion(slot))
+    return slot
+
+
+def included_runs(recurrence: Recurrence, exclusions: Exclusions, after: datetime, count: int) -> list[datetime]:
+    """The next `count` slots after `after` that are not excluded: what will run (previews, nextRuns)."""
+    out: list[datetime] = []
+    current = after
+    for _ in range(count):
+        current = next_included(recurrence, exclusions, current)
+        out.append(current)
+    return out
