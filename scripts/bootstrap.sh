@@ -9,8 +9,8 @@ if ! "$PYTHON" -m uv --version >/dev/null 2>&1; then
 fi
 if "$PYTHON" -m uv --version >/dev/null 2>&1; then
   [ -x .venv/bin/python ] || "$PYTHON" -m uv venv --quiet .venv --python "$PYTHON"
-  "$PYTHON" -m uv pip install --quiet --python .venv/bin/python -e '.[local,infra,dev]'
+  "$PYTHON" -m uv pip install --quiet --python .venv/bin/python -e '.[local,infra,dev,bench]'
 else
   [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
-  .venv/bin/pip install --quiet --disable-pip-version-check -e '.[local,infra,dev]'
+  .venv/bin/pip install --quiet --disable-pip-version-check -e '.[local,infra,dev,bench]'
 fi
