@@ -8,7 +8,7 @@ export PYTHONDONTWRITEBYTECODE := 1
 PYTEST := $(PY) -m pytest -q -p no:cacheprovider
 LINTED := layers functions infra tests app.py $(wildcard bench)
 
-.PHONY: dev local test test-fast test-e2e lint format synth bench chaos clean
+.PHONY: dev local test test-fast test-e2e lint format synth bench bench-quick bench-side redis-server chaos clean
 
 $(VENV): pyproject.toml scripts/bootstrap.sh
 	./scripts/bootstrap.sh
@@ -51,8 +51,21 @@ synth: dev  ## CloudFormation template in cdk.out, offline and without Docker
 	$(PY) infra/build_layers.py
 	npx cdk synth --quiet
 
-bench: $(VENV)  ## figures: lateness, throughput, AWS calls per execution
+bench: $(VENV) redis-server  ## figures: lateness side by side with Celery + Redis, throughput, AWS calls
 	$(PY) -m bench
+
+bench-quick: $(VENV) redis-server  ## every benchmark part briefly (a few minutes)
+	$(PY) -m bench --quick
+
+bench-side: $(VENV) redis-server  ## issue 13's side-by-side part alone (SQLite, moto, Celery + Redis)
+	$(PY) -m bench --only side
+
+# The Celery peer needs redis-server: installed from the OS packages when apt-get is there (as root);
+# otherwise the bench skips the peer and says so.
+redis-server:
+	@command -v redis-server >/dev/null 2>&1 || { command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ] \
+		&& { apt-get update -qq && apt-get install -y -qq redis-server >/dev/null; } \
+		|| echo "redis-server not installed (no apt-get or not root): the bench skips the Celery peer"; }
 
 clean:
 	rm -rf .venv node_modules cdk.out build .duetime

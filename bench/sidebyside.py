@@ -26,7 +26,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -91,7 +91,7 @@ class Plan:
     def smoke(cls) -> Plan:
         """A couple of seconds of load per system, to prove the harness runs (the test's)."""
         return cls(
-            rates=[5.0],
+            rates=[20.0],
             seconds=1.0,
             lead=(1.0, 2.0),
             ahead=False,
@@ -493,13 +493,8 @@ def stored(plan: Plan, submit_rate: float, log: Callable[[str], None]) -> dict[s
         label = f"duetime sqlite, {plan.stored:,} stored"
         runner = Runner(label, lambda: DuetimeLocal("sqlite", plan.workers, data_dir=data_dir), plan, log)
         runner.submit_rate = submit_rate
-        plan_here = replace(plan, reuse=False)
-        runner.plan = plan_here
-        found = run_scenarios(runner, plan_here, plan.burst, search=False)
-        probe = DuetimeLocal("sqlite", plan.workers, data_dir=data_dir)
-        probe.start()
-        rss = probe.rss_bytes()
-        probe.stop()
-        return {"seed": seeded, "runs": found["runs"], "rssIdleMb": round(rss / 2**20, 1)}
+        found = run_scenarios(runner, plan, plan.burst, search=False)
+        idle = [r["rssIdleMb"] for r in found["runs"] if "rssIdleMb" in r]
+        return {"seed": seeded, "runs": found["runs"], "rssIdleMb": min(idle, default=0.0)}
     finally:
         shutil.rmtree(data_dir, ignore_errors=True)
