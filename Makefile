@@ -20,20 +20,25 @@ $(NODE): package.json
 
 dev: $(VENV) $(NODE)
 
-local: $(VENV)  ## the whole system on this machine
-	.venv/bin/duetime local
+local: $(VENV)  ## the whole system on this machine (SQLite under .duetime; BACKEND=moto for the AWS adapters)
+	.venv/bin/duetime local --backend $(or $(BACKEND),sqlite)
 
-# End-to-end tests run in a pytest process of their own: in-process moto (mock_aws) resets the backends
-# that an in-process moto server would share.
-test: dev lint  ## every test: unit, integration, infrastructure, end-to-end
+# End-to-end tests run in a pytest process of their own per backend (`duetime local --backend`): in-process
+# moto (mock_aws) resets the backends that an in-process moto server would share.
+E2E_BACKENDS := sqlite moto
+
+test: dev lint  ## every test: unit, integration, infrastructure, end-to-end on each backend
 	$(PYTEST) tests/unit tests/integration tests/infrastructure
-	$(PYTEST) tests/e2e
+	$(MAKE) --no-print-directory test-e2e
 
 test-fast: $(VENV)  ## the inner loop: pure logic and adapters against moto
 	$(PYTEST) tests/unit tests/integration
 
-test-e2e: $(VENV)
-	$(PYTEST) tests/e2e
+test-e2e: $(VENV)  ## the end-to-end suite once per backend, each in its own pytest process
+	@set -e; for backend in $(E2E_BACKENDS); do \
+		echo "== end-to-end on $$backend"; \
+		DUETIME_E2E_BACKEND=$$backend $(PYTEST) tests/e2e; \
+	done
 
 chaos: $(VENV)  ## the chaos soak alone (it also runs in make test)
 	$(PYTEST) tests/e2e/test_chaos.py

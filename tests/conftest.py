@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import os
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -16,7 +17,11 @@ import requests
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "layers" / "core" / "python"))
 
+from duetime.adapters.sqlite.db import Database  # noqa: E402
+from duetime.adapters.sqlite.queue import SqliteQueues  # noqa: E402
+from duetime.adapters.sqlite.store import SqliteStore  # noqa: E402
 from duetime.definitions import LOCAL_SETTINGS, Settings  # noqa: E402
+from duetime.local.backends import DEFAULT_BACKEND  # noqa: E402
 from duetime.local.system import LocalSystem  # noqa: E402
 from duetime.queue.notify import ConsoleNotifier  # noqa: E402
 from duetime.queue.provision import create_queues  # noqa: E402
@@ -25,6 +30,9 @@ from duetime.service.context import Ports  # noqa: E402
 from duetime.store.aws import make_client  # noqa: E402
 from duetime.store.dynamo import DynamoStore  # noqa: E402
 from duetime.store.provision import create_tables  # noqa: E402
+
+# The backend every `duetime local` of the end-to-end suite runs on; `make test` runs the suite once per backend.
+E2E_BACKEND = os.environ.get("DUETIME_E2E_BACKEND", DEFAULT_BACKEND)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -57,9 +65,37 @@ def test_settings() -> Settings:
     return Settings(shards=4, preload_interval_seconds=5, preload_window_seconds=30).with_lease_seconds(30)
 
 
+# Tests that hold for every adapter mark themselves `pytestmark = BOTH_BACKENDS` and run once per backend;
+# the rest (AWS call counts, botocore fault hooks) keep the `moto` default.
+BACKENDS = ("moto", "sqlite")
+BOTH_BACKENDS = pytest.mark.parametrize("backend", BACKENDS, indirect=True)
+
+
 @pytest.fixture
-def ports(clock: Clock, test_settings: Settings) -> Iterator[Ports]:
-    """The real adapters against in-process moto (mock_aws), with an injected clock, ids and jitter."""
+def backend(request: pytest.FixtureRequest) -> str:
+    return str(getattr(request, "param", "moto"))
+
+
+@pytest.fixture
+def ports(clock: Clock, test_settings: Settings, backend: str, tmp_path: Path) -> Iterator[Ports]:
+    """The real adapters with an injected clock, ids and jitter: DynamoDB and SQS against in-process moto
+    (mock_aws), or SQLite on a file under tmp_path (`backend`)."""
+    counter = itertools.count(1)
+    injected: dict[str, Any] = {
+        "settings": test_settings,
+        "notifier": ConsoleNotifier(),
+        "clock": clock,
+        "random_hex": lambda: f"{next(counter):016x}",
+        "uniform": lambda lo, hi: hi,  # the longest backoff: deterministic
+    }
+    if backend == "sqlite":
+        db = Database(tmp_path / "duetime.sqlite3")
+        try:
+            # max_delay_seconds=0: the queue runs on the real clock, the tests on a hand clock.
+            yield Ports(store=SqliteStore(db, test_settings), queues=SqliteQueues(db, test_settings, 0), **injected)
+        finally:
+            db.close()
+        return
     from moto import mock_aws
 
     with mock_aws():
@@ -67,15 +103,10 @@ def ports(clock: Clock, test_settings: Settings) -> Iterator[Ports]:
         sqs = make_client("sqs", "us-east-1")
         create_tables(dynamodb, test_settings)
         create_queues(sqs, test_settings)
-        counter = itertools.count(1)
         yield Ports(
             store=DynamoStore(dynamodb, test_settings),
             queues=DueQueues.resolve(sqs, test_settings, max_delay_seconds=0),
-            settings=test_settings,
-            notifier=ConsoleNotifier(),
-            clock=clock,
-            random_hex=lambda: f"{next(counter):016x}",
-            uniform=lambda lo, hi: hi,  # the longest backoff: deterministic
+            **injected,
         )
 
 
@@ -105,10 +136,10 @@ class Api:
 
 @pytest.fixture(scope="session")
 def local_system(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalSystem]:
-    """One `duetime local` for the session: real HTTP, moto server, pre-loader timer, worker threads,
+    """One `duetime local` for the session on E2E_BACKEND: real HTTP, pre-loader timer, worker threads,
     with a 6-second lease so lease expiry is quick to observe."""
     data_dir = tmp_path_factory.mktemp("duetime-local")
-    system = LocalSystem(data_dir, port=0, workers=4, lease_seconds=6, shards=4).start()
+    system = LocalSystem(data_dir, port=0, workers=4, lease_seconds=6, shards=4, backend=E2E_BACKEND).start()
     yield system
     system.stop()
 
@@ -128,4 +159,4 @@ def worker_api(local_system: LocalSystem) -> Api:
     return Api(local_system.api_url, local_system.token("worker", worker=True))
 
 
-__all__ = ["LOCAL_SETTINGS", "Api", "Clock"]
+__all__ = ["BACKENDS", "BOTH_BACKENDS", "E2E_BACKEND", "LOCAL_SETTINGS", "Api", "Clock"]

@@ -10,6 +10,7 @@ needs a retry, as if the response had been lost on the way back: the service see
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import threading
@@ -164,3 +165,37 @@ class Faults:
 def table(name_part: str) -> Match:
     """Match a DynamoDB call on a table whose name contains `name_part` (e.g. "control", "executions")."""
     return lambda params: name_part in str(params.get("TableName", ""))
+
+
+class FaultyPort:
+    """A port (the store or the queues) whose method calls go through `Faults` rules, with the port's name as
+    the service and the method's name as the operation: the crashes of `attach` for adapters that make no
+    AWS calls (SQLite). `before` dies before the method runs; `after` once it has returned."""
+
+    def __init__(self, inner: Any, name: str, faults: Faults) -> None:
+        self._inner, self._name, self._faults = inner, name, faults
+
+    def __getattr__(self, attr: str) -> Any:
+        value = getattr(self._inner, attr)
+        if attr.startswith("_") or not callable(value):
+            return value
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            with self._faults._lock:
+                self._faults.calls[attr] += 1
+            hits = self._faults._decide(self._name, attr, {}, ("before", "after"))
+            if "before" in hits:
+                raise Crash(f"crash before {self._name}.{attr}")
+            result = value(*args, **kwargs)
+            if "after" in hits:
+                raise Crash(f"crash after {self._name}.{attr}")
+            return result
+
+        return call
+
+
+def wrap_ports(faults: Faults, ports: Any) -> Any:
+    """A copy of `ports` whose store and queues crash by `faults`' rules on "store"/"queues" method calls."""
+    return dataclasses.replace(
+        ports, store=FaultyPort(ports.store, "store", faults), queues=FaultyPort(ports.queues, "queues", faults)
+    )

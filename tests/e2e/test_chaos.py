@@ -21,17 +21,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from duetime.config import build_ports
 from duetime.domain.models import Execution, ExecutionStatus, JobStatus, to_ms
-from duetime.local.state import config_from_state, read_state
+from duetime.local.backends import MOTO, attach_ports
+from duetime.local.state import load_state
 from duetime.local.system import LocalSystem
 from duetime.service.context import Ports
 from duetime.service.dispatch import preload
-from duetime.store.dynamo import execution_from_item, job_from_item
 
-from tests.conftest import Api
+from tests.conftest import E2E_BACKEND, Api
 from tests.e2e.helpers import submit, wait_for
-from tests.faults import Crash, Faults
+from tests.faults import Crash, Faults, wrap_ports
 
 LEASE = 4
 WORKERS = 4
@@ -41,12 +40,16 @@ CHAOS_SECONDS = 130
 SETTLE_SECONDS = 75
 SEED = int(os.environ.get("DUETIME_CHAOS_SEED", "0")) or random.randrange(1, 10**6)
 FAST_RETRY = {"maxAttempts": 3, "baseDelaySeconds": 1, "maxDelaySeconds": 4}
-PRELOAD_CALLS = [
-    ("dynamodb", "UpdateItem"),
-    ("dynamodb", "Query"),
-    ("dynamodb", "BatchGetItem"),
-    ("sqs", "SendMessageBatch"),
-]
+# Where the pre-loader may die: at an AWS call on moto, at a port method on SQLite (which makes no AWS calls).
+PRELOAD_CALLS = {
+    MOTO: [
+        ("dynamodb", "UpdateItem"),
+        ("dynamodb", "Query"),
+        ("dynamodb", "BatchGetItem"),
+        ("sqs", "SendMessageBatch"),
+    ],
+    "sqlite": [("store", "acquire_lease"), ("store", "query_due"), ("store", "get_jobs"), ("queues", "send")],
+}
 
 
 class Notices:
@@ -104,11 +107,13 @@ class Workers:
 
 
 class Preloader:
-    """The pre-loader on clients of its own, so a fault can kill it at any AWS call of a cycle; each
-    restart comes back under a new owner, which must wait out the dead one's shard leases."""
+    """The pre-loader on ports of its own, so a fault can kill it at any AWS call (moto) or port call
+    (SQLite) of a cycle; each restart comes back under a new owner, which must wait out the dead one's
+    shard leases."""
 
     def __init__(self, data_dir: Path) -> None:
-        self.config = config_from_state(read_state(data_dir))
+        self.data_dir = data_dir
+        self.state = load_state(data_dir)
         self.generation = 0
         self.crashes = 0
         self.stopped = threading.Event()
@@ -117,8 +122,12 @@ class Preloader:
 
     def start(self) -> None:
         self.generation += 1
-        ports = build_ports(self.config)
-        self.faults = Faults().attach_ports(ports)
+        ports = attach_ports(self.data_dir, self.state)
+        self.faults = Faults()
+        if self.state.backend == MOTO:
+            self.faults.attach_ports(ports)
+        else:
+            ports = wrap_ports(self.faults, ports)
         self.stopped = threading.Event()
         self.thread = threading.Thread(
             target=self._loop, args=(ports, f"chaos-preloader-{self.generation}", self.stopped), daemon=True
@@ -137,7 +146,7 @@ class Preloader:
             stopped.wait(ports.settings.preload_interval_seconds)
 
     def crash_and_restart(self, rng: random.Random) -> None:
-        service, operation = rng.choice(PRELOAD_CALLS)
+        service, operation = rng.choice(PRELOAD_CALLS[self.state.backend])
         when = rng.choice(["before", "after"])
         getattr(self.faults, f"crash_{when}")(service, operation, nth=rng.randint(1, 4))
         assert self.thread is not None
@@ -149,10 +158,9 @@ class Preloader:
         self.stopped.set()
 
 
-def scan(ports: Ports, table: str) -> Iterator[dict[str, Any]]:
-    paginator = ports.store.client.get_paginator("scan")
-    for page in paginator.paginate(TableName=table, ConsistentRead=True):
-        yield from page.get("Items", [])
+def every_execution(ports: Ports) -> Iterator[Execution]:
+    for job in ports.store.scan_jobs():
+        yield from ports.store.iter_executions_of_job(job.job_id)
 
 
 def at_in(start: float, seconds: float) -> str:
@@ -233,7 +241,14 @@ def test_chaos_soak_loses_nothing_and_never_double_holds_an_attempt(tmp_path):
     notices = Notices()
     data_dir, log_path = tmp_path / "chaos", tmp_path / "runs.jsonl"
     system = LocalSystem(
-        data_dir, port=0, workers=0, lease_seconds=LEASE, shards=4, prefix="chaos", notifier=notices
+        data_dir,
+        port=0,
+        workers=0,
+        lease_seconds=LEASE,
+        shards=4,
+        prefix="chaos",
+        notifier=notices,
+        backend=E2E_BACKEND,
     ).start()
     workers = Workers(data_dir, log_path)
     preloader = Preloader(data_dir)
@@ -278,10 +293,9 @@ def test_chaos_soak_loses_nothing_and_never_double_holds_an_attempt(tmp_path):
         # Settle: every execution due before the chaos ended reaches an end.
         ports = system.ports
         assert ports is not None
-        executions_table, jobs_table = ports.store.executions_table, ports.store.jobs_table
 
         def open_due() -> list[Execution]:
-            rows = [execution_from_item(i) for i in scan(ports, executions_table)]
+            rows = [stored.execution for stored in ports.store.scan_open_executions()]
             return [e for e in rows if e.due_at <= cutoff and not e.status.is_terminal]
 
         try:
@@ -291,8 +305,8 @@ def test_chaos_soak_loses_nothing_and_never_double_holds_an_attempt(tmp_path):
             raise AssertionError(f"stuck after settling (seed {SEED}): {stuck}") from None
         settled = time.monotonic()
 
-        rows = [execution_from_item(i) for i in scan(ports, executions_table)]
-        jobs = {j.job_id: j for j in (job_from_item(i) for i in scan(ports, jobs_table))}
+        rows = list(every_execution(ports))
+        jobs = {j.job_id: j for j in ports.store.scan_jobs()}
         by_job: dict[str, list[Execution]] = defaultdict(list)
         for row in rows:
             by_job[row.job_id].append(row)

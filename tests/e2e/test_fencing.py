@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from duetime.local.system import LocalSystem
 
-from tests.conftest import Api
+from tests.conftest import E2E_BACKEND, Api
 from tests.e2e.helpers import executions, iso_in, parse, submit, wait_for, wait_terminal
 
 LEASE = 4
@@ -24,7 +24,13 @@ LEASE = 4
 def bare_system(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalSystem]:
     """`duetime local` with no worker threads: only the worker processes of each test run jobs."""
     system = LocalSystem(
-        tmp_path_factory.mktemp("fencing"), port=0, workers=0, lease_seconds=LEASE, shards=2, prefix="fencing"
+        tmp_path_factory.mktemp("fencing"),
+        port=0,
+        workers=0,
+        lease_seconds=LEASE,
+        shards=2,
+        prefix="fencing",
+        backend=E2E_BACKEND,
     )
     yield system.start()
     system.stop()

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import pytest
 from duetime.local.system import LocalSystem
 
-from tests.conftest import Api
+from tests.conftest import E2E_BACKEND, Api
 from tests.e2e.helpers import executions, iso_in, parse, submit, wait_for, wait_terminal
 
 SLOTS = 2
@@ -16,7 +16,13 @@ SLOTS = 2
 @pytest.fixture(scope="module")
 def classes_system(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalSystem]:
     system = LocalSystem(
-        tmp_path_factory.mktemp("classes"), port=0, workers=SLOTS, lease_seconds=6, shards=2, prefix="classes"
+        tmp_path_factory.mktemp("classes"),
+        port=0,
+        workers=SLOTS,
+        lease_seconds=6,
+        shards=2,
+        prefix="classes",
+        backend=E2E_BACKEND,
     )
     yield system.start()
     system.stop()

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 from duetime.local.system import LocalSystem
 
-from tests.conftest import Api
+from tests.conftest import E2E_BACKEND, Api
 from tests.e2e.helpers import iso_in, parse, submit, wait_for, wait_terminal
 from tests.e2e.test_fencing import Workers, running_attempt
 
@@ -20,7 +20,13 @@ LEASE = 20
 @pytest.fixture(scope="module")
 def long_lease_system(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalSystem]:
     system = LocalSystem(
-        tmp_path_factory.mktemp("shutdown"), port=0, workers=0, lease_seconds=LEASE, shards=2, prefix="shutdown"
+        tmp_path_factory.mktemp("shutdown"),
+        port=0,
+        workers=0,
+        lease_seconds=LEASE,
+        shards=2,
+        prefix="shutdown",
+        backend=E2E_BACKEND,
     )
     yield system.start()
     system.stop()

@@ -14,6 +14,11 @@ from duetime.service import executions as cases
 from duetime.service.dispatch import preload
 from duetime.service.jobs import get_job, submit_job
 
+from tests.conftest import BOTH_BACKENDS
+
+# The use-cases behave the same on every adapter.
+pytestmark = BOTH_BACKENDS
+
 
 def spec(**overrides):
     body = {"name": "t", "handler": "demo.echo", "schedule": {"at": "2026-12-01T09:10:00Z"}}

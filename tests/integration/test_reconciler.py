@@ -9,6 +9,11 @@ from duetime.service import executions as cases
 from duetime.service.dispatch import new_execution, preload, reconcile_after
 from duetime.service.jobs import submit_job
 
+from tests.conftest import BOTH_BACKENDS
+
+# The use-cases behave the same on every adapter.
+pytestmark = BOTH_BACKENDS
+
 
 def drain(ports):
     out = []

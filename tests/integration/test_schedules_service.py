@@ -11,6 +11,11 @@ from duetime.service import executions as cases
 from duetime.service.dispatch import preload
 from duetime.service.jobs import cancel_job, get_job, pause_job, resume_job, run_now, submit_job
 
+from tests.conftest import BOTH_BACKENDS
+
+# The use-cases behave the same on every adapter.
+pytestmark = BOTH_BACKENDS
+
 
 def cron_job(ports, **overrides):
     body = {"name": "c", "handler": "demo.echo", "schedule": {"cron": "* * * * *", "timeZone": "UTC"}}

@@ -6,15 +6,19 @@ import argparse
 from typing import Any
 
 from duetime.config import RuntimeConfig, build_ports
-from duetime.local.state import config_from_state, read_state
+from duetime.local.backends import attach_ports
+from duetime.local.state import load_state
 from duetime.service.audit import audit
 
 EXIT_FINDINGS = 1
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
-    config = config_from_state(read_state(args.data_dir)) if args.data_dir else RuntimeConfig.from_env()
-    report = audit(build_ports(config))
+    if args.data_dir:
+        ports = attach_ports(args.data_dir, load_state(args.data_dir))
+    else:
+        ports = build_ports(RuntimeConfig.from_env())
+    report = audit(ports)
     print("\n".join(report.lines()), flush=True)
     return 0 if report.ok else EXIT_FINDINGS
 

@@ -21,26 +21,30 @@ from duetime.client_cli import add_client_commands
 from duetime.config import RuntimeConfig, build_ports, build_targets
 from duetime.domain.errors import DuetimeError
 from duetime.domain.models import Schedule, format_time
-from duetime.local.state import config_from_state, read_state
+from duetime.local.backends import BACKENDS, DEFAULT_BACKEND, MOTO, attach_ports
+from duetime.local.state import config_from_state, load_state
 from duetime.service.jobs import preview
 from duetime.worker.registry import load_modules
 from duetime.worker.runtime import Worker, append_run_log
 
 
 def cmd_local(args: argparse.Namespace) -> int:
-    from duetime.local.system import FIRST_USER, LocalSystem  # moto: needed by `duetime local` alone
+    from duetime.local.system import FIRST_USER, LocalSystem
 
+    run_log = os.environ.get("DUETIME_RUN_LOG")  # opt-in: one JSON line per handler run (the restart test reads it)
     system = LocalSystem(
         args.data_dir,
         port=args.port,
         workers=args.workers,
         lease_seconds=args.lease_seconds,
         shards=args.shards,
+        backend=args.backend,
+        on_run=append_run_log(run_log) if run_log else None,
     )
     system.start()
     token = system.token(FIRST_USER)
     print(
-        f"duetime local is running\n  API:   {system.api_url}\n  token: {token}\n"
+        f"duetime local is running on {args.backend}\n  API:   {system.api_url}\n  token: {token}\n"
         f"  (owner {FIRST_USER!r}; more with `duetime token --owner NAME --data-dir {args.data_dir}`)",
         flush=True,
     )
@@ -54,24 +58,28 @@ def cmd_local(args: argparse.Namespace) -> int:
 
 
 def cmd_token(args: argparse.Namespace) -> int:
-    state = read_state(args.data_dir)
+    state = load_state(args.data_dir)
     if not args.worker and not args.owner:
         print("give --owner NAME or --worker", file=sys.stderr)
         return 2
-    print(issue_token(state["jwtSecret"], args.owner or "worker", worker=args.worker))
+    print(issue_token(state.jwt_secret, args.owner or "worker", worker=args.worker))
     return 0
 
 
 def cmd_worker(args: argparse.Namespace) -> int:
     load_modules(args.handlers or [])
-    config = config_from_state(read_state(args.data_dir)) if args.data_dir else RuntimeConfig.from_env()
-    ports = build_ports(config)
+    if args.data_dir:  # attach to a running `duetime local`: its SQLite file, or its moto server
+        state = load_state(args.data_dir)
+        ports = attach_ports(args.data_dir, state)
+        # `lambda:` and `ecs:` handlers reach AWS APIs: moto's stand-ins on moto, none on SQLite.
+        targets = build_targets(config_from_state(state.model_dump(by_alias=True))) if state.backend == MOTO else None
+    else:
+        config = RuntimeConfig.from_env()
+        ports, targets = build_ports(config), build_targets(config)
     worker_id = args.worker_id or f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(2)}"
     run_log = os.environ.get("DUETIME_RUN_LOG")  # opt-in: one JSON line per handler run (the chaos soak reads it)
     on_run = append_run_log(run_log) if run_log else None
-    worker = Worker(
-        ports, args.job_class, worker_id, concurrency=args.concurrency, on_run=on_run, targets=build_targets(config)
-    )
+    worker = Worker(ports, args.job_class, worker_id, concurrency=args.concurrency, on_run=on_run, targets=targets)
 
     def on_term(signum: int, frame: FrameType | None) -> None:
         worker.stopping.set()
@@ -111,6 +119,13 @@ def parser() -> argparse.ArgumentParser:
     local.add_argument("--lease-seconds", type=int, default=30)
     local.add_argument("--data-dir", default=".duetime")
     local.add_argument("--shards", type=int, default=8)
+    local.add_argument(
+        "--backend",
+        choices=BACKENDS,
+        default=DEFAULT_BACKEND,
+        help="sqlite: one durable database file under --data-dir (default); moto: the AWS adapters on an "
+        "embedded moto server, in memory",
+    )
     local.set_defaults(fn=cmd_local)
 
     token = sub.add_parser("token", help="print a bearer token the local system accepts")

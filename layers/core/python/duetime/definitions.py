@@ -106,6 +106,9 @@ JOB_CLASSES: dict[str, JobClassDef] = {
 # A message received more often than this goes to the class's DLQ by SQS redrive.
 MAX_RECEIVE_COUNT = 50
 
+# An attempt's error is kept to this many characters in its execution's row.
+MAX_ERROR_CHARS = 4000
+
 
 # --- settings ----------------------------------------------------------------------------------------
 
@@ -139,6 +142,14 @@ class Settings:
 # Locally the window is short: moto's SQS scans every queued message on each call (NOTES.md), and a
 # 10 s window keeps at most ~10 s of due messages queued.
 LOCAL_SETTINGS = Settings(preload_interval_seconds=5, preload_window_seconds=10)
+# On the SQLite backend a queued message is one row of an indexed table: depth costs nothing and a delay
+# may be any number of milliseconds, so the window is not bounded by SQS's 15 minutes or moto's scans. A
+# minute gives the pre-loader eleven missed cycles of margin before anything starts late (10 s gave one),
+# and jobs submitted up to a minute ahead are queued by the API request itself. It stays a minute, not an
+# hour: what is queued has been dispatched, and dispatch creates a cron job's next slot, so a longer window
+# would only materialize more of every cron chain ahead of time. The interval stays 5 s: it also paces
+# the reconciler and the shard leases.
+SQLITE_LOCAL_SETTINGS = Settings(preload_interval_seconds=5, preload_window_seconds=60)
 
 # SQS limits the design leans on.
 SQS_MAX_DELAY_SECONDS = 900

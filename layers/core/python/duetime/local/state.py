@@ -3,12 +3,50 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
 
 from duetime.config import RuntimeConfig
 
 STATE_FILE = "local.json"
+
+
+class LocalState(BaseModel):
+    """What `duetime local` records in its data dir at start: the backend it runs on and how to reach it.
+
+    `duetime worker --data-dir`, `duetime token` and `duetime audit` read it; a restart on the same data
+    dir reads it too, to keep the secret (tokens stay valid) and the pre-loader's owner (it resumes its
+    own shard leases at once instead of waiting them out).
+    """
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+
+    # A local.json written before the backend was recorded came from the moto-only `duetime local`.
+    backend: str = "moto"
+    api_url: str
+    endpoint_url: str | None = None  # moto: the embedded server
+    database_file: str | None = None  # sqlite: the database's file name inside the data dir
+    region: str = "us-east-1"
+    prefix: str
+    shards: int = Field(ge=1)
+    lease_seconds: int = Field(ge=1)
+    preload_interval_seconds: int = Field(ge=1)
+    preload_window_seconds: int = Field(ge=1)
+    jwt_secret: str
+    preloader_id: str | None = None
+    pid: int = 0
+
+    def write(self, data_dir: str | Path) -> None:
+        """Write local.json readable by its owner alone (it holds the token secret)."""
+        path = Path(data_dir) / STATE_FILE
+        temporary = path.with_suffix(".tmp")
+        temporary.write_text(json.dumps(self.model_dump(by_alias=True), indent=2))
+        temporary.chmod(0o600)
+        os.replace(temporary, path)  # a reader never sees half a file, even if we are killed mid-write
 
 
 def read_state(data_dir: str | Path) -> dict[str, Any]:
@@ -20,7 +58,21 @@ def read_state(data_dir: str | Path) -> dict[str, Any]:
     return state
 
 
+def load_state(data_dir: str | Path) -> LocalState:
+    """The typed local.json of the `duetime local` on `data_dir`; raises FileNotFoundError without one."""
+    return LocalState.model_validate(read_state(data_dir))
+
+
+def previous_state(data_dir: str | Path) -> LocalState | None:
+    """The local.json a previous run left in `data_dir`, if it is there and readable."""
+    try:
+        return load_state(data_dir)
+    except (FileNotFoundError, ValueError):
+        return None
+
+
 def config_from_state(state: dict[str, Any]) -> RuntimeConfig:
+    """The AWS runtime configuration of a moto-backed `duetime local`."""
     return RuntimeConfig(
         prefix=state["prefix"],
         region=state["region"],

@@ -1,29 +1,27 @@
-"""`duetime local`: the whole system on one machine, the same code over an embedded moto server."""
+"""`duetime local`: the whole system on one machine, the same code over SQLite (default) or embedded moto."""
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import secrets
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from duetime.api.app import build_app
 from duetime.api.auth import issue_token
-from duetime.config import RuntimeConfig, build_ports
-from duetime.definitions import LOCAL_SETTINGS
+from duetime.local.backends import DEFAULT_BACKEND, LocalBackend, local_settings, start_backend
 from duetime.local.http_bridge import ApiServer
-from duetime.local.moto_server import EmbeddedMoto, MotoProcess
-from duetime.local.state import STATE_FILE
-from duetime.queue.provision import create_queues
+from duetime.local.state import LocalState, previous_state
 from duetime.service.context import Notifier, Ports
 from duetime.service.deadletters import drain_dead_letters
 from duetime.service.dispatch import preload
-from duetime.store.aws import make_client
-from duetime.store.provision import create_tables
-from duetime.worker.runtime import Worker
+from duetime.worker.runtime import RunRecord, Worker
+
+if TYPE_CHECKING:  # moto is imported by the moto backend alone
+    from duetime.local.moto_server import EmbeddedMoto, MotoProcess
 
 log = logging.getLogger("duetime.local")
 FIRST_USER = "local-user"
@@ -51,8 +49,8 @@ class Every:
 
 
 class LocalSystem:
-    """moto, tables and queues from the shared definitions, the API on HTTP, the pre-loader and DLQ
-    notifier on timers, and worker threads per job class."""
+    """The backend (a SQLite file, or moto) with the tables and queues of the shared definitions, the API
+    on HTTP, the pre-loader and DLQ notifier on timers, and worker threads per job class."""
 
     def __init__(
         self,
@@ -65,6 +63,8 @@ class LocalSystem:
         notifier: Notifier | None = None,
         prefix: str = "duetime",
         moto_in_process: bool = False,
+        backend: str = DEFAULT_BACKEND,
+        on_run: Callable[[RunRecord], None] | None = None,
     ) -> None:
         self.data_dir = Path(data_dir)
         self.port, self.workers, self.lease_seconds = port, workers, lease_seconds
@@ -73,6 +73,9 @@ class LocalSystem:
         self.prefix = prefix  # moto servers in one process share their backends: a prefix keeps them apart
         # moto in a process of its own by default: its CPU work then runs beside duetime's on another core.
         self.moto_in_process = moto_in_process
+        self.backend_name = backend
+        self.on_run = on_run
+        self.backend: LocalBackend | None = None
         self.moto: EmbeddedMoto | MotoProcess | None = None
         self.api: ApiServer | None = None
         self.ports: Ports | None = None
@@ -80,67 +83,55 @@ class LocalSystem:
         self.worker_threads: list[tuple[Worker, threading.Thread]] = []
         self.secret = ""
 
-    def _secret(self) -> str:
-        path = self.data_dir / STATE_FILE
-        if path.exists():
-            try:
-                return str(json.loads(path.read_text())["jwtSecret"])
-            except (ValueError, KeyError):
-                pass
-        return secrets.token_urlsafe(32)
-
     def start(self) -> LocalSystem:
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        self.secret = self._secret()
-        self.moto = (
-            EmbeddedMoto(self.moto_port).start() if self.moto_in_process else MotoProcess(self.moto_port).start()
+        # A restart on the same data dir keeps the secret (tokens stay valid) and the pre-loader's owner:
+        # on SQLite its shard leases outlive a killed process, and the same owner resumes them at once.
+        before = previous_state(self.data_dir)
+        self.secret = before.jwt_secret if before else secrets.token_urlsafe(32)
+        resumed = before.preloader_id if before and before.backend == self.backend_name else None
+        preloader_id = resumed or f"local-preloader-{secrets.token_hex(3)}"
+        settings = local_settings(self.backend_name, self.prefix, self.shards, self.lease_seconds)
+        self.backend = start_backend(
+            self.backend_name, self.data_dir, settings, self.notifier, self.moto_port, self.moto_in_process
         )
-        config = RuntimeConfig(
-            prefix=self.prefix,
-            endpoint_url=self.moto.endpoint_url,
-            shards=self.shards,
-            preload_interval_seconds=LOCAL_SETTINGS.preload_interval_seconds,
-            preload_window_seconds=LOCAL_SETTINGS.preload_window_seconds,
-            lease_seconds=self.lease_seconds,
-            jwt_secret=self.secret,
-        )
-        settings = config.settings()
-        create_tables(make_client("dynamodb", config.region, config.endpoint_url), settings)
-        create_queues(make_client("sqs", config.region, config.endpoint_url), settings)
-        self.ports = ports = build_ports(config, self.notifier)
+        self.moto = self.backend.moto
+        self.ports = ports = self.backend.ports
         app = build_app(ports, local_secret=self.secret)
         self.api = ApiServer(lambda event, context: dict(app.resolve(event, context)), port=self.port).start()
-        self._write_state(config)
-        preloader_id = f"local-preloader-{secrets.token_hex(3)}"
+        self._write_state(preloader_id)
         self.timers = [
             Every("preloader", settings.preload_interval_seconds, lambda: preload(ports, preloader_id)).start(),
             Every("dlq-notifier", 2, lambda: [drain_dead_letters(ports, c) for c in settings.job_classes]).start(),
+            *(Every(name, seconds, fn).start() for name, seconds, fn in self.backend.housekeeping),
         ]
         if self.workers > 0:
             for job_class in settings.job_classes:
-                worker = Worker(ports, job_class, f"local-{job_class}-{secrets.token_hex(2)}", self.workers)
+                worker_id = f"local-{job_class}-{secrets.token_hex(2)}"
+                worker = Worker(ports, job_class, worker_id, self.workers, on_run=self.on_run)
                 thread = threading.Thread(target=worker.run, name=f"worker-{job_class}", daemon=True)
                 thread.start()
                 self.worker_threads.append((worker, thread))
         return self
 
-    def _write_state(self, config: RuntimeConfig) -> None:
-        assert self.moto and self.api
-        state = {
-            "apiUrl": self.api.url,
-            "endpointUrl": self.moto.endpoint_url,
-            "region": config.region,
-            "prefix": config.prefix,
-            "shards": config.shards,
-            "leaseSeconds": self.lease_seconds,
-            "preloadIntervalSeconds": config.preload_interval_seconds,
-            "preloadWindowSeconds": config.preload_window_seconds,
-            "jwtSecret": self.secret,
-            "pid": os.getpid(),
-        }
-        path = self.data_dir / STATE_FILE
-        path.write_text(json.dumps(state, indent=2))
-        path.chmod(0o600)
+    def _write_state(self, preloader_id: str) -> None:
+        assert self.backend and self.api
+        settings = self.backend.ports.settings
+        LocalState(
+            backend=self.backend.name,
+            api_url=self.api.url,
+            endpoint_url=self.backend.endpoint_url,
+            database_file=self.backend.database_file,
+            region=self.backend.region,
+            prefix=settings.prefix,
+            shards=settings.shards,
+            lease_seconds=self.lease_seconds,
+            preload_interval_seconds=settings.preload_interval_seconds,
+            preload_window_seconds=settings.preload_window_seconds,
+            jwt_secret=self.secret,
+            preloader_id=preloader_id,
+            pid=os.getpid(),
+        ).write(self.data_dir)
 
     def token(self, owner: str = FIRST_USER, worker: bool = False) -> str:
         return issue_token(self.secret, owner, worker=worker)
@@ -159,5 +150,5 @@ class LocalSystem:
             thread.join(timeout=15)
         if self.api:
             self.api.stop()
-        if self.moto:
-            self.moto.stop()
+        if self.backend:
+            self.backend.stop()

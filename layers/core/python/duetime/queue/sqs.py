@@ -7,77 +7,20 @@ import logging
 import math
 import threading
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from duetime.definitions import SQS_BATCH_SIZE, SQS_MAX_DELAY_SECONDS, SQS_MAX_VISIBILITY_SECONDS, Settings
-from duetime.domain.keys import ExecutionKey
-from duetime.domain.models import Execution, to_ms
+from duetime.domain.models import to_ms
+from duetime.service.ports import DueMessage, Queues, Received
+
+__all__ = ["DeleteBatcher", "DueMessage", "DueQueues", "Received", "delay_seconds"]
 
 log = logging.getLogger("duetime.queue")
 
 # Send a second short of due: SQS delays are whole seconds and a delayed message can surface up to a
 # second late (moto's long poll re-checks once a second), so the worker waits out the remainder itself.
 EARLY_SECONDS = 1
-
-
-@dataclass(frozen=True)
-class DueMessage:
-    """What a worker needs to find and claim one execution row."""
-
-    key: ExecutionKey
-    execution_id: str
-    job_id: str
-    due_ms: int
-    job_class: str
-    kind: str = "scheduled"
-
-    def to_body(self) -> str:
-        return json.dumps(
-            {
-                "pk": self.key.pk,
-                "sk": self.key.sk,
-                "executionId": self.execution_id,
-                "jobId": self.job_id,
-                "dueMs": self.due_ms,
-                "jobClass": self.job_class,
-                "kind": self.kind,
-            },
-            separators=(",", ":"),
-        )
-
-    @classmethod
-    def from_body(cls, body: str) -> DueMessage:
-        v = json.loads(body)
-        return cls(
-            key=ExecutionKey(pk=v["pk"], sk=v["sk"]),
-            execution_id=v["executionId"],
-            job_id=v["jobId"],
-            due_ms=int(v["dueMs"]),
-            job_class=v.get("jobClass", "default"),
-            kind=v.get("kind", "scheduled"),
-        )
-
-    @classmethod
-    def for_execution(cls, execution: Execution, key: ExecutionKey) -> DueMessage:
-        return cls(
-            key=key,
-            execution_id=execution.execution_id,
-            job_id=execution.job_id,
-            due_ms=to_ms(execution.due_at),
-            job_class=execution.job_class,
-            kind=execution.kind,
-        )
-
-
-@dataclass(frozen=True)
-class Received:
-    """A received message: the due message, its receipt handle and how often it was received."""
-
-    message: DueMessage
-    receipt: str
-    receive_count: int
 
 
 def delay_seconds(due_ms: int, now: datetime, cap: int = SQS_MAX_DELAY_SECONDS) -> int:
@@ -145,12 +88,13 @@ class DueQueues:
                     raise RuntimeError(f"SQS refused {len(pending)} messages for {job_class}")
         return sent
 
-    def receive(self, job_class: str, max_messages: int, wait_seconds: int, visibility: int) -> list[Received]:
+    def receive(self, job_class: str, max_messages: int, wait_seconds: float, visibility: float) -> list[Received]:
+        """Up to 10 messages; SQS counts waits and visibility in whole seconds, so both are rounded up."""
         response = self.client.receive_message(
             QueueUrl=self.queue_urls[job_class],
             MaxNumberOfMessages=max(1, min(SQS_BATCH_SIZE, max_messages)),
-            WaitTimeSeconds=wait_seconds,
-            VisibilityTimeout=visibility,
+            WaitTimeSeconds=math.ceil(wait_seconds),
+            VisibilityTimeout=math.ceil(visibility),
             MessageSystemAttributeNames=["ApproximateReceiveCount"],
         )
         return [
@@ -162,11 +106,12 @@ class DueQueues:
             for m in response.get("Messages", [])
         ]
 
-    def extend(self, job_class: str, receipt: str, seconds: int) -> None:
-        """Hide a received message for `seconds` from now (0: visible at once), within SQS's 12-hour cap."""
-        seconds = max(0, min(SQS_MAX_VISIBILITY_SECONDS, seconds))
+    def extend(self, job_class: str, receipt: str, seconds: float) -> None:
+        """Hide a received message for `seconds` from now (0: visible at once), within SQS's 12-hour cap
+        (in whole seconds, rounded up)."""
+        whole = max(0, min(SQS_MAX_VISIBILITY_SECONDS, math.ceil(seconds)))
         self.client.change_message_visibility(
-            QueueUrl=self.queue_urls[job_class], ReceiptHandle=receipt, VisibilityTimeout=seconds
+            QueueUrl=self.queue_urls[job_class], ReceiptHandle=receipt, VisibilityTimeout=whole
         )
 
     def delete(self, job_class: str, receipt: str) -> None:
@@ -190,11 +135,11 @@ class DueQueues:
         response = self.client.get_queue_attributes(QueueUrl=self.dlq_urls[job_class], AttributeNames=names)
         return sum(int(response.get("Attributes", {}).get(name, 0)) for name in names)
 
-    def receive_dead_letters(self, job_class: str, wait_seconds: int = 0) -> list[tuple[dict[str, Any], str]]:
+    def receive_dead_letters(self, job_class: str, wait_seconds: float = 0) -> list[tuple[dict[str, Any], str]]:
         response = self.client.receive_message(
             QueueUrl=self.dlq_urls[job_class],
             MaxNumberOfMessages=SQS_BATCH_SIZE,
-            WaitTimeSeconds=wait_seconds,
+            WaitTimeSeconds=math.ceil(wait_seconds),
         )
         return [(json.loads(m["Body"]), m["ReceiptHandle"]) for m in response.get("Messages", [])]
 
@@ -206,7 +151,7 @@ class DeleteBatcher:
     """Collects the receipts of handled messages and deletes them 10 to a request, at most `interval`
     seconds after the first one: a worker's deletes cost a tenth of a request each."""
 
-    def __init__(self, queues: DueQueues, job_class: str, interval: float = 1.0) -> None:
+    def __init__(self, queues: Queues, job_class: str, interval: float = 1.0) -> None:
         self.queues, self.job_class, self.interval = queues, job_class, interval
         self._pending: list[str] = []
         self._lock = threading.Lock()

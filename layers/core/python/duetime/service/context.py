@@ -10,8 +10,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
 from duetime.definitions import Settings
-from duetime.queue.sqs import DueQueues
-from duetime.store.dynamo import DynamoStore
+from duetime.service.ports import Queues, Store
 
 
 class Notifier(Protocol):
@@ -28,8 +27,8 @@ def utc_now() -> datetime:
 class Ports:
     """Adapters plus the injected clock, ids and randomness, so use-cases stay deterministic in tests."""
 
-    store: DynamoStore
-    queues: DueQueues
+    store: Store  # one object serving the job, execution and control stores
+    queues: Queues
     settings: Settings
     notifier: Notifier
     clock: Callable[[], datetime] = utc_now

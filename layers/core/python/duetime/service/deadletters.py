@@ -8,9 +8,9 @@ from typing import Any
 from duetime.domain.errors import Conflict
 from duetime.domain.keys import ExecutionKey
 from duetime.domain.models import ExecutionStatus
-from duetime.queue.sqs import DueMessage
 from duetime.service.context import Ports
 from duetime.service.executions import failure_notice
+from duetime.service.ports import DueMessage
 
 POISON = "poison message: received too many times without completing"
 

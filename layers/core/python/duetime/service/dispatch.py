@@ -10,9 +10,9 @@ from duetime.domain.catchup import CatchUpPlan, plan_catch_up
 from duetime.domain.cron import CronSchedule
 from duetime.domain.keys import due_partition, execution_id
 from duetime.domain.models import Execution, ExecutionStatus, Job, JobStatus, RunKind, from_ms, to_ms
-from duetime.queue.sqs import DueMessage
 from duetime.service.context import Ports
 from duetime.service.executions import failure_notice
+from duetime.service.ports import DueMessage
 
 # Where a shard's pre-loader starts when it has no cursor yet (a new deployment).
 FIRST_LOOKBACK = timedelta(hours=1)

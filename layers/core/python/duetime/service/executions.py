@@ -13,8 +13,8 @@ from duetime.domain.errors import Conflict, NotFound
 from duetime.domain.keys import ExecutionKey, parse_execution_id
 from duetime.domain.models import Execution, ExecutionStatus, Job, JobStatus, Overlap, format_time, to_ms
 from duetime.domain.retry import compute_backoff, should_retry
-from duetime.queue.sqs import DueMessage
 from duetime.service.context import Ports
+from duetime.service.ports import DueMessage
 
 
 class ClaimVerdict(StrEnum):

@@ -2,22 +2,17 @@
 
 from __future__ import annotations
 
-import base64
-import binascii
 import contextlib
 import hashlib
-import json
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
 
 from duetime.domain.cron import CronSchedule, load_zone
 from duetime.domain.errors import Conflict, IdempotencyMismatch, InvalidInput, InvalidSchedule, NotFound
 from duetime.domain.models import Execution, ExecutionStatus, Job, JobSpec, JobStatus, Schedule
-from duetime.queue.sqs import DueMessage
 from duetime.service.context import Ports
 from duetime.service.dispatch import dispatch, new_execution
-from duetime.store.dynamo import execution_from_item, job_from_item
+from duetime.service.ports import DueMessage
 
 MAX_AT_AHEAD = timedelta(days=366)
 IDEMPOTENCY_TTL = timedelta(hours=24)
@@ -141,54 +136,20 @@ def describe(job: Job, next_run: datetime | None, now: datetime) -> JobView:
     return JobView(job=job.model_copy(update={"next_run_at": next_run}), next_runs=runs)
 
 
-def encode_cursor(scope: str, key: dict[str, Any] | None) -> str | None:
-    """An opaque cursor bound to `scope` (the owner or job it pages), so it cannot page into another's."""
-    if key is None:
-        return None
-    raw = json.dumps({"s": scope, "k": key}, separators=(",", ":"), default=str).encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
-
-
-def decode_cursor(scope: str, cursor: str | None, expect: dict[str, str | None] | None = None) -> dict[str, Any] | None:
-    """The start key in a cursor of `scope`; raises InvalidInput for anything else.
-
-    With `expect`, the key must have exactly those attribute names, and those given a value must hold
-    it (the owner, the jobId), so a hand-made cursor cannot name another owner's key or one that
-    DynamoDB would refuse.
-    """
-    if not cursor:
-        return None
-    try:
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
-        value = json.loads(raw)
-        key = value["k"]
-        valid = value["s"] == scope and isinstance(key, dict) and all(isinstance(v, str) for v in key.values())
-        if valid and expect is not None:
-            valid = set(key) == set(expect) and all(
-                0 < len(key[name]) <= 1024 and (wanted is None or key[name] == wanted)
-                for name, wanted in expect.items()
-            )
-    except (binascii.Error, ValueError, KeyError, TypeError, AttributeError, RecursionError):
-        valid = False
-    if not valid:
-        raise InvalidInput("cursor is not valid here", field="cursor")
-    return dict(key)
-
-
 def list_jobs(ports: Ports, owner: str, limit: int, cursor: str | None) -> tuple[list[Job], str | None]:
-    expect = {"owner": owner, "jobId": None, "createdKey": None}
-    page = ports.store.list_jobs(owner, limit, decode_cursor(f"owner:{owner}", cursor, expect))
-    return [job_from_item(i) for i in page.items], encode_cursor(f"owner:{owner}", page.last_key)
+    """The owner's jobs, newest first; raises InvalidInput naming `cursor` for one not of this owner."""
+    page = ports.store.list_jobs(owner, limit, cursor)
+    return page.items, page.cursor
 
 
 def list_executions(
     ports: Ports, owner: str, job_id: str, limit: int, cursor: str | None
 ) -> tuple[list[Execution], str | None]:
+    """The job's executions, newest first; raises NotFound for another owner's job, InvalidInput naming
+    `cursor` for a cursor of another job."""
     get_owned_job(ports, owner, job_id)
-    scope = f"job:{job_id}"
-    expect = {"jobId": job_id, "executionId": None, "pk": None, "sk": None}
-    page = ports.store.list_executions(job_id, limit, decode_cursor(scope, cursor, expect))
-    return [execution_from_item(i) for i in page.items], encode_cursor(scope, page.last_key)
+    page = ports.store.list_executions(job_id, limit, cursor)
+    return page.items, page.cursor
 
 
 def pause_job(ports: Ports, owner: str, job_id: str) -> JobView:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
@@ -13,6 +12,7 @@ from typing import Any
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from botocore.exceptions import ClientError
 
+from duetime.adapters.cursors import decode_cursor, encode_cursor
 from duetime.definitions import (
     CONTROL_TABLE,
     EXECUTIONS_BY_JOB_INDEX,
@@ -20,6 +20,7 @@ from duetime.definitions import (
     EXECUTIONS_TABLE,
     JOBS_BY_OWNER_INDEX,
     JOBS_TABLE,
+    MAX_ERROR_CHARS,
     Settings,
 )
 from duetime.domain.errors import Conflict, StaleAttempt
@@ -34,10 +35,10 @@ from duetime.domain.models import (
     from_ms,
     to_ms,
 )
+from duetime.service.ports import ClaimOutcome, Page, StoredExecution
 
 _serializer = TypeSerializer()
 _deserializer = TypeDeserializer()
-MAX_ERROR_CHARS = 4000
 
 
 def _ser(values: dict[str, Any]) -> dict[str, Any]:
@@ -185,29 +186,6 @@ def execution_from_item(item: dict[str, Any]) -> Execution:
     )
 
 
-@dataclass(frozen=True)
-class ClaimOutcome:
-    """The result of a claim: `claimed` if this worker now holds the attempt, else the row as it stands."""
-
-    claimed: Execution | None
-    current: Execution | None
-
-
-@dataclass(frozen=True)
-class Page:
-    items: list[dict[str, Any]]
-    last_key: dict[str, Any] | None
-
-
-@dataclass(frozen=True)
-class StoredExecution:
-    """An execution with where it is stored and its `open` index shard, as `duetime audit` checks them."""
-
-    key: ExecutionKey
-    open_shard: str | None
-    execution: Execution
-
-
 class DynamoStore:
     """Jobs, executions and control records in DynamoDB; every state change is a conditional write."""
 
@@ -284,7 +262,11 @@ class DynamoStore:
                 request = response.get("UnprocessedKeys") or {}
         return found
 
-    def list_jobs(self, owner: str, limit: int, start_key: dict[str, Any] | None) -> Page:
+    def list_jobs(self, owner: str, limit: int, cursor: str | None) -> Page[Job]:
+        """The owner's jobs, newest first, from the byOwner index; the cursor is the index's start key, bound
+        to the owner (raises InvalidInput for one of another owner)."""
+        scope = f"owner:{owner}"
+        start_key = decode_cursor(scope, cursor, {"owner": owner, "jobId": None, "createdKey": None})
         kwargs: dict[str, Any] = {
             "TableName": self.jobs_table,
             "IndexName": JOBS_BY_OWNER_INDEX.name,
@@ -298,7 +280,8 @@ class DynamoStore:
             kwargs["ExclusiveStartKey"] = _ser(start_key)
         response = self.client.query(**kwargs)
         last = response.get("LastEvaluatedKey")
-        return Page(items=response.get("Items", []), last_key=_deser(last) if last else None)
+        jobs = [job_from_item(i) for i in response.get("Items", [])]
+        return Page(items=jobs, cursor=encode_cursor(scope, _deser(last) if last else None))
 
     def update_job_status(self, job: Job, status: JobStatus, now: datetime) -> Job:
         """Set a job's status if its version is still `job.version`; raises Conflict otherwise."""
@@ -366,8 +349,18 @@ class DynamoStore:
         return self.get_execution(ExecutionKey(pk=row["pk"], sk=row["sk"]))
 
     def list_executions(
-        self, job_id: str, limit: int, start_key: dict[str, Any] | None, newest_first: bool = True
-    ) -> Page:
+        self, job_id: str, limit: int, cursor: str | None, newest_first: bool = True
+    ) -> Page[Execution]:
+        """A job's executions by id from the byJob index; the cursor is bound to the job (raises InvalidInput
+        for one of another job)."""
+        scope = f"job:{job_id}"
+        start_key = decode_cursor(scope, cursor, {"jobId": job_id, "executionId": None, "pk": None, "sk": None})
+        items, last = self._query_executions(job_id, limit, start_key, newest_first)
+        return Page(items=items, cursor=encode_cursor(scope, last))
+
+    def _query_executions(
+        self, job_id: str, limit: int, start_key: dict[str, Any] | None, newest_first: bool
+    ) -> tuple[list[Execution], dict[str, Any] | None]:
         kwargs: dict[str, Any] = {
             "TableName": self.executions_table,
             "IndexName": EXECUTIONS_BY_JOB_INDEX.name,
@@ -380,7 +373,8 @@ class DynamoStore:
             kwargs["ExclusiveStartKey"] = _ser(start_key)
         response = self.client.query(**kwargs)
         last = response.get("LastEvaluatedKey")
-        return Page(items=self._rows(response.get("Items", [])), last_key=_deser(last) if last else None)
+        rows = [execution_from_item(i) for i in self._rows(response.get("Items", []))]
+        return rows, _deser(last) if last else None
 
     def _rows(self, keys: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The rows behind index entries (the indexes project keys only), in the entries' order."""
@@ -416,17 +410,15 @@ class DynamoStore:
             kwargs["ExclusiveStartKey"] = last
 
     def executions_of_job(self, job_id: str, newest_first: bool = True, limit: int = 50) -> list[Execution]:
-        page = self.list_executions(job_id, limit, None, newest_first)
-        return [execution_from_item(i) for i in page.items]
+        return self._query_executions(job_id, limit, None, newest_first)[0]
 
     def iter_executions_of_job(self, job_id: str) -> Iterator[Execution]:
         start: dict[str, Any] | None = None
         while True:
-            page = self.list_executions(job_id, 100, start, newest_first=False)
-            yield from (execution_from_item(i) for i in page.items)
-            if not page.last_key:
+            rows, start = self._query_executions(job_id, 100, start, newest_first=False)
+            yield from rows
+            if not start:
                 return
-            start = page.last_key
 
     def query_due(self, partition: str, after_ms: int, until_ms: int) -> list[Execution]:
         """Waiting executions in `partition` with after_ms < dueMs <= until_ms, oldest first."""

@@ -1,0 +1,146 @@
+"""The store and due queues under `duetime local`: one SQLite file (the default) or an embedded moto server.
+
+`start_backend` is what `duetime local` runs on; `attach_ports` is how another process (`duetime worker
+--data-dir`, `duetime audit`) reaches the same data from the local.json it left in its data dir.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from duetime.adapters.sqlite.db import DATABASE_FILE, Database
+from duetime.adapters.sqlite.queue import SqliteQueues
+from duetime.adapters.sqlite.store import SqliteStore
+from duetime.config import RuntimeConfig, build_ports
+from duetime.definitions import JOB_CLASSES, LOCAL_SETTINGS, SQLITE_LOCAL_SETTINGS, Settings
+from duetime.local.state import LocalState, config_from_state
+from duetime.queue.notify import ConsoleNotifier
+from duetime.service.context import Notifier, Ports
+
+if TYPE_CHECKING:  # moto is imported only by the moto backend: SQLite needs none of it
+    from duetime.local.moto_server import EmbeddedMoto, MotoProcess
+
+SQLITE = "sqlite"
+MOTO = "moto"
+BACKENDS = (SQLITE, MOTO)
+DEFAULT_BACKEND = SQLITE
+# How often expired history (expiresAt, DynamoDB's TTL attribute) is swept out of the SQLite file; reads
+# skip expired rows already, so this only bounds the file's growth.
+SWEEP_SECONDS = 300
+
+
+def local_settings(backend: str, prefix: str, shards: int, lease_seconds: int) -> Settings:
+    """The settings of a `duetime local` on `backend`: its pre-load cadence (definitions.py says why
+    each backend has its own), the shards and lease given on the command line, every job class."""
+    cadence = SQLITE_LOCAL_SETTINGS if backend == SQLITE else LOCAL_SETTINGS
+    settings = Settings(
+        prefix=prefix,
+        shards=shards,
+        preload_interval_seconds=cadence.preload_interval_seconds,
+        preload_window_seconds=cadence.preload_window_seconds,
+        job_classes=dict(JOB_CLASSES),
+    )
+    return settings.with_lease_seconds(lease_seconds)
+
+
+@dataclass
+class LocalBackend:
+    """Ports over a started backend, and what another process needs to attach to it."""
+
+    name: str
+    ports: Ports
+    database_file: str | None = None  # sqlite
+    moto: EmbeddedMoto | MotoProcess | None = None
+    region: str = "us-east-1"
+    closers: list[Callable[[], object]] = field(default_factory=list)
+    # What the platform does by itself on AWS and `duetime local` must do on a timer: (name, seconds, fn).
+    housekeeping: list[tuple[str, float, Callable[[], object]]] = field(default_factory=list)
+
+    @property
+    def endpoint_url(self) -> str | None:
+        return self.moto.endpoint_url if self.moto else None
+
+    def stop(self) -> None:
+        for close in reversed(self.closers):
+            close()
+
+
+def start_backend(
+    name: str,
+    data_dir: Path,
+    settings: Settings,
+    notifier: Notifier | None = None,
+    moto_port: int = 0,
+    moto_in_process: bool = False,
+) -> LocalBackend:
+    """Open (SQLite: create or reopen `data_dir`'s database) or start (moto: a fresh, empty server) the
+    backend, with every table and queue the settings define."""
+    if name == SQLITE:
+        database = Database(data_dir / DATABASE_FILE)  # created with its schema, or reopened as it was left
+        ports = _sqlite_ports(database, settings, notifier)
+        store = ports.store
+        assert isinstance(store, SqliteStore)
+        return LocalBackend(
+            SQLITE,
+            ports,
+            database_file=DATABASE_FILE,
+            closers=[database.close],
+            housekeeping=[("ttl-sweeper", SWEEP_SECONDS, store.sweep_expired)],
+        )
+    if name == MOTO:
+        return _start_moto(settings, notifier, moto_port, moto_in_process)
+    raise ValueError(f"unknown backend {name!r}: one of {', '.join(BACKENDS)}")
+
+
+def _start_moto(settings: Settings, notifier: Notifier | None, port: int, in_process: bool) -> LocalBackend:
+    from duetime.local.moto_server import EmbeddedMoto, MotoProcess
+    from duetime.queue.provision import create_queues
+    from duetime.store.aws import make_client
+    from duetime.store.provision import create_tables
+
+    # moto in a process of its own by default: its CPU work then runs beside duetime's on another core.
+    moto = EmbeddedMoto(port).start() if in_process else MotoProcess(port).start()
+    config = _moto_config(moto.endpoint_url, settings)
+    create_tables(make_client("dynamodb", config.region, config.endpoint_url), settings)
+    create_queues(make_client("sqs", config.region, config.endpoint_url), settings)
+    ports = build_ports(config, notifier)
+    return LocalBackend(MOTO, ports, moto=moto, region=config.region, closers=[moto.stop])
+
+
+def _moto_config(endpoint_url: str, settings: Settings) -> RuntimeConfig:
+    lease = max(c.lease_seconds for c in settings.job_classes.values())
+    return RuntimeConfig(
+        prefix=settings.prefix,
+        endpoint_url=endpoint_url,
+        shards=settings.shards,
+        preload_interval_seconds=settings.preload_interval_seconds,
+        preload_window_seconds=settings.preload_window_seconds,
+        lease_seconds=lease,
+    )
+
+
+def attach_ports(data_dir: str | Path, state: LocalState, notifier: Notifier | None = None) -> Ports:
+    """Ports of this process on the data of the `duetime local` that wrote `state` into `data_dir`."""
+    if state.backend == SQLITE:
+        path = Path(data_dir) / (state.database_file or DATABASE_FILE)
+        if not path.exists():  # opening would create an empty one
+            raise FileNotFoundError(f"{path} not found: is `duetime local --data-dir {data_dir}` running?")
+        settings = Settings(
+            prefix=state.prefix,
+            shards=state.shards,
+            preload_interval_seconds=state.preload_interval_seconds,
+            preload_window_seconds=state.preload_window_seconds,
+            job_classes=dict(JOB_CLASSES),
+        ).with_lease_seconds(state.lease_seconds)
+        return _sqlite_ports(Database(path), settings, notifier)
+    if state.backend == MOTO:
+        return build_ports(config_from_state(state.model_dump(by_alias=True)), notifier)
+    raise ValueError(f"{data_dir}: unknown backend {state.backend!r} in local.json")
+
+
+def _sqlite_ports(database: Database, settings: Settings, notifier: Notifier | None) -> Ports:
+    store, queues = SqliteStore(database, settings), SqliteQueues(database, settings)
+    return Ports(store=store, queues=queues, settings=settings, notifier=notifier or ConsoleNotifier())

@@ -1,0 +1,240 @@
+"""The ports the use-cases work through: stores and due queues as Protocols, and the values they exchange."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Generic, Protocol, TypeVar
+
+from duetime.domain.keys import ExecutionKey
+from duetime.domain.models import Execution, ExecutionStatus, Job, JobStatus, to_ms
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Page(Generic[T]):
+    """One page of a listing; `cursor` is opaque (bound to what it pages) and None on the last page."""
+
+    items: list[T]
+    cursor: str | None
+
+
+@dataclass(frozen=True)
+class ClaimOutcome:
+    """The result of a claim: `claimed` if this worker now holds the attempt, else the row as it stands."""
+
+    claimed: Execution | None
+    current: Execution | None
+
+
+@dataclass(frozen=True)
+class StoredExecution:
+    """An execution with where it is stored and its `open` index shard, as `duetime audit` checks them."""
+
+    key: ExecutionKey
+    open_shard: str | None
+    execution: Execution
+
+
+@dataclass(frozen=True)
+class DueMessage:
+    """What a worker needs to find and claim one execution row."""
+
+    key: ExecutionKey
+    execution_id: str
+    job_id: str
+    due_ms: int
+    job_class: str
+    kind: str = "scheduled"
+
+    def to_body(self) -> str:
+        return json.dumps(
+            {
+                "pk": self.key.pk,
+                "sk": self.key.sk,
+                "executionId": self.execution_id,
+                "jobId": self.job_id,
+                "dueMs": self.due_ms,
+                "jobClass": self.job_class,
+                "kind": self.kind,
+            },
+            separators=(",", ":"),
+        )
+
+    @classmethod
+    def from_body(cls, body: str) -> DueMessage:
+        v = json.loads(body)
+        return cls(
+            key=ExecutionKey(pk=v["pk"], sk=v["sk"]),
+            execution_id=v["executionId"],
+            job_id=v["jobId"],
+            due_ms=int(v["dueMs"]),
+            job_class=v.get("jobClass", "default"),
+            kind=v.get("kind", "scheduled"),
+        )
+
+    @classmethod
+    def for_execution(cls, execution: Execution, key: ExecutionKey) -> DueMessage:
+        return cls(
+            key=key,
+            execution_id=execution.execution_id,
+            job_id=execution.job_id,
+            due_ms=to_ms(execution.due_at),
+            job_class=execution.job_class,
+            kind=execution.kind,
+        )
+
+
+@dataclass(frozen=True)
+class Received:
+    """A received message: the due message, its receipt handle and how often it was received."""
+
+    message: DueMessage
+    receipt: str
+    receive_count: int
+
+
+class JobStore(Protocol):
+    """Jobs, written with their first execution and idempotency record in one transaction."""
+
+    def create_job(self, job: Job, first: Execution | None, idempotency: dict[str, Any] | None = None) -> None:
+        """Write the job, its first execution and the idempotency record ({"key", "bodyHash", "expiresAt"})
+        together; raises Conflict if the job, the execution's slot or the key exists already."""
+        ...
+
+    def get_job(self, job_id: str) -> Job | None: ...
+
+    def get_jobs(self, job_ids: list[str]) -> dict[str, Job]: ...
+
+    def list_jobs(self, owner: str, limit: int, cursor: str | None) -> Page[Job]:
+        """The owner's jobs, newest first; raises InvalidInput(field="cursor") for a cursor not of this owner."""
+        ...
+
+    def update_job_status(self, job: Job, status: JobStatus, now: datetime) -> Job:
+        """Set the status if the version is still `job.version`; raises Conflict otherwise."""
+        ...
+
+    def scan_jobs(self) -> Iterator[Job]:
+        """Every job (`duetime audit` only)."""
+        ...
+
+
+class ExecutionStore(Protocol):
+    """Executions by due partition (`hour#shard`) and due time; every state change is conditional and a
+    worker's writes are fenced by its attempt number (raising StaleAttempt)."""
+
+    def key_of(self, execution: Execution) -> ExecutionKey: ...
+
+    def put_execution(self, execution: Execution) -> bool:
+        """Create an execution unless its slot exists already; True if this call created it."""
+        ...
+
+    def put_executions(self, executions: list[Execution]) -> list[Execution]: ...
+
+    def get_execution(self, key: ExecutionKey) -> Execution | None: ...
+
+    def find_execution(self, job_id: str, execution_id: str) -> Execution | None: ...
+
+    def list_executions(
+        self, job_id: str, limit: int, cursor: str | None, newest_first: bool = True
+    ) -> Page[Execution]:
+        """A job's executions by id; raises InvalidInput(field="cursor") for a cursor not of this job."""
+        ...
+
+    def executions_of_job(self, job_id: str, newest_first: bool = True, limit: int = 50) -> list[Execution]: ...
+
+    def iter_executions_of_job(self, job_id: str) -> Iterator[Execution]: ...
+
+    def query_due(self, partition: str, after_ms: int, until_ms: int) -> list[Execution]:
+        """Waiting executions in `partition` with after_ms < due <= until_ms, oldest first."""
+        ...
+
+    def open_executions(self, shard: int, until_ms: int) -> list[Execution]:
+        """Executions of `shard` in the open set (waiting, running, failed with the owner not told) due at
+        or before `until_ms`, oldest first."""
+        ...
+
+    def scan_open_executions(self) -> Iterator[StoredExecution]: ...
+
+    def claim(
+        self, key: ExecutionKey, worker_id: str, now: datetime, lease_until: datetime, max_attempts: int = 2**31
+    ) -> ClaimOutcome: ...
+
+    def heartbeat(self, key: ExecutionKey, attempt: int, lease_until: datetime) -> Execution: ...
+
+    def release(self, key: ExecutionKey, attempt: int, now: datetime) -> bool: ...
+
+    def finish(
+        self,
+        key: ExecutionKey,
+        attempt: int,
+        status: ExecutionStatus,
+        now: datetime,
+        result: Any = None,
+        error: str | None = None,
+    ) -> Execution: ...
+
+    def move_for_retry(self, key: ExecutionKey, attempt: int, moved: Execution) -> None: ...
+
+    def end_waiting(
+        self,
+        key: ExecutionKey,
+        status: ExecutionStatus,
+        now: datetime,
+        reason: str | None = None,
+        skipped_count: int | None = None,
+    ) -> Execution | None: ...
+
+    def end_claimed(
+        self, key: ExecutionKey, attempt: int, status: ExecutionStatus, now: datetime, reason: str
+    ) -> Execution: ...
+
+    def mark_notified(self, key: ExecutionKey, now: datetime) -> None: ...
+
+
+class ControlStore(Protocol):
+    """Small records that coordinate the system: pre-loader shard leases and cursors, idempotency keys."""
+
+    def get_control(self, key: str) -> dict[str, Any] | None: ...
+
+    def acquire_lease(self, key: str, owner: str, now_ms: int, until_ms: int) -> dict[str, Any] | None:
+        """Take or renew the lease on `key` unless another holds it live; the record if `owner` holds it."""
+        ...
+
+    def advance_cursor(self, key: str, owner: str, cursor_ms: int) -> bool: ...
+
+
+class Store(JobStore, ExecutionStore, ControlStore, Protocol):
+    """One object serving the three stores (both adapters keep them in one database)."""
+
+
+class Queues(Protocol):
+    """Each job class's due queue (delays, visibility, receive counts, redrive) and dead-letter queue."""
+
+    def send(self, messages: Iterable[DueMessage], now: datetime) -> int:
+        """Send each message to its class's queue, visible when it is due; returns the number sent."""
+        ...
+
+    def receive(self, job_class: str, max_messages: int, wait_seconds: float, visibility: float) -> list[Received]:
+        """Up to `max_messages` visible messages, each hidden for `visibility` seconds; waits up to
+        `wait_seconds` for one to become visible."""
+        ...
+
+    def extend(self, job_class: str, receipt: str, seconds: float) -> None:
+        """Hide a received message for `seconds` from now (0: visible at once)."""
+        ...
+
+    def delete(self, job_class: str, receipt: str) -> None: ...
+
+    def delete_batch(self, job_class: str, receipts: list[str]) -> None: ...
+
+    def dead_letter(self, job_class: str, body: dict[str, Any]) -> None: ...
+
+    def dead_letter_depth(self, job_class: str) -> int: ...
+
+    def receive_dead_letters(self, job_class: str, wait_seconds: float = 0) -> list[tuple[dict[str, Any], str]]: ...
+
+    def delete_dead_letter(self, job_class: str, receipt: str) -> None: ...
