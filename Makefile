@@ -8,7 +8,7 @@ export PYTHONDONTWRITEBYTECODE := 1
 PYTEST := $(PY) -m pytest -q -p no:cacheprovider
 LINTED := layers functions infra tests app.py $(wildcard bench)
 
-.PHONY: dev local test test-fast test-e2e lint format synth bench bench-quick bench-side redis-server chaos clean
+.PHONY: dev local test test-fast test-e2e lint format synth bench bench-quick bench-smoke bench-side redis-server chaos clean
 
 $(VENV): pyproject.toml scripts/bootstrap.sh
 	./scripts/bootstrap.sh
@@ -28,11 +28,11 @@ local: $(VENV)  ## the whole system on this machine (SQLite under .duetime; BACK
 E2E_BACKENDS := sqlite moto
 
 test: dev lint  ## every test: unit, integration, infrastructure, end-to-end on each backend
-	$(PYTEST) tests/unit tests/integration tests/infrastructure
+	$(PYTEST) -m "not bench" tests/unit tests/integration tests/infrastructure
 	$(MAKE) --no-print-directory test-e2e
 
 test-fast: $(VENV)  ## the inner loop: pure logic and adapters against moto
-	$(PYTEST) tests/unit tests/integration
+	$(PYTEST) -m "not bench" tests/unit tests/integration
 
 test-e2e: $(VENV)  ## the end-to-end suite once per backend, each in its own pytest process
 	@set -e; for backend in $(E2E_BACKENDS); do \
@@ -61,6 +61,9 @@ bench: $(VENV) redis-server  ## figures: lateness side by side with Celery + Red
 
 bench-quick: $(VENV) redis-server  ## every benchmark part briefly (a few minutes)
 	$(PY) -m bench --quick
+
+bench-smoke: $(VENV) redis-server  ## the benchmark harness runs (a few jobs a system; a test, not figures)
+	$(PYTEST) -m bench tests/integration/test_bench_smoke.py
 
 bench-side: $(VENV) redis-server  ## issue 13's side-by-side part alone (SQLite, moto, Celery + Redis)
 	$(PY) -m bench --only side

@@ -31,12 +31,12 @@ PREFIX = "duetime"
 
 def seed(data_dir: Path, count: int, log: Callable[[str], None] = print) -> dict[str, Any]:
     """`count` future one-off jobs and their executions in `data_dir`'s database; how long it took."""
-    from duetime.adapters.sqlite.store import created_key, job_to_doc
-    from duetime.local.backends import DATABASE_FILE, SQLITE, close_ports, local_settings, sqlite_ports
+    from duetime.adapters.sqlite.db import DATABASE_FILE, Database
+    from duetime.adapters.sqlite.store import SqliteStore, created_key, job_to_doc
+    from duetime.local.backends import SQLITE, local_settings
 
-    settings = local_settings(SQLITE, PREFIX, SHARDS, LEASE_SECONDS)
-    ports = sqlite_ports(data_dir / DATABASE_FILE, settings, None, create=True)
-    store: Any = ports.store
+    database = Database(data_dir / DATABASE_FILE)
+    store = SqliteStore(database, local_settings(SQLITE, PREFIX, SHARDS, LEASE_SECONDS))
     started = time.monotonic()
     now = datetime.now(UTC).replace(microsecond=0)
     step = (SEED_UNTIL - SEED_FROM) / max(1, count)
@@ -69,9 +69,8 @@ def seed(data_dir: Path, count: int, log: Callable[[str], None] = print) -> dict
             if done % (BATCH * 20) == 0 or done == count:
                 log(f"    seeded {done:,} of {count:,} in {time.monotonic() - started:.0f} s")
     finally:
-        close_ports(ports)
-    database = data_dir / DATABASE_FILE
-    size = sum(p.stat().st_size for p in database.parent.glob(database.name + "*"))
+        database.close()
+    size = sum(p.stat().st_size for p in data_dir.glob(DATABASE_FILE + "*"))
     return {
         "executions": count,
         "jobs": count,

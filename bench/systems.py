@@ -142,12 +142,12 @@ def stop_process(process: subprocess.Popen[Any], grace: float = 20.0) -> None:
 
 
 def local_backends() -> set[str]:
-    """The backends this checkout's `duetime local` offers: `--backend` choices, or moto alone before it."""
-    help_text = subprocess.run(
-        [PYTHON, "-m", "duetime.cli", "local", "--help"], capture_output=True, text=True, check=False, env=child_env()
-    ).stdout
-    match = re.search(r"--backend \{([a-z,]+)\}", help_text)
-    return set(match.group(1).split(",")) if match else {"moto"}
+    """The backends this checkout's `duetime local` offers (`--backend`), or moto alone before it had one."""
+    try:
+        from duetime.local.backends import BACKENDS
+    except ImportError:
+        return {"moto"}
+    return set(BACKENDS)
 
 
 def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:

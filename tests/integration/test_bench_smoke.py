@@ -30,6 +30,7 @@ def smoke(tmp_path: Path, *systems: str) -> tuple[dict[str, object], str]:
     return results, done.stdout
 
 
+@pytest.mark.bench  # ~45 s of processes starting and waiting for due times: `make bench-smoke`, not `make test`
 @pytest.mark.timeout(300)
 def test_the_smoke_run_measures_every_job_of_each_system_and_prints_the_table(tmp_path: Path) -> None:
     results, printed = smoke(tmp_path, "sqlite", "celery")
