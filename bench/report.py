@@ -225,6 +225,15 @@ def _cell(run: dict[str, Any] | None) -> str:
     return text
 
 
+def _highest(search: dict[str, Any] | None) -> str:
+    """The search's answer: the highest rate that passed, or below the lowest tried when none did."""
+    if search is None:
+        return "-"
+    if search["highestPassingPerSecond"]:
+        return f"{search['highestPassingPerSecond']:g}/s"
+    return f"< {search['lowestFailingPerSecond']:g}/s" if search["lowestFailingPerSecond"] else "-"
+
+
 def side_targets(side: dict[str, Any]) -> list[dict[str, Any]]:
     """Issue 13's targets, judged on the SQLite default."""
     runs, out = side.get("runs", []), []
@@ -311,7 +320,7 @@ def render_side(side: dict[str, Any]) -> str:
         _row(
             [
                 "highest rate, p99 < 1 s",
-                *[f"{searches[s]['highestPassingPerSecond']:g}/s" if s in searches else "-" for s in systems],
+                *[_highest(searches.get(s)) for s in systems],
             ],
             widths,
         )
@@ -347,3 +356,59 @@ def render_side(side: dict[str, Any]) -> str:
         for t in targets13:
             lines.append(f"  [{'met' if t['met'] else 'MISSED'}] {t['target']}: {t['measured']}")
     return "\n".join(lines)
+
+
+def markdown_side(side: dict[str, Any]) -> str:
+    """The side-by-side figures as the markdown tables of docs/performance.md (`python -m bench.report`)."""
+    runs = side.get("runs", [])
+    systems = list(dict.fromkeys(r["system"] for r in runs))
+    lines = [
+        "| run | " + " | ".join(systems) + " |",
+        "| --- | " + " | ".join("---:" for _ in systems) + " |",
+    ]
+    for scenario, rate in dict.fromkeys((r["scenario"], r.get("rate")) for r in runs):
+        label = f"{scenario}, {rate:g}/s" if rate is not None else f"{scenario}: jobs, drain, p50 / p99"
+        cells = []
+        for system in systems:
+            run = next(
+                (r for r in runs if r["system"] == system and r["scenario"] == scenario and r.get("rate") == rate),
+                None,
+            )
+            cell = _cell(run)
+            if run and run.get("drainSeconds") is not None:
+                cell = f"{run['count']:,}, {run['drainSeconds']} s, {cell}"
+            cells.append(cell)
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    searches = {s["system"]: s for s in side.get("searches", [])}
+    best = [_highest(searches.get(s)) for s in systems]
+    lines.append("| highest one-off rate with p99 < 1 s | " + " | ".join(best) + " |")
+    rss = []
+    for system in systems:
+        mine = [r for r in runs if r["system"] == system and "rssIdleMb" in r]
+        idle = min((r["rssIdleMb"] for r in mine), default=0)
+        peak = max((r["rssPeakMb"] for r in mine), default=0)
+        rss.append(f"{idle:.0f} / {peak:.0f}")
+    lines.append("| RSS MB, idle / peak | " + " | ".join(rss) + " |")
+    stored = side.get("stored")
+    if stored:
+        header = f"| run | duetime sqlite | with {stored['seed']['executions']:,} stored |"
+        lines += ["", header, "| --- | ---: | ---: |"]
+        for run in stored["runs"]:
+            base = _find(runs, SQLITE, run["scenario"], run.get("rate"))
+            label = f"{run['scenario']}, " + (f"{run['rate']:g}/s" if "rate" in run else f"{run['count']:,} jobs")
+            before, after = _cell(base), _cell(run)
+            if run.get("drainSeconds") is not None and base:
+                before, after = f"{base.get('drainSeconds')} s, {before}", f"{run['drainSeconds']} s, {after}"
+            lines.append(f"| {label} | {before} | {after} |")
+    targets13 = side.get("targets", [])
+    if targets13:
+        lines += ["", "| target | measured | |", "| --- | --- | --- |"]
+        lines += [f"| {t['target']} | {t['measured']} | {'met' if t['met'] else 'missed'} |" for t in targets13]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    import json
+    from pathlib import Path
+
+    print(markdown_side(json.loads(Path(__file__).with_name("results.json").read_text())["sideBySide"]))
