@@ -8,7 +8,7 @@ export PYTHONDONTWRITEBYTECODE := 1
 PYTEST := $(PY) -m pytest -q -p no:cacheprovider
 LINTED := layers functions infra tests app.py $(wildcard bench)
 
-.PHONY: dev local test test-tiers test-fast test-e2e lint format synth scan bench chaos clean
+.PHONY: dev local test test-tiers test-fast test-e2e lint format synth scan bench bench-quick bench-smoke bench-side redis-server chaos clean
 
 $(VENV): pyproject.toml scripts/bootstrap.sh scripts/checkov-requirements.txt
 	./scripts/bootstrap.sh
@@ -34,10 +34,10 @@ test: dev lint  ## every test: unit, contract, integration, infrastructure, end-
 	$(MAKE) --no-print-directory -j --output-sync=target test-tiers $(addprefix test-e2e-,$(E2E_BACKENDS))
 
 test-tiers: $(VENV)
-	$(PYTEST) tests/unit tests/contract tests/integration tests/infrastructure
+	$(PYTEST) -m "not bench" tests/unit tests/contract tests/integration tests/infrastructure
 
 test-fast: $(VENV)  ## the inner loop: pure logic and adapters against moto and SQLite
-	$(PYTEST) tests/unit tests/contract tests/integration
+	$(PYTEST) -m "not bench" tests/unit tests/contract tests/integration
 
 test-e2e: $(VENV)  ## the end-to-end suite once per backend, one after the other
 	@set -e; for backend in $(E2E_BACKENDS); do $(MAKE) --no-print-directory test-e2e-$$backend; done
@@ -69,8 +69,24 @@ synth: dev  ## CloudFormation template in cdk.out, offline and without Docker
 scan: dev  ## the template checks alone: cdk-nag, cfn-lint, checkov (counts printed)
 	$(PYTEST) -s tests/infrastructure/test_checks.py tests/infrastructure/test_checkov.py
 
-bench: $(VENV)  ## figures: lateness, throughput, AWS calls per execution
+bench: $(VENV) redis-server  ## figures: lateness side by side with Celery + Redis, throughput, AWS calls
 	$(PY) -m bench
+
+bench-quick: $(VENV) redis-server  ## every benchmark part briefly (a few minutes)
+	$(PY) -m bench --quick
+
+bench-smoke: $(VENV) redis-server  ## the benchmark harness runs (a few jobs a system; a test, not figures)
+	$(PYTEST) -m bench tests/integration/test_bench_smoke.py
+
+bench-side: $(VENV) redis-server  ## issue 13's side-by-side part alone (SQLite, moto, Celery + Redis)
+	$(PY) -m bench --only side
+
+# The Celery peer needs redis-server: installed from the OS packages when apt-get is there (as root);
+# otherwise the bench skips the peer and says so.
+redis-server:
+	@command -v redis-server >/dev/null 2>&1 || { command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ] \
+		&& { apt-get update -qq && apt-get install -y -qq redis-server >/dev/null; } \
+		|| echo "redis-server not installed (no apt-get or not root): the bench skips the Celery peer"; }
 
 clean:
 	rm -rf .venv .checkov node_modules cdk.out build .duetime

@@ -1,6 +1,9 @@
 """`python -m bench` (`make bench`): run every benchmark, print the figures, write bench/results.json.
 
-`--quick` runs each part briefly (for developing the benchmarks); `--only NAME...` runs some parts.
+`--quick` runs each part briefly (for developing the benchmarks); `--only NAME...` runs some parts; a part
+not run keeps its figures from the last run in results.json (`parts` says when each was measured).
+`side` is issue 13's side-by-side run (duetime on SQLite, on moto, Celery + Redis); `--smoke` runs it
+alone for a few seconds a system (the test that keeps the harness from rotting).
 """
 
 from __future__ import annotations
@@ -12,14 +15,15 @@ import platform
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench import calls, ceiling, failover, hotpath, lateness, report
+from bench import calls, ceiling, failover, hotpath, lateness, report, sidebyside
 
 RESULTS = Path(__file__).with_name("results.json")
-PARTS = ("calls", "ceiling", "steady", "burst", "failover", "profile")
+PARTS = ("calls", "ceiling", "steady", "burst", "failover", "profile", "side")
 WORKERS = 64  # worker threads per job class in the measured `duetime local` (its --workers)
 
 
@@ -49,6 +53,52 @@ def plan(quick: bool) -> dict[str, Any]:
     }
 
 
+def side_by_side_plan(options: argparse.Namespace) -> sidebyside.Plan:
+    side = sidebyside.Plan.smoke() if options.smoke else sidebyside.Plan.quick() if options.quick else sidebyside.Plan()
+    changes = {
+        "rates": options.rates,
+        "seconds": options.seconds,
+        "burst": options.burst,
+        "stored": options.stored,
+        "workers": options.workers,
+    }
+    return replace(side, **{name: value for name, value in changes.items() if value is not None})
+
+
+# Each part's keys in results.json.
+PART_KEYS = {
+    "calls": ("calls",),
+    "ceiling": ("ceiling",),
+    "steady": ("steady",),
+    "burst": ("burst",),
+    "failover": ("failover",),
+    "profile": ("profile",),
+    "side": ("sideBySide",),
+}
+
+
+def carry_over(results: dict[str, Any], output: Path, ran: list[str]) -> dict[str, Any]:
+    """`results` with the figures of the parts not run now taken from the previous file, and when each
+    part was measured (`parts`), so `--only` refreshes some figures without losing the others."""
+    previous: dict[str, Any] = {}
+    if output.exists():
+        try:
+            previous = json.loads(output.read_text())
+        except ValueError:
+            previous = {}
+    measured = dict(previous.get("parts") or {})
+    for part, keys in PART_KEYS.items():
+        if part in ran:
+            measured[part] = results["startedAt"]
+            continue
+        for key in keys:
+            if key in previous and key not in results:
+                results[key] = previous[key]
+                measured.setdefault(part, previous.get("startedAt"))
+    results["parts"] = measured
+    return results
+
+
 def timed(name: str, fn: Callable[[], Any], timings: dict[str, float]) -> Any:
     print(f"... {name}", flush=True)
     started = time.monotonic()
@@ -61,9 +111,19 @@ def main(argv: list[str] | None = None) -> int:
     args = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     args.add_argument("--quick", action="store_true", help="short runs, for developing the benchmarks")
     args.add_argument("--only", nargs="*", choices=PARTS, default=list(PARTS))
-    args.add_argument("--output", default=str(RESULTS))
+    args.add_argument("--output", help=f"where the figures go (default {RESULTS}; a --smoke run writes none)")
+    args.add_argument("--smoke", action="store_true", help="the side-by-side part alone, a few seconds a system")
+    args.add_argument("--systems", nargs="*", choices=sidebyside.SYSTEMS, default=list(sidebyside.SYSTEMS))
+    args.add_argument("--rates", nargs="*", type=float, help="side by side: one-off rates per second")
+    args.add_argument("--seconds", type=float, help="side by side: seconds of each rate run")
+    args.add_argument("--burst", type=int, help="side by side: jobs due at one instant")
+    args.add_argument("--stored", type=int, help="side by side: future executions stored for the last figures")
+    args.add_argument("--workers", type=int, help="side by side: duetime local --workers")
     options = args.parse_args(argv)
+    if options.smoke:
+        options.only = ["side"]
     settings = plan(options.quick)
+    side_plan = side_by_side_plan(options)
     started = time.monotonic()
     timings: dict[str, float] = {}
     results: dict[str, Any] = {
@@ -137,13 +197,21 @@ def main(argv: list[str] | None = None) -> int:
         results.setdefault("calls", {"scenarios": []})["scenarios"].append(beat)
     if "profile" in options.only:
         results["profile"] = timed("hot path profile", lambda: hotpath.run(settings["profile"]), timings)
+    if "side" in options.only:
+        side = timed("side by side", lambda: sidebyside.run(side_plan, options.systems), timings)
+        side["targets"] = report.side_targets(side)
+        results["sideBySide"] = side
     results["machine"]["loadAverageAtEnd"] = [round(x, 2) for x in os.getloadavg()]
     results["timings"] = timings
     results["totalSeconds"] = round(time.monotonic() - started, 1)
+    output = Path(options.output) if options.output else None if options.smoke else RESULTS
+    if output is not None:
+        results = carry_over(results, output, [part for part in PARTS if part in options.only])
     results["targets"] = report.targets(results)
-    Path(options.output).write_text(json.dumps(results, indent=2, default=str) + "\n")
+    if output is not None:
+        output.write_text(json.dumps(results, indent=2, default=str) + "\n")
     print(report.render(results))
-    print(f"\nwritten to {options.output} in {results['totalSeconds']:.0f} s")
+    print(f"\nwritten to {output} in {results['totalSeconds']:.0f} s" if output else "\n(smoke run: nothing written)")
     return 0
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from duetime.domain.models import JobSpec, format_time, to_ms
+from duetime.local.backends import MOTO
 from duetime.local.system import LocalSystem
 from duetime.queue.notify import ConsoleNotifier
 from duetime.queue.sqs import DueQueues
@@ -45,7 +46,7 @@ def set_submit_rate(per_second: float) -> None:
 
 
 class BenchSystem:
-    """A `duetime local` (moto, API, pre-loader, worker threads) in this process, counted."""
+    """A `duetime local --backend moto` (moto, API, pre-loader, worker threads) in this process, counted."""
 
     def __init__(
         self, name: str, workers: int, lease_seconds: int = 30, shards: int = 8, window: int | None = None
@@ -58,6 +59,7 @@ class BenchSystem:
             lease_seconds=lease_seconds,
             shards=shards,
             prefix=unique_prefix(name),
+            backend=MOTO,  # these parts count AWS calls: the moto backend (the side-by-side part runs both)
         ).start()
         assert self.system.ports is not None
         self.ports: Ports = self.system.ports

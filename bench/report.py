@@ -187,8 +187,228 @@ def render(results: dict[str, Any]) -> str:
             f"moto, {p['processCpuMsPerExecution']} ms CPU per execution",
             "  moto ms per call: " + ", ".join(f"{k} {v}" for k, v in p["serverMsPerCall"].items()),
         ]
+    if "sideBySide" in results:
+        lines.append(render_side(results["sideBySide"]))
     if results.get("targets"):
         lines += ["", "Issue 7 targets"]
         for t in results["targets"]:
             lines.append(f"  [{'met' if t['met'] else 'MISSED'}] {t['target']}: {t['measured']}")
     return "\n".join(lines)
+
+
+# --- issue 13: the side-by-side benchmark ---------------------------------------------------------------
+
+SQLITE = "duetime sqlite"
+WITHIN = 0.10  # "within 10%" with 1,000,000 stored
+WITHIN_FLOOR_MS = 5.0  # ...or this close: a few milliseconds of p99 move with the machine's other load
+
+
+def _find(runs: list[dict[str, Any]], system: str, scenario: str, rate: float | None = None) -> dict[str, Any] | None:
+    for run in runs:
+        if run["system"] == system and run["scenario"] == scenario and (rate is None or run.get("rate") == rate):
+            return run
+    return None
+
+
+def _cell(run: dict[str, Any] | None) -> str:
+    """p50 / p99 ms of one run, with what makes the figure partial."""
+    if run is None:
+        return "-"
+    if "skipped" in run:
+        return "skipped"
+    late = run["lateness"]
+    text = f"{late['p50Ms']:,.0f} / {late['p99Ms']:,.0f}"
+    if run.get("saturated") or run.get("refused"):
+        text += f" sat {run['accepted']}/{run['planned']}"
+    if run.get("undone"):
+        text += f" undone {run['undone']}"
+    return text
+
+
+def _highest(search: dict[str, Any] | None) -> str:
+    """The search's answer: the highest rate that passed, or below the lowest tried when none did."""
+    if search is None:
+        return "-"
+    if search["highestPassingPerSecond"]:
+        return f"{search['highestPassingPerSecond']:g}/s"
+    return f"< {search['lowestFailingPerSecond']:g}/s" if search["lowestFailingPerSecond"] else "-"
+
+
+def side_targets(side: dict[str, Any]) -> list[dict[str, Any]]:
+    """Issue 13's targets, judged on the SQLite default."""
+    runs, out = side.get("runs", []), []
+    for rate, limit in ((20.0, 10.0), (100.0, 100.0)):
+        run = _find(runs, SQLITE, "one-off", rate)
+        if run and "skipped" not in run:
+            p99 = run["lateness"]["p99Ms"]
+            out.append(
+                {
+                    "target": f"p99 start lateness < {limit:.0f} ms at {rate:.0f}/s submitted over the API",
+                    "measured": f"{p99:,.1f} ms ({run['accepted']}/{run['planned']} in, {run['undone']} undone)",
+                    "met": p99 < limit and not run["undone"] and run["accepted"] == run["planned"],
+                }
+            )
+    search = next((s for s in side.get("searches", []) if s["system"] == SQLITE), None)
+    if search:
+        best = search["highestPassingPerSecond"]
+        out.append(
+            {
+                "target": ">= 500 executions/s sustained with p99 < 1 s",
+                "measured": f"{best:g}/s passed"
+                + (f", {search['lowestFailingPerSecond']:g}/s failed" if search["lowestFailingPerSecond"] else ""),
+                "met": best >= 500,
+            }
+        )
+    burst = _find(runs, SQLITE, "burst")
+    if burst and "skipped" not in burst:
+        drain = burst.get("drainSeconds")
+        full = burst["count"] >= 10_000
+        out.append(
+            {
+                "target": "10,000 due at one instant drained in < 20 s",
+                "measured": f"{burst['count']:,} in {drain} s" + ("" if full else " (not the full 10,000)"),
+                "met": full and drain is not None and drain < 20 and not burst["undone"],
+            }
+        )
+    stored = side.get("stored")
+    if stored:
+        compared, worst = [], 0.0
+        for run in stored["runs"]:
+            base = _find(runs, SQLITE, run["scenario"], run.get("rate"))
+            if not base or "skipped" in base or "skipped" in run:
+                continue
+            key = "drainSeconds" if run["scenario"] == "burst" else None
+            before = base[key] * 1000 if key else base["lateness"]["p99Ms"]
+            after = run[key] * 1000 if key else run["lateness"]["p99Ms"]
+            ok = after <= before * (1 + WITHIN) or after - before <= WITHIN_FLOOR_MS
+            worst = max(worst, after / before if before else 1.0)
+            name = f"{run['scenario']} {run.get('rate', run.get('count')):g}"
+            compared.append((name, before, after, ok and not run.get("undone")))
+        if compared:
+            out.append(
+                {
+                    "target": f"figures within 10% with {side['plan']['stored']:,} future executions stored",
+                    "measured": "; ".join(f"{n}: {b:,.0f} -> {a:,.0f} ms" for n, b, a, _ in compared),
+                    "met": all(ok for *_, ok in compared),
+                }
+            )
+    return out
+
+
+def render_side(side: dict[str, Any]) -> str:
+    runs = side.get("runs", [])
+    systems = list(dict.fromkeys(r["system"] for r in runs))
+    lines = ["", "Side by side: start lateness p50 / p99 ms (start recorded by the worker - due time)"]
+    widths = [26, *([30] * len(systems))]
+    lines.append(_row(["run", *systems], widths))
+    rows = list(dict.fromkeys((r["scenario"], r.get("rate")) for r in runs if r["scenario"] != "search"))
+    for scenario, rate in rows:
+        label = f"{scenario} {rate:g}/s" if rate is not None else f"{scenario} (count, drain)"
+        cells = []
+        for system in systems:
+            run = next(
+                (r for r in runs if r["system"] == system and r["scenario"] == scenario and r.get("rate") == rate),
+                None,
+            )
+            cell = _cell(run)
+            if run and run.get("drainSeconds") is not None:
+                cell = f"{run['count']:,} {run['drainSeconds']} s, " + cell
+            cells.append(cell)
+        lines.append(_row([label, *cells], widths))
+    searches = {s["system"]: s for s in side.get("searches", [])}
+    lines.append(
+        _row(
+            [
+                "highest rate, p99 < 1 s",
+                *[_highest(searches.get(s)) for s in systems],
+            ],
+            widths,
+        )
+    )
+    peaks = {s: max((r.get("rssPeakMb", 0) for r in runs if r["system"] == s), default=0) for s in systems}
+    idles = {
+        s: min((r.get("rssIdleMb", 0) for r in runs if r["system"] == s and "rssIdleMb" in r), default=0)
+        for s in systems
+    }
+    lines.append(_row(["RSS MB idle / peak", *[f"{idles[s]:.0f} / {peaks[s]:.0f}" for s in systems]], widths))
+    lines.append(
+        "  (sat: submission fell behind the rate and stopped, accepted/planned; undone: accepted but not run when "
+        "the run ended; RSS: the whole process tree, duetime local + its moto process, Celery worker + redis-server)"
+    )
+    stored = side.get("stored")
+    if stored:
+        seed = stored["seed"]
+        lines += [
+            "",
+            f"duetime sqlite with {seed['executions']:,} future executions stored (seeded in {seed['seconds']} s, "
+            f"database {seed['databaseMb']:,.0f} MB; RSS idle {stored['rssIdleMb']:.0f} MB)",
+        ]
+        for run in stored["runs"]:
+            base = _find(runs, SQLITE, run["scenario"], run.get("rate"))
+            label = f"{run['scenario']} " + (f"{run['rate']:g}/s" if "rate" in run else f"of {run['count']:,}")
+            extra = f", drain {run['drainSeconds']} s" if run.get("drainSeconds") is not None else ""
+            lines.append(f"  {label}: {_cell(run)}{extra}  (without: {_cell(base)})")
+    for name, reason in side.get("skipped", {}).items():
+        lines.append(f"  skipped {name}: {reason}")
+    targets13 = side.get("targets", [])
+    if targets13:
+        lines += ["", "Issue 13 targets (duetime sqlite)"]
+        for t in targets13:
+            lines.append(f"  [{'met' if t['met'] else 'MISSED'}] {t['target']}: {t['measured']}")
+    return "\n".join(lines)
+
+
+def markdown_side(side: dict[str, Any]) -> str:
+    """The side-by-side figures as the markdown tables of docs/performance.md (`python -m bench.report`)."""
+    runs = side.get("runs", [])
+    systems = list(dict.fromkeys(r["system"] for r in runs))
+    lines = [
+        "| run | " + " | ".join(systems) + " |",
+        "| --- | " + " | ".join("---:" for _ in systems) + " |",
+    ]
+    for scenario, rate in dict.fromkeys((r["scenario"], r.get("rate")) for r in runs):
+        label = f"{scenario}, {rate:g}/s" if rate is not None else f"{scenario}: jobs, drain, p50 / p99"
+        cells = []
+        for system in systems:
+            run = next(
+                (r for r in runs if r["system"] == system and r["scenario"] == scenario and r.get("rate") == rate),
+                None,
+            )
+            cell = _cell(run)
+            if run and run.get("drainSeconds") is not None:
+                cell = f"{run['count']:,}, {run['drainSeconds']} s, {cell}"
+            cells.append(cell)
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    searches = {s["system"]: s for s in side.get("searches", [])}
+    best = [_highest(searches.get(s)) for s in systems]
+    lines.append("| highest one-off rate with p99 < 1 s | " + " | ".join(best) + " |")
+    rss = []
+    for system in systems:
+        mine = [r for r in runs if r["system"] == system and "rssIdleMb" in r]
+        idle = min((r["rssIdleMb"] for r in mine), default=0)
+        peak = max((r["rssPeakMb"] for r in mine), default=0)
+        rss.append(f"{idle:.0f} / {peak:.0f}")
+    lines.append("| RSS MB, idle / peak | " + " | ".join(rss) + " |")
+    stored = side.get("stored")
+    if stored:
+        header = f"| run | duetime sqlite | with {stored['seed']['executions']:,} stored |"
+        lines += ["", header, "| --- | ---: | ---: |"]
+        for run in stored["runs"]:
+            base = _find(runs, SQLITE, run["scenario"], run.get("rate"))
+            label = f"{run['scenario']}, " + (f"{run['rate']:g}/s" if "rate" in run else f"{run['count']:,} jobs")
+            before, after = _cell(base), _cell(run)
+            if run.get("drainSeconds") is not None and base:
+                before, after = f"{base.get('drainSeconds')} s, {before}", f"{run['drainSeconds']} s, {after}"
+            lines.append(f"| {label} | {before} | {after} |")
+    targets13 = side.get("targets", [])
+    if targets13:
+        lines += ["", "| target | measured | |", "| --- | --- | --- |"]
+        lines += [f"| {t['target']} | {t['measured']} | {'met' if t['met'] else 'missed'} |" for t in targets13]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    import json
+    from pathlib import Path
+
+    print(markdown_side(json.loads(Path(__file__).with_name("results.json").read_text())["sideBySide"]))

@@ -9,10 +9,10 @@ if ! "$PYTHON" -m uv --version >/dev/null 2>&1; then
 fi
 if "$PYTHON" -m uv --version >/dev/null 2>&1; then
   [ -x .venv/bin/python ] || "$PYTHON" -m uv venv --quiet .venv --python "$PYTHON"
-  "$PYTHON" -m uv pip install --quiet --python .venv/bin/python -e '.[local,infra,dev]'
+  "$PYTHON" -m uv pip install --quiet --python .venv/bin/python -e '.[local,infra,dev,bench]'
 else
   [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
-  .venv/bin/pip install --quiet --disable-pip-version-check -e '.[local,infra,dev]'
+  .venv/bin/pip install --quiet --disable-pip-version-check -e '.[local,infra,dev,bench]'
 fi
 # checkov (scripts/checkov-requirements.txt) in a venv of its own: it pins an older boto3 than duetime runs on,
 # so the two cannot share .venv. tests/infrastructure/test_checkov.py runs .checkov/bin/checkov.

@@ -1,0 +1,53 @@
+"""The side-by-side benchmark's harness runs end to end in smoke mode (a few jobs a system), so `make bench`
+cannot rot between the runs that measure: real `duetime local` processes over HTTP, the Celery peer when
+redis-server is present, figures written to JSON and a table printed."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def smoke(tmp_path: Path, *systems: str) -> tuple[dict[str, object], str]:
+    output = tmp_path / "results.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "bench", "--smoke", "--output", str(output), "--systems", *systems],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    results: dict[str, object] = json.loads(output.read_text())
+    return results, done.stdout
+
+
+@pytest.mark.bench  # ~45 s of processes starting and waiting for due times: `make bench-smoke`, not `make test`
+@pytest.mark.timeout(300)
+def test_the_smoke_run_measures_every_job_of_each_system_and_prints_the_table(tmp_path: Path) -> None:
+    results, printed = smoke(tmp_path, "sqlite", "celery")
+    side = results["sideBySide"]
+    assert isinstance(side, dict)
+    expected = {"duetime sqlite"} | ({"celery+redis"} if shutil.which("redis-server") else set())
+    assert {run["system"] for run in side["runs"]} == expected
+    assert "celery+redis" in side["skipped"] or "celery+redis" in expected
+    for run in side["runs"]:
+        assert run["accepted"] == run["planned"] > 0, run
+        assert run["undone"] == 0 and run["started"] == run["planned"], run
+        assert run["lateness"]["p99Ms"] >= run["lateness"]["p50Ms"] >= -50, run  # starts are not before due
+        assert run["rssPeakMb"] > 10, run
+    burst = [run for run in side["runs"] if run["scenario"] == "burst"]
+    assert len(burst) == len(expected) and all(run["drainSeconds"] is not None for run in burst)
+    stored = side["stored"]
+    assert stored["seed"]["executions"] == side["plan"]["stored"]
+    assert all(run["undone"] == 0 for run in stored["runs"])
+    assert "Side by side" in printed and "Issue 13 targets" in printed
+    assert [t["target"] for t in side["targets"]][:1] == ["p99 start lateness < 10 ms at 20/s submitted over the API"]
