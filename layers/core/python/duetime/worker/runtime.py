@@ -132,6 +132,8 @@ class Worker:
         self.deletes_by_event_source = deletes_by_event_source
         self._deleter: DeleteBatcher | None = None
         self._inflight = 0
+        # Set whenever a run ends, so a worker with every slot busy receives again at once, not after a poll.
+        self._slot_freed = threading.Event()
         self._running: dict[str, Running] = {}
         self._lock = threading.Lock()
         self.stopping = threading.Event()
@@ -161,7 +163,8 @@ class Worker:
                 with self._lock:
                     free = self.concurrency - self._inflight
                 if free == 0:
-                    time.sleep(0.05)
+                    self._slot_freed.wait(1.0)
+                    self._slot_freed.clear()
                     continue
                 try:
                     visible_until = self.ports.clock() + timedelta(seconds=self.lease)
@@ -184,6 +187,7 @@ class Worker:
         finally:
             with self._lock:
                 self._inflight -= 1
+            self._slot_freed.set()
 
     def _drain(self, grace_seconds: float) -> None:
         deadline = time.monotonic() + grace_seconds
