@@ -69,7 +69,7 @@ def test_the_moto_backend_runs_the_real_handlers_each_invocation_with_its_own_re
         assert execution["status"] == "failed"
 
         def told() -> list[dict[str, Any]]:
-            return [r for r in console.records("duetime-dlq-notifier") if r.get("default") == 1]
+            return [r for r in console.records("duetime-dlq-notifier") if r.get("handled", {}).get("default") == 1]
 
         [drained] = wait_for(told, timeout=20, what="the DLQ notifier to handle the dead letter")
 
@@ -83,7 +83,7 @@ def test_the_moto_backend_runs_the_real_handlers_each_invocation_with_its_own_re
     # The pre-loader: its own function, a fresh request id per tick, its report under a key of its own
     assert {t["function_name"] for t in ticks} == {"duetime-preloader"}
     assert len({t["function_request_id"] for t in ticks}) == 2
-    assert set(ticks[0]["report"]) >= {"sent", "created", "skipped"}
+    assert set(ticks[0]["cycle"]) >= {"sent", "created", "skipped"}
     # The worker: invoked by the SQS event source with a batch holding the job's message
     batches = [r for r in console.records("duetime-worker") if isinstance(r["message"], dict)]
     ours = [b for b in batches if any(execution["executionId"] in rec["body"] for rec in b["message"]["Records"])]
