@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import base64
 import json
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import jwt
 import pytest
 from duetime.api.app import build_app
-from duetime.api.auth import issue_token
+from duetime.api.auth import ISSUER, issue_token
 from duetime.local.http_bridge import to_event
 from duetime.service import executions as execution_cases
 
@@ -306,6 +307,14 @@ ROUTES = [
         {"attempt": 1, "workerId": "w1", "result": "succeeded"},
     ),
 ]
+
+
+def raw_token(subject: str) -> str:
+    """A token signed with the right secret whose subject issue_token would refuse to put in one."""
+    now = datetime.now(UTC)
+    return jwt.encode({"sub": subject, "iss": ISSUER, "iat": now, "exp": now + timedelta(days=1)}, SECRET, "HS256")
+
+
 BAD_AUTH = {
     "no header": None,
     "not bearer": "Basic YWxpY2U6cHc=",
@@ -313,7 +322,8 @@ BAD_AUTH = {
     "garbage token": "Bearer not.a.jwt",
     "wrong secret": "Bearer " + issue_token("another-secret-also-thirty-two-bytes", "alice"),
     "expired": "Bearer " + issue_token(SECRET, "alice", days=-1),
-    "no subject": "Bearer " + issue_token(SECRET, ""),
+    "no subject": "Bearer " + raw_token(""),
+    "subject with #": "Bearer " + raw_token("alice#x"),
     "non-latin text": "Bearer \u00e9\u00e8",
 }
 
