@@ -267,7 +267,9 @@ def build_app(ports: Ports, local_secret: str | None = None) -> APIGatewayRestRe
         key = ports.store.key_of(execution)
         job = ports.store.get_job(execution.job_id)
         run_ends = execution_cases.run_ends(execution, job)
-        updated = execution_cases.heartbeat(ports, key, request.attempt, execution.job_class, run_ends)
+        updated = execution_cases.heartbeat(
+            ports, key, request.attempt, execution.job_class, run_ends, request.worker_id
+        )
         if updated.lease_until is None:  # a running row always has a lease; never report a bare 200
             raise Conflict("the execution holds no lease", field="attempt")
         return json_response(200, HeartbeatResponse(lease_until=updated.lease_until))

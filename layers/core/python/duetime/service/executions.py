@@ -155,13 +155,19 @@ def live_others(ports: Ports, job: Job, execution_id: str, now: datetime) -> lis
 
 
 def heartbeat(
-    ports: Ports, key: ExecutionKey, attempt: int, job_class: str | None = None, run_ends: datetime | None = None
+    ports: Ports,
+    key: ExecutionKey,
+    attempt: int,
+    job_class: str | None = None,
+    run_ends: datetime | None = None,
+    worker_id: str | None = None,
 ) -> Execution:
     """Extend `attempt`'s lease by one lease of its job class from now (the row is read for the class only
     when the caller does not know it); raises StaleAttempt if that attempt no longer holds the row.
 
     `run_ends` (startedAt + the job's timeoutSeconds) caps the lease: a worker that keeps heartbeating
-    cannot hold the row running past its timeout, and once that time has come the heartbeat is refused."""
+    cannot hold the row running past its timeout, and once that time has come the heartbeat is refused.
+    `worker_id` (the worker that claimed the attempt) is checked in the same conditional write."""
     if job_class is None:
         execution = ports.store.get_execution(key)
         job_class = execution.job_class if execution else "default"
@@ -171,7 +177,7 @@ def heartbeat(
         if now >= run_ends:
             raise Conflict("the run has reached its job's timeoutSeconds", field="attempt")
         lease_until = min(lease_until, run_ends)
-    return ports.store.heartbeat(key, attempt, lease_until)
+    return ports.store.heartbeat(key, attempt, lease_until, worker_id)
 
 
 def run_ends(execution: Execution, job: Job | None) -> datetime | None:
