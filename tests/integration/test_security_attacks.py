@@ -151,6 +151,8 @@ def test_two_differing_content_lengths_are_400(ports, server):
 def test_body_length_accepts_the_limit_itself_and_no_header():
     assert body_length([str(API_MAX_BODY_BYTES)]) == (API_MAX_BODY_BYTES, None)
     assert body_length([]) == (0, None)
+    assert body_length(["0"]) == (0, None)
+    assert body_length(["000012"]) == (12, None)
     assert body_length(["7", "7"]) == (7, None)
 
 

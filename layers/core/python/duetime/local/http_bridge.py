@@ -63,7 +63,7 @@ def body_length(values: list[str], limit: int = API_MAX_BODY_BYTES) -> tuple[int
     if distinct or not text.isascii() or not text.isdigit():
         message = "Content-Length must be one non-negative whole number"
         return 0, (400, {"code": "invalid_input", "message": message, "field": field})
-    digits = text.lstrip("0")
+    digits = text.lstrip("0") or "0"
     length = int(digits) if len(digits) <= len(str(limit)) else limit + 1  # never parse a 5000-digit number
     if length > limit:
         message = f"the body is larger than {limit} bytes"
