@@ -232,6 +232,18 @@ def test_a_claim_of_a_missing_or_ended_row_claims_nothing(ports, clock):
     assert outcome.claimed is None and outcome.current.status == ExecutionStatus.SUCCEEDED
 
 
+def test_a_heartbeat_naming_another_worker_than_the_claims_is_refused_and_changes_nothing(ports, clock):
+    store = ports.store
+    key = waiting(ports, clock)
+    lease = clock() + timedelta(seconds=30)
+    store.claim(key, "w1", clock(), lease)
+    with pytest.raises(StaleAttempt):
+        store.heartbeat(key, 1, clock() + timedelta(seconds=50), "w-forger")
+    assert store.get_execution(key).lease_until == lease
+    later = clock() + timedelta(seconds=50)
+    assert store.heartbeat(key, 1, later, "w1").lease_until == later
+
+
 def test_heartbeats_and_release_are_fenced_by_the_attempt_number(ports, clock):
     store = ports.store
     key = waiting(ports, clock)

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import base64
 import json
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import jwt
 import pytest
 from duetime.api.app import build_app
-from duetime.api.auth import issue_token
+from duetime.api.auth import ISSUER, issue_token
 from duetime.local.http_bridge import to_event
 from duetime.service import executions as execution_cases
 
@@ -299,9 +300,21 @@ ROUTES = [
     ("GET", "/jobs/j_0000000000000001/executions", None),
     ("POST", "/jobs/j_0000000000000001/run", None),
     ("POST", "/schedules/preview", {"cron": "* * * * *"}),
-    ("POST", "/executions/j_0000000000000001.1796115600000/heartbeat", {"attempt": 1}),
-    ("POST", "/executions/j_0000000000000001.1796115600000/complete", {"attempt": 1, "result": "succeeded"}),
+    ("POST", "/executions/j_0000000000000001.1796115600000/heartbeat", {"attempt": 1, "workerId": "w1"}),
+    (
+        "POST",
+        "/executions/j_0000000000000001.1796115600000/complete",
+        {"attempt": 1, "workerId": "w1", "result": "succeeded"},
+    ),
 ]
+
+
+def raw_token(subject: str) -> str:
+    """A token signed with the right secret whose subject issue_token would refuse to put in one."""
+    now = datetime.now(UTC)
+    return jwt.encode({"sub": subject, "iss": ISSUER, "iat": now, "exp": now + timedelta(days=1)}, SECRET, "HS256")
+
+
 BAD_AUTH = {
     "no header": None,
     "not bearer": "Basic YWxpY2U6cHc=",
@@ -309,7 +322,8 @@ BAD_AUTH = {
     "garbage token": "Bearer not.a.jwt",
     "wrong secret": "Bearer " + issue_token("another-secret-also-thirty-two-bytes", "alice"),
     "expired": "Bearer " + issue_token(SECRET, "alice", days=-1),
-    "no subject": "Bearer " + issue_token(SECRET, ""),
+    "no subject": "Bearer " + raw_token(""),
+    "subject with #": "Bearer " + raw_token("alice#x"),
     "non-latin text": "Bearer \u00e9\u00e8",
 }
 
@@ -334,7 +348,9 @@ def test_on_aws_the_owner_comes_from_authorizer_claims_and_a_role_claim_does_not
     event["requestContext"]["authorizer"] = {"claims": {"sub": "carol", "role": "worker"}}
     response = app.resolve(event, None)
     assert response["statusCode"] == 201 and json.loads(response["body"])["owner"] == "carol"
-    beat = to_event("POST", "/executions/j_0000000000000001.1796115600000/heartbeat", {}, b'{"attempt": 1}')
+    beat = to_event(
+        "POST", "/executions/j_0000000000000001.1796115600000/heartbeat", {}, b'{"attempt": 1, "workerId": "w1"}'
+    )
     beat["requestContext"]["authorizer"] = {"claims": {"sub": "carol", "role": "worker"}}
     assert_error((app.resolve(beat, None)["statusCode"], json.loads(app.resolve(beat, None)["body"])), 404)
     # And with neither claims nor an IAM identity the request is refused
@@ -384,13 +400,26 @@ def test_worker_tokens_do_not_reach_job_routes_nor_owner_tokens_worker_routes(al
     assert_error(worker.call("GET", f"/jobs/{job['jobId']}"), 404)
     assert_error(worker.call("POST", "/jobs", job_body()), 404)
     execution_id = f"{job['jobId']}.1796115000000"
-    assert_error(alice.call("POST", f"/executions/{execution_id}/heartbeat", {"attempt": 1}), 404, "executionId")
-    assert_error(alice.call("POST", f"/executions/{execution_id}/complete", {"attempt": 1, "result": "failed"}), 404)
+    assert_error(
+        alice.call("POST", f"/executions/{execution_id}/heartbeat", {"attempt": 1, "workerId": "w1"}),
+        404,
+        "executionId",
+    )
+    assert_error(
+        alice.call(
+            "POST", f"/executions/{execution_id}/complete", {"attempt": 1, "workerId": "w1", "result": "failed"}
+        ),
+        404,
+    )
 
 
 @pytest.mark.parametrize("execution_id", ["nope", "j_1.123", "j_1.1796115000000.x", "j_zz.1796115000000", "a.b.c.d"])
 def test_an_execution_id_that_names_no_execution_is_404_for_workers(worker, execution_id):
-    assert_error(worker.call("POST", f"/executions/{execution_id}/heartbeat", {"attempt": 1}), 404, "executionId")
+    assert_error(
+        worker.call("POST", f"/executions/{execution_id}/heartbeat", {"attempt": 1, "workerId": "w1"}),
+        404,
+        "executionId",
+    )
 
 
 def test_an_unknown_route_is_404(alice):
@@ -426,23 +455,72 @@ def test_worker_routes_are_fenced_by_attempt(alice, worker, ports):
     assert execution_id.startswith(job["jobId"])
     beat = f"/executions/{execution_id}/heartbeat"
     # Then the holder's heartbeat extends the lease, a stale or future attempt's is 409
-    status, body = worker.call("POST", beat, {"attempt": 1})
+    status, body = worker.call("POST", beat, {"attempt": 1, "workerId": "w1"})
     assert status == 200 and body["leaseUntil"].endswith("Z")
-    assert_error(worker.call("POST", beat, {"attempt": 2}), 409)
-    assert_error(worker.call("POST", beat, {"attempt": 0}), 400, "attempt")
-    assert_error(worker.call("POST", beat, {"attempt": 10**40}), 400, "attempt")
+    assert_error(worker.call("POST", beat, {"attempt": 2, "workerId": "w1"}), 409)
+    assert_error(worker.call("POST", beat, {"attempt": 0, "workerId": "w1"}), 400, "attempt")
+    assert_error(worker.call("POST", beat, {"attempt": 10**40, "workerId": "w1"}), 400, "attempt")
     # When the lease ends and a second worker claims attempt 2
     ports.clock.advance(timedelta(minutes=2).total_seconds())
     assert execution_cases.claim_execution(ports, received.message, "w2").execution.attempt == 2
     # Then attempt 1 is fenced out of both heartbeat and complete
-    assert_error(worker.call("POST", beat, {"attempt": 1}), 409)
+    assert_error(worker.call("POST", beat, {"attempt": 1, "workerId": "w1"}), 409)
     done = f"/executions/{execution_id}/complete"
-    assert_error(worker.call("POST", done, {"attempt": 1, "result": "succeeded"}), 409)
-    assert_error(worker.call("POST", done, {"attempt": 2, "result": "maybe"}), 400, "result")
-    status, ended = worker.call("POST", done, {"attempt": 2, "result": "succeeded", "output": {"ok": True}})
+    assert_error(worker.call("POST", done, {"attempt": 1, "workerId": "w1", "result": "succeeded"}), 409)
+    assert_error(worker.call("POST", done, {"attempt": 2, "workerId": "w2", "result": "maybe"}), 400, "result")
+    status, ended = worker.call(
+        "POST", done, {"attempt": 2, "workerId": "w2", "result": "succeeded", "output": {"ok": True}}
+    )
     assert status == 200 and ended["status"] == "succeeded" and ended["result"] == {"ok": True}
     # And a completed execution refuses further writes
-    assert_error(worker.call("POST", done, {"attempt": 2, "result": "failed"}), 409)
+    assert_error(worker.call("POST", done, {"attempt": 2, "workerId": "w2", "result": "failed"}), 409)
+
+
+def test_a_forged_complete_with_the_right_attempt_but_another_worker_id_is_409_and_changes_nothing(
+    alice, worker, ports
+):
+    # Given an execution claimed by worker w1 (attempt 1)
+    created(alice, schedule={"at": "2026-12-01T09:00:05Z"})
+    ports.clock.advance(5)
+    [received] = ports.queues.receive("default", 10, 0, 30)
+    claimed = execution_cases.claim_execution(ports, received.message, "w1").execution
+    done = f"/executions/{claimed.execution_id}/complete"
+    beat = f"/executions/{claimed.execution_id}/heartbeat"
+    # When another caller with a worker token presents attempt 1 under another worker id (or none)
+    forged = {"attempt": 1, "workerId": "w-forger", "result": "succeeded", "output": {"forged": True}}
+    assert_error(worker.call("POST", done, forged), 409, "workerId")
+    assert_error(worker.call("POST", beat, {"attempt": 1, "workerId": "w-forger"}), 409, "workerId")
+    assert_error(worker.call("POST", done, {"attempt": 1, "result": "failed"}), 400, "workerId")
+    # Then nothing changed: the row still runs under w1's lease
+    after = execution_cases.find_execution(ports, claimed.execution_id)
+    assert after.status == "running" and after.worker_id == "w1" and after.lease_until == claimed.lease_until
+    assert after.result is None
+    # And the holder itself still completes it
+    status, ended = worker.call("POST", done, {"attempt": 1, "workerId": "w1", "result": "succeeded"})
+    assert status == 200 and ended["status"] == "succeeded"
+
+
+def test_heartbeats_never_extend_a_run_past_its_jobs_timeout(alice, worker, ports):
+    # Given a job with a 100 s timeout, claimed by w1 at 09:00:05 (a 30 s lease)
+    created(alice, schedule={"at": "2026-12-01T09:00:05Z"}, timeoutSeconds=100)
+    ports.clock.advance(5)
+    [received] = ports.queues.receive("default", 10, 0, 30)
+    claimed = execution_cases.claim_execution(ports, received.message, "w1").execution
+    beat = f"/executions/{claimed.execution_id}/heartbeat"
+    run_ends = "2026-12-01T09:01:45.000Z"  # startedAt + timeoutSeconds
+    # When w1 heartbeats well inside the timeout, the lease is one lease from now
+    ports.clock.advance(20)
+    status, body = worker.call("POST", beat, {"attempt": 1, "workerId": "w1"})
+    assert status == 200 and body["leaseUntil"] < run_ends
+    # When it heartbeats within one lease of the timeout, the lease ends at the timeout, not later
+    ports.clock.advance(70)
+    status, body = worker.call("POST", beat, {"attempt": 1, "workerId": "w1"})
+    assert status == 200 and body["leaseUntil"] == run_ends
+    # And once the timeout has come, the heartbeat is refused and the lease stays where it was
+    ports.clock.advance(10)
+    assert_error(worker.call("POST", beat, {"attempt": 1, "workerId": "w1"}), 409, "attempt")
+    after = execution_cases.find_execution(ports, claimed.execution_id)
+    assert after.lease_until is not None and after.lease_until.strftime("%Y-%m-%dT%H:%M:%S.000Z") == run_ends
 
 
 # --- idempotency and paging --------------------------------------------------------------------------

@@ -17,7 +17,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from duetime.api.auth import issue_token
+from duetime.api.auth import check_owner_name, issue_token
 from duetime.audit_cli import add_audit_command
 from duetime.client_cli import add_client_commands
 from duetime.config import RuntimeConfig, build_ports, build_targets
@@ -91,10 +91,12 @@ def cmd_local(args: argparse.Namespace) -> int:
 
 
 def cmd_token(args: argparse.Namespace) -> int:
-    state = load_state(args.data_dir)
     if not args.worker and not args.owner:
         print("give --owner NAME or --worker", file=sys.stderr)
         return 2
+    if args.owner:
+        check_owner_name(args.owner)  # before reading local.json: a bad name is refused wherever it is asked
+    state = load_state(args.data_dir)
     print(issue_token(state.jwt_secret, args.owner or "worker", worker=args.worker, groups=args.group))
     return 0
 

@@ -244,3 +244,13 @@ def webhook_secret_name(prefix: str, owner_key: str) -> str:
 # a reply is read up to this size, a larger one fails the attempt permanently.
 WEBHOOK_CONNECT_TIMEOUT_SECONDS = 10.0
 WEBHOOK_MAX_REPLY_BYTES = 256 * 1024
+
+# --- request edges -------------------------------------------------------------------------------------
+
+# API Gateway (REST) refuses a larger request body; the local HTTP bridge answers 413 above it as well.
+API_MAX_BODY_BYTES = 10 * 1024 * 1024
+# One attribute of a paging cursor's start key, in UTF-8 bytes: DynamoDB's sort-key limit.
+MAX_CURSOR_KEY_BYTES = 1024
+# A whole cursor as sent in the query string (urlsafe base64 of JSON whose non-ASCII text is escaped, up to
+# 3 characters per UTF-8 byte): room for four start-key values at MAX_CURSOR_KEY_BYTES, and no more.
+MAX_CURSOR_CHARS = 24 * 1024

@@ -7,6 +7,7 @@ import binascii
 import json
 from typing import Any
 
+from duetime.definitions import MAX_CURSOR_CHARS, MAX_CURSOR_KEY_BYTES
 from duetime.domain.errors import InvalidInput
 
 
@@ -23,10 +24,13 @@ def decode_cursor(scope: str, cursor: str | None, expect: dict[str, str | None])
 
     The key must have exactly the attribute names of `expect`, each a string, and those given a value must
     hold it (the owner, the jobId), so a hand-made cursor cannot name another owner's key or one the store
-    would refuse.
+    would refuse (each value at most MAX_CURSOR_KEY_BYTES in UTF-8, the unit DynamoDB counts; a lone
+    surrogate, which has no UTF-8 form, is refused too).
     """
     if not cursor:
         return None
+    if len(cursor) > MAX_CURSOR_CHARS:
+        raise InvalidInput(f"cursor is longer than {MAX_CURSOR_CHARS} characters", field="cursor")
     try:
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
         value = json.loads(raw)
@@ -36,7 +40,9 @@ def decode_cursor(scope: str, cursor: str | None, expect: dict[str, str | None])
             and isinstance(key, dict)
             and set(key) == set(expect)
             and all(
-                isinstance(key[name], str) and 0 < len(key[name]) <= 1024 and (wanted is None or key[name] == wanted)
+                isinstance(key[name], str)
+                and 0 < len(key[name].encode()) <= MAX_CURSOR_KEY_BYTES
+                and (wanted is None or key[name] == wanted)
                 for name, wanted in expect.items()
             )
         )

@@ -263,8 +263,13 @@ def build_app(ports: Ports, local_secret: str | None = None) -> APIGatewayRestRe
         worker()
         request = body(HeartbeatRequest)
         execution = execution_cases.find_execution(ports, checked_execution_id(execution_id))
+        execution_cases.check_holder(execution, request.attempt, request.worker_id)
         key = ports.store.key_of(execution)
-        updated = execution_cases.heartbeat(ports, key, request.attempt, execution.job_class)
+        job = ports.store.get_job(execution.job_id)
+        run_ends = execution_cases.run_ends(execution, job)
+        updated = execution_cases.heartbeat(
+            ports, key, request.attempt, execution.job_class, run_ends, request.worker_id
+        )
         if updated.lease_until is None:  # a running row always has a lease; never report a bare 200
             raise Conflict("the execution holds no lease", field="attempt")
         return json_response(200, HeartbeatResponse(lease_until=updated.lease_until))
@@ -274,6 +279,7 @@ def build_app(ports: Ports, local_secret: str | None = None) -> APIGatewayRestRe
         worker()
         request = body(CompleteRequest)
         execution = execution_cases.find_execution(ports, checked_execution_id(execution_id))
+        execution_cases.check_holder(execution, request.attempt, request.worker_id)
         ended = execution_cases.complete(
             ports,
             ports.store.key_of(execution),

@@ -10,11 +10,14 @@ from typing import Any
 
 import jwt
 
-from duetime.domain.errors import Unauthorized
+from duetime.domain.errors import InvalidInput, Unauthorized
 
 ISSUER = "duetime-local"
 WORKER_ROLE = "worker"
 MAX_OWNER_CHARS = 256
+# Idempotency keys and other records join the owner and a caller's value with "#": an owner name holding it
+# could forge another owner's key ("a#b" + "c" against "a" + "b#c"), so no owner may carry one.
+OWNER_SEPARATOR = "#"
 
 
 # The claim that carries a user's groups: Cognito's on AWS, and the same name in local tokens.
@@ -29,8 +32,19 @@ class Caller:
     groups: tuple[str, ...] = ()  # the owner's groups (Cognito groups on AWS), which grants may name
 
 
+def check_owner_name(owner: str) -> str:
+    """`owner` if an owner may have that name; raises InvalidInput naming `owner` otherwise."""
+    if not 1 <= len(owner) <= MAX_OWNER_CHARS or OWNER_SEPARATOR in owner:
+        raise InvalidInput(
+            f"an owner name is 1..{MAX_OWNER_CHARS} characters without {OWNER_SEPARATOR!r}", field="owner"
+        )
+    return owner
+
+
 def issue_token(secret: str, owner: str, worker: bool = False, days: int = 30, groups: Sequence[str] = ()) -> str:
-    """A signed JWT the local API accepts (`duetime token`), carrying the owner's `groups` if any."""
+    """A signed JWT the local API accepts (`duetime token`), carrying the owner's `groups` if any; raises
+    InvalidInput naming `owner` for a name no owner may have."""
+    check_owner_name(owner)
     now = datetime.now(UTC)
     claims: dict[str, Any] = {"sub": owner, "iss": ISSUER, "iat": now, "exp": now + timedelta(days=days)}
     if worker:
@@ -101,4 +115,6 @@ def _owner(subject: Any) -> str:
     owner = str(subject)
     if not 1 <= len(owner) <= MAX_OWNER_CHARS:
         raise Unauthorized(f"the token's subject must be 1..{MAX_OWNER_CHARS} characters")
+    if OWNER_SEPARATOR in owner:
+        raise Unauthorized(f"the token's subject must not contain {OWNER_SEPARATOR!r}")
     return owner

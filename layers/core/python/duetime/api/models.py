@@ -14,6 +14,7 @@ from duetime.domain.models import CamelModel, Execution, Job, UtcDatetime, forma
 
 MAX_PAGE = 100
 MAX_ATTEMPT = 1_000_000
+MAX_WORKER_ID_CHARS = 200  # the id a worker gave at claim (host-pid-random); longer is no worker's
 MAX_RESULT_BYTES = 256 * 1024
 
 
@@ -77,7 +78,10 @@ class PreviewResponse(CamelModel):
 
 
 class HeartbeatRequest(CamelModel):
+    """POST /executions/{executionId}/heartbeat: the attempt and the worker that claimed it."""
+
     attempt: int = Field(ge=1, le=MAX_ATTEMPT)
+    worker_id: str = Field(min_length=1, max_length=MAX_WORKER_ID_CHARS)
 
 
 class HeartbeatResponse(CamelModel):
@@ -88,6 +92,7 @@ class CompleteRequest(CamelModel):
     """POST /executions/{executionId}/complete. `result` names the outcome (API.md); a value goes in `output`."""
 
     attempt: int = Field(ge=1, le=MAX_ATTEMPT)
+    worker_id: str = Field(min_length=1, max_length=MAX_WORKER_ID_CHARS)
     result: Literal["succeeded", "failed"]
     error: str | None = Field(default=None, max_length=4000)
     retryable: bool = True

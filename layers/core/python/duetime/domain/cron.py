@@ -29,7 +29,8 @@ import re
 from bisect import bisect_left
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
-from functools import lru_cache
+from functools import cache, lru_cache
+from importlib.resources import files
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from duetime.domain.errors import InvalidSchedule
@@ -72,10 +73,22 @@ _SEPARATORS = re.compile(r"[ \t]+")
 _MONTH_LENGTHS = ((31,), (28, 29), (31,), (30,), (31,), (30,), (31,), (31,), (30,), (31,), (30,), (31,))
 
 
+# Names the host's zone database holds but IANA does not define for a place: what they mean depends on the
+# host (`localtime` is the machine's own zone, `posixrules` its default DST rules), or nothing (`Factory`).
+_NOT_PLACES = frozenset({"localtime", "posixrules", "Factory"})
+
+
+@cache
+def iana_zone_names() -> frozenset[str]:
+    """The IANA zone names, from the pinned tzdata package, so every host accepts the same names."""
+    listed = files("tzdata").joinpath("zones").read_text(encoding="utf-8").split()
+    return frozenset(listed) - _NOT_PLACES
+
+
 def load_zone(time_zone: str, field: str = "schedule.timeZone") -> ZoneInfo:
     """The ZoneInfo for an IANA name; raises InvalidSchedule naming `field` if unknown."""
-    if not isinstance(time_zone, str) or not time_zone:
-        raise InvalidSchedule(f"unknown time zone {time_zone!r}", field=field)
+    if not isinstance(time_zone, str) or time_zone not in iana_zone_names():
+        raise InvalidSchedule(f"unknown time zone {time_zone!r} (an IANA name such as Europe/Paris)", field=field)
     try:
         return ZoneInfo(time_zone)
     except (ZoneInfoNotFoundError, ValueError, OSError, UnicodeError) as exc:

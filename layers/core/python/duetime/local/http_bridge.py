@@ -13,6 +13,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
+from duetime.definitions import API_MAX_BODY_BYTES
+
 log = logging.getLogger("duetime.local.http")
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
 
@@ -49,6 +51,26 @@ def to_event(method: str, target: str, headers: dict[str, str], body: bytes) -> 
     }
 
 
+def body_length(values: list[str], limit: int = API_MAX_BODY_BYTES) -> tuple[int, tuple[int, dict[str, str]] | None]:
+    """The body length a request declares in its Content-Length header(s), or the status and error to
+    answer instead: 400 for a malformed, negative or repeated-and-differing value (reading a negative
+    length would block the thread), 413 above `limit`, as API Gateway refuses a larger body."""
+    field = "Content-Length"
+    distinct = {v.strip() for v in values}
+    if not distinct:
+        return 0, None
+    text = distinct.pop()
+    if distinct or not text.isascii() or not text.isdigit():
+        message = "Content-Length must be one non-negative whole number"
+        return 0, (400, {"code": "invalid_input", "message": message, "field": field})
+    digits = text.lstrip("0") or "0"
+    length = int(digits) if len(digits) <= len(str(limit)) else limit + 1  # never parse a 5000-digit number
+    if length > limit:
+        message = f"the body is larger than {limit} bytes"
+        return 0, (413, {"code": "payload_too_large", "message": message, "field": field})
+    return length, None
+
+
 class ApiServer:
     """Serves `handler` (an API Gateway Lambda handler) on 127.0.0.1:`port`."""
 
@@ -58,21 +80,28 @@ class ApiServer:
         class RequestHandler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
 
+            def _refuse(self, status: int, error: dict[str, str]) -> None:
+                """Answer `error` as the API would, and close: an unread body must not be taken for the
+                next request on this connection."""
+                data = json.dumps({"error": error}).encode()
+                self.close_connection = True
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.send_header("Connection", "close")
+                self.end_headers()
+                self.wfile.write(data)
+
             def _serve(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
+                length, refusal = body_length(self.headers.get_all("Content-Length") or [])
+                if refusal is not None:
+                    self._refuse(*refusal)
+                    return
                 body = self.rfile.read(length) if length else b""
                 if bridge.stopped.is_set():
                     # A kept-alive connection outlives the listener: refuse, so the client tries again
                     # against the next `duetime local` instead of reaching a store being closed.
-                    error = {"error": {"code": "unavailable", "message": "duetime local is stopping"}}
-                    data = json.dumps(error).encode()
-                    self.close_connection = True
-                    self.send_response(503)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(data)))
-                    self.send_header("Connection", "close")
-                    self.end_headers()
-                    self.wfile.write(data)
+                    self._refuse(503, {"code": "unavailable", "message": "duetime local is stopping"})
                     return
                 event = to_event(self.command, self.path, dict(self.headers.items()), body)
                 try:

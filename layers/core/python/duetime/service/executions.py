@@ -10,7 +10,7 @@ from enum import StrEnum
 from typing import Any
 
 from duetime.domain.catchup import plan_catch_up
-from duetime.domain.errors import Conflict, NotFound
+from duetime.domain.errors import Conflict, NotFound, StaleAttempt
 from duetime.domain.exclusions import Exclusions
 from duetime.domain.keys import ExecutionKey, parse_execution_id
 from duetime.domain.models import CatchUp, Execution, ExecutionStatus, Job, JobStatus, Overlap, format_time, to_ms
@@ -154,14 +154,48 @@ def live_others(ports: Ports, job: Job, execution_id: str, now: datetime) -> lis
     return _live_others(ports, job, execution_id, now)
 
 
-def heartbeat(ports: Ports, key: ExecutionKey, attempt: int, job_class: str | None = None) -> Execution:
+def heartbeat(
+    ports: Ports,
+    key: ExecutionKey,
+    attempt: int,
+    job_class: str | None = None,
+    run_ends: datetime | None = None,
+    worker_id: str | None = None,
+) -> Execution:
     """Extend `attempt`'s lease by one lease of its job class from now (the row is read for the class only
-    when the caller does not know it); raises StaleAttempt if that attempt no longer holds the row."""
+    when the caller does not know it); raises StaleAttempt if that attempt no longer holds the row.
+
+    `run_ends` (startedAt + the job's timeoutSeconds) caps the lease: a worker that keeps heartbeating
+    cannot hold the row running past its timeout, and once that time has come the heartbeat is refused.
+    `worker_id` (the worker that claimed the attempt) is checked in the same conditional write."""
     if job_class is None:
         execution = ports.store.get_execution(key)
         job_class = execution.job_class if execution else "default"
-    lease_until = ports.clock() + timedelta(seconds=lease_seconds(ports, job_class))
-    return ports.store.heartbeat(key, attempt, lease_until)
+    now = ports.clock()
+    lease_until = now + timedelta(seconds=lease_seconds(ports, job_class))
+    if run_ends is not None:
+        if now >= run_ends:
+            raise Conflict("the run has reached its job's timeoutSeconds", field="attempt")
+        lease_until = min(lease_until, run_ends)
+    return ports.store.heartbeat(key, attempt, lease_until, worker_id)
+
+
+def run_ends(execution: Execution, job: Job | None) -> datetime | None:
+    """When `execution`'s current attempt must be over: its start plus its job's timeoutSeconds."""
+    if execution.started_at is None or job is None:
+        return None
+    return execution.started_at + timedelta(seconds=job.timeout_seconds)
+
+
+def check_holder(execution: Execution, attempt: int, worker_id: str) -> None:
+    """Refuse a worker-route write unless `worker_id` is the worker that claimed `attempt` and that attempt
+    still runs the row (raises StaleAttempt, a 409). Each attempt number is claimed once, by one worker,
+    so the row as read here ties attempt and worker for good; the write that follows is fenced by the
+    attempt, so a newer claim between this read and that write is refused there."""
+    if execution.status != ExecutionStatus.RUNNING or execution.attempt != attempt:
+        raise StaleAttempt(f"attempt {attempt} does not hold the execution", field="attempt")
+    if execution.worker_id != worker_id:
+        raise StaleAttempt(f"attempt {attempt} was claimed by another worker", field="workerId")
 
 
 def complete(

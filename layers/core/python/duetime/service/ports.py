@@ -190,7 +190,12 @@ class ExecutionStore(Protocol):
         self, key: ExecutionKey, worker_id: str, now: datetime, lease_until: datetime, max_attempts: int = 2**31
     ) -> ClaimOutcome: ...
 
-    def heartbeat(self, key: ExecutionKey, attempt: int, lease_until: datetime) -> Execution: ...
+    def heartbeat(
+        self, key: ExecutionKey, attempt: int, lease_until: datetime, worker_id: str | None = None
+    ) -> Execution:
+        """Extend `attempt`'s lease, in one conditional write that also checks the claiming `worker_id` when
+        given; raises StaleAttempt if that attempt no longer holds the row or another worker claimed it."""
+        ...
 
     def release(self, key: ExecutionKey, attempt: int, now: datetime) -> bool: ...
 

@@ -616,18 +616,28 @@ class DynamoStore:
             raise
         return ClaimOutcome(claimed=execution_from_item(response["Attributes"]), current=None)
 
-    def heartbeat(self, key: ExecutionKey, attempt: int, lease_until: datetime) -> Execution:
-        """Extend the lease of `attempt`; raises StaleAttempt if that attempt no longer holds the row."""
+    def heartbeat(
+        self, key: ExecutionKey, attempt: int, lease_until: datetime, worker_id: str | None = None
+    ) -> Execution:
+        """Extend the lease of `attempt` (claimed by `worker_id`, when given); raises StaleAttempt if that
+        attempt no longer holds the row or another worker claimed it."""
+        condition = "attribute_exists(pk) AND #s = :running AND attempt = :a"
+        values: dict[str, Any] = {
+            ":lease": to_ms(lease_until),
+            ":running": ExecutionStatus.RUNNING.value,
+            ":a": attempt,
+        }
+        if worker_id is not None:
+            condition += " AND workerId = :w"
+            values[":w"] = worker_id
         try:
             response = self.client.update_item(
                 TableName=self.executions_table,
                 Key=_ser({"pk": key.pk, "sk": key.sk}),
                 UpdateExpression="SET leaseUntilMs = :lease",
-                ConditionExpression="attribute_exists(pk) AND #s = :running AND attempt = :a",
+                ConditionExpression=condition,
                 ExpressionAttributeNames={"#s": "status"},
-                ExpressionAttributeValues=_ser(
-                    {":lease": to_ms(lease_until), ":running": ExecutionStatus.RUNNING.value, ":a": attempt}
-                ),
+                ExpressionAttributeValues=_ser(values),
                 ReturnValues="ALL_NEW",
             )
         except ClientError as exc:

@@ -351,7 +351,7 @@ class Worker:
             if running.released:
                 return True
             try:
-                heartbeat(self.ports, key, context.attempt, self.job_class)
+                heartbeat(self.ports, key, context.attempt, self.job_class, worker_id=self.worker_id)
                 self.ports.queues.extend(self.job_class, received.receipt, self.lease)
             except StaleAttempt:
                 log.warning("%s attempt %s lost its lease; stopping", context.execution_id, context.attempt)

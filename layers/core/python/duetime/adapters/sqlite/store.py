@@ -383,11 +383,16 @@ class SqliteStore:
             return ClaimOutcome(claimed=execution, current=None)
         return ClaimOutcome(claimed=None, current=execution)
 
-    def heartbeat(self, key: ExecutionKey, attempt: int, lease_until: datetime) -> Execution:
-        """Extend the lease of `attempt`; raises StaleAttempt if that attempt no longer holds the row."""
+    def heartbeat(
+        self, key: ExecutionKey, attempt: int, lease_until: datetime, worker_id: str | None = None
+    ) -> Execution:
+        """Extend the lease of `attempt` (claimed by `worker_id`, when given); raises StaleAttempt if that
+        attempt no longer holds the row or another worker claimed it."""
         lease_ms = to_ms(lease_until)
 
         def extend(values: dict[str, Any]) -> Change:
+            if worker_id is not None and values.get("workerId") != worker_id:
+                raise StaleAttempt(f"attempt {attempt} of {key.sk} was claimed by another worker", field="workerId")
             values["leaseUntilMs"] = lease_ms
             return None, None, None
 
