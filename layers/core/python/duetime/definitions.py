@@ -244,3 +244,7 @@ def webhook_secret_name(prefix: str, owner_key: str) -> str:
 # a reply is read up to this size, a larger one fails the attempt permanently.
 WEBHOOK_CONNECT_TIMEOUT_SECONDS = 10.0
 WEBHOOK_MAX_REPLY_BYTES = 256 * 1024
+# --- named calendars ----------------------------------------------------------------------------------
+# All of an owner's calendars are one control record (one read per owner when dispatch plans); a calendar
+# holds at most MAX_EXCLUSIONS (366) entries of <= 21 bytes, so 32 of them stay well under the item limit.
+MAX_CALENDARS_PER_OWNER = 32
