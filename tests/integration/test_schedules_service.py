@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from duetime.definitions import MAX_CALENDARS_PER_OWNER
 from duetime.domain.errors import Conflict, InvalidInput, NotFound, StaleAttempt
 from duetime.domain.models import ExecutionStatus, JobSpec
 from duetime.service import executions as cases
@@ -301,6 +302,16 @@ def test_a_calendar_in_use_is_not_deleted_until_its_jobs_are_cancelled(ports):
     assert list_calendars(ports, "alice") == []
     with pytest.raises(NotFound):
         delete_calendar(ports, "alice", "holidays-de")
+
+
+def test_an_owner_keeps_at_most_the_calendar_limit_and_may_still_replace_one(ports):
+    for i in range(MAX_CALENDARS_PER_OWNER):
+        put_calendar(ports, "alice", f"c{i}", [])
+    with pytest.raises(Conflict):
+        put_calendar(ports, "alice", "one-more", [])
+    _, created = put_calendar(ports, "alice", "c0", ["2026-12-25"])
+    assert created is False and len(list_calendars(ports, "alice")) == MAX_CALENDARS_PER_OWNER
+    put_calendar(ports, "bob", "one-more", [])  # the limit is per owner
 
 
 def test_a_calendar_deleted_under_a_job_excludes_nothing_more(ports, clock):
