@@ -315,9 +315,11 @@ def test_a_calendar_with_bad_dates_is_refused_naming_the_field(alice, path, body
     assert_error(alice.call("PUT", path, body), 400, field)
 
 
-def test_a_calendar_name_out_of_the_rule_is_not_found(alice):
-    assert_error(alice.call("PUT", "/calendars/Holidays%20DE", {"dates": []}), 404, "name")
-    assert_error(alice.call("PUT", "/calendars/" + "x" * 65, {"dates": []}), 404, "name")
+def test_a_calendar_name_out_of_the_rule_is_refused_on_put_and_not_found_otherwise(alice):
+    assert_error(alice.call("PUT", "/calendars/Holidays%20DE", {"dates": []}), 400, "name")
+    assert_error(alice.call("PUT", "/calendars/" + "x" * 65, {"dates": []}), 400, "name")
+    assert_error(alice.call("GET", "/calendars/" + "x" * 65), 404, "name")
+    assert_error(alice.call("DELETE", "/calendars/Holidays%20DE"), 404, "name")
 
 
 def test_a_job_excludes_a_calendar_by_name_and_the_calendar_cannot_go_while_it_does(alice):

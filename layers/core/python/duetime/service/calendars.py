@@ -37,7 +37,10 @@ def get_calendar(ports: Ports, owner: str, name: str) -> Calendar:
 def put_calendar(ports: Ports, owner: str, name: str, dates: Sequence[str]) -> tuple[Calendar, bool]:
     """Create or replace a calendar (its dates are already validated); True if it is new. Jobs that name it
     read the new dates the next time dispatch plans their slots: slots already sent are not recalled."""
-    name = checked_name(name)
+    try:
+        check_calendar_name(name)
+    except ValueError as exc:  # a name that could never be read back: refused, not created
+        raise InvalidInput(str(exc), field="name") from exc
     existing = ports.store.get_calendars(owner)
     if name not in existing and len(existing) >= MAX_CALENDARS_PER_OWNER:
         raise Conflict(f"an owner may keep at most {MAX_CALENDARS_PER_OWNER} calendars", field="name")
