@@ -49,8 +49,8 @@ def put_calendar(ports: Ports, owner: str, name: str, dates: Sequence[str]) -> t
 
 
 def delete_calendar(ports: Ports, owner: str, name: str) -> None:
-    """Delete a calendar no live job names; 409 listing the jobs that still do (cancel them or edit... a
-    job's `exclude` cannot be edited, so cancel and resubmit them)."""
+    """Delete a calendar that no job (not cancelled) names; else 409 listing those jobs: a job's `exclude`
+    cannot be edited, so they are cancelled (and resubmitted without it) first."""
     get_calendar(ports, owner, name)
     users = [job.job_id for job in jobs_naming(ports, owner, name)]
     if users:
