@@ -174,6 +174,12 @@ class Api(Construct):
         method(job, "DELETE")
         method(job.add_resource("executions"), "GET")
         method(job.add_resource("run"), "POST")
+        calendars = self.rest_api.root.add_resource("calendars")
+        method(calendars, "GET")
+        calendar = calendars.add_resource("{name}")
+        method(calendar, "GET")
+        method(calendar, "PUT", model("PUT /calendars/{name}"))
+        method(calendar, "DELETE")
         method(
             self.rest_api.root.add_resource("schedules").add_resource("preview"),
             "POST",

@@ -23,7 +23,8 @@ from infra.common import suppress
 API_TABLE_ACTIONS = {
     "jobs": ["GetItem", "BatchGetItem", "Query", "PutItem", "UpdateItem"],
     "executions": ["GetItem", "BatchGetItem", "Query", "PutItem", "UpdateItem", "DeleteItem"],
-    "control": ["GetItem", "PutItem"],
+    # UpdateItem: an owner's named calendars are attributes of one control record (PUT/DELETE /calendars).
+    "control": ["GetItem", "PutItem", "UpdateItem"],
 }
 PRELOADER_TABLE_ACTIONS = {
     "jobs": ["GetItem", "BatchGetItem"],

@@ -7,6 +7,7 @@ from datetime import timedelta
 import pytest
 from duetime.definitions import MAX_ERROR_BYTES
 from duetime.domain.errors import Conflict, InvalidInput, StaleAttempt
+from duetime.domain.exclusions import Calendar
 from duetime.domain.keys import ExecutionKey, due_partition, shard_of
 from duetime.domain.models import ExecutionStatus, JobStatus, to_ms
 from duetime.service.dispatch import new_execution
@@ -466,3 +467,32 @@ def test_the_cursor_records_where_the_reconciler_goes_on_and_a_lease_is_handed_b
     assert store.advance_cursor("preload#001", "p2", 50_000) is True
     assert "reconcileFrom" not in store.get_control("preload#001")
     assert store.get_control("preload#001")["cursorMs"] == 50_000
+
+
+# --- named calendars -------------------------------------------------------------------------------
+
+
+def test_calendars_are_created_replaced_listed_and_deleted_per_owner(ports):
+    store = ports.store
+    holidays = Calendar(name="holidays-de", dates=("2026-12-25", "2026-12-24/2026-12-26"), updated_ms=1)
+    assert store.get_calendars("alice") == {}
+    assert store.put_calendar("alice", holidays) is True
+    assert store.put_calendar("alice", Calendar(name="office", dates=(), updated_ms=2)) is True
+    assert store.get_calendars("alice") == {"holidays-de": holidays, "office": Calendar("office", (), 2)}
+    assert store.get_calendars("bob") == {}  # another owner's are not his
+    # Replacing a calendar is not a creation, and keeps the others
+    replaced = Calendar(name="holidays-de", dates=("2027-01-01",), updated_ms=3)
+    assert store.put_calendar("alice", replaced) is False
+    assert store.get_calendars("alice")["holidays-de"] == replaced
+    assert store.delete_calendar("alice", "holidays-de") is True
+    assert store.delete_calendar("alice", "holidays-de") is False
+    assert store.delete_calendar("bob", "office") is False
+    assert store.get_calendars("alice") == {"office": Calendar("office", (), 2)}
+
+
+def test_calendars_live_beside_other_control_records(ports):
+    store = ports.store
+    store.announce_handlers("default", "w1", ["demo.echo"], now_ms=0, until_ms=10_000)
+    store.put_calendar("default", Calendar(name="x", dates=("2026-01-01",), updated_ms=1))
+    assert store.announced_handlers("default", now_ms=1) == {"demo.echo"}
+    assert store.get_calendars("default") == {"x": Calendar("x", ("2026-01-01",), 1)}

@@ -79,3 +79,22 @@ def excluded_job(api: Api) -> dict[str, Any]:
             "exclude": [f"{today.isoformat()}/{(today + timedelta(days=1)).isoformat()}"],
         },
     )
+
+
+@pytest.fixture(scope="session", autouse=True)
+def calendar_job(api: Api) -> dict[str, Any]:
+    """Every minute, excluding a named calendar that holds today and tomorrow (UTC): as `excluded_job`, by name."""
+    today = datetime.now(UTC).date()
+    dates = [f"{today.isoformat()}/{(today + timedelta(days=1)).isoformat()}"]
+    response = api.request("PUT", "/calendars/e2e-holidays", json={"dates": dates})
+    assert response.status_code in (200, 201), response.text
+    job = _submit(
+        api,
+        {
+            "name": "calendar-days",
+            "handler": "demo.echo",
+            "schedule": {"cron": "* * * * *", "timeZone": "UTC"},
+            "exclude": ["calendar:e2e-holidays"],
+        },
+    )
+    return {**job, "calendarDates": dates}

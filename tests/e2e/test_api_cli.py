@@ -95,3 +95,21 @@ def test_the_installed_command_reads_url_and_token_from_the_environment(local_sy
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == {"jobs": [], "nextCursor": None}
+
+
+def test_the_calendar_commands_put_list_get_and_delete_a_calendar(local_system, capsys, tmp_path):
+    conn = ["--data-dir", str(local_system.data_dir), "--owner", f"cli-{secrets.token_hex(3)}"]
+    dates = tmp_path / "holidays.txt"
+    dates.write_text("2026-12-24/2026-12-26\n\n2027-01-01\n")
+    code, out, _ = run(capsys, "calendars", "put", "holidays-de", "--file", str(dates), "--date", "2026-10-03",
+                       "--json", *conn)  # fmt: skip
+    assert code == 0 and json.loads(out)["dates"] == ["2026-10-03", "2026-12-24/2026-12-26", "2027-01-01"]
+    code, out, _ = run(capsys, "calendars", "list", *conn)
+    header, row = out.splitlines()
+    assert header.split() == ["NAME", "ENTRIES", "UPDATED", "DATES"] and row.split()[:2] == ["holidays-de", "3"]
+    assert json.loads(run(capsys, "calendars", "get", "holidays-de", "--json", *conn)[1])["name"] == "holidays-de"
+    code, _, err = run(capsys, "calendars", "put", "holidays-de", "--date", "24.12.2026", *conn)
+    assert code == 1 and "dates" in err
+    assert "deleted" in run(capsys, "calendars", "delete", "holidays-de", *conn)[1]
+    code, _, err = run(capsys, "calendars", "get", "holidays-de", *conn)
+    assert code == 1 and "not found" in err

@@ -1,4 +1,5 @@
-"""End to end over `duetime local`: slots on excluded dates appear in the history, skipped as `excluded`."""
+"""End to end over `duetime local`: slots on excluded dates, inline or in a named calendar, appear in the
+history, skipped as `excluded`."""
 
 from __future__ import annotations
 
@@ -11,8 +12,21 @@ from tests.e2e.helpers import executions, parse, wait_for
 
 @pytest.mark.observe_last
 def test_excluded_slots_are_one_skipped_record_in_the_history(api, excluded_job):
-    job_id = excluded_job["jobId"]
-    last_excluded = date.fromisoformat(excluded_job["exclude"][0].split("/")[1])
+    assert_one_excluded_record(api, excluded_job["jobId"], excluded_job["exclude"][0])
+
+
+@pytest.mark.observe_last
+def test_a_named_calendars_slots_are_one_skipped_record_in_the_history(api, calendar_job):
+    assert_one_excluded_record(api, calendar_job["jobId"], calendar_job["calendarDates"][0])
+    # The calendar cannot go while the job excludes it; once the job is cancelled it can
+    refused = api.delete("/calendars/e2e-holidays")
+    assert refused.status_code == 409 and calendar_job["jobId"] in refused.json()["error"]["message"]
+    assert api.delete(f"/jobs/{calendar_job['jobId']}").status_code == 204
+    assert api.delete("/calendars/e2e-holidays").status_code == 204
+
+
+def assert_one_excluded_record(api, job_id, excluded_range):
+    last_excluded = date.fromisoformat(excluded_range.split("/")[1])
     resumes = datetime.combine(last_excluded + timedelta(days=1), datetime.min.time(), UTC)
     # The job shows only runs that will happen: none before the exclusion ends.
     job = api.get(f"/jobs/{job_id}").json()

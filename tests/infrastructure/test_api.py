@@ -14,6 +14,10 @@ OWNER_ROUTES = {
     ("GET", "executions"),
     ("POST", "run"),
     ("POST", "preview"),
+    ("GET", "calendars"),
+    ("GET", "{name}"),
+    ("PUT", "{name}"),
+    ("DELETE", "{name}"),
 }
 WORKER_ROUTES = {("POST", "heartbeat"), ("POST", "complete")}
 
@@ -75,6 +79,7 @@ def test_request_bodies_and_parameters_are_validated(synthesized):
         "PostJobs",
         "PatchJobsJobid",
         "PostSchedulesPreview",
+        "PutCalendarsName",
         "PostExecutionsExecutionidHeartbeat",
         "PostExecutionsExecutionidComplete",
     }
@@ -84,6 +89,7 @@ def test_request_bodies_and_parameters_are_validated(synthesized):
     for route, model in {
         ("POST", "jobs"): "PostJobs",
         ("POST", "heartbeat"): "PostExecutionsExecutionidHeartbeat",
+        ("PUT", "{name}"): "PutCalendarsName",
     }.items():
         assert "application/json" in methods[route]["RequestModels"], model
 

@@ -134,6 +134,14 @@ def test_api_cannot_receive_or_delete_messages(synthesized):
         }
 
 
+def test_api_reads_and_edits_control_records_for_idempotency_keys_and_calendars(synthesized):
+    assert actions_on(synthesized, synthesized.stack.functions.api.role, _table_id(synthesized, "control")) == {
+        "dynamodb:GetItem",
+        "dynamodb:PutItem",
+        "dynamodb:UpdateItem",
+    }
+
+
 def test_worker_consumes_only_its_own_class(synthesized):
     role = synthesized.stack.functions.workers["default"].role
     own = actions_on(synthesized, role, _queue_id(synthesized, "default"))

@@ -282,6 +282,74 @@ def test_a_preview_leaves_out_excluded_dates(alice):
     assert_error(alice.call("POST", "/schedules/preview", {**body, "exclude": ["24.12.2026"]}), 400, "exclude")
 
 
+def test_calendars_are_put_read_listed_and_deleted_per_owner(alice, bob, clock):
+    dates = ["2026-12-24/2026-12-26", "2027-01-01"]
+    assert alice.call("PUT", "/calendars/holidays-de", {"dates": dates}) == (
+        201,
+        {"name": "holidays-de", "dates": dates, "updatedAt": "2026-12-01T09:00:00.000Z"},
+    )
+    clock.advance(60)
+    status, replaced = alice.call("PUT", "/calendars/holidays-de", {"dates": ["2026-12-25"]})
+    assert (status, replaced["dates"], replaced["updatedAt"]) == (200, ["2026-12-25"], "2026-12-01T09:01:00.000Z")
+    assert alice.call("GET", "/calendars/holidays-de") == (200, replaced)
+    assert alice.call("GET", "/calendars") == (200, {"calendars": [replaced]})
+    # Another owner sees none of it
+    assert bob.call("GET", "/calendars") == (200, {"calendars": []})
+    assert_error(bob.call("GET", "/calendars/holidays-de"), 404, "name")
+    assert_error(bob.call("DELETE", "/calendars/holidays-de"), 404, "name")
+    assert alice.call("DELETE", "/calendars/holidays-de") == (204, None)
+    assert_error(alice.call("GET", "/calendars/holidays-de"), 404, "name")
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "field"),
+    [
+        ("/calendars/holidays-de", {"dates": ["24.12.2026"]}, "dates"),
+        ("/calendars/holidays-de", {"dates": ["calendar:other"]}, "dates"),
+        ("/calendars/holidays-de", {"dates": ["2026-12-26/2026-12-24"]}, "dates"),
+        ("/calendars/holidays-de", {"dates": ["2026-12-25"] * 367}, "dates"),
+        ("/calendars/holidays-de", {}, "dates"),
+        ("/calendars/holidays-de", {"dates": [], "owner": "bob"}, "owner"),
+    ],
+)
+def test_a_calendar_with_bad_dates_is_refused_naming_the_field(alice, path, body, field):
+    assert_error(alice.call("PUT", path, body), 400, field)
+
+
+def test_a_calendar_name_out_of_the_rule_is_refused_on_put_and_not_found_otherwise(alice):
+    assert_error(alice.call("PUT", "/calendars/Holidays%20DE", {"dates": []}), 400, "name")
+    assert_error(alice.call("PUT", "/calendars/" + "x" * 65, {"dates": []}), 400, "name")
+    assert_error(alice.call("GET", "/calendars/" + "x" * 65), 404, "name")
+    assert_error(alice.call("DELETE", "/calendars/Holidays%20DE"), 404, "name")
+
+
+def test_a_job_excludes_a_calendar_by_name_and_the_calendar_cannot_go_while_it_does(alice):
+    alice.call("PUT", "/calendars/holidays-de", {"dates": ["2026-12-02/2026-12-04"]})
+    body = job_body(schedule={"cron": "0 9 * * 1-5", "timeZone": "Europe/Berlin"}, exclude=["calendar:holidays-de"])
+    assert_error(alice.call("POST", "/jobs", {**body, "exclude": ["calendar:nope"]}), 400, "exclude")
+    assert_error(alice.call("POST", "/jobs", {**body, "exclude": ["calendar:Bad Name"]}), 400, "exclude")
+    job = created(alice, **body)
+    assert job["exclude"] == ["calendar:holidays-de"]
+    # nextRuns leave the calendar's dates out: Monday 7 December comes after Tuesday the 1st
+    assert job["nextRuns"][:2] == ["2026-12-07T08:00:00.000Z", "2026-12-08T08:00:00.000Z"]
+    status, error = alice.call("DELETE", "/calendars/holidays-de")
+    assert_error((status, error), 409, "name")
+    assert job["jobId"] in error["error"]["message"]
+    assert alice.call("DELETE", f"/jobs/{job['jobId']}")[0] == 204
+    assert alice.call("DELETE", "/calendars/holidays-de") == (204, None)
+
+
+def test_a_preview_leaves_out_a_named_calendars_dates(alice, bob):
+    alice.call("PUT", "/calendars/holidays-de", {"dates": ["2026-12-24/2026-12-28"]})
+    body = {"cron": "0 9 * * 1-5", "timeZone": "Europe/Berlin", "from": "2026-12-23T00:00:00Z", "count": 2,
+            "exclude": ["calendar:holidays-de"]}  # fmt: skip
+    assert alice.call("POST", "/schedules/preview", body) == (
+        200,
+        {"runs": ["2026-12-23T08:00:00.000Z", "2026-12-29T08:00:00.000Z"]},
+    )
+    assert_error(bob.call("POST", "/schedules/preview", body), 400, "exclude")
+
+
 def test_idempotency_key_must_be_short_printable_ascii(alice):
     assert_error(
         alice.call("POST", "/jobs", job_body(), headers={"Idempotency-Key": "k" * 256}), 400, "Idempotency-Key"
@@ -300,6 +368,10 @@ ROUTES = [
     ("GET", "/jobs/j_0000000000000001/executions", None),
     ("POST", "/jobs/j_0000000000000001/run", None),
     ("POST", "/schedules/preview", {"cron": "* * * * *"}),
+    ("GET", "/calendars", None),
+    ("GET", "/calendars/holidays-de", None),
+    ("PUT", "/calendars/holidays-de", {"dates": []}),
+    ("DELETE", "/calendars/holidays-de", None),
     ("POST", "/executions/j_0000000000000001.1796115600000/heartbeat", {"attempt": 1, "workerId": "w1"}),
     (
         "POST",

@@ -1,13 +1,16 @@
-"""Schedules through the service against moto: overlap, pause and resume with catch-up, cancel, run now."""
+"""Schedules through the service on both backends: overlap, pause and resume with catch-up, cancel, run now,
+exclusions and named calendars."""
 
 from __future__ import annotations
 
 from datetime import timedelta
 
 import pytest
-from duetime.domain.errors import Conflict, StaleAttempt
+from duetime.definitions import MAX_CALENDARS_PER_OWNER
+from duetime.domain.errors import Conflict, InvalidInput, NotFound, StaleAttempt
 from duetime.domain.models import ExecutionStatus, JobSpec
 from duetime.service import executions as cases
+from duetime.service.calendars import delete_calendar, list_calendars, put_calendar
 from duetime.service.dispatch import preload
 from duetime.service.jobs import cancel_job, get_job, pause_job, resume_job, run_now, submit_job
 
@@ -230,3 +233,93 @@ def test_excluded_business_days_are_one_skip_record_and_the_chain_goes_on(ports,
     ]
     assert [e.scheduled_at for e in rows if e.status == ExecutionStatus.SCHEDULED] == [monday]
     assert drain(ports) == []  # nothing excluded was sent
+
+
+# --- named calendars -------------------------------------------------------------------------------
+
+
+def business_days(ports, exclude):
+    body = {"name": "b", "handler": "demo.echo", "schedule": {"cron": "0 9 * * 1-5", "timeZone": "Europe/Berlin"},
+            "exclude": exclude}  # fmt: skip
+    job, _ = submit_job(ports, "alice", JobSpec.model_validate(body))
+    return job
+
+
+def test_a_named_calendars_dates_are_skipped_as_excluded_with_the_inline_ones(ports, clock):
+    # Given alice's calendar holding Thursday and Friday, and a job excluding Wednesday inline and the calendar
+    put_calendar(ports, "alice", "holidays-de", ["2026-12-03/2026-12-04"])
+    job = business_days(ports, ["2026-12-02", "calendar:holidays-de"])
+    monday = clock.now.replace(day=7, hour=8)
+    assert get_job(ports, "alice", job.job_id).next_runs[:2] == [monday, monday + timedelta(days=1)]
+    # When Wednesday's slot comes due
+    clock.advance(23 * 3600)
+    preload(ports, "p")
+    # Then Wednesday to Friday are one record skipped `excluded`, nothing was sent, and Monday waits
+    rows = history(ports, job.job_id)
+    assert [(e.scheduled_at, e.skip_reason, e.skipped_count) for e in rows if e.status == ExecutionStatus.SKIPPED] == [
+        (clock.now.replace(hour=8), "excluded", 3)
+    ]
+    assert [e.scheduled_at for e in rows if e.status == ExecutionStatus.SCHEDULED] == [monday]
+    assert drain(ports) == []
+
+
+def test_editing_a_calendar_applies_to_slots_not_yet_dispatched(ports, clock):
+    # Given a business-day job on an empty calendar, whose Wednesday slot has run
+    put_calendar(ports, "alice", "holidays-de", [])
+    job = business_days(ports, ["calendar:holidays-de"])
+    clock.advance(23 * 3600)
+    preload(ports, "p")
+    [wednesday] = drain(ports)
+    assert cases.claim_execution(ports, wednesday.message, "w1").verdict == cases.ClaimVerdict.CLAIMED
+    cases.complete(ports, wednesday.message.key, 1, succeeded=True)
+    # When Wednesday and Thursday become holidays, and Thursday's slot comes due
+    put_calendar(ports, "alice", "holidays-de", ["2026-12-02/2026-12-03"])
+    clock.advance(24 * 3600)
+    preload(ports, "p")
+    # Then Wednesday's run stays as it was; Thursday is skipped `excluded` and Friday waits
+    rows = {e.scheduled_at.day: e for e in history(ports, job.job_id)}
+    assert rows[2].status == ExecutionStatus.SUCCEEDED
+    assert (rows[3].status, rows[3].skip_reason) == (ExecutionStatus.SKIPPED, "excluded")
+    assert rows[4].status == ExecutionStatus.SCHEDULED
+    assert drain(ports) == []
+
+
+def test_a_job_naming_a_calendar_that_does_not_exist_is_refused_naming_exclude(ports):
+    put_calendar(ports, "bob", "holidays-de", ["2026-12-25"])  # bob's is not alice's
+    with pytest.raises(InvalidInput) as refused:
+        business_days(ports, ["calendar:holidays-de"])
+    assert refused.value.field == "exclude" and "calendar:holidays-de" in refused.value.message
+
+
+def test_a_calendar_in_use_is_not_deleted_until_its_jobs_are_cancelled(ports):
+    put_calendar(ports, "alice", "holidays-de", ["2026-12-25"])
+    job = business_days(ports, ["calendar:holidays-de"])
+    with pytest.raises(Conflict) as refused:
+        delete_calendar(ports, "alice", "holidays-de")
+    assert job.job_id in refused.value.message
+    cancel_job(ports, "alice", job.job_id)
+    delete_calendar(ports, "alice", "holidays-de")
+    assert list_calendars(ports, "alice") == []
+    with pytest.raises(NotFound):
+        delete_calendar(ports, "alice", "holidays-de")
+
+
+def test_an_owner_keeps_at_most_the_calendar_limit_and_may_still_replace_one(ports):
+    for i in range(MAX_CALENDARS_PER_OWNER):
+        put_calendar(ports, "alice", f"c{i}", [])
+    with pytest.raises(Conflict):
+        put_calendar(ports, "alice", "one-more", [])
+    _, created = put_calendar(ports, "alice", "c0", ["2026-12-25"])
+    assert created is False and len(list_calendars(ports, "alice")) == MAX_CALENDARS_PER_OWNER
+    put_calendar(ports, "bob", "one-more", [])  # the limit is per owner
+
+
+def test_a_calendar_deleted_under_a_job_excludes_nothing_more(ports, clock):
+    # Given a job on a calendar holding Wednesday, the calendar then deleted behind the API's back (a race)
+    put_calendar(ports, "alice", "holidays-de", ["2026-12-02"])
+    job = business_days(ports, ["calendar:holidays-de"])
+    ports.store.delete_calendar("alice", "holidays-de")
+    # When Wednesday's slot comes due, it runs
+    clock.advance(23 * 3600)
+    preload(ports, "p")
+    assert [r.message.execution_id for r in drain(ports)] == [f"{job.job_id}.{int(clock.now.timestamp() * 1000)}"]

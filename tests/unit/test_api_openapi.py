@@ -70,6 +70,7 @@ def test_gateway_models_are_draft_4_without_refs_and_accept_the_api_md_example()
         "POST /jobs",
         "PATCH /jobs/{jobId}",
         "POST /schedules/preview",
+        "PUT /calendars/{name}",
         "POST /executions/{executionId}/heartbeat",
         "POST /executions/{executionId}/complete",
     }
@@ -82,6 +83,9 @@ def test_gateway_models_are_draft_4_without_refs_and_accept_the_api_md_example()
     assert not jobs.is_valid({**API_MD_EXAMPLE, "unknown": 1})
     assert not jobs.is_valid({**API_MD_EXAMPLE, "timeoutSeconds": 0})
     assert not jobs.is_valid({"name": "x", "handler": "demo.echo"})
+    calendar = jsonschema.Draft4Validator(models["PUT /calendars/{name}"])
+    assert calendar.is_valid({"dates": ["2026-12-25", "2026-12-24/2026-12-26"]})
+    assert not calendar.is_valid({"dates": ["2026-12-25"], "name": "x"})
 
 
 def test_every_operation_documents_401_and_every_job_or_execution_route_404_with_the_error_schema():

@@ -141,6 +141,20 @@ class DuetimeClient:
     def preview(self, schedule: dict[str, Any]) -> list[str]:
         return list(self.request("POST", "/schedules/preview", schedule)["runs"])
 
+    # -- named calendars ------------------------------------------------------------------------
+
+    def list_calendars(self) -> list[dict[str, Any]]:
+        return list(self.request("GET", "/calendars")["calendars"])
+
+    def get_calendar(self, name: str) -> dict[str, Any]:
+        return dict(self.request("GET", f"/calendars/{_segment(name)}"))
+
+    def put_calendar(self, name: str, dates: list[str]) -> dict[str, Any]:
+        return dict(self.request("PUT", f"/calendars/{_segment(name)}", {"dates": dates}))
+
+    def delete_calendar(self, name: str) -> None:
+        self.request("DELETE", f"/calendars/{_segment(name)}")
+
 
 def _segment(value: str) -> str:
     return urllib.parse.quote(value, safe="")

@@ -1,5 +1,5 @@
-"""`duetime jobs create|list|get|pause|resume|cancel|run` and `duetime executions JOBID`: the API from a
-shell, as readable tables or, with --json, the API's own JSON for scripts."""
+"""`duetime jobs create|list|get|pause|resume|cancel|run`, `duetime executions JOBID` and `duetime calendars
+list|get|put|delete`: the API from a shell, as readable tables or, with --json, the API's own JSON for scripts."""
 
 from __future__ import annotations
 
@@ -189,6 +189,34 @@ def cmd_executions(args: argparse.Namespace) -> None:
     _show(args, page, text)
 
 
+def calendar_rows(calendars: Sequence[dict[str, Any]]) -> str:
+    rows = [(c["name"], len(c["dates"]), c["updatedAt"], " ".join(c["dates"])) for c in calendars]
+    return table(rows, ("NAME", "ENTRIES", "UPDATED", "DATES"))
+
+
+def cmd_calendars_list(args: argparse.Namespace) -> None:
+    _show(args, {"calendars": _client(args).list_calendars()}, lambda v: calendar_rows(v["calendars"]))
+
+
+def cmd_calendars_get(args: argparse.Namespace) -> None:
+    _show(args, _client(args).get_calendar(args.name), lambda c: calendar_rows([c]))
+
+
+def cmd_calendars_put(args: argparse.Namespace) -> None:
+    dates = list(args.date or [])
+    if args.file:
+        try:
+            dates += [line.strip() for line in Path(args.file).read_text().splitlines() if line.strip()]
+        except OSError as exc:
+            raise ConfigError(f"cannot read the dates: {exc}") from exc
+    _show(args, _client(args).put_calendar(args.name, dates), lambda c: calendar_rows([c]))
+
+
+def cmd_calendars_delete(args: argparse.Namespace) -> None:
+    _client(args).delete_calendar(args.name)
+    _show(args, {"name": args.name, "deleted": True}, lambda v: f"calendar {v['name']} deleted")
+
+
 def _run(command: Callable[[argparse.Namespace], None]) -> Callable[[argparse.Namespace], int]:
     """The command with API and configuration errors printed to stderr as an exit status."""
 
@@ -219,7 +247,7 @@ def _connection_flags(parser: argparse.ArgumentParser) -> None:
 
 
 def add_client_commands(sub: Any) -> None:
-    """Register `jobs ...` and `executions` on the `duetime` command's subparsers."""
+    """Register `jobs ...`, `executions` and `calendars ...` on the `duetime` command's subparsers."""
     jobs = sub.add_parser("jobs", help="create, list, inspect and control jobs over the API")
     actions = jobs.add_subparsers(dest="action", required=True)
 
@@ -233,7 +261,9 @@ def add_client_commands(sub: Any) -> None:
     when.add_argument("--every", help="an interval of elapsed time: 90m, 1h30m, 2d or rate(90 minutes)")
     create.add_argument("--start-at", dest="start_at", help="the interval's anchor (ISO 8601; default: now)")
     create.add_argument(
-        "--exclude", action="append", help="a date YYYY-MM-DD or range YYYY-MM-DD/YYYY-MM-DD to skip (repeatable)"
+        "--exclude",
+        action="append",
+        help="a date YYYY-MM-DD, range YYYY-MM-DD/YYYY-MM-DD or calendar:NAME to skip (repeatable)",
     )
     create.add_argument("--tz", help="the schedule's IANA time zone (default UTC)")
     create.add_argument("--payload", help="a JSON object handed to the handler")
@@ -274,3 +304,21 @@ def add_client_commands(sub: Any) -> None:
     executions.add_argument("--cursor")
     _connection_flags(executions)
     executions.set_defaults(fn=_run(cmd_executions))
+
+    calendars = sub.add_parser("calendars", help="named calendars of dates that jobs exclude (calendar:NAME)")
+    calendar_actions = calendars.add_subparsers(dest="action", required=True)
+    listed = calendar_actions.add_parser("list", help="your calendars")
+    _connection_flags(listed)
+    listed.set_defaults(fn=_run(cmd_calendars_list))
+    for name, fn, text in (
+        ("get", cmd_calendars_get, "show a calendar"),
+        ("put", cmd_calendars_put, "create or replace a calendar (jobs see it from their next planned slot)"),
+        ("delete", cmd_calendars_delete, "delete a calendar no job excludes"),
+    ):
+        action = calendar_actions.add_parser(name, help=text)
+        action.add_argument("name", metavar="NAME")
+        if name == "put":
+            action.add_argument("--date", action="append", help="YYYY-MM-DD or YYYY-MM-DD/YYYY-MM-DD (repeatable)")
+            action.add_argument("--file", help="a file of dates and ranges, one a line")
+        _connection_flags(action)
+        action.set_defaults(fn=_run(fn))

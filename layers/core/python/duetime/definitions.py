@@ -254,3 +254,8 @@ MAX_CURSOR_KEY_BYTES = 1024
 # A whole cursor as sent in the query string (urlsafe base64 of JSON whose non-ASCII text is escaped, up to
 # 3 characters per UTF-8 byte): room for four start-key values at MAX_CURSOR_KEY_BYTES, and no more.
 MAX_CURSOR_CHARS = 24 * 1024
+
+# --- named calendars ----------------------------------------------------------------------------------
+# All of an owner's calendars are one control record (one read per owner when dispatch plans); a calendar
+# holds at most MAX_EXCLUSIONS (366) entries of <= 21 bytes, so 32 of them stay well under the item limit.
+MAX_CALENDARS_PER_OWNER = 32

@@ -15,6 +15,9 @@ from duetime.api.auth import Caller, caller_from_event
 from duetime.api.idempotency import idempotency_key
 from duetime.api.models import (
     MAX_PAGE,
+    CalendarList,
+    CalendarRequest,
+    CalendarResponse,
     CompleteRequest,
     ErrorDetail,
     ErrorResponse,
@@ -38,8 +41,10 @@ from duetime.domain.errors import (
     NotFound,
     Unauthorized,
 )
+from duetime.domain.exclusions import calendars_named
 from duetime.domain.keys import parse_execution_id
 from duetime.domain.models import Job, JobSpec, Schedule
+from duetime.service import calendars as calendar_cases
 from duetime.service import executions as execution_cases
 from duetime.service import jobs as job_cases
 from duetime.service.context import Ports
@@ -190,7 +195,7 @@ def build_app(ports: Ports, local_secret: str | None = None) -> APIGatewayRestRe
         key = idempotency_key(app.current_event.headers)
         job, created = job_cases.submit_job(ports, who.owner, spec, key, groups=who.groups)
         if created:
-            view = job_cases.describe(job, job.next_run_at, ports.clock())
+            view = job_cases.describe(job, job.next_run_at, ports.clock(), calendar_cases.CalendarCache(ports).of(job))
         else:
             view = job_cases.get_job(ports, who.owner, job.job_id)
         return json_response(201 if created else 200, job_response(view))
@@ -237,10 +242,33 @@ def build_app(ports: Ports, local_secret: str | None = None) -> APIGatewayRestRe
         who = owner()
         return json_response(201, job_cases.run_now(ports, who, checked_job_id(job_id)))
 
+    @app.get("/calendars")
+    def list_calendars() -> Response[str]:
+        calendars = calendar_cases.list_calendars(ports, owner())
+        return json_response(200, CalendarList(calendars=[CalendarResponse.of(c) for c in calendars]))
+
+    @app.get("/calendars/<name>")
+    def get_calendar(name: str) -> Response[str]:
+        return json_response(200, CalendarResponse.of(calendar_cases.get_calendar(ports, owner(), name)))
+
+    @app.put("/calendars/<name>")
+    def put_calendar(name: str) -> Response[str]:
+        who = owner()
+        request = body(CalendarRequest)
+        calendar, created = calendar_cases.put_calendar(ports, who, name, request.dates)
+        return json_response(201 if created else 200, CalendarResponse.of(calendar))
+
+    @app.delete("/calendars/<name>")
+    def delete_calendar(name: str) -> Response[str]:
+        calendar_cases.delete_calendar(ports, owner(), name)
+        return Response(status_code=204, body="")
+
     @app.post("/schedules/preview")
     def preview() -> Response[str]:
-        caller()
+        who = caller()
         request = body(PreviewRequest)
+        calendar_cases.check_references(ports, who.owner, request.exclude)
+        calendars = ports.store.get_calendars(who.owner) if calendars_named(request.exclude) else None
         try:
             schedule = Schedule(
                 at=request.at,
@@ -253,7 +281,7 @@ def build_app(ports: Ports, local_secret: str | None = None) -> APIGatewayRestRe
             raise validation_error(exc) from exc
         start: datetime = request.from_ or ports.clock()
         try:
-            runs = job_cases.preview(schedule, start, request.count, request.exclude)
+            runs = job_cases.preview(schedule, start, request.count, request.exclude, calendars)
         except InvalidSchedule as exc:  # named for a job's `schedule.*`; here the fields are top level
             raise InvalidSchedule(exc.message, field=(exc.field or "").removeprefix("schedule.") or None) from exc
         return json_response(200, PreviewResponse(runs=runs))

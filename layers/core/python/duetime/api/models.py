@@ -9,8 +9,8 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, field_serializer, field_validator
 
-from duetime.domain.exclusions import MAX_EXCLUSIONS, parse_exclusion
-from duetime.domain.models import CamelModel, Execution, Job, UtcDatetime, format_time
+from duetime.domain.exclusions import MAX_EXCLUSIONS, Calendar, check_exclude_entry, parse_exclusion
+from duetime.domain.models import CamelModel, Execution, Job, UtcDatetime, format_time, from_ms
 
 MAX_PAGE = 100
 MAX_ATTEMPT = 1_000_000
@@ -65,7 +65,7 @@ class PreviewRequest(CamelModel):
     @classmethod
     def _exclusions(cls, value: list[str]) -> list[str]:
         for entry in value:
-            parse_exclusion(entry)
+            check_exclude_entry(entry)
         return value
 
 
@@ -75,6 +75,36 @@ class PreviewResponse(CamelModel):
     @field_serializer("runs", when_used="json")
     def _runs(self, value: list[datetime]) -> list[str]:
         return _times(value)
+
+
+class CalendarRequest(CamelModel):
+    """PUT /calendars/{name}: the calendar's dates and inclusive ranges, as in a job's `exclude` (local dates
+    in each job's own time zone); it replaces the whole calendar."""
+
+    dates: list[str] = Field(max_length=MAX_EXCLUSIONS)
+
+    model_config = ConfigDict(populate_by_name=True, extra="forbid")
+
+    @field_validator("dates")
+    @classmethod
+    def _dates(cls, value: list[str]) -> list[str]:
+        for entry in value:
+            parse_exclusion(entry)
+        return value
+
+
+class CalendarResponse(CamelModel):
+    name: str
+    dates: list[str]
+    updated_at: UtcDatetime
+
+    @classmethod
+    def of(cls, calendar: Calendar) -> CalendarResponse:
+        return cls(name=calendar.name, dates=list(calendar.dates), updated_at=from_ms(calendar.updated_ms))
+
+
+class CalendarList(CamelModel):
+    calendars: list[CalendarResponse]
 
 
 class HeartbeatRequest(CamelModel):

@@ -21,6 +21,9 @@ from duetime.api.idempotency import HEADER as IDEMPOTENCY_HEADER
 from duetime.api.idempotency import MAX_KEY_CHARS
 from duetime.api.models import (
     MAX_PAGE,
+    CalendarList,
+    CalendarRequest,
+    CalendarResponse,
     CompleteRequest,
     ErrorResponse,
     ExecutionPage,
@@ -32,6 +35,8 @@ from duetime.api.models import (
     PreviewResponse,
     StatusChange,
 )
+from duetime.domain.exclusions import CALENDAR_NAME as CALENDAR_NAME_PATTERN
+from duetime.domain.exclusions import CALENDAR_NAME_RULE
 from duetime.domain.models import Execution, JobSpec
 
 TITLE = "duetime"
@@ -63,6 +68,9 @@ WIRE_MODELS: tuple[type[BaseModel], ...] = (
     StatusChange,
     PreviewRequest,
     PreviewResponse,
+    CalendarRequest,
+    CalendarResponse,
+    CalendarList,
     HeartbeatRequest,
     HeartbeatResponse,
     CompleteRequest,
@@ -115,8 +123,8 @@ ERROR_MEANINGS = {
     400: "invalid input; `error.field` names the offending field",
     401: "no bearer token, or one that does not verify",
     403: "the handler is not granted to this owner; `error.field` is `handler`",
-    404: "no such job or execution for this caller (another owner's is not found either)",
-    409: "the change does not apply to the current state, or the attempt is stale",
+    404: "no such job, execution or calendar for this caller (another owner's is not found either)",
+    409: "the change does not apply to the current state, or the attempt is stale; a calendar still in use",
     422: "the Idempotency-Key was used with a different body",
 }
 
@@ -152,6 +160,7 @@ PAGE_PARAMS: list[dict[str, Any]] = [
     },
 ]
 JOB_ID = _path_param("jobId", "a job id", JOB_ID_PATTERN)
+CALENDAR_NAME = _path_param("name", f"a calendar name: {CALENDAR_NAME_RULE}", f"^{CALENDAR_NAME_PATTERN.pattern}$")
 EXECUTION_ID = _path_param("executionId", "an execution id")
 WORKER_SECURITY: list[dict[str, list[str]]] = [{"workerAuth": []}]
 
@@ -178,6 +187,7 @@ def _operation(
 
 def _paths() -> dict[str, Any]:
     job = _json(_ref(JobResponse), "the job")
+    calendar = _json(_ref(CalendarResponse), "the calendar")
     execution = _json(_ref(Execution), "the execution")
     idempotency = {
         "name": IDEMPOTENCY_HEADER,
@@ -237,6 +247,32 @@ def _paths() -> dict[str, Any]:
                 "An execution due now, outside the schedule.",
                 _responses({201: execution}, (401, 404, 409)),
                 [JOB_ID],
+            ),
+        },
+        "/calendars": {
+            "get": _operation(
+                "listCalendars",
+                "The caller's named calendars.",
+                _responses({200: _json(_ref(CalendarList), "the calendars, by name")}, (401, 404)),
+            ),
+        },
+        "/calendars/{name}": {
+            "get": _operation("getCalendar", "One calendar.", _responses({200: calendar}, (401, 404)), [CALENDAR_NAME]),
+            "put": _operation(
+                "putCalendar",
+                "Create or replace a calendar; jobs excluding it see the new dates from their next planned slot.",
+                _responses(
+                    {201: calendar, 200: _json(_ref(CalendarResponse), "the replaced calendar")}, (400, 401, 404, 409)
+                ),
+                [CALENDAR_NAME],
+                CalendarRequest,
+                {"dates": ["2026-12-24/2026-12-26", "2027-01-01"]},
+            ),
+            "delete": _operation(
+                "deleteCalendar",
+                "Delete a calendar no job (not cancelled) excludes; 409 names the jobs that still do.",
+                _responses({204: {"description": "deleted"}}, (401, 404, 409)),
+                [CALENDAR_NAME],
             ),
         },
         "/schedules/preview": {

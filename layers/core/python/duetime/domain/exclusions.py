@@ -1,9 +1,10 @@
-"""Excluded dates of a job: local calendar days (in the job's zone) on which its slots are skipped."""
+"""Excluded dates of a job: local calendar days (in the job's zone) on which its slots are skipped, listed
+inline or in named calendars of its owner (`calendar:<name>` entries)."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from zoneinfo import ZoneInfo
@@ -11,6 +12,45 @@ from zoneinfo import ZoneInfo
 MAX_EXCLUSIONS = 366
 # "2026-12-25" or an inclusive range "2026-12-24/2026-12-26" (ISO 8601's interval separator).
 _ENTRY = re.compile(r"(?P<first>[0-9]{4}-[0-9]{2}-[0-9]{2})(?:/(?P<last>[0-9]{4}-[0-9]{2}-[0-9]{2}))?")
+# An `exclude` entry naming one of the owner's calendars: "calendar:holidays-de".
+CALENDAR_PREFIX = "calendar:"
+CALENDAR_NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
+CALENDAR_NAME_RULE = "1-64 of a-z, 0-9, '-' and '_', starting with a letter or digit"
+
+
+@dataclass(frozen=True)
+class Calendar:
+    """A named list of dates and ranges (the `exclude` entry syntax) that an owner's jobs may exclude."""
+
+    name: str
+    dates: tuple[str, ...]
+    updated_ms: int
+
+
+def check_calendar_name(name: str) -> str:
+    """`name` if it can name a calendar; ValueError saying why otherwise."""
+    if not CALENDAR_NAME.fullmatch(name):
+        raise ValueError(f"{name[:80]!r} is not a calendar name ({CALENDAR_NAME_RULE})")
+    return name
+
+
+def calendar_reference(entry: str) -> str | None:
+    """The calendar an `exclude` entry names ("calendar:<name>"), or None for a date or range."""
+    return entry.removeprefix(CALENDAR_PREFIX) if entry.startswith(CALENDAR_PREFIX) else None
+
+
+def calendars_named(entries: Sequence[str]) -> list[str]:
+    """The calendar names among `exclude` entries, in order, without repeats."""
+    return list(dict.fromkeys(name for name in map(calendar_reference, entries) if name is not None))
+
+
+def check_exclude_entry(entry: str) -> None:
+    """An inline date/range or a well-formed calendar reference; ValueError saying why otherwise."""
+    name = calendar_reference(entry)
+    if name is None:
+        parse_exclusion(entry)
+    else:
+        check_calendar_name(name)
 
 
 @dataclass(frozen=True)
@@ -39,8 +79,18 @@ def parse_exclusion(text: str) -> DateRange:
 class Exclusions:
     """The dates a job skips, read in its time zone: a slot is excluded when its local date is listed."""
 
-    def __init__(self, entries: Sequence[str], time_zone: str) -> None:
-        self.ranges = tuple(parse_exclusion(entry) for entry in entries)
+    def __init__(self, entries: Sequence[str], time_zone: str, calendars: Mapping[str, Calendar] | None = None) -> None:
+        """`calendars` are the owner's, by name, as read when planning; a `calendar:` entry naming none of
+        them (deleted while the job referred to it, or not read: the claim's late-slot check) adds no dates."""
+        known = calendars or {}
+        dates: list[str] = []
+        for entry in entries:
+            name = calendar_reference(entry)
+            if name is None:
+                dates.append(entry)
+            elif name in known:
+                dates.extend(known[name].dates)
+        self.ranges = tuple(parse_exclusion(entry) for entry in dates)
         self.zone = ZoneInfo(time_zone)
 
     def __bool__(self) -> bool:

@@ -5,8 +5,10 @@ from __future__ import annotations
 import zlib
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from duetime.domain.errors import NotFound
+from duetime.domain.exclusions import Calendar
 from duetime.domain.models import from_ms, to_ms, to_utc
 
 # Ids and sort keys carry a time as 13 zero-padded digits of milliseconds since the epoch: every slot
@@ -85,3 +87,30 @@ ANNOUNCER_PREFIX = "worker:"
 def announcements_key(job_class: str) -> str:
     """The control record holding the handler names that live workers of `job_class` announce."""
     return f"handlers#{job_class}"
+
+
+# In an owner's calendars record, each calendar is the attribute "calendar:<name>".
+CALENDAR_ATTR_PREFIX = "calendar:"
+
+
+def calendars_key(owner: str) -> str:
+    """The control record holding all of an owner's named calendars."""
+    return f"calendars#{owner}"
+
+
+def calendar_entry(calendar: Calendar) -> dict[str, Any]:
+    """A calendar as its attribute in the owner's calendars record (both adapters store this shape)."""
+    return {"dates": list(calendar.dates), "updatedMs": calendar.updated_ms}
+
+
+def calendars_from_record(record: dict[str, Any]) -> dict[str, Calendar]:
+    """The calendars of an owner's calendars record, by name."""
+    return {
+        attr.removeprefix(CALENDAR_ATTR_PREFIX): Calendar(
+            name=attr.removeprefix(CALENDAR_ATTR_PREFIX),
+            dates=tuple(str(d) for d in entry["dates"]),
+            updated_ms=int(entry["updatedMs"]),
+        )
+        for attr, entry in record.items()
+        if attr.startswith(CALENDAR_ATTR_PREFIX)
+    }

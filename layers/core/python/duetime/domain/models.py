@@ -19,7 +19,7 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 from pydantic.json_schema import SkipJsonSchema
 
-from duetime.domain.exclusions import MAX_EXCLUSIONS, parse_exclusion
+from duetime.domain.exclusions import MAX_EXCLUSIONS, check_exclude_entry
 
 MAX_TIMEOUT_SECONDS = 43200  # SQS's 12-hour visibility cap
 MAX_PAYLOAD_BYTES = 256 * 1024  # a job's payload as compact JSON; keeps the job item under DynamoDB's 400 KB
@@ -154,7 +154,7 @@ class JobSpec(CamelModel):
     @classmethod
     def _exclusions(cls, value: list[str]) -> list[str]:
         for entry in value:
-            parse_exclusion(entry)
+            check_exclude_entry(entry)
         return value
 
     @field_validator("payload")

@@ -15,6 +15,7 @@ from duetime.domain.exclusions import Exclusions
 from duetime.domain.keys import due_partition, execution_id
 from duetime.domain.models import Execution, ExecutionStatus, Job, JobStatus, RunKind, from_ms, to_ms
 from duetime.domain.recurrence import Recurrence, next_included, recurrence_of
+from duetime.service.calendars import CalendarCache
 from duetime.service.context import Ports
 from duetime.service.executions import failure_notice
 from duetime.service.ports import DueMessage
@@ -79,6 +80,9 @@ def dispatch(
     `threads` > 1 the next slots are created, and the messages sent (10 to a request), that many at once.
     """
     report = DispatchReport()
+    # Named calendars are read when a slot is planned, once per owner in this pass: an edit applies from
+    # the next pass on, to slots not yet sent.
+    calendars = CalendarCache(ports)
     known = known_jobs or {}
     missing = [e.job_id for e in executions if e.job_id not in known]
     jobs = {**known, **(ports.store.get_jobs(missing) if missing else {})}
@@ -109,7 +113,7 @@ def dispatch(
         if schedule is None or execution.kind != "scheduled" or execution.attempt > 0:
             to_send.append(execution)
             continue
-        exclusions = Exclusions(job.exclude, job.schedule.time_zone) if job.exclude else None
+        exclusions = Exclusions(job.exclude, job.schedule.time_zone, calendars.of(job)) if job.exclude else None
         next_slot: datetime | None
         if exclusions is not None and exclusions.excludes(execution.scheduled_at):
             next_slot = _skip_excluded(ports, execution, schedule, exclusions, now, report)

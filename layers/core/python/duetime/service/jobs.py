@@ -4,17 +4,18 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from duetime.domain.cron import load_zone
 from duetime.domain.errors import Conflict, IdempotencyMismatch, InvalidInput, InvalidSchedule, NotFound
-from duetime.domain.exclusions import Exclusions
+from duetime.domain.exclusions import Calendar, Exclusions
 from duetime.domain.keys import in_key_range
 from duetime.domain.models import Execution, ExecutionStatus, Job, JobSpec, JobStatus, Schedule
 from duetime.domain.recurrence import included_runs, next_included, recurrence_of
 from duetime.domain.webhooks import is_webhook, parse_webhook_url
+from duetime.service.calendars import CalendarCache, check_references
 from duetime.service.context import Ports
 from duetime.service.dispatch import dispatch, new_execution
 from duetime.service.handlers import check_handler
@@ -105,6 +106,7 @@ def submit_job(
     now = ports.clock()
     spec, slot = validate_spec(ports, spec, now)
     check_handler(ports, owner, groups, spec.handler, spec.job_class)
+    check_references(ports, owner, spec.exclude)
     idem_key = f"idem#{owner}#{idempotency_key}" if idempotency_key else None
     digest = body_hash(spec)
     if idem_key:
@@ -163,16 +165,18 @@ def get_job(ports: Ports, owner: str, job_id: str) -> JobView:
     """The job with nextRunAt (its earliest waiting execution) and, for cron jobs, the next few runs."""
     job = get_owned_job(ports, owner, job_id)
     waiting = waiting_executions(ports, job_id) if job.status != JobStatus.CANCELLED else []
-    return describe(job, waiting[0].due_at if waiting else None, ports.clock())
+    return describe(job, waiting[0].due_at if waiting else None, ports.clock(), CalendarCache(ports).of(job))
 
 
-def describe(job: Job, next_run: datetime | None, now: datetime) -> JobView:
+def describe(
+    job: Job, next_run: datetime | None, now: datetime, calendars: Mapping[str, Calendar] | None = None
+) -> JobView:
     """The view of a job whose earliest waiting execution is due at `next_run` (a new job's is its first
-    slot, so creating one needs no read back)."""
+    slot, so creating one needs no read back); `calendars` are its owner's, if it names any."""
     runs: list[datetime] = []
     schedule = recurrence_of(job.schedule, job.created_at)
     if schedule is not None and job.status == JobStatus.ACTIVE:
-        exclusions = Exclusions(job.exclude, job.schedule.time_zone)
+        exclusions = Exclusions(job.exclude, job.schedule.time_zone, calendars)
         if next_run is not None and exclusions.excludes(next_run):
             # The waiting slot is on an excluded date: it will be recorded skipped, not run.
             next_run = next_included(schedule, exclusions, next_run)
@@ -263,12 +267,18 @@ def run_now(ports: Ports, owner: str, job_id: str) -> Execution:
     return execution
 
 
-def preview(schedule: Schedule, start: datetime, count: int, exclude: Sequence[str] = ()) -> list[datetime]:
+def preview(
+    schedule: Schedule,
+    start: datetime,
+    count: int,
+    exclude: Sequence[str] = (),
+    calendars: Mapping[str, Calendar] | None = None,
+) -> list[datetime]:
     """The next `count` run times of a schedule after `start`, by the rules of docs/schedules.md (an
     interval without `startAt` is anchored at `start`, as a job submitted then would be); slots on
-    `exclude` dates are left out, as they will not run."""
+    `exclude` dates (inline or in the named `calendars` it refers to) are left out, as they will not run."""
     if schedule.at is not None:
         return [schedule.at] if schedule.at > start else []
     recurrence = recurrence_of(schedule, created_at=start)
     assert recurrence is not None
-    return included_runs(recurrence, Exclusions(exclude, schedule.time_zone), start, count)
+    return included_runs(recurrence, Exclusions(exclude, schedule.time_zone, calendars), start, count)

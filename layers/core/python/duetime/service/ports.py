@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Generic, Protocol, TypeVar
 
+from duetime.domain.exclusions import Calendar
 from duetime.domain.keys import ExecutionKey
 from duetime.domain.models import Execution, ExecutionStatus, Job, JobStatus, to_ms
 
@@ -253,6 +254,18 @@ class ControlStore(Protocol):
 
     def announced_handlers(self, job_class: str, now_ms: int) -> set[str]:
         """The handler names announced for `job_class` by workers whose announcement is still live."""
+        ...
+
+    def get_calendars(self, owner: str) -> dict[str, Calendar]:
+        """The owner's named calendars by name (one read: all of an owner's calendars are one record)."""
+        ...
+
+    def put_calendar(self, owner: str, calendar: Calendar) -> bool:
+        """Create or replace the owner's calendar of that name; True if it is new."""
+        ...
+
+    def delete_calendar(self, owner: str, name: str) -> bool:
+        """Forget the owner's calendar `name`; False if there was none."""
         ...
 
 

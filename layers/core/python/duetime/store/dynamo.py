@@ -24,7 +24,16 @@ from duetime.definitions import (
     Settings,
 )
 from duetime.domain.errors import Conflict, StaleAttempt
-from duetime.domain.keys import ANNOUNCER_PREFIX, ExecutionKey, announcements_key
+from duetime.domain.exclusions import Calendar
+from duetime.domain.keys import (
+    ANNOUNCER_PREFIX,
+    CALENDAR_ATTR_PREFIX,
+    ExecutionKey,
+    announcements_key,
+    calendar_entry,
+    calendars_from_record,
+    calendars_key,
+)
 from duetime.domain.models import (
     AttemptRecord,
     Execution,
@@ -953,6 +962,40 @@ class DynamoStore:
             if attr.startswith(ANNOUNCER_PREFIX) and int(entry["untilMs"]) > now_ms:
                 served.update(str(name) for name in entry["names"])
         return served
+
+    # -- named calendars: one control record per owner, one attribute per calendar -----------------------
+
+    def get_calendars(self, owner: str) -> dict[str, Calendar]:
+        record = self.client.get_item(
+            TableName=self.control_table, Key=_ser({"key": calendars_key(owner)}), ConsistentRead=True
+        ).get("Item")
+        return calendars_from_record(_deser(record or {}))
+
+    def put_calendar(self, owner: str, calendar: Calendar) -> bool:
+        response = self.client.update_item(
+            TableName=self.control_table,
+            Key=_ser({"key": calendars_key(owner)}),
+            UpdateExpression="SET #c = :entry",
+            ExpressionAttributeNames={"#c": CALENDAR_ATTR_PREFIX + calendar.name},
+            ExpressionAttributeValues=_ser({":entry": calendar_entry(calendar)}),
+            ReturnValues="UPDATED_OLD",
+        )
+        return CALENDAR_ATTR_PREFIX + calendar.name not in response.get("Attributes", {})
+
+    def delete_calendar(self, owner: str, name: str) -> bool:
+        try:
+            self.client.update_item(
+                TableName=self.control_table,
+                Key=_ser({"key": calendars_key(owner)}),
+                UpdateExpression="REMOVE #c",
+                ConditionExpression="attribute_exists(#c)",
+                ExpressionAttributeNames={"#c": CALENDAR_ATTR_PREFIX + name},
+            )
+        except ClientError as exc:
+            if _is_condition_failure(exc):
+                return False
+            raise
+        return True
 
 
 def _plain(values: dict[str, Any]) -> dict[str, Any]:

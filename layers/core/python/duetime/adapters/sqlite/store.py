@@ -20,7 +20,16 @@ from duetime.adapters.cursors import decode_cursor, encode_cursor
 from duetime.adapters.sqlite.db import Database
 from duetime.definitions import Settings
 from duetime.domain.errors import Conflict, StaleAttempt
-from duetime.domain.keys import ANNOUNCER_PREFIX, ExecutionKey, announcements_key
+from duetime.domain.exclusions import Calendar
+from duetime.domain.keys import (
+    ANNOUNCER_PREFIX,
+    CALENDAR_ATTR_PREFIX,
+    ExecutionKey,
+    announcements_key,
+    calendar_entry,
+    calendars_from_record,
+    calendars_key,
+)
 from duetime.domain.models import (
     AttemptRecord,
     Execution,
@@ -712,6 +721,30 @@ class SqliteStore:
             if attr.startswith(ANNOUNCER_PREFIX) and int(entry["untilMs"]) > now_ms:
                 served.update(str(name) for name in entry["names"])
         return served
+
+    # -- named calendars: one control record per owner, one `calendar:<name>` entry per calendar ------------
+
+    def get_calendars(self, owner: str) -> dict[str, Calendar]:
+        with self.db.read() as conn:
+            return calendars_from_record(self._read_control(conn, calendars_key(owner)) or {})
+
+    def put_calendar(self, owner: str, calendar: Calendar) -> bool:
+        key = calendars_key(owner)
+        with self.db.write() as conn:
+            record = self._read_control(conn, key) or {"key": key}
+            new = CALENDAR_ATTR_PREFIX + calendar.name not in record
+            record[CALENDAR_ATTR_PREFIX + calendar.name] = calendar_entry(calendar)
+            self._write_control(conn, key, record)
+            return new
+
+    def delete_calendar(self, owner: str, name: str) -> bool:
+        key = calendars_key(owner)
+        with self.db.write() as conn:
+            record = self._read_control(conn, key)
+            if record is None or record.pop(CALENDAR_ATTR_PREFIX + name, None) is None:
+                return False
+            self._write_control(conn, key, record)
+            return True
 
     # -- TTL -----------------------------------------------------------------------------------------
 

@@ -1,0 +1,101 @@
+"""Named calendars: an owner's lists of dates that its jobs exclude by name (`calendar:<name>` entries)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+from duetime.definitions import MAX_CALENDARS_PER_OWNER
+from duetime.domain.errors import Conflict, InvalidInput, NotFound
+from duetime.domain.exclusions import CALENDAR_PREFIX, Calendar, calendars_named, check_calendar_name
+from duetime.domain.models import Job, JobStatus, to_ms
+from duetime.service.context import Ports
+
+# Jobs named in a 409 for deleting a calendar in use (the message stays short; the count is exact).
+JOBS_NAMED_IN_CONFLICT = 10
+JOB_PAGE = 100
+
+
+def checked_name(name: str) -> str:
+    try:
+        return check_calendar_name(name)
+    except ValueError as exc:
+        raise NotFound(f"calendar {name[:80]!r} not found", field="name") from exc
+
+
+def list_calendars(ports: Ports, owner: str) -> list[Calendar]:
+    """The owner's calendars, by name."""
+    return sorted(ports.store.get_calendars(owner).values(), key=lambda c: c.name)
+
+
+def get_calendar(ports: Ports, owner: str, name: str) -> Calendar:
+    calendar = ports.store.get_calendars(owner).get(checked_name(name))
+    if calendar is None:
+        raise NotFound(f"calendar {name!r} not found", field="name")
+    return calendar
+
+
+def put_calendar(ports: Ports, owner: str, name: str, dates: Sequence[str]) -> tuple[Calendar, bool]:
+    """Create or replace a calendar (its dates are already validated); True if it is new. Jobs that name it
+    read the new dates the next time dispatch plans their slots: slots already sent are not recalled."""
+    try:
+        check_calendar_name(name)
+    except ValueError as exc:  # a name that could never be read back: refused, not created
+        raise InvalidInput(str(exc), field="name") from exc
+    existing = ports.store.get_calendars(owner)
+    if name not in existing and len(existing) >= MAX_CALENDARS_PER_OWNER:
+        raise Conflict(f"an owner may keep at most {MAX_CALENDARS_PER_OWNER} calendars", field="name")
+    calendar = Calendar(name=name, dates=tuple(dates), updated_ms=to_ms(ports.clock()))
+    return calendar, ports.store.put_calendar(owner, calendar)
+
+
+def delete_calendar(ports: Ports, owner: str, name: str) -> None:
+    """Delete a calendar that no job (not cancelled) names; else 409 listing those jobs: a job's `exclude`
+    cannot be edited, so they are cancelled (and resubmitted without it) first."""
+    get_calendar(ports, owner, name)
+    users = [job.job_id for job in jobs_naming(ports, owner, name)]
+    if users:
+        shown = ", ".join(users[:JOBS_NAMED_IN_CONFLICT]) + (" ..." if len(users) > JOBS_NAMED_IN_CONFLICT else "")
+        raise Conflict(f"calendar {name!r} is excluded by {len(users)} job(s) not cancelled: {shown}", field="name")
+    if not ports.store.delete_calendar(owner, name):
+        raise NotFound(f"calendar {name!r} not found", field="name")
+
+
+def jobs_naming(ports: Ports, owner: str, name: str) -> Iterator[Job]:
+    """The owner's jobs, not cancelled, whose `exclude` names calendar `name`."""
+    cursor: str | None = None
+    while True:
+        page = ports.store.list_jobs(owner, JOB_PAGE, cursor)
+        for job in page.items:
+            if job.status != JobStatus.CANCELLED and name in calendars_named(job.exclude):
+                yield job
+        if page.cursor is None:
+            return
+        cursor = page.cursor
+
+
+def check_references(ports: Ports, owner: str, exclude: Sequence[str]) -> None:
+    """Every calendar `exclude` names exists for this owner (one read, only if it names any)."""
+    named = calendars_named(exclude)
+    if not named:
+        return
+    missing = [n for n in named if n not in ports.store.get_calendars(owner)]
+    if missing:
+        raise InvalidInput(
+            f"exclude names no calendar {', '.join(CALENDAR_PREFIX + n for n in missing)} of this owner",
+            field="exclude",
+        )
+
+
+class CalendarCache:
+    """The calendars of each owner, read once per dispatch pass (or request) and only for jobs naming one."""
+
+    def __init__(self, ports: Ports) -> None:
+        self.ports = ports
+        self.by_owner: dict[str, dict[str, Calendar]] = {}
+
+    def of(self, job: Job) -> dict[str, Calendar] | None:
+        if not calendars_named(job.exclude):
+            return None
+        if job.owner not in self.by_owner:
+            self.by_owner[job.owner] = self.ports.store.get_calendars(job.owner)
+        return self.by_owner[job.owner]
