@@ -19,6 +19,7 @@ import pytest
 from aws_lambda_powertools.logging import logger as powertools_logger
 from aws_lambda_powertools.metrics.provider import cold_start as metrics_cold_start
 from duetime.api.auth import issue_token
+from duetime.config import runtime_environment
 from duetime.definitions import Settings
 from duetime.domain.models import format_time
 from duetime.queue.provision import create_queues
@@ -31,6 +32,13 @@ from tests.conftest import ROOT
 
 SETTINGS = Settings(prefix="ep", shards=4, preload_interval_seconds=60, preload_window_seconds=300)
 SECRET = "entry-points-test-secret-of-32-bytes-or-more"
+# The deployed entry points, each run here as its platform invokes it.
+ENTRY_POINTS = {
+    "api": "functions/api/index.py",
+    "preloader": "functions/preloader/index.py",
+    "worker": "functions/worker/index.py",
+    "dlq_notifier": "functions/dlq_notifier/index.py",
+}
 SERVICES = ("duetime-api", "duetime-preloader", "duetime-worker", "duetime-dlq-notifier")
 _module_ids = itertools.count()
 
@@ -76,7 +84,7 @@ class Deployment:
         # A new sandbox is a new process: its first invocation is a cold start again.
         powertools_logger.is_cold_start = True
         metrics_cold_start.is_cold_start = True
-        path = ROOT / "functions" / name / "index.py"
+        path = ROOT / ENTRY_POINTS[name]
         spec = importlib.util.spec_from_file_location(f"lambda_{name}_{next(_module_ids)}", path)
         assert spec is not None and spec.loader is not None
         module = importlib.util.module_from_spec(spec)
@@ -92,20 +100,14 @@ def deployment(monkeypatch: pytest.MonkeyPatch) -> Iterator[Deployment]:
         create_tables(dynamodb, SETTINGS)
         create_queues(sqs, SETTINGS)
         queues = DueQueues.resolve(sqs, SETTINGS)
-        # As infra/functions.py runtime_environment sets them.
-        env = {
-            "DUETIME_PREFIX": SETTINGS.prefix,
-            "DUETIME_REGION": "us-east-1",
-            "DUETIME_SHARDS": str(SETTINGS.shards),
-            "DUETIME_PRELOAD_INTERVAL_SECONDS": str(SETTINGS.preload_interval_seconds),
-            "DUETIME_PRELOAD_WINDOW_SECONDS": str(SETTINGS.preload_window_seconds),
-            "DUETIME_HISTORY_RETENTION_DAYS": str(SETTINGS.history_retention_days),
-            "DUETIME_QUEUE_URLS": json.dumps(queues.queue_urls),
-            "DUETIME_DLQ_URLS": json.dumps(queues.dlq_urls),
-            "POWERTOOLS_METRICS_NAMESPACE": "duetime",
-            "POWERTOOLS_TRACE_DISABLED": "1",
-            "AWS_LAMBDA_FUNCTION_NAME": "ep-function",
-        }
+        # The variables the stack sets (infra/functions.py), from the same mapping.
+        env = runtime_environment(
+            SETTINGS,
+            region="us-east-1",
+            queue_urls=json.dumps(queues.queue_urls),
+            dlq_urls=json.dumps(queues.dlq_urls),
+        )
+        env.update(POWERTOOLS_TRACE_DISABLED="1", AWS_LAMBDA_FUNCTION_NAME="ep-function")
         yield Deployment(env=env, queues=queues, monkeypatch=monkeypatch)
 
 
