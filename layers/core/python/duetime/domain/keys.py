@@ -103,6 +103,24 @@ def calendar_entry(calendar: Calendar) -> dict[str, Any]:
     return {"dates": list(calendar.dates), "updatedMs": calendar.updated_ms}
 
 
+def served_names(record: dict[str, Any], now_ms: int) -> set[str]:
+    """The handler names an announcements record holds for workers whose announcement is live at `now_ms`."""
+    served: set[str] = set()
+    for attr, entry in record.items():
+        if attr.startswith(ANNOUNCER_PREFIX) and int(entry["untilMs"]) > now_ms:
+            served.update(str(name) for name in entry["names"])
+    return served
+
+
+def ended_announcers(record: dict[str, Any], now_ms: int) -> dict[str, int]:
+    """The `worker:<id>` attributes of an announcements record that ended by `now_ms`, with their end."""
+    return {
+        attr: int(entry["untilMs"])
+        for attr, entry in record.items()
+        if attr.startswith(ANNOUNCER_PREFIX) and int(entry["untilMs"]) <= now_ms
+    }
+
+
 def calendars_from_record(record: dict[str, Any]) -> dict[str, Calendar]:
     """The calendars of an owner's calendars record, by name."""
     return {

@@ -33,6 +33,8 @@ from duetime.domain.keys import (
     calendar_entry,
     calendars_from_record,
     calendars_key,
+    ended_announcers,
+    served_names,
 )
 from duetime.domain.models import (
     AttemptRecord,
@@ -921,11 +923,7 @@ class DynamoStore:
             ExpressionAttributeValues=_ser({":entry": {"names": sorted(set(names)), "untilMs": until_ms}}),
             ReturnValues="ALL_NEW",
         )
-        ended = {
-            attr: int(entry["untilMs"])
-            for attr, entry in _deser(response["Attributes"]).items()
-            if attr.startswith(ANNOUNCER_PREFIX) and int(entry["untilMs"]) <= now_ms
-        }
+        ended = ended_announcers(_deser(response["Attributes"]), now_ms)
         if not ended:
             return
         names_by_ref = {f"#a{i}": attr for i, attr in enumerate(ended)}
@@ -957,11 +955,7 @@ class DynamoStore:
         record = self.client.get_item(
             TableName=self.control_table, Key=_ser({"key": announcements_key(job_class)}), ConsistentRead=True
         ).get("Item")
-        served: set[str] = set()
-        for attr, entry in _deser(record or {}).items():
-            if attr.startswith(ANNOUNCER_PREFIX) and int(entry["untilMs"]) > now_ms:
-                served.update(str(name) for name in entry["names"])
-        return served
+        return served_names(_deser(record or {}), now_ms)
 
     # -- named calendars: one control record per owner, one attribute per calendar -----------------------
 

@@ -29,6 +29,8 @@ from duetime.domain.keys import (
     calendar_entry,
     calendars_from_record,
     calendars_key,
+    ended_announcers,
+    served_names,
 )
 from duetime.domain.models import (
     AttemptRecord,
@@ -699,7 +701,7 @@ class SqliteStore:
         key = announcements_key(job_class)
         with self.db.write() as conn:
             record = self._read_control(conn, key) or {"key": key}
-            for attr in [a for a, e in record.items() if a.startswith(ANNOUNCER_PREFIX) and e["untilMs"] <= now_ms]:
+            for attr in ended_announcers(record, now_ms):
                 del record[attr]
             record[ANNOUNCER_PREFIX + worker_id] = {"names": sorted(set(names)), "untilMs": until_ms}
             self._write_control(conn, key, record)
@@ -716,11 +718,7 @@ class SqliteStore:
         """The handler names announced for `job_class` by workers whose announcement is still live."""
         with self.db.read() as conn:
             record = self._read_control(conn, announcements_key(job_class)) or {}
-        served: set[str] = set()
-        for attr, entry in record.items():
-            if attr.startswith(ANNOUNCER_PREFIX) and int(entry["untilMs"]) > now_ms:
-                served.update(str(name) for name in entry["names"])
-        return served
+        return served_names(record, now_ms)
 
     # -- named calendars: one control record per owner, one `calendar:<name>` entry per calendar ------------
 
