@@ -225,6 +225,18 @@ def _cell(run: dict[str, Any] | None) -> str:
     return text
 
 
+def _side_cell(runs: list[dict[str, Any]], system: str, scenario: str, rate: float | None, burst: str) -> str:
+    """One system's cell of a side-by-side row; a burst run's count and drain are put in by `burst`."""
+    run = next(
+        (r for r in runs if r["system"] == system and r["scenario"] == scenario and r.get("rate") == rate),
+        None,
+    )
+    cell = _cell(run)
+    if run and run.get("drainSeconds") is not None:
+        return burst.format(count=run["count"], drain=run["drainSeconds"], cell=cell)
+    return cell
+
+
 def _highest(search: dict[str, Any] | None) -> str:
     """The search's answer: the highest rate that passed, or below the lowest tried when none did."""
     if search is None:
@@ -304,16 +316,7 @@ def render_side(side: dict[str, Any]) -> str:
     rows = list(dict.fromkeys((r["scenario"], r.get("rate")) for r in runs if r["scenario"] != "search"))
     for scenario, rate in rows:
         label = f"{scenario} {rate:g}/s" if rate is not None else f"{scenario} (count, drain)"
-        cells = []
-        for system in systems:
-            run = next(
-                (r for r in runs if r["system"] == system and r["scenario"] == scenario and r.get("rate") == rate),
-                None,
-            )
-            cell = _cell(run)
-            if run and run.get("drainSeconds") is not None:
-                cell = f"{run['count']:,} {run['drainSeconds']} s, " + cell
-            cells.append(cell)
+        cells = [_side_cell(runs, system, scenario, rate, "{count:,} {drain} s, {cell}") for system in systems]
         lines.append(_row([label, *cells], widths))
     searches = {s["system"]: s for s in side.get("searches", [])}
     lines.append(
@@ -368,16 +371,7 @@ def markdown_side(side: dict[str, Any]) -> str:
     ]
     for scenario, rate in dict.fromkeys((r["scenario"], r.get("rate")) for r in runs):
         label = f"{scenario}, {rate:g}/s" if rate is not None else f"{scenario}: jobs, drain, p50 / p99"
-        cells = []
-        for system in systems:
-            run = next(
-                (r for r in runs if r["system"] == system and r["scenario"] == scenario and r.get("rate") == rate),
-                None,
-            )
-            cell = _cell(run)
-            if run and run.get("drainSeconds") is not None:
-                cell = f"{run['count']:,}, {run['drainSeconds']} s, {cell}"
-            cells.append(cell)
+        cells = [_side_cell(runs, system, scenario, rate, "{count:,}, {drain} s, {cell}") for system in systems]
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     searches = {s["system"]: s for s in side.get("searches", [])}
     best = [_highest(searches.get(s)) for s in systems]
