@@ -12,6 +12,8 @@ import jwt
 import pytest
 from duetime.api.app import build_app
 from duetime.api.auth import ISSUER, issue_token
+from duetime.api.routes import ROUTES as DECLARED_ROUTES
+from duetime.api.routing import Access
 from duetime.local.http_bridge import to_event
 from duetime.service import executions as execution_cases
 
@@ -359,25 +361,16 @@ def test_idempotency_key_must_be_short_printable_ascii(alice):
 
 # --- 401: no token or a bad one, on every route ------------------------------------------------------
 
+# Every route that takes a token, from the route table itself, with sample path values and its example body.
+SAMPLE_PATH_VALUES = {
+    "jobId": "j_0000000000000001",
+    "name": "holidays-de",
+    "executionId": "j_0000000000000001.1796115600000",
+}
 ROUTES = [
-    ("POST", "/jobs", job_body()),
-    ("GET", "/jobs", None),
-    ("GET", "/jobs/j_0000000000000001", None),
-    ("PATCH", "/jobs/j_0000000000000001", {"status": "paused"}),
-    ("DELETE", "/jobs/j_0000000000000001", None),
-    ("GET", "/jobs/j_0000000000000001/executions", None),
-    ("POST", "/jobs/j_0000000000000001/run", None),
-    ("POST", "/schedules/preview", {"cron": "* * * * *"}),
-    ("GET", "/calendars", None),
-    ("GET", "/calendars/holidays-de", None),
-    ("PUT", "/calendars/holidays-de", {"dates": []}),
-    ("DELETE", "/calendars/holidays-de", None),
-    ("POST", "/executions/j_0000000000000001.1796115600000/heartbeat", {"attempt": 1, "workerId": "w1"}),
-    (
-        "POST",
-        "/executions/j_0000000000000001.1796115600000/complete",
-        {"attempt": 1, "workerId": "w1", "result": "succeeded"},
-    ),
+    (route.method, route.path.format(**SAMPLE_PATH_VALUES), route.example)
+    for route in DECLARED_ROUTES
+    if route.access is not Access.PUBLIC
 ]
 
 

@@ -4,17 +4,21 @@ API Gateway request models (draft 4) that accept what the handler accepts; impor
 from __future__ import annotations
 
 import json
-import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import jsonschema
-from duetime.api.app import build_app
-from duetime.api.openapi import JOB_EXAMPLE, gateway_request_schemas, openapi_document
+import pytest
+from duetime.api.app import build_app, reply_response
+from duetime.api.models import JobResponse
+from duetime.api.openapi import gateway_request_schemas, openapi_document
+from duetime.api.routes import JOB_EXAMPLE, ROUTES, get_job
+from duetime.api.routing import Access, Answer, Reply, Route
 from duetime.domain.models import JobSpec
+from duetime.local.http_bridge import to_event
 from openapi_spec_validator import validate
-from pydantic.alias_generators import to_camel
 
 ROOT = Path(__file__).resolve().parents[2]
 API_MD_EXAMPLE = {
@@ -37,15 +41,50 @@ def test_the_document_is_valid_openapi_3_0():
     validate(document)
 
 
-def test_every_route_of_the_handler_is_documented_with_its_method():
-    documented = {(m.upper(), p) for p, item in openapi_document()["paths"].items() for m in item}
-    app = build_app(ports=None)  # type: ignore[arg-type]  # its routes only; nothing is called
-    served = set()
-    for route in app._static_routes + app._dynamic_routes:
-        path = route.rule.pattern.removeprefix("^").removesuffix("/*$")
-        path = re.sub(r"\(\?P<(\w+)>.*?\]\+\)", lambda m: "{" + to_camel(m.group(1)) + "}", path)
-        served.add((route.method, path))
-    assert served == documented
+SAMPLE_PATH_VALUES = {"jobId": "j_0000000000000001", "name": "holidays-de", "executionId": "j_1.1796115600000"}
+
+
+def resolve(method: str, path: str) -> tuple[int, dict[str, Any]]:
+    app = build_app(ports=None, local_secret="unit-secret-of-thirty-two-bytes!!")  # type: ignore[arg-type]
+    response = app.resolve(to_event(method, path, {}, b""), None)
+    return response["statusCode"], json.loads(response["body"])
+
+
+@pytest.mark.parametrize("route", ROUTES, ids=[f"{r.method} {r.path}" for r in ROUTES])
+def test_every_documented_route_is_served_and_asks_for_a_token_unless_public(route):
+    status, body = resolve(route.method, route.path.format(**SAMPLE_PATH_VALUES))
+    if route.access is Access.PUBLIC:
+        assert status == 200 and body == openapi_document()
+    else:
+        assert (status, body["error"]["code"]) == (401, "unauthorized")
+        assert route.operation_id in {op["operationId"] for op in openapi_document()["paths"][route.path].values()}
+
+
+def test_a_method_no_route_declares_is_404_in_the_error_shape():
+    documented = openapi_document()["paths"]
+    assert "put" not in documented["/jobs"]
+    status, body = resolve("PUT", "/jobs")
+    assert status == 404 and body["error"]["field"] == "path"
+
+
+def test_a_route_must_declare_each_path_parameter():
+    with pytest.raises(ValueError, match="jobId"):
+        Route("GET", "/jobs/{jobId}", get_job, "One job.", {200: Answer("the job", JobResponse)})
+
+
+def test_a_use_case_answering_a_status_its_route_does_not_declare_is_refused_not_sent():
+    route = next(r for r in ROUTES if r.operation_id == "getJob")
+    assert route.ok.keys() == {200}
+    with pytest.raises(RuntimeError, match="201"):
+        reply_response(route, Reply(201, None))
+
+
+def test_the_machinery_adds_400_401_and_404_to_the_errors_a_route_declares():
+    by_id = {r.operation_id: r for r in ROUTES}
+    assert by_id["createJob"].error_statuses() == [400, 401, 403, 404, 422]  # body; owner route
+    assert by_id["getJob"].error_statuses() == [401, 404]
+    assert by_id["previewSchedule"].error_statuses() == [400, 401]  # any caller: no 404 for the token kind
+    assert by_id["openapi"].error_statuses() == []
 
 
 def test_the_job_schema_is_the_models_wire_shape():

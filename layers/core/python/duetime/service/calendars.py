@@ -75,15 +75,23 @@ def jobs_naming(ports: Ports, owner: str, name: str) -> Iterator[Job]:
 
 def check_references(ports: Ports, owner: str, exclude: Sequence[str]) -> None:
     """Every calendar `exclude` names exists for this owner (one read, only if it names any)."""
+    referenced_calendars(ports, owner, exclude)
+
+
+def referenced_calendars(ports: Ports, owner: str, exclude: Sequence[str]) -> dict[str, Calendar] | None:
+    """The owner's calendars if `exclude` names any (one read), else None; raises InvalidInput naming
+    `exclude` if one it names does not exist."""
     named = calendars_named(exclude)
     if not named:
-        return
-    missing = [n for n in named if n not in ports.store.get_calendars(owner)]
+        return None
+    calendars = ports.store.get_calendars(owner)
+    missing = [n for n in named if n not in calendars]
     if missing:
         raise InvalidInput(
             f"exclude names no calendar {', '.join(CALENDAR_PREFIX + n for n in missing)} of this owner",
             field="exclude",
         )
+    return calendars
 
 
 class CalendarCache:

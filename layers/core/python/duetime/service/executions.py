@@ -308,6 +308,42 @@ def find_execution(ports: Ports, execution_id: str) -> Execution:
     return execution
 
 
+def report_heartbeat(ports: Ports, execution_id: str, attempt: int, worker_id: str) -> Execution:
+    """A worker's heartbeat for the attempt it holds, by execution id (the API's worker route): the lease
+    is extended, never past the run's timeout. Raises NotFound, StaleAttempt (not the holder) or Conflict."""
+    execution = find_execution(ports, execution_id)
+    check_holder(execution, attempt, worker_id)
+    key = ports.store.key_of(execution)
+    job = ports.store.get_job(execution.job_id)
+    return heartbeat(ports, key, attempt, execution.job_class, run_ends(execution, job), worker_id)
+
+
+def report_outcome(
+    ports: Ports,
+    execution_id: str,
+    attempt: int,
+    worker_id: str,
+    succeeded: bool,
+    result: Any = None,
+    error: str | None = None,
+    retryable: bool = True,
+) -> Execution:
+    """A worker's outcome for the attempt it holds, by execution id (the API's worker route), recorded as
+    `complete` does. Raises NotFound or StaleAttempt (not the holder)."""
+    execution = find_execution(ports, execution_id)
+    check_holder(execution, attempt, worker_id)
+    return complete(
+        ports,
+        ports.store.key_of(execution),
+        attempt,
+        succeeded=succeeded,
+        result=result,
+        error=error,
+        retryable=retryable,
+        current=execution,
+    )
+
+
 def lateness_ms(execution: Execution) -> int:
     """How late this attempt started against the time it was due."""
     if execution.started_at is None:

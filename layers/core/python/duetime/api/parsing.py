@@ -1,0 +1,48 @@
+"""Request bodies as their models, strictly: JSON objects only, camelCase only, errors naming the field."""
+
+from __future__ import annotations
+
+import json
+from typing import NoReturn, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from duetime.domain.errors import InvalidInput
+
+# A job's payload may take 256 KB (JobSpec); the rest of a request body is small.
+MAX_BODY_BYTES = 320 * 1024
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def validation_error(exc: ValidationError) -> InvalidInput:
+    """The first pydantic error as InvalidInput naming the field in wire (camelCase) names."""
+    first = exc.errors()[0]
+    field = ".".join(str(p) for p in first.get("loc", ()) if not isinstance(p, int)) or "body"
+    return InvalidInput(f"{field}: {first.get('msg', 'invalid')}", field=field)
+
+
+def parse_body(raw: str, model: type[M]) -> M:
+    """A request body as `model`; raises InvalidInput naming the field for anything else.
+
+    Refused: bodies over MAX_BODY_BYTES, malformed JSON (NaN and Infinity included), anything but an
+    object, strings that are not valid Unicode (lone surrogates, which DynamoDB cannot store), unknown
+    fields, and snake_case names (the wire speaks camelCase only).
+    """
+    if len(raw.encode("utf-8", "surrogatepass")) > MAX_BODY_BYTES:
+        raise InvalidInput(f"request body exceeds {MAX_BODY_BYTES} bytes", field="body")
+    try:
+        data = json.loads(raw, parse_constant=_refuse_constant) if raw.strip() else None
+        json.dumps(data, ensure_ascii=False).encode("utf-8")
+    except (ValueError, RecursionError) as exc:  # UnicodeEncodeError is a ValueError
+        raise InvalidInput(f"malformed JSON: {str(exc)[:200]}", field="body") from exc
+    if not isinstance(data, dict):
+        raise InvalidInput("the body must be a JSON object", field="body")
+    try:
+        return model.model_validate(data, by_alias=True, by_name=False)
+    except ValidationError as exc:
+        raise validation_error(exc) from exc
+
+
+def _refuse_constant(name: str) -> NoReturn:
+    raise ValueError(f"{name} is not JSON")

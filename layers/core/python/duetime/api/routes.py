@@ -1,0 +1,385 @@
+"""The API's routes (API.md), each declared once in ROUTES beside the use case it runs: the resolver serves
+them (duetime.api.app) and the OpenAPI document describes them (duetime.api.openapi) from that one table.
+
+To add a route: write its use case as `def verb_noun(call: Call) -> Reply` (the name in camelCase becomes
+its operationId), calling one service function, and add a `Route` to ROUTES with its method, path, `ok`
+answers, access, body model and the error statuses its use case may answer.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from typing import Any
+
+from pydantic import ValidationError
+
+from duetime.api.idempotency import HEADER as IDEMPOTENCY_HEADER
+from duetime.api.idempotency import MAX_KEY_CHARS, idempotency_key
+from duetime.api.models import (
+    MAX_PAGE,
+    CalendarList,
+    CalendarRequest,
+    CalendarResponse,
+    CompleteRequest,
+    ExecutionPage,
+    HeartbeatRequest,
+    HeartbeatResponse,
+    JobPage,
+    JobResponse,
+    PreviewRequest,
+    PreviewResponse,
+    StatusChange,
+)
+from duetime.api.parsing import validation_error
+from duetime.api.routing import Access, Answer, Api, Call, Param, Reply, Route
+from duetime.domain.errors import Conflict, InvalidSchedule, NotFound
+from duetime.domain.exclusions import CALENDAR_NAME as CALENDAR_NAME_PATTERN
+from duetime.domain.exclusions import CALENDAR_NAME_RULE
+from duetime.domain.keys import parse_execution_id
+from duetime.domain.models import Execution, JobSpec, Schedule
+from duetime.service import calendars as calendar_cases
+from duetime.service import executions as execution_cases
+from duetime.service import jobs as job_cases
+
+DEFAULT_PAGE = 50
+# Job ids are "j_" and hex (service.jobs.submit_job); anything else cannot name a job, so it is 404
+# before it reaches the store (DynamoDB refuses keys over 2 KB).
+JOB_ID = re.compile(r"j_[0-9a-f]{1,64}")
+
+JOB_EXAMPLE: dict[str, Any] = {
+    "name": "nightly-invoices",
+    "handler": "demo.echo",
+    "payload": {"region": "IN"},
+    "schedule": {"cron": "0 2 * * *", "timeZone": "Asia/Kolkata"},
+    "retry": {"maxAttempts": 5, "baseDelaySeconds": 30, "maxDelaySeconds": 900},
+    "timeoutSeconds": 600,
+    "overlap": "forbid",
+    "catchUp": "latest",
+    "startingDeadlineSeconds": None,
+    "jobClass": "default",
+}
+
+
+def checked_job_id(job_id: str) -> str:
+    if not JOB_ID.fullmatch(job_id):
+        raise NotFound(f"job {job_id[:80]!r} not found", field="jobId")
+    return job_id
+
+
+def checked_execution_id(execution_id: str) -> str:
+    job_id, _ = parse_execution_id(execution_id)
+    if not JOB_ID.fullmatch(job_id):
+        raise NotFound(f"execution {execution_id[:120]!r} not found", field="executionId")
+    return execution_id
+
+
+JOB_ID_PARAM = Param(
+    "jobId",
+    "path",
+    "a job id",
+    {"type": "string", "minLength": 1, "pattern": f"^{JOB_ID.pattern}$"},
+    check=checked_job_id,
+)
+CALENDAR_NAME_PARAM = Param(
+    "name",
+    "path",
+    f"a calendar name: {CALENDAR_NAME_RULE}",
+    {"type": "string", "minLength": 1, "pattern": f"^{CALENDAR_NAME_PATTERN.pattern}$"},
+)
+EXECUTION_ID_PARAM = Param(
+    "executionId", "path", "an execution id", {"type": "string", "minLength": 1}, check=checked_execution_id
+)
+IDEMPOTENCY_PARAM = Param(
+    IDEMPOTENCY_HEADER,
+    "header",
+    "the same key and body return the first job; another body with it is 422 (24 hours)",
+    {"type": "string", "minLength": 1, "maxLength": MAX_KEY_CHARS, "pattern": "^[ -~]+$"},
+)
+PAGE_PARAMS = (
+    Param(
+        "limit",
+        "query",
+        f"page size, 1..{MAX_PAGE} (default {DEFAULT_PAGE})",
+        {"type": "integer", "minimum": 1, "maximum": MAX_PAGE},
+    ),
+    Param(
+        "cursor",
+        "query",
+        "the `nextCursor` of the previous page; opaque, and valid only for the same listing",
+        {"type": "string"},
+    ),
+)
+
+
+def job_response(view: job_cases.JobView) -> JobResponse:
+    return JobResponse(**dict(view.job), next_runs=view.next_runs)
+
+
+def openapi(call: Call) -> Reply:
+    return Reply(200, API.document())
+
+
+def create_job(call: Call) -> Reply:
+    who = call.who  # with the groups its grants may name
+    key = idempotency_key(call.headers)
+    job, created = job_cases.submit_job(call.ports, who.owner, call.body_as(JobSpec), key, groups=who.groups)
+    if created:
+        calendars = calendar_cases.CalendarCache(call.ports).of(job)
+        view = job_cases.describe(job, job.next_run_at, call.ports.clock(), calendars)
+    else:
+        view = job_cases.get_job(call.ports, who.owner, job.job_id)
+    return Reply(201 if created else 200, job_response(view))
+
+
+def list_jobs(call: Call) -> Reply:
+    assert call.page is not None
+    jobs, next_cursor = job_cases.list_jobs(call.ports, call.owner, call.page.limit, call.page.cursor)
+    return Reply(200, JobPage(jobs=[JobResponse(**dict(job)) for job in jobs], next_cursor=next_cursor))
+
+
+def get_job(call: Call) -> Reply:
+    return Reply(200, job_response(job_cases.get_job(call.ports, call.owner, call.path["jobId"])))
+
+
+def change_job(call: Call) -> Reply:
+    change = call.body_as(StatusChange)
+    pause_or_resume = job_cases.pause_job if change.status == "paused" else job_cases.resume_job
+    return Reply(200, job_response(pause_or_resume(call.ports, call.owner, call.path["jobId"])))
+
+
+def cancel_job(call: Call) -> Reply:
+    job_cases.cancel_job(call.ports, call.owner, call.path["jobId"])
+    return Reply(204)
+
+
+def list_executions(call: Call) -> Reply:
+    assert call.page is not None
+    items, next_cursor = job_cases.list_executions(
+        call.ports, call.owner, call.path["jobId"], call.page.limit, call.page.cursor
+    )
+    return Reply(200, ExecutionPage(executions=items, next_cursor=next_cursor))
+
+
+def run_job_now(call: Call) -> Reply:
+    return Reply(201, job_cases.run_now(call.ports, call.owner, call.path["jobId"]))
+
+
+def list_calendars(call: Call) -> Reply:
+    calendars = calendar_cases.list_calendars(call.ports, call.owner)
+    return Reply(200, CalendarList(calendars=[CalendarResponse.of(c) for c in calendars]))
+
+
+def get_calendar(call: Call) -> Reply:
+    return Reply(200, CalendarResponse.of(calendar_cases.get_calendar(call.ports, call.owner, call.path["name"])))
+
+
+def put_calendar(call: Call) -> Reply:
+    dates = call.body_as(CalendarRequest).dates
+    calendar, created = calendar_cases.put_calendar(call.ports, call.owner, call.path["name"], dates)
+    return Reply(201 if created else 200, CalendarResponse.of(calendar))
+
+
+def delete_calendar(call: Call) -> Reply:
+    calendar_cases.delete_calendar(call.ports, call.owner, call.path["name"])
+    return Reply(204)
+
+
+def preview_schedule(call: Call) -> Reply:
+    request = call.body_as(PreviewRequest)
+    calendars = calendar_cases.referenced_calendars(call.ports, call.owner, request.exclude)
+    try:
+        schedule = Schedule(
+            at=request.at,
+            cron=request.cron,
+            every=request.every,
+            start_at=request.start_at,
+            time_zone=request.time_zone,
+        )
+    except ValidationError as exc:
+        raise validation_error(exc) from exc
+    start: datetime = request.from_ or call.ports.clock()
+    try:
+        runs = job_cases.preview(schedule, start, request.count, request.exclude, calendars)
+    except InvalidSchedule as exc:  # named for a job's `schedule.*`; here the fields are top level
+        raise InvalidSchedule(exc.message, field=(exc.field or "").removeprefix("schedule.") or None) from exc
+    return Reply(200, PreviewResponse(runs=runs))
+
+
+def heartbeat(call: Call) -> Reply:
+    request = call.body_as(HeartbeatRequest)
+    updated = execution_cases.report_heartbeat(call.ports, call.path["executionId"], request.attempt, request.worker_id)
+    if updated.lease_until is None:  # a running row always has a lease; never report a bare 200
+        raise Conflict("the execution holds no lease", field="attempt")
+    return Reply(200, HeartbeatResponse(lease_until=updated.lease_until))
+
+
+def complete(call: Call) -> Reply:
+    request = call.body_as(CompleteRequest)
+    ended = execution_cases.report_outcome(
+        call.ports,
+        call.path["executionId"],
+        request.attempt,
+        request.worker_id,
+        succeeded=request.result == "succeeded",
+        result=request.output,
+        error=request.error,
+        retryable=request.retryable,
+    )
+    return Reply(200, ended)
+
+
+JOB = Answer("the job", JobResponse)
+CALENDAR = Answer("the calendar", CalendarResponse)
+EXECUTION = Answer("the execution", Execution)
+WORKER_EXAMPLE = {"attempt": 1, "workerId": "host-4242-a1b2"}
+
+ROUTES: tuple[Route, ...] = (
+    Route(
+        "POST",
+        "/jobs",
+        create_job,
+        "Submit a job: stored with its first execution, atomically.",
+        {201: JOB, 200: Answer("the job first created with this key", JobResponse)},
+        params=[IDEMPOTENCY_PARAM],
+        body=JobSpec,
+        example=JOB_EXAMPLE,
+        errors=(403, 422),
+    ),
+    Route(
+        "GET",
+        "/jobs",
+        list_jobs,
+        "The caller's jobs, newest first.",
+        {200: Answer("a page of jobs", JobPage)},
+        paged=True,
+    ),
+    Route("GET", "/jobs/{jobId}", get_job, "One job.", {200: JOB}, params=[JOB_ID_PARAM]),
+    Route(
+        "PATCH",
+        "/jobs/{jobId}",
+        change_job,
+        "Pause or resume a job.",
+        {200: JOB},
+        params=[JOB_ID_PARAM],
+        body=StatusChange,
+        example={"status": "paused"},
+        errors=(409,),
+    ),
+    Route(
+        "DELETE",
+        "/jobs/{jobId}",
+        cancel_job,
+        "Cancel a job and its waiting executions.",
+        {204: Answer("cancelled")},
+        params=[JOB_ID_PARAM],
+        errors=(409,),
+    ),
+    Route(
+        "GET",
+        "/jobs/{jobId}/executions",
+        list_executions,
+        "A job's executions, newest scheduled first.",
+        {200: Answer("a page of executions", ExecutionPage)},
+        params=[JOB_ID_PARAM],
+        paged=True,
+    ),
+    Route(
+        "POST",
+        "/jobs/{jobId}/run",
+        run_job_now,
+        "An execution due now, outside the schedule.",
+        {201: EXECUTION},
+        params=[JOB_ID_PARAM],
+        errors=(409,),
+    ),
+    Route(
+        "GET",
+        "/calendars",
+        list_calendars,
+        "The caller's named calendars.",
+        {200: Answer("the calendars, by name", CalendarList)},
+    ),
+    Route("GET", "/calendars/{name}", get_calendar, "One calendar.", {200: CALENDAR}, params=[CALENDAR_NAME_PARAM]),
+    Route(
+        "PUT",
+        "/calendars/{name}",
+        put_calendar,
+        "Create or replace a calendar; jobs excluding it see the new dates from their next planned slot.",
+        {201: CALENDAR, 200: Answer("the replaced calendar", CalendarResponse)},
+        params=[CALENDAR_NAME_PARAM],
+        body=CalendarRequest,
+        example={"dates": ["2026-12-24/2026-12-26", "2027-01-01"]},
+        errors=(409,),
+    ),
+    Route(
+        "DELETE",
+        "/calendars/{name}",
+        delete_calendar,
+        "Delete a calendar no job (not cancelled) excludes; 409 names the jobs that still do.",
+        {204: Answer("deleted")},
+        params=[CALENDAR_NAME_PARAM],
+        errors=(409,),
+    ),
+    Route(
+        "POST",
+        "/schedules/preview",
+        preview_schedule,
+        "The next run times of a schedule, by duetime's cron rules.",
+        {200: Answer("run times in UTC", PreviewResponse)},
+        access=Access.CALLER,
+        body=PreviewRequest,
+        example={"cron": "30 2 * * *", "timeZone": "Europe/London", "count": 3},
+    ),
+    Route(
+        "POST",
+        "/executions/{executionId}/heartbeat",
+        heartbeat,
+        "Extend the lease of the attempt a worker holds (workers only).",
+        {200: Answer("the new lease", HeartbeatResponse)},
+        access=Access.WORKER,
+        params=[EXECUTION_ID_PARAM],
+        body=HeartbeatRequest,
+        example=WORKER_EXAMPLE,
+        errors=(409,),
+    ),
+    Route(
+        "POST",
+        "/executions/{executionId}/complete",
+        complete,
+        "Record the outcome of the attempt a worker holds (workers only).",
+        {200: EXECUTION},
+        access=Access.WORKER,
+        params=[EXECUTION_ID_PARAM],
+        body=CompleteRequest,
+        example={**WORKER_EXAMPLE, "result": "succeeded"},
+        errors=(409,),
+    ),
+    Route(
+        "GET",
+        "/openapi.json",
+        openapi,
+        "This document.",
+        {200: Answer("the OpenAPI document", schema={"type": "object"})},
+        access=Access.PUBLIC,
+    ),
+)
+
+API = Api(
+    ROUTES,
+    page_params=PAGE_PARAMS,
+    description='A distributed job scheduler. Errors are {"error": {"code", "message", "field"}}.',
+    security_schemes={
+        "bearerAuth": {
+            "type": "http",
+            "scheme": "bearer",
+            "bearerFormat": "JWT",
+            "description": "a job owner: the API Gateway JWT authorizer on AWS, `duetime token` locally",
+        },
+        "workerAuth": {
+            "type": "http",
+            "scheme": "bearer",
+            "description": "a worker: IAM (SigV4) on AWS, `duetime token --worker` locally",
+        },
+    },
+)
