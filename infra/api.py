@@ -3,6 +3,7 @@ federated to any OIDC issuer), workers' routes are IAM-authorized; bodies valida
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from aws_cdk import CfnOutput, Duration, RemovalPolicy, SecretValue
@@ -14,6 +15,8 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_wafv2 as wafv2
 from constructs import Construct
 from duetime.api.openapi import gateway_request_schemas
+from duetime.api.routes import ROUTES
+from duetime.api.routing import Access
 
 from infra.common import log_group, suppress
 from infra.context import DeployContext
@@ -21,7 +24,10 @@ from infra.context import DeployContext
 # Request bodies are validated at the edge against the schemas generated from the same pydantic models
 # the handler validates with (duetime.api.openapi), so the two can never disagree.
 REQUEST_SCHEMAS = gateway_request_schemas()
-WORKER_ROUTES = ("heartbeat", "complete")
+# The gateway serves every route of the API's table that takes a token (the public /openapi.json is
+# served by `duetime local`; on AWS it would be a route open to anyone for a document in the repository).
+GATEWAY_ROUTES = [route for route in ROUTES if route.access is not Access.PUBLIC]
+WORKER_ROUTES = [route for route in GATEWAY_ROUTES if route.access is Access.WORKER]
 # WAF counts rate-based rules over this window (seconds); context callerRateLimit is per window.
 RATE_WINDOW_SECONDS = 300
 
@@ -165,42 +171,26 @@ class Api(Construct):
                 **auth,
             )
 
-        jobs = self.rest_api.root.add_resource("jobs")
-        method(jobs, "GET")
-        method(jobs, "POST", model("POST /jobs"))
-        job = jobs.add_resource("{jobId}")
-        method(job, "GET")
-        method(job, "PATCH", model("PATCH /jobs/{jobId}"))
-        method(job, "DELETE")
-        method(job.add_resource("executions"), "GET")
-        method(job.add_resource("run"), "POST")
-        calendars = self.rest_api.root.add_resource("calendars")
-        method(calendars, "GET")
-        calendar = calendars.add_resource("{name}")
-        method(calendar, "GET")
-        method(calendar, "PUT", model("PUT /calendars/{name}"))
-        method(calendar, "DELETE")
-        method(
-            self.rest_api.root.add_resource("schedules").add_resource("preview"),
-            "POST",
-            model("POST /schedules/preview"),
-        )
-        execution = self.rest_api.root.add_resource("executions").add_resource("{executionId}")
-        for route in WORKER_ROUTES:
-            route_resource = execution.add_resource(route)
-            method(
-                route_resource,
-                "POST",
-                model(f"POST /executions/{{executionId}}/{route}"),
-                authorization_type=apigw.AuthorizationType.IAM,
-            )
-            suppress(
-                route_resource,
-                {
-                    "AwsSolutions-COG4": "Worker-facing route: workers are AWS principals, so SigV4 (IAM) "
-                    "authorizes it instead of an owner's Cognito token.",
-                },
-            )
+        def resource(path: str) -> apigw.IResource:
+            node = self.rest_api.root
+            for part in path.strip("/").split("/"):
+                node = node.get_resource(part) or node.add_resource(part)
+            return node
+
+        for route in GATEWAY_ROUTES:
+            body = model(f"{route.method} {route.path}") if route.body is not None else None
+            route_resource = resource(route.path)
+            if route.access is Access.WORKER:
+                method(route_resource, route.method, body, authorization_type=apigw.AuthorizationType.IAM)
+                suppress(
+                    route_resource,
+                    {
+                        "AwsSolutions-COG4": "Worker-facing route: workers are AWS principals, so SigV4 (IAM) "
+                        "authorizes it instead of an owner's Cognito token.",
+                    },
+                )
+            else:  # an owner's route, or one any caller may use: only owners hold Cognito tokens on AWS
+                method(route_resource, route.method, body)
 
         self.web_acl = self._web_acl(ctx)
         suppress(
@@ -222,7 +212,7 @@ class Api(Construct):
         # The "execute-api:/<stage>/<verb>/<path>" shorthand of resource policies: the API's own ARN would make
         # the policy depend on the API it belongs to.
         every_route = "execute-api:/*"
-        worker_routes = [f"execute-api:/*/POST/executions/*/{route}" for route in WORKER_ROUTES]
+        worker_routes = [f"execute-api:/*/{route.method}{_wildcard(route.path, '*')}" for route in WORKER_ROUTES]
         # Without an explicit Allow, a resource policy would refuse the Cognito-authorized routes.
         self.rest_api.add_to_resource_policy(
             iam.PolicyStatement(
@@ -254,7 +244,8 @@ class Api(Construct):
                 statement=wafv2.CfnWebACL.StatementProperty(
                     regex_match_statement=wafv2.CfnWebACL.RegexMatchStatementProperty(
                         field_to_match=wafv2.CfnWebACL.FieldToMatchProperty(uri_path={}),
-                        regex_string=f"/executions/[^/]+/({'|'.join(WORKER_ROUTES)})$",
+                        # Unanchored at the start: the URI WAF sees begins with the stage (/v1/executions/...).
+                        regex_string=f"({'|'.join(_wildcard(route.path, '[^/]+') for route in WORKER_ROUTES)})$",
                         text_transformations=[wafv2.CfnWebACL.TextTransformationProperty(priority=0, type="NONE")],
                     )
                 )
@@ -329,10 +320,15 @@ class Api(Construct):
         """execute-api ARNs of the IAM-authorized worker routes, for granting a worker principal."""
         return [
             self.rest_api.arn_for_execute_api(
-                "POST", f"/executions/*/{route}", self.rest_api.deployment_stage.stage_name
+                route.method, _wildcard(route.path, "*"), self.rest_api.deployment_stage.stage_name
             )
             for route in WORKER_ROUTES
         ]
+
+
+def _wildcard(path: str, any_segment: str) -> str:
+    """A route's path with each {parameter} as `any_segment` (a policy's "*", a regex's "[^/]+")."""
+    return re.sub(r"{\w+}", lambda _: any_segment, path)
 
 
 # JSON Schema keywords the generated schemas use, as apigw.JsonSchema's snake_case arguments.
