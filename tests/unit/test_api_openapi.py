@@ -11,11 +11,12 @@ from typing import Any
 
 import jsonschema
 import pytest
-from duetime.api.app import build_app, reply_response
+from duetime.api.app import build_app, error_response, reply_response
 from duetime.api.models import JobResponse
 from duetime.api.openapi import gateway_request_schemas, openapi_document
 from duetime.api.routes import JOB_EXAMPLE, ROUTES, get_job
-from duetime.api.routing import Access, Answer, Reply, Route
+from duetime.api.routing import ERROR_MEANINGS, Access, Answer, Reply, Route
+from duetime.domain.errors import Forbidden, IdempotencyMismatch, InvalidSchedule, NotFound, StaleAttempt, Unauthorized
 from duetime.domain.models import JobSpec
 from duetime.local.http_bridge import to_event
 from openapi_spec_validator import validate
@@ -85,6 +86,32 @@ def test_the_machinery_adds_400_401_and_404_to_the_errors_a_route_declares():
     assert by_id["getJob"].error_statuses() == [401, 404]
     assert by_id["previewSchedule"].error_statuses() == [400, 401]  # any caller: no 404 for the token kind
     assert by_id["openapi"].error_statuses() == []
+
+
+@pytest.mark.parametrize(
+    ("error", "status"),
+    [
+        (InvalidSchedule("bad cron", field="schedule.cron"), 400),
+        (Unauthorized("no token"), 401),
+        (Forbidden("not granted", field="handler"), 403),
+        (NotFound("no job", field="jobId"), 404),
+        (StaleAttempt("attempt 1 does not hold", field="attempt"), 409),
+        (IdempotencyMismatch("another body"), 422),
+    ],
+)
+def test_each_domain_error_answers_its_status_in_the_error_shape_and_the_document_says_what_it_means(error, status):
+    response = error_response(error)
+    body = json.loads(response.body)
+    assert response.status_code == status
+    assert body["error"]["code"] == error.code and body["error"]["message"] == error.message
+    assert body["error"].get("field") == (error.field or None)
+    documented = {
+        int(code): answer["description"]
+        for item in openapi_document()["paths"].values()
+        for operation in item.values()
+        for code, answer in operation["responses"].items()
+    }
+    assert documented[status] == ERROR_MEANINGS[status]
 
 
 def test_the_job_schema_is_the_models_wire_shape():

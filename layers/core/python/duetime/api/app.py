@@ -14,31 +14,15 @@ from duetime.api.auth import Caller, caller_from_event
 from duetime.api.models import MAX_PAGE, ErrorDetail, ErrorResponse
 from duetime.api.parsing import parse_body
 from duetime.api.routes import DEFAULT_PAGE, ROUTES
-from duetime.api.routing import Access, Call, Page, Reply, Route
-from duetime.domain.errors import (
-    Conflict,
-    DuetimeError,
-    Forbidden,
-    IdempotencyMismatch,
-    InvalidInput,
-    NotFound,
-    Unauthorized,
-)
+from duetime.api.routing import Access, Call, Page, Reply, Route, status_of
+from duetime.domain.errors import DuetimeError, InvalidInput, NotFound
 from duetime.service.context import Ports
 
-STATUS_BY_ERROR: list[tuple[type[DuetimeError], int]] = [
-    (InvalidInput, 400),
-    (Unauthorized, 401),
-    (Forbidden, 403),
-    (NotFound, 404),
-    (Conflict, 409),
-    (IdempotencyMismatch, 422),
-]
 LIMIT_DIGITS = 4  # more cannot be a page size in range, and int() of a long string costs
 
 
 def error_response(error: DuetimeError) -> Response[str]:
-    status = next((code for cls, code in STATUS_BY_ERROR if isinstance(error, cls)), 400)
+    status = status_of(error)
     body = ErrorResponse(error=ErrorDetail(code=error.code, message=error.message, field=error.field or None))
     return Response(
         status_code=status,
@@ -109,7 +93,7 @@ def build_app(ports: Ports, local_secret: str | None = None) -> APIGatewayRestRe
                 caller=who,
                 path=path,
                 headers=event.headers or {},
-                page=page_of(event.query_string_parameters) if route.paged else None,
+                paging=page_of(event.query_string_parameters) if route.paged else None,
                 body=parse_body(raw_body(), route.body) if route.body is not None else None,
             )
             return reply_response(route, route.run(call))

@@ -133,7 +133,6 @@ def create_job(call: Call) -> Reply:
 
 
 def list_jobs(call: Call) -> Reply:
-    assert call.page is not None
     jobs, next_cursor = job_cases.list_jobs(call.ports, call.owner, call.page.limit, call.page.cursor)
     return Reply(200, JobPage(jobs=[JobResponse(**dict(job)) for job in jobs], next_cursor=next_cursor))
 
@@ -154,7 +153,6 @@ def cancel_job(call: Call) -> Reply:
 
 
 def list_executions(call: Call) -> Reply:
-    assert call.page is not None
     items, next_cursor = job_cases.list_executions(
         call.ports, call.owner, call.path["jobId"], call.page.limit, call.page.cursor
     )

@@ -20,6 +20,15 @@ from pydantic.json_schema import models_json_schema
 
 from duetime.api.auth import Caller
 from duetime.api.models import ErrorResponse
+from duetime.domain.errors import (
+    Conflict,
+    DuetimeError,
+    Forbidden,
+    IdempotencyMismatch,
+    InvalidInput,
+    NotFound,
+    Unauthorized,
+)
 from duetime.service.context import Ports
 
 TITLE = "duetime"
@@ -28,15 +37,36 @@ REF = "#/components/schemas/{model}"
 Method = Literal["GET", "POST", "PUT", "PATCH", "DELETE"]
 M = TypeVar("M", bound=BaseModel)
 
-# What each error status means to a client; a route lists the ones its use case may answer.
-ERROR_MEANINGS = {
-    400: "invalid input; `error.field` names the offending field",
-    401: "no bearer token, or one that does not verify",
-    403: "the handler is not granted to this owner; `error.field` is `handler`",
-    404: "no such job, execution or calendar for this caller (another owner's is not found either)",
-    409: "the change does not apply to the current state, or the attempt is stale; a calendar still in use",
-    422: "the Idempotency-Key was used with a different body",
-}
+
+@dataclass(frozen=True)
+class ErrorStatus:
+    """The HTTP status a domain error answers with, and what it means to a client (said in the document)."""
+
+    error: type[DuetimeError]
+    status: int
+    meaning: str
+
+
+# The one place domain errors meet HTTP; the first that matches wins (StaleAttempt is a Conflict).
+ERROR_STATUSES = (
+    ErrorStatus(InvalidInput, 400, "invalid input; `error.field` names the offending field"),
+    ErrorStatus(Unauthorized, 401, "no bearer token, or one that does not verify"),
+    ErrorStatus(Forbidden, 403, "the handler is not granted to this owner; `error.field` is `handler`"),
+    ErrorStatus(
+        NotFound, 404, "no such job, execution or calendar for this caller (another owner's is not found either)"
+    ),
+    ErrorStatus(
+        Conflict,
+        409,
+        "the change does not apply to the current state, or the attempt is stale; a calendar still in use",
+    ),
+    ErrorStatus(IdempotencyMismatch, 422, "the Idempotency-Key was used with a different body"),
+)
+ERROR_MEANINGS = {known.status: known.meaning for known in ERROR_STATUSES}
+
+
+def status_of(error: DuetimeError) -> int:
+    return next((known.status for known in ERROR_STATUSES if isinstance(error, known.error)), 400)
 
 
 class Access(StrEnum):
@@ -105,7 +135,7 @@ class Call:
     caller: Caller | None  # None on public routes only
     path: Mapping[str, str]
     headers: Mapping[str, str]
-    page: Page | None = None  # on paged routes
+    paging: Page | None = None  # on paged routes
     body: BaseModel | None = None  # the route's body model, validated
 
     @property
@@ -117,6 +147,12 @@ class Call:
     @property
     def owner(self) -> str:
         return self.who.owner
+
+    @property
+    def page(self) -> Page:
+        if self.paging is None:
+            raise TypeError("the route is not declared paged")
+        return self.paging
 
     def body_as(self, model: type[M]) -> M:
         if not isinstance(self.body, model):
