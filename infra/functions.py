@@ -21,7 +21,7 @@ from duetime.definitions import (
     WORKER_BATCHING_WINDOW_SECONDS,
 )
 
-from infra.build_layers import CORE_LAYER_DIR, DEPS_LAYER_DIR
+from infra.build_layers import CORE_LAYER_DIR, CORE_LAYER_EXCLUDES, DEPS_LAYER_DIR
 from infra.common import ROOT, log_group, suppress
 from infra.context import DeployContext
 from infra.encryption import grant_key_use
@@ -103,7 +103,7 @@ class Functions(Construct):
         self.core_layer = lambda_.LayerVersion(
             self,
             "CoreLayer",
-            code=lambda_.Code.from_asset(str(CORE_LAYER_DIR), exclude=ASSET_EXCLUDES),
+            code=lambda_.Code.from_asset(str(CORE_LAYER_DIR), exclude=[*CORE_LAYER_EXCLUDES, *ASSET_EXCLUDES]),
             compatible_runtimes=[RUNTIME],
             compatible_architectures=[ARCHITECTURE],
             description="duetime core (layers/core/python/duetime)",

@@ -10,11 +10,11 @@ import time
 from dataclasses import replace
 
 import pytest
-from duetime.cli import main
+from duetime.cli.main import main
 from duetime.config import RuntimeConfig, build_targets
 from duetime.domain.errors import InvalidInput
 from duetime.domain.models import Execution, ExecutionStatus, JobSpec
-from duetime.queue.webhook import WebhookRefused, WebhookTarget
+from duetime.targets.webhook import WebhookRefused, WebhookTarget
 from duetime.service.jobs import submit_job
 from duetime.store.aws import make_client
 from duetime.store.secrets import FileSecrets, MissingWebhookSecret, SecretsManagerSecrets

@@ -10,7 +10,7 @@ import zipfile
 from datetime import UTC, datetime
 
 import pytest
-from duetime.queue.targets import EcsSettings, EcsTarget, LambdaTarget
+from duetime.targets.aws import EcsSettings, EcsTarget, LambdaTarget
 from duetime.store.aws import make_client
 from duetime.worker.kinds import Targets, resolve_handler, run_values
 from duetime.worker.registry import JobContext, PermanentFailure

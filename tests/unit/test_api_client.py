@@ -9,7 +9,7 @@ import jwt
 import pytest
 from duetime.api.auth import ISSUER
 from duetime.client import ApiError, ConfigError, _api_error, resolve_connection
-from duetime.client_cli import add_client_commands, spec_from_args, table
+from duetime.cli.client import add_client_commands, spec_from_args, table
 
 SECRET = "a-local-secret-of-at-least-thirty-two-bytes"
 

@@ -16,10 +16,10 @@ from duetime.definitions import (
     preload_window_problem,
 )
 from duetime.domain.grants import DEMO_ONLY, EVERYONE, Grants
-from duetime.queue.notify import ConsoleNotifier, SnsNotifier
+from duetime.notify import ConsoleNotifier, SnsNotifier
 from duetime.queue.sqs import DueQueues
-from duetime.queue.targets import EcsSettings, EcsTarget, LambdaTarget
-from duetime.queue.webhook import WebhookTarget
+from duetime.targets.aws import EcsSettings, EcsTarget, LambdaTarget
+from duetime.targets.webhook import WebhookTarget
 from duetime.service.context import Notifier, Ports
 from duetime.store.aws import make_client
 from duetime.store.dynamo import DynamoStore

@@ -18,8 +18,8 @@ from types import FrameType
 from typing import Any
 
 from duetime.api.auth import check_owner_name, issue_token
-from duetime.audit_cli import add_audit_command
-from duetime.client_cli import add_client_commands
+from duetime.cli.audit import add_audit_command
+from duetime.cli.client import add_client_commands
 from duetime.config import RuntimeConfig, build_ports, build_targets
 from duetime.domain.errors import DuetimeError, InvalidInput
 from duetime.domain.grants import Grants
@@ -27,7 +27,7 @@ from duetime.domain.models import Schedule, format_time
 from duetime.local import BACKENDS as LOCAL_BACKENDS
 from duetime.local.backends import MOTO, attach_ports
 from duetime.local.state import config_from_state, load_state
-from duetime.queue.webhook import WebhookTarget
+from duetime.targets.webhook import WebhookTarget
 from duetime.service.jobs import preview
 from duetime.store.aws import make_client
 from duetime.store.secrets import FileSecrets, SecretsManagerSecrets
@@ -234,7 +234,7 @@ def parser() -> argparse.ArgumentParser:
 
     add_client_commands(sub)
     add_audit_command(sub)
-    from duetime.capacity import add_parser as add_capacity_command
+    from duetime.cli.capacity import add_parser as add_capacity_command
 
     add_capacity_command(sub)
     return top
@@ -252,8 +252,3 @@ def main(argv: list[str] | None = None) -> int:
     except (DuetimeError, FileNotFoundError) as exc:
         print(f"duetime: {exc}", file=sys.stderr)
         return 2
-
-
-if __name__ == "__main__":
-    time.tzset() if hasattr(time, "tzset") else None
-    sys.exit(main())

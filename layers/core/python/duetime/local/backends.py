@@ -19,7 +19,7 @@ from duetime.definitions import JOB_CLASSES, LOCAL_SETTINGS, SQLITE_LOCAL_SETTIN
 from duetime.domain.grants import EVERYONE, Grants
 from duetime.local import BACKENDS
 from duetime.local.state import LocalState, config_from_state
-from duetime.queue.notify import ConsoleNotifier
+from duetime.notify import ConsoleNotifier
 from duetime.service.context import Notifier, Ports
 
 if TYPE_CHECKING:  # moto is imported only by the moto backend: SQLite needs none of it

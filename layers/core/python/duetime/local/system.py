@@ -36,9 +36,9 @@ from duetime.local.http_bridge import ApiServer
 from duetime.local.lambda_mode import LambdaFunction, Schedule, SqsEventSource
 from duetime.local.notices import AlertRelay, create_alert_topic
 from duetime.local.state import LocalState, previous_state
-from duetime.queue.notify import ConsoleNotifier
+from duetime.notify import ConsoleNotifier
 from duetime.queue.sqs import DueQueues
-from duetime.queue.webhook import WebhookTarget
+from duetime.targets.webhook import WebhookTarget
 from duetime.service.context import Notifier, Ports
 from duetime.service.deadletters import drain_dead_letters
 from duetime.service.dispatch import preload
