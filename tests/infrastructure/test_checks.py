@@ -77,9 +77,9 @@ def test_dependency_layer_leaves_boto_out_and_pins_dateutil_below_3():
 
 def test_core_layer_ships_the_runtime_without_the_command_line(synthesized):
     # The staged core layer asset: what Lambda puts on sys.path. The CLI (with the capacity planner) stays out.
-    cores = [p.parent.parent for p in synthesized.outdir.glob("asset.*/python/duetime/definitions.py")]
+    cores = [p.parent for p in synthesized.outdir.glob("asset.*/python/duetime/definitions.py")]
     assert len(cores) == 1
-    core = cores[0] / "python" / "duetime"
+    core = cores[0]
     assert (core / "worker" / "runtime.py").is_file() and (core / "targets" / "aws.py").is_file()
     assert not (core / "cli").exists()
 

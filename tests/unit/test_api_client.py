@@ -8,8 +8,8 @@ import json
 import jwt
 import pytest
 from duetime.api.auth import ISSUER
-from duetime.client import ApiError, ConfigError, _api_error, resolve_connection
 from duetime.cli.client import add_client_commands, spec_from_args, table
+from duetime.client import ApiError, ConfigError, _api_error, resolve_connection
 
 SECRET = "a-local-secret-of-at-least-thirty-two-bytes"
 

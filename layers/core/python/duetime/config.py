@@ -18,12 +18,12 @@ from duetime.definitions import (
 from duetime.domain.grants import DEMO_ONLY, EVERYONE, Grants
 from duetime.notify import ConsoleNotifier, SnsNotifier
 from duetime.queue.sqs import DueQueues
-from duetime.targets.aws import EcsSettings, EcsTarget, LambdaTarget
-from duetime.targets.webhook import WebhookTarget
 from duetime.service.context import Notifier, Ports
 from duetime.store.aws import make_client
 from duetime.store.dynamo import DynamoStore
 from duetime.store.secrets import FileSecrets, SecretsManagerSecrets, WebhookSecrets
+from duetime.targets.aws import EcsSettings, EcsTarget, LambdaTarget
+from duetime.targets.webhook import WebhookTarget
 from duetime.worker.kinds import Targets
 
 # Environment variables holding JSON rather than plain text.

@@ -11,7 +11,6 @@ import signal
 import socket
 import sys
 import threading
-import time
 from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
@@ -27,10 +26,10 @@ from duetime.domain.models import Schedule, format_time
 from duetime.local import BACKENDS as LOCAL_BACKENDS
 from duetime.local.backends import MOTO, attach_ports
 from duetime.local.state import config_from_state, load_state
-from duetime.targets.webhook import WebhookTarget
 from duetime.service.jobs import preview
 from duetime.store.aws import make_client
 from duetime.store.secrets import FileSecrets, SecretsManagerSecrets
+from duetime.targets.webhook import WebhookTarget
 from duetime.worker.kinds import Targets
 from duetime.worker.registry import load_modules, registered_names
 from duetime.worker.runtime import Worker, append_run_log

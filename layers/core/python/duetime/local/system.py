@@ -38,12 +38,12 @@ from duetime.local.notices import AlertRelay, create_alert_topic
 from duetime.local.state import LocalState, previous_state
 from duetime.notify import ConsoleNotifier
 from duetime.queue.sqs import DueQueues
-from duetime.targets.webhook import WebhookTarget
 from duetime.service.context import Notifier, Ports
 from duetime.service.deadletters import drain_dead_letters
 from duetime.service.dispatch import preload
 from duetime.store.aws import make_client
 from duetime.store.secrets import FileSecrets
+from duetime.targets.webhook import WebhookTarget
 from duetime.worker.kinds import Targets
 from duetime.worker.registry import load_modules
 from duetime.worker.runtime import RunRecord, Worker
