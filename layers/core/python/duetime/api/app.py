@@ -31,6 +31,7 @@ from duetime.api.models import (
     StatusChange,
 )
 from duetime.api.openapi import openapi_document
+from duetime.definitions import API_MAX_REQUEST_BYTES
 from duetime.domain.errors import (
     Conflict,
     DuetimeError,
@@ -42,7 +43,7 @@ from duetime.domain.errors import (
     Unauthorized,
 )
 from duetime.domain.exclusions import calendars_named
-from duetime.domain.keys import parse_execution_id
+from duetime.domain.keys import JOB_ID_PATTERN, parse_execution_id
 from duetime.domain.models import Job, JobSpec, Schedule
 from duetime.service import calendars as calendar_cases
 from duetime.service import executions as execution_cases
@@ -57,12 +58,12 @@ STATUS_BY_ERROR: list[tuple[type[DuetimeError], int]] = [
     (Conflict, 409),
     (IdempotencyMismatch, 422),
 ]
-# A job's payload may take 256 KB (JobSpec); the rest of a request body is small.
-MAX_BODY_BYTES = 320 * 1024
+# A job's payload may take MAX_PAYLOAD_BYTES (JobSpec); the rest of a request body is small.
+MAX_BODY_BYTES = API_MAX_REQUEST_BYTES
 DEFAULT_PAGE = 50
-# Job ids are "j_" and hex (service.jobs.submit_job); anything else cannot name a job, so it is 404
-# before it reaches DynamoDB (which refuses keys over 2 KB).
-JOB_ID = re.compile(r"j_[0-9a-f]{1,64}")
+# Anything but a job id (domain.keys) cannot name a job, so it is 404 before it reaches DynamoDB (which
+# refuses keys over 2 KB).
+JOB_ID = re.compile(JOB_ID_PATTERN)
 LIMIT = re.compile(r"[0-9]{1,4}")
 
 M = TypeVar("M", bound=BaseModel)

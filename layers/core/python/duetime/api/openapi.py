@@ -35,14 +35,15 @@ from duetime.api.models import (
     PreviewResponse,
     StatusChange,
 )
+from duetime.definitions import DEFAULT_JOB_CLASS
 from duetime.domain.exclusions import CALENDAR_NAME as CALENDAR_NAME_PATTERN
 from duetime.domain.exclusions import CALENDAR_NAME_RULE
+from duetime.domain.keys import JOB_ID_PATTERN
 from duetime.domain.models import Execution, JobSpec
 
 TITLE = "duetime"
 VERSION = "1.0.0"
 REF = "#/components/schemas/{model}"
-JOB_ID_PATTERN = "^j_[0-9a-f]{1,64}$"
 
 JOB_EXAMPLE: dict[str, Any] = {
     "name": "nightly-invoices",
@@ -54,7 +55,7 @@ JOB_EXAMPLE: dict[str, Any] = {
     "overlap": "forbid",
     "catchUp": "latest",
     "startingDeadlineSeconds": None,
-    "jobClass": "default",
+    "jobClass": DEFAULT_JOB_CLASS,
 }
 
 # Every model that crosses the wire. Validation-mode schemas describe responses too: the models'
@@ -159,7 +160,7 @@ PAGE_PARAMS: list[dict[str, Any]] = [
         "schema": {"type": "string"},
     },
 ]
-JOB_ID = _path_param("jobId", "a job id", JOB_ID_PATTERN)
+JOB_ID = _path_param("jobId", "a job id", f"^{JOB_ID_PATTERN}$")
 CALENDAR_NAME = _path_param("name", f"a calendar name: {CALENDAR_NAME_RULE}", f"^{CALENDAR_NAME_PATTERN.pattern}$")
 EXECUTION_ID = _path_param("executionId", "an execution id")
 WORKER_SECURITY: list[dict[str, list[str]]] = [{"workerAuth": []}]

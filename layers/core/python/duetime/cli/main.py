@@ -20,12 +20,13 @@ from duetime.api.auth import check_owner_name, issue_token
 from duetime.cli.audit import add_audit_command
 from duetime.cli.client import add_client_commands
 from duetime.config import RuntimeConfig, build_ports, build_targets
+from duetime.definitions import DEFAULT_JOB_CLASS
 from duetime.domain.errors import DuetimeError, InvalidInput
 from duetime.domain.grants import Grants
 from duetime.domain.models import Schedule, format_time
 from duetime.local import BACKENDS as LOCAL_BACKENDS
-from duetime.local.backends import MOTO, attach_ports
-from duetime.local.state import config_from_state, load_state
+from duetime.local.backends import MOTO, attach_ports, config_from_state
+from duetime.local.state import load_state
 from duetime.service.jobs import preview
 from duetime.store.aws import make_client
 from duetime.store.secrets import FileSecrets, SecretsManagerSecrets
@@ -109,7 +110,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
         # `lambda:` and `ecs:` handlers reach AWS APIs: moto's stand-ins on moto, none on SQLite; webhooks
         # are signed with the same secrets as the `duetime local` it joins.
         if state.backend == MOTO:
-            config = config_from_state(state.model_dump(by_alias=True))
+            config = config_from_state(state)
             targets = build_targets(config.model_copy(update={"webhook_secrets_dir": args.data_dir}))
         else:
             webhooks = WebhookTarget(FileSecrets(args.data_dir), allow_loopback=ports.settings.allow_loopback_webhooks)
@@ -203,7 +204,7 @@ def parser() -> argparse.ArgumentParser:
     token.set_defaults(fn=cmd_token)
 
     worker = sub.add_parser("worker", help="run a worker process")
-    worker.add_argument("--job-class", default="default")
+    worker.add_argument("--job-class", default=DEFAULT_JOB_CLASS)
     worker.add_argument("--concurrency", type=int, default=8)
     worker.add_argument("--handlers", nargs="*", default=[], metavar="MODULE", help="modules with your @handlers")
     worker.add_argument("--data-dir", default=None)

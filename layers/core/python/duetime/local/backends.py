@@ -18,7 +18,7 @@ from duetime.config import RuntimeConfig, build_ports
 from duetime.definitions import JOB_CLASSES, LOCAL_SETTINGS, SQLITE_LOCAL_SETTINGS, Settings
 from duetime.domain.grants import EVERYONE, Grants
 from duetime.local import BACKENDS
-from duetime.local.state import LocalState, config_from_state
+from duetime.local.state import LocalState
 from duetime.notify import ConsoleNotifier
 from duetime.service.context import Notifier, Ports
 
@@ -132,6 +132,21 @@ def _moto_config(endpoint_url: str, settings: Settings, grants: list[dict[str, A
     )
 
 
+def config_from_state(state: LocalState) -> RuntimeConfig:
+    """The AWS runtime configuration of a moto-backed `duetime local`, from its local.json."""
+    return RuntimeConfig(
+        prefix=state.prefix,
+        region=state.region,
+        endpoint_url=state.endpoint_url,
+        shards=state.shards,
+        preload_interval_seconds=state.preload_interval_seconds,
+        preload_window_seconds=state.preload_window_seconds,
+        lease_seconds=state.lease_seconds,
+        jwt_secret=state.jwt_secret,
+        handler_grants=state.handler_grants,
+    )
+
+
 def attach_ports(data_dir: str | Path, state: LocalState, notifier: Notifier | None = None) -> Ports:
     """Ports of this process on the data of the `duetime local` that wrote `state` into `data_dir`."""
     if state.backend == SQLITE:
@@ -148,7 +163,7 @@ def attach_ports(data_dir: str | Path, state: LocalState, notifier: Notifier | N
         ).with_lease_seconds(state.lease_seconds)
         return _sqlite_ports(Database(path), settings, notifier, state.handler_grants)
     if state.backend == MOTO:
-        return build_ports(config_from_state(state.model_dump(by_alias=True)), notifier)
+        return build_ports(config_from_state(state), notifier)
     raise ValueError(f"{data_dir}: unknown backend {state.backend!r} in local.json")
 
 

@@ -11,7 +11,7 @@ from datetime import datetime, timedelta
 from duetime.domain.cron import load_zone
 from duetime.domain.errors import Conflict, IdempotencyMismatch, InvalidInput, InvalidSchedule, NotFound
 from duetime.domain.exclusions import Calendar, Exclusions
-from duetime.domain.keys import in_key_range
+from duetime.domain.keys import in_key_range, new_job_id
 from duetime.domain.models import Execution, ExecutionStatus, Job, JobSpec, JobStatus, Schedule
 from duetime.domain.recurrence import included_runs, next_included, recurrence_of
 from duetime.domain.webhooks import is_webhook, parse_webhook_url
@@ -115,7 +115,7 @@ def submit_job(
             return existing, False
     job = Job(
         **anchored(spec, now).model_dump(),
-        job_id=f"j_{ports.random_hex()}",
+        job_id=new_job_id(ports.random_hex()),
         owner=owner,
         owner_groups=list(groups),
         created_at=now,
