@@ -124,6 +124,19 @@ class RuntimeConfig(BaseSettings):
             env[self.env_name(field)] = value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
         return env
 
+    @classmethod
+    def of_settings(cls, settings: Settings, **given: Any) -> RuntimeConfig:
+        """The configuration that carries `settings` (what settings() gives back, less the job classes'
+        own leases), with the other fields `given`."""
+        return cls(
+            prefix=settings.prefix,
+            shards=settings.shards,
+            preload_interval_seconds=settings.preload_interval_seconds,
+            preload_window_seconds=settings.preload_window_seconds,
+            history_retention_days=settings.history_retention_days,
+            **given,
+        )
+
     def settings(self) -> Settings:
         base = LOCAL_SETTINGS if self.endpoint_url else Settings()
         settings = Settings(
@@ -160,16 +173,8 @@ def runtime_environment(
     """The variables shared by every function and the `long` worker, for the CDK stack and the local Lambda
     emulation: the settings and the queues by job class (CDK passes tokens that resolve to their URLs)."""
     given: dict[str, Any] = {"lease_seconds": lease_seconds} if lease_seconds is not None else {}
-    config = RuntimeConfig(
-        prefix=settings.prefix,
-        region=region,
-        shards=settings.shards,
-        preload_interval_seconds=settings.preload_interval_seconds,
-        preload_window_seconds=settings.preload_window_seconds,
-        history_retention_days=settings.history_retention_days,
-        queue_urls=dict(queue_urls),
-        dlq_urls=dict(dlq_urls),
-        **given,
+    config = RuntimeConfig.of_settings(
+        settings, region=region, queue_urls=dict(queue_urls), dlq_urls=dict(dlq_urls), **given
     )
     return {**config.to_env(), "POWERTOOLS_METRICS_NAMESPACE": METRIC_NAMESPACE}
 

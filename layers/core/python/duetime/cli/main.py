@@ -35,6 +35,9 @@ from duetime.worker.kinds import Targets
 from duetime.worker.registry import load_modules, registered_names
 from duetime.worker.runtime import Worker, append_run_log
 
+# Opt-in: a file that gets one JSON line per handler run (the restart test and the chaos soak read it).
+RUN_LOG_ENV = "DUETIME_RUN_LOG"
+
 
 def importable_cwd() -> None:
     """Make the current directory importable, so `--handlers billing.handlers` finds a project's module
@@ -60,7 +63,7 @@ def cmd_local(args: argparse.Namespace) -> int:
     from duetime.local.system import FIRST_USER, LocalSystem
 
     importable_cwd()
-    run_log = os.environ.get("DUETIME_RUN_LOG")  # opt-in: one JSON line per handler run (the restart test reads it)
+    run_log = os.environ.get(RUN_LOG_ENV)  # opt-in: one JSON line per handler run (the restart test reads it)
     system = LocalSystem(
         args.data_dir,
         port=args.port,
@@ -119,7 +122,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
         config = RuntimeConfig.from_env()
         ports, targets = build_ports(config), build_targets(config)
     worker_id = args.worker_id or f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(2)}"
-    run_log = os.environ.get("DUETIME_RUN_LOG")  # opt-in: one JSON line per handler run (the chaos soak reads it)
+    run_log = os.environ.get(RUN_LOG_ENV)  # opt-in: one JSON line per handler run (the chaos soak reads it)
     on_run = append_run_log(run_log) if run_log else None
     worker = Worker(ports, args.job_class, worker_id, concurrency=args.concurrency, on_run=on_run, targets=targets)
 

@@ -121,15 +121,7 @@ def _start_moto(
 
 def _moto_config(endpoint_url: str, settings: Settings, grants: list[dict[str, Any]] | None) -> RuntimeConfig:
     lease = max(c.lease_seconds for c in settings.job_classes.values())
-    return RuntimeConfig(
-        prefix=settings.prefix,
-        endpoint_url=endpoint_url,
-        shards=settings.shards,
-        preload_interval_seconds=settings.preload_interval_seconds,
-        preload_window_seconds=settings.preload_window_seconds,
-        lease_seconds=lease,
-        handler_grants=grants,
-    )
+    return RuntimeConfig.of_settings(settings, endpoint_url=endpoint_url, lease_seconds=lease, handler_grants=grants)
 
 
 def config_from_state(state: LocalState) -> RuntimeConfig:
