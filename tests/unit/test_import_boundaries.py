@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import duetime
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -93,3 +94,16 @@ def test_the_same_tree_without_the_crossing_passes(tmp_path):
     root = tree(tmp_path, {"duetime.domain.keys": '"""A module."""\n\nfrom duetime import definitions\n'})
     done = lint_imports(root, python_path=root)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+
+
+def test_what_production_runs_imports_no_test_or_local_only_package():
+    # The ECS image installs no `local` extra and the Lambda layer no dev dependency: `duetime worker`, the
+    # handler API and the wiring of the functions must start without moto, werkzeug or croniter.
+    code = (
+        "import sys, duetime, duetime.cli.main, duetime.config, duetime.api.app, duetime.worker.runtime; "
+        "print(sorted(m for m in ('moto', 'werkzeug', 'croniter') if m in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "[]"
+    assert {"handler", "JobContext", "PermanentFailure"} == set(duetime.__all__)

@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from duetime.definitions import LONG_JOB_CLASS
 from duetime.domain.cron import load_zone
 from duetime.domain.errors import Conflict, IdempotencyMismatch, InvalidInput, InvalidSchedule, NotFound
 from duetime.domain.exclusions import Calendar, Exclusions
@@ -51,7 +52,7 @@ def validate_spec(ports: Ports, spec: JobSpec, now: datetime) -> tuple[JobSpec, 
         raise InvalidInput(
             f"timeoutSeconds {spec.timeout_seconds} exceeds {job_class.max_timeout_seconds} for jobClass "
             f"{spec.job_class!r} ({job_class.worker_kind} workers)"
-            + ("; use jobClass 'long' for longer jobs" if spec.job_class != "long" else ""),
+            + (f"; use jobClass {LONG_JOB_CLASS!r} for longer jobs" if spec.job_class != LONG_JOB_CLASS else ""),
             field="timeoutSeconds",
         )
     if is_webhook(spec.handler):
