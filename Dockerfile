@@ -6,8 +6,8 @@ ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 PIP_DISABLE_
 WORKDIR /app
 COPY pyproject.toml README.md* ./
 COPY layers ./layers
-# The `local` extra because `duetime.cli` imports the embedded runtime's moto server at start.
-RUN pip install ".[local]" && useradd --system --uid 10001 duetime
+# The runtime dependencies only: `duetime worker` imports no moto (the `local` extra is for `duetime local`).
+RUN pip install . && useradd --system --uid 10001 duetime
 # The team's handler packages, importable by DUETIME_HANDLER_MODULES (e.g. billing.handlers).
 ARG HANDLER_DIR=handlers
 COPY ${HANDLER_DIR} /app/handlers

@@ -53,6 +53,7 @@ lint: $(VENV)
 	.venv/bin/ruff check $(LINTED)
 	.venv/bin/ruff format --check $(LINTED)
 	.venv/bin/mypy --strict layers/core/python/duetime functions
+	.venv/bin/lint-imports  # the layers' import boundaries: [tool.importlinter] in pyproject.toml
 
 format: $(VENV)
 	.venv/bin/ruff check --fix $(LINTED)

@@ -21,7 +21,7 @@ sys.path.insert(0, str(ROOT / "layers" / "core" / "python"))
 
 from duetime.definitions import LOCAL_SETTINGS, TABLES, Settings, TableDef  # noqa: E402
 from duetime.local.moto_server import EmbeddedMoto, MotoProcess  # noqa: E402
-from duetime.queue.notify import ConsoleNotifier  # noqa: E402
+from duetime.notify import ConsoleNotifier  # noqa: E402
 from duetime.queue.provision import create_queues  # noqa: E402
 from duetime.queue.sqs import DueQueues  # noqa: E402
 from duetime.service.context import Ports  # noqa: E402

@@ -21,7 +21,7 @@ from typing import Any
 from duetime.domain.models import JobSpec, format_time, to_ms
 from duetime.local.backends import MOTO
 from duetime.local.system import LocalSystem
-from duetime.queue.notify import ConsoleNotifier
+from duetime.notify import ConsoleNotifier
 from duetime.queue.sqs import DueQueues
 from duetime.service.context import Ports
 from duetime.service.jobs import submit_job

@@ -246,8 +246,9 @@ class DuetimeLocal:
             raise RuntimeError(f"{self.name} did not start: " + " | ".join(self.output[-10:]))
         # Keep reading its output so a chatty process never blocks on a full pipe.
         threading.Thread(target=self._drain_output, daemon=True).start()
-        state = json.loads((self.data_dir / "local.json").read_text())
-        self.horizon_seconds = float(state.get("preloadWindowSeconds", 10))
+        from duetime.local.state import load_state  # local.json's one reader (bench.common puts duetime on the path)
+
+        self.horizon_seconds = float(load_state(self.data_dir).preload_window_seconds)
 
     def _drain_output(self) -> None:
         assert self.process is not None and self.process.stdout is not None

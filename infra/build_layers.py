@@ -19,6 +19,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 DEPS_LAYER_DIR = ROOT / "build" / "layers" / "deps"
 CORE_LAYER_DIR = ROOT / "layers" / "core"
+# Left out of the core layer: the command line (its planner, audit and API client) never runs in a Lambda
+# function; the ECS image installs the whole package (Dockerfile) and does run `duetime worker`.
+CORE_LAYER_EXCLUDES = ["python/duetime/cli"]
 STAMP_NAME = ".requirements.json"
 # The Lambda runtime ships these (and their own dependencies); shipping them again only costs size.
 PROVIDED_BY_RUNTIME = {"boto3", "botocore", "s3transfer", "jmespath", "urllib3"}

@@ -21,11 +21,11 @@ from duetime.definitions import (
     WORKER_BATCHING_WINDOW_SECONDS,
 )
 
-from infra.build_layers import CORE_LAYER_DIR, DEPS_LAYER_DIR
+from infra.build_layers import CORE_LAYER_DIR, CORE_LAYER_EXCLUDES, DEPS_LAYER_DIR
 from infra.common import ROOT, log_group, suppress
 from infra.context import DeployContext
 from infra.encryption import grant_key_use
-from infra.handlers import api_handler_environment, stage_layer
+from infra.handlers import api_handler_environment, grants_environment, stage_layer
 from infra.permissions import (
     API_TABLE_ACTIONS,
     CONSUME,
@@ -59,8 +59,8 @@ def stack_environment(ctx: DeployContext, queues: Queues) -> dict[str, str]:
     return runtime_environment(
         ctx.settings,
         region=stack.region,
-        queue_urls=stack.to_json_string(queues.queue_urls()),
-        dlq_urls=stack.to_json_string(queues.dlq_urls()),
+        queue_urls=queues.queue_urls(),
+        dlq_urls=queues.dlq_urls(),
         lease_seconds=ctx.lease_seconds,
     )
 
@@ -103,7 +103,7 @@ class Functions(Construct):
         self.core_layer = lambda_.LayerVersion(
             self,
             "CoreLayer",
-            code=lambda_.Code.from_asset(str(CORE_LAYER_DIR), exclude=ASSET_EXCLUDES),
+            code=lambda_.Code.from_asset(str(CORE_LAYER_DIR), exclude=[*CORE_LAYER_EXCLUDES, *ASSET_EXCLUDES]),
             compatible_runtimes=[RUNTIME],
             compatible_architectures=[ARCHITECTURE],
             description="duetime core (layers/core/python/duetime)",
@@ -122,7 +122,7 @@ class Functions(Construct):
             )
         self.ctx = ctx
         self.environment = stack_environment(ctx, queues)
-        grants = {"DUETIME_HANDLER_GRANTS": ctx.handler_grants} if ctx.handler_grants else {}
+        grants = grants_environment(ctx.handler_grants)
         tables = storage.tables
         every_due = [q.due for q in queues.by_class.values()]
         every_dlq = [q.dlq for q in queues.by_class.values()]

@@ -12,6 +12,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from duetime.config import RuntimeConfig
 from duetime.definitions import JOB_CLASSES
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -107,12 +108,15 @@ def handler_manifest(code: HandlerCode) -> dict[str, list[str]]:
     return {job_class: names for job_class in JOB_CLASSES}
 
 
+def grants_environment(grants: str | None) -> dict[str, str]:
+    """DUETIME_HANDLER_GRANTS of context handlerGrants (JSON), for the API and every worker; none without."""
+    return RuntimeConfig(handler_grants=json.loads(grants)).to_env() if grants else {}
+
+
 def api_handler_environment(code: HandlerCode, grants: str | None) -> dict[str, str]:
     """DUETIME_HANDLER_MANIFEST (and DUETIME_HANDLER_GRANTS when given) for the API function; raises
     ValueError at synth rather than at deploy when they would not fit Lambda's 4 KB environment."""
-    env = {"DUETIME_HANDLER_MANIFEST": json.dumps(handler_manifest(code), separators=(",", ":"))}
-    if grants:
-        env["DUETIME_HANDLER_GRANTS"] = grants
+    env = {**RuntimeConfig(handler_manifest=handler_manifest(code)).to_env(), **grants_environment(grants)}
     size = sum(len(k) + len(v.encode()) for k, v in env.items())
     if size > MAX_HANDLER_ENV_BYTES:
         raise ValueError(

@@ -1,7 +1,7 @@
 """Monitoring: the alarm topic (email from context), the alarms of issue 6 and a dashboard.
 
-Metric names the code emits: namespace "duetime", "StartLatenessMs" with dimension service=worker (the
-workers), "Dispatched" with service=preloader (Powertools Metrics in functions/preloader).
+The metrics the code emits (named in duetime.definitions): start lateness with dimension service=worker (the
+workers), executions dispatched with service=preloader (Powertools Metrics in functions/preloader).
 """
 
 from __future__ import annotations
@@ -17,13 +17,20 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
 from constructs import Construct
+from duetime.definitions import (
+    METRIC_DISPATCHED,
+    METRIC_NAMESPACE,
+    METRIC_START_LATENESS_MS,
+    PRELOADER_METRICS_SERVICE,
+    WORKER_METRICS_SERVICE,
+)
 
 from infra.context import DeployContext
 from infra.queues import Queues
 
-NAMESPACE = "duetime"
-LATENESS_METRIC = "StartLatenessMs"
-LATENESS_DIMENSIONS = {"service": "worker"}
+NAMESPACE = METRIC_NAMESPACE
+LATENESS_METRIC = METRIC_START_LATENESS_MS
+LATENESS_DIMENSIONS = {"service": WORKER_METRICS_SERVICE}
 LATENESS_P99_THRESHOLD_MS = 2000  # DESIGN.md: an execution starts within 2 s of its time at p99
 MINUTE = Duration.minutes(1)
 FIVE_MINUTES = Duration.minutes(5)
@@ -189,8 +196,8 @@ class Monitoring(Construct):
         )
         dispatched = cloudwatch.Metric(
             namespace=NAMESPACE,
-            metric_name="Dispatched",
-            dimensions_map={"service": "preloader"},
+            metric_name=METRIC_DISPATCHED,
+            dimensions_map={"service": PRELOADER_METRICS_SERVICE},
             statistic="Sum",
             period=MINUTE,
             label="dispatched by the pre-loader / min",

@@ -11,11 +11,12 @@ from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from constructs import Construct
+from duetime.config import RuntimeConfig
 
 from infra.common import log_group, suppress
 from infra.context import DeployContext
 from infra.encryption import grant_key_use
-from infra.handlers import IMAGE_HANDLER_DIR, stage_image_context
+from infra.handlers import IMAGE_HANDLER_DIR, grants_environment, stage_image_context
 from infra.permissions import (
     CONSUME,
     SEND,
@@ -137,9 +138,8 @@ class Workers(Construct):
                 environment={
                     **environment,
                     **self.handler_target_environment(),
-                    "DUETIME_JOB_CLASS": name,
-                    "DUETIME_HANDLER_MODULES": ctx.handler_code.modules_env,
-                    **({"DUETIME_HANDLER_GRANTS": ctx.handler_grants} if ctx.handler_grants else {}),
+                    **RuntimeConfig(job_class=name, handler_modules=ctx.handler_code.modules_env).to_env(),
+                    **grants_environment(ctx.handler_grants),
                 },
                 logging=ecs.LogDriver.aws_logs(
                     stream_prefix=f"worker-{name}",
@@ -190,7 +190,4 @@ class Workers(Construct):
     def handler_target_environment(self) -> dict[str, str]:
         """Where `ecs:` handlers' tasks run: this cluster, in the workers' private subnets."""
         subnets = self.vpc.select_subnets(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS).subnet_ids
-        return {
-            "DUETIME_ECS_CLUSTER": self.cluster.cluster_name,
-            "DUETIME_ECS_SUBNETS": Fn.join(",", subnets),
-        }
+        return RuntimeConfig(ecs_cluster=self.cluster.cluster_name, ecs_subnets=Fn.join(",", subnets)).to_env()

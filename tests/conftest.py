@@ -23,7 +23,7 @@ from duetime.adapters.sqlite.store import SqliteStore  # noqa: E402
 from duetime.definitions import LOCAL_SETTINGS, Settings  # noqa: E402
 from duetime.local.backends import DEFAULT_BACKEND  # noqa: E402
 from duetime.local.system import LocalSystem  # noqa: E402
-from duetime.queue.notify import ConsoleNotifier  # noqa: E402
+from duetime.notify import ConsoleNotifier  # noqa: E402
 from duetime.queue.provision import create_queues  # noqa: E402
 from duetime.queue.sqs import DueQueues  # noqa: E402
 from duetime.service.context import Ports  # noqa: E402

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -20,8 +19,8 @@ tracer = Tracer(service="duetime-worker")
 CONFIG = RuntimeConfig.from_env()  # checked at cold start
 PORTS = build_ports(CONFIG)
 TARGETS = build_targets(CONFIG)
-load_modules([m for m in os.environ.get("DUETIME_HANDLER_MODULES", "").split(",") if m])
-JOB_CLASS = os.environ.get("DUETIME_JOB_CLASS", "default")
+load_modules(CONFIG.handler_module_names())
+JOB_CLASS = CONFIG.job_class
 # This container's handlers, announced at cold start and renewed by invocations (the API of a deployment
 # reads the synth-time manifest too, so this matters for workers whose code changed since).
 ANNOUNCER = HandlerAnnouncer(PORTS, JOB_CLASS, f"lambda-{uuid.uuid4().hex[:12]}")

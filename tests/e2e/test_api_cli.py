@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from duetime.cli import main
+from duetime.cli.main import main
 
 from tests.e2e.helpers import iso_in, wait_for
 

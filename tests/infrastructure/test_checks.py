@@ -68,10 +68,20 @@ def test_context_overrides_and_validates():
 def test_dependency_layer_leaves_boto_out_and_pins_dateutil_below_3():
     requirements = layer_requirements()
     names = {r.split("=")[0].split("<")[0].lower() for r in requirements}
-    assert {"pydantic", "croniter", "aws-lambda-powertools", "pyjwt", "tzdata", "python-dateutil"} <= names
-    assert not {"boto3", "botocore"} & names
+    assert {"pydantic", "pydantic-settings", "aws-lambda-powertools", "pyjwt", "tzdata", "python-dateutil"} <= names
+    # boto3 comes with the runtime; croniter is for tests only; moto never runs in production
+    assert not {"boto3", "botocore", "croniter", "moto"} & names
     dateutil = next(r for r in requirements if r.lower().startswith("python-dateutil"))
     assert dateutil.split("==")[-1].startswith("2.") or "<3" in dateutil
+
+
+def test_core_layer_ships_the_runtime_without_the_command_line(synthesized):
+    # The staged core layer asset: what Lambda puts on sys.path. The CLI (with the capacity planner) stays out.
+    cores = [p.parent for p in synthesized.outdir.glob("asset.*/python/duetime/definitions.py")]
+    assert len(cores) == 1
+    core = cores[0]
+    assert (core / "worker" / "runtime.py").is_file() and (core / "targets" / "aws.py").is_file()
+    assert not (core / "cli").exists()
 
 
 def synthesized_root():

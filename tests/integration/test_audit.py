@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from duetime import audit_cli
-from duetime.cli import main
+from duetime.cli import audit as audit_cli
+from duetime.cli.main import main
 from duetime.domain.models import ExecutionStatus, JobSpec
 from duetime.service import executions as cases
 from duetime.service.audit import audit, stale_after

@@ -11,7 +11,7 @@ from datetime import timedelta
 import pytest
 from duetime.definitions import Settings
 from duetime.domain.models import ExecutionStatus, JobSpec, format_time
-from duetime.queue.notify import ConsoleNotifier
+from duetime.notify import ConsoleNotifier
 from duetime.queue.provision import create_queues
 from duetime.queue.sqs import DueMessage, DueQueues
 from duetime.service import executions as cases

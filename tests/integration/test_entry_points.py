@@ -104,8 +104,8 @@ def deployment(monkeypatch: pytest.MonkeyPatch) -> Iterator[Deployment]:
         env = runtime_environment(
             SETTINGS,
             region="us-east-1",
-            queue_urls=json.dumps(queues.queue_urls),
-            dlq_urls=json.dumps(queues.dlq_urls),
+            queue_urls=queues.queue_urls,
+            dlq_urls=queues.dlq_urls,
         )
         env.update(POWERTOOLS_TRACE_DISABLED="1", AWS_LAMBDA_FUNCTION_NAME="ep-function")
         yield Deployment(env=env, queues=queues, monkeypatch=monkeypatch)

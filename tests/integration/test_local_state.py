@@ -6,7 +6,7 @@ import json
 import stat
 
 import pytest
-from duetime.cli import main
+from duetime.cli.main import main
 from duetime.local.backends import SQLITE, attach_ports
 from duetime.local.state import STATE_FILE, LocalState, load_state
 

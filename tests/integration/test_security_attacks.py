@@ -14,7 +14,7 @@ import pytest
 from duetime.adapters.cursors import encode_cursor
 from duetime.api.app import build_app
 from duetime.api.auth import ISSUER, issue_token
-from duetime.cli import main as cli_main
+from duetime.cli.main import main as cli_main
 from duetime.definitions import API_MAX_BODY_BYTES, MAX_CURSOR_CHARS, MAX_CURSOR_KEY_BYTES
 from duetime.domain.errors import InvalidInput
 from duetime.local.http_bridge import ApiServer, body_length

@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 from duetime.adapters.sqlite.db import Database
 from duetime.adapters.sqlite.wiring import sqlite_ports
 from duetime.domain.models import ExecutionStatus, JobSpec, format_time
-from duetime.queue.notify import ConsoleNotifier
+from duetime.notify import ConsoleNotifier
 from duetime.service.jobs import submit_job
 from duetime.worker.observe import CountingObserver
 from duetime.worker.runtime import Worker

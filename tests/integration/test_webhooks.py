@@ -10,14 +10,14 @@ import time
 from dataclasses import replace
 
 import pytest
-from duetime.cli import main
+from duetime.cli.main import main
 from duetime.config import RuntimeConfig, build_targets
 from duetime.domain.errors import InvalidInput
 from duetime.domain.models import Execution, ExecutionStatus, JobSpec
-from duetime.queue.webhook import WebhookRefused, WebhookTarget
 from duetime.service.jobs import submit_job
 from duetime.store.aws import make_client
 from duetime.store.secrets import FileSecrets, MissingWebhookSecret, SecretsManagerSecrets
+from duetime.targets.webhook import WebhookRefused, WebhookTarget
 from duetime.worker.kinds import Targets, resolve_handler
 from duetime.worker.registry import JobContext, PermanentFailure
 from duetime.worker.runtime import Worker

@@ -10,8 +10,8 @@ import zipfile
 from datetime import UTC, datetime
 
 import pytest
-from duetime.queue.targets import EcsSettings, EcsTarget, LambdaTarget
 from duetime.store.aws import make_client
+from duetime.targets.aws import EcsSettings, EcsTarget, LambdaTarget
 from duetime.worker.kinds import Targets, resolve_handler, run_values
 from duetime.worker.registry import JobContext, PermanentFailure
 from moto import mock_aws

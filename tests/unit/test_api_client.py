@@ -8,8 +8,8 @@ import json
 import jwt
 import pytest
 from duetime.api.auth import ISSUER
+from duetime.cli.client import add_client_commands, spec_from_args, table
 from duetime.client import ApiError, ConfigError, _api_error, resolve_connection
-from duetime.client_cli import add_client_commands, spec_from_args, table
 
 SECRET = "a-local-secret-of-at-least-thirty-two-bytes"
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from duetime import capacity
-from duetime.capacity import CRON_RUN, ONE_OFF, Inputs, estimate, heartbeats, smallest_shards
+from duetime.cli import capacity
+from duetime.cli.capacity import CRON_RUN, ONE_OFF, Inputs, estimate, heartbeats, smallest_shards
 
 
 def test_heartbeats_come_every_third_of_a_lease_while_the_job_runs():
@@ -76,7 +76,7 @@ def test_nonsense_inputs_are_refused():
 
 
 def test_the_cli_prints_the_estimate_and_exits_nonzero_when_it_does_not_fit(capsys):
-    from duetime.cli import main
+    from duetime.cli.main import main
 
     assert main(["capacity", "--rate", "10000", "--shards", "32"]) == 1
     out = capsys.readouterr().out

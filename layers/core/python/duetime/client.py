@@ -13,8 +13,6 @@ from typing import Any
 
 API_URL_ENV = "DUETIME_API_URL"
 TOKEN_ENV = "DUETIME_TOKEN"
-STATE_FILE = "local.json"  # written by `duetime local` in its data dir
-DEFAULT_OWNER = "local-user"  # the first user `duetime local` prints a token for
 
 
 class ApiError(Exception):
@@ -41,21 +39,20 @@ def resolve_connection(
     api_url = api_url or os.environ.get(API_URL_ENV)
     token = token or os.environ.get(TOKEN_ENV)
     if not api_url or not token:
-        state_path = Path(data_dir) / STATE_FILE
+        # Imported only here: a client given its URL and token loads nothing beyond the standard library.
+        from duetime.api.auth import issue_token
+        from duetime.definitions import LOCAL_FIRST_USER
+        from duetime.local.state import load_connection
+
         try:
-            state = json.loads(state_path.read_text())
+            state = load_connection(data_dir)
         except (OSError, ValueError) as exc:
             raise ConfigError(
                 f"no API URL or token: give --api-url and --token, set {API_URL_ENV} and {TOKEN_ENV}, "
-                f"or run `duetime local --data-dir {data_dir}` ({state_path}: {exc})"
+                f"or run `duetime local --data-dir {data_dir}` ({exc})"
             ) from exc
-        api_url = api_url or state.get("apiUrl")
-        if not token and state.get("jwtSecret"):
-            from duetime.api.auth import issue_token
-
-            token = issue_token(str(state["jwtSecret"]), owner or DEFAULT_OWNER)
-    if not api_url or not token:
-        raise ConfigError(f"{Path(data_dir) / STATE_FILE} lacks apiUrl or jwtSecret")
+        api_url = api_url or state.api_url
+        token = token or issue_token(state.jwt_secret, owner or LOCAL_FIRST_USER)
     return api_url.rstrip("/"), token
 
 

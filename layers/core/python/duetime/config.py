@@ -1,47 +1,69 @@
-"""Runtime configuration from the environment (checked at cold start) and the wiring of ports from it."""
+"""Runtime configuration: one pydantic-settings model, written to the environment by the CDK stack and the
+local Lambda emulation (to_env) and read back by every function and worker at cold start (from_env); and the
+wiring of ports from it."""
 
 from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from typing import Any
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import Field, model_validator
+from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
 
 from duetime.definitions import (
+    DEFAULT_JOB_CLASS,
+    DEFAULT_REGION,
     LOCAL_SETTINGS,
+    METRIC_NAMESPACE,
     PRELOAD_DISPATCH_THREADS,
     PRELOAD_THREADS,
     Settings,
     preload_window_problem,
 )
 from duetime.domain.grants import DEMO_ONLY, EVERYONE, Grants
-from duetime.queue.notify import ConsoleNotifier, SnsNotifier
+from duetime.notify import ConsoleNotifier, SnsNotifier
 from duetime.queue.sqs import DueQueues
-from duetime.queue.targets import EcsSettings, EcsTarget, LambdaTarget
-from duetime.queue.webhook import WebhookTarget
 from duetime.service.context import Notifier, Ports
 from duetime.store.aws import make_client
 from duetime.store.dynamo import DynamoStore
 from duetime.store.secrets import FileSecrets, SecretsManagerSecrets, WebhookSecrets
+from duetime.targets.aws import EcsSettings, EcsTarget, LambdaTarget
+from duetime.targets.webhook import WebhookTarget
 from duetime.worker.kinds import Targets
 
-# Environment variables holding JSON rather than plain text.
-JSON_FIELDS = ("queue_urls", "dlq_urls", "handler_grants", "handler_manifest")
+ENV_PREFIX = "DUETIME_"
+# The shared tunables' defaults, stated once in definitions.Settings.
+_DEFAULTS = Settings()
 
 
-class RuntimeConfig(BaseModel):
-    """Where duetime's resources are and how it is tuned; CDK sets these as environment variables."""
+class _Environment(EnvSettingsSource):
+    """pydantic-settings' environment source over a given mapping (the process environment by default)."""
 
-    prefix: str = "duetime"
-    region: str = "us-east-1"
+    def __init__(self, settings_cls: type[BaseSettings], environ: Mapping[str, str]) -> None:
+        self._environ = environ
+        super().__init__(settings_cls)
+
+    def _load_env_vars(self) -> Mapping[str, str | None]:
+        return {name.lower(): value for name, value in self._environ.items()}
+
+
+class RuntimeConfig(BaseSettings):
+    """Where duetime's resources are and how it is tuned: each field is the variable DUETIME_<FIELD> (JSON for
+    the lists and mappings). Constructed, it holds what it is given; from_env reads the environment."""
+
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="ignore")
+
+    prefix: str = _DEFAULTS.prefix
+    region: str = DEFAULT_REGION
     endpoint_url: str | None = None
-    shards: int = Field(default=32, ge=1, le=1024)
-    preload_interval_seconds: int = Field(default=60, ge=1)
-    preload_window_seconds: int = Field(default=300, ge=1, le=840)
+    shards: int = Field(default=_DEFAULTS.shards, ge=1, le=1024)
+    preload_interval_seconds: int = Field(default=_DEFAULTS.preload_interval_seconds, ge=1)
+    preload_window_seconds: int = Field(default=_DEFAULTS.preload_window_seconds, ge=1, le=840)
     preload_threads: int = Field(default=PRELOAD_THREADS, ge=1, le=64)  # shards one invocation works on at once
     preload_dispatch_threads: int = Field(default=PRELOAD_DISPATCH_THREADS, ge=1, le=64)  # calls at once per shard
-    history_retention_days: int = Field(default=30, ge=1)
+    history_retention_days: int = Field(default=_DEFAULTS.history_retention_days, ge=1)
     lease_seconds: int | None = Field(default=None, ge=3)
     queue_urls: dict[str, str] | None = None
     dlq_urls: dict[str, str] | None = None
@@ -55,8 +77,24 @@ class RuntimeConfig(BaseModel):
     handler_grants: list[dict[str, Any]] | None = None
     # {jobClass: [handler names]} the deployment's workers import (generated at synth).
     handler_manifest: dict[str, list[str]] | None = None
+    # A worker's job class and the modules of its Python handlers (comma-separated), imported at cold start.
+    job_class: str = DEFAULT_JOB_CLASS
+    handler_modules: str = ""
     # Webhook secrets as files in this folder (`duetime local`, `duetime worker --data-dir`); else Secrets Manager.
     webhook_secrets_dir: str | None = None
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """Construction takes only its arguments: `duetime local` and tests build configurations that the
+        environment of the process must not change. from_env is the one reader of the environment."""
+        return (init_settings,)
 
     @model_validator(mode="after")
     def _preload_schedule(self) -> RuntimeConfig:
@@ -67,15 +105,37 @@ class RuntimeConfig(BaseModel):
         return self
 
     @classmethod
-    def from_env(cls, environ: dict[str, str] | None = None) -> RuntimeConfig:
-        env = os.environ if environ is None else environ
-        values: dict[str, Any] = {}
-        for name in cls.model_fields:
-            raw = env.get(f"DUETIME_{name.upper()}")
-            if raw is None:
-                continue
-            values[name] = json.loads(raw) if name in JSON_FIELDS else raw
-        return cls.model_validate(values)
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> RuntimeConfig:
+        """The configuration in the DUETIME_* variables of `environ` (the process environment by default)."""
+        return cls(**_Environment(cls, os.environ if environ is None else environ)())
+
+    @classmethod
+    def env_name(cls, field: str) -> str:
+        """The environment variable of a field: DUETIME_<FIELD>."""
+        if field not in cls.model_fields:
+            raise KeyError(f"RuntimeConfig has no field {field!r}")
+        return f"{ENV_PREFIX}{field.upper()}"
+
+    def to_env(self) -> dict[str, str]:
+        """The variables from_env reads back into this configuration: every field given at construction
+        (unless None), as text or compact JSON. CDK tokens in string values pass through as they are."""
+        env: dict[str, str] = {}
+        for field, value in self.model_dump(exclude_unset=True, exclude_none=True).items():
+            env[self.env_name(field)] = value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
+        return env
+
+    @classmethod
+    def of_settings(cls, settings: Settings, **given: Any) -> RuntimeConfig:
+        """The configuration that carries `settings` (what settings() gives back, less the job classes'
+        own leases), with the other fields `given`."""
+        return cls(
+            prefix=settings.prefix,
+            shards=settings.shards,
+            preload_interval_seconds=settings.preload_interval_seconds,
+            preload_window_seconds=settings.preload_window_seconds,
+            history_retention_days=settings.history_retention_days,
+            **given,
+        )
 
     def settings(self) -> Settings:
         base = LOCAL_SETTINGS if self.endpoint_url else Settings()
@@ -93,33 +153,30 @@ class RuntimeConfig(BaseModel):
     def grants(self) -> Grants:
         """The grant rules configured, or the default: everything locally, the demo handlers on AWS."""
         if self.handler_grants is not None:
-            return Grants.parse(self.handler_grants, source="DUETIME_HANDLER_GRANTS")
+            return Grants.parse(self.handler_grants, source=self.env_name("handler_grants"))
         return EVERYONE if self.endpoint_url else DEMO_ONLY
 
     def manifest(self) -> dict[str, frozenset[str]]:
         return {job_class: frozenset(names) for job_class, names in (self.handler_manifest or {}).items()}
 
+    def handler_module_names(self) -> list[str]:
+        return [m for m in self.handler_modules.split(",") if m]
+
 
 def runtime_environment(
-    settings: Settings, region: str, queue_urls: str, dlq_urls: str, lease_seconds: int | None = None
+    settings: Settings,
+    region: str,
+    queue_urls: Mapping[str, str],
+    dlq_urls: Mapping[str, str],
+    lease_seconds: int | None = None,
 ) -> dict[str, str]:
-    """The DUETIME_* variables RuntimeConfig.from_env reads, shared by every function and the `long` worker:
-    written here once for the CDK stack and the local Lambda emulation. `queue_urls` and `dlq_urls` are JSON
-    objects by job class (CDK passes tokens that resolve to them at deploy time)."""
-    env = {
-        "DUETIME_PREFIX": settings.prefix,
-        "DUETIME_REGION": region,
-        "DUETIME_SHARDS": str(settings.shards),
-        "DUETIME_PRELOAD_INTERVAL_SECONDS": str(settings.preload_interval_seconds),
-        "DUETIME_PRELOAD_WINDOW_SECONDS": str(settings.preload_window_seconds),
-        "DUETIME_HISTORY_RETENTION_DAYS": str(settings.history_retention_days),
-        "DUETIME_QUEUE_URLS": queue_urls,
-        "DUETIME_DLQ_URLS": dlq_urls,
-        "POWERTOOLS_METRICS_NAMESPACE": "duetime",
-    }
-    if lease_seconds is not None:
-        env["DUETIME_LEASE_SECONDS"] = str(lease_seconds)
-    return env
+    """The variables shared by every function and the `long` worker, for the CDK stack and the local Lambda
+    emulation: the settings and the queues by job class (CDK passes tokens that resolve to their URLs)."""
+    given: dict[str, Any] = {"lease_seconds": lease_seconds} if lease_seconds is not None else {}
+    config = RuntimeConfig.of_settings(
+        settings, region=region, queue_urls=dict(queue_urls), dlq_urls=dict(dlq_urls), **given
+    )
+    return {**config.to_env(), "POWERTOOLS_METRICS_NAMESPACE": METRIC_NAMESPACE}
 
 
 def function_environment(
@@ -131,12 +188,12 @@ def function_environment(
 ) -> dict[str, str]:
     """One function's environment: the shared variables, its Powertools service name, the worker's job
     class and handler modules, the DLQ notifier's alert topic."""
-    env = {**shared, "POWERTOOLS_SERVICE_NAME": function}
+    own: dict[str, Any] = {}
     if job_class is not None:
-        env.update(DUETIME_JOB_CLASS=job_class, DUETIME_HANDLER_MODULES=handler_modules)
+        own.update(job_class=job_class, handler_modules=handler_modules)
     if alert_topic_arn is not None:
-        env["DUETIME_ALERT_TOPIC_ARN"] = alert_topic_arn
-    return env
+        own.update(alert_topic_arn=alert_topic_arn)
+    return {**shared, "POWERTOOLS_SERVICE_NAME": function, **RuntimeConfig(**own).to_env()}
 
 
 def build_ports(config: RuntimeConfig, notifier: Notifier | None = None) -> Ports:

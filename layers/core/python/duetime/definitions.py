@@ -78,6 +78,15 @@ CONTROL_TABLE = TableDef(logical_name="control", partition_key="key", ttl_attrib
 TABLES: tuple[TableDef, ...] = (JOBS_TABLE, EXECUTIONS_TABLE, CONTROL_TABLE)
 
 
+# The AWS region when none is configured (and the one `duetime local` emulates).
+DEFAULT_REGION = "us-east-1"
+
+# --- SQS limits the design leans on -----------------------------------------------------------------
+
+SQS_MAX_DELAY_SECONDS = 900
+SQS_BATCH_SIZE = 10
+SQS_MAX_VISIBILITY_SECONDS = 12 * 3600
+
 # --- job classes and their queues ------------------------------------------------------------------
 
 
@@ -101,11 +110,20 @@ class JobClassDef:
         return f"{prefix}-dlq-{self.name}"
 
 
+# The class of a job that names none, and of the worker function and `duetime worker` unless told otherwise.
+DEFAULT_JOB_CLASS = "default"
+LONG_JOB_CLASS = "long"
+# A job's longest timeout: SQS's 12-hour visibility cap bounds how long one receive can hold a message.
+MAX_TIMEOUT_SECONDS = SQS_MAX_VISIBILITY_SECONDS
+
 JOB_CLASSES: dict[str, JobClassDef] = {
     # Lambda's 15-minute cap less a minute to finish and report.
-    "default": JobClassDef("default", lease_seconds=30, max_timeout_seconds=840, worker_kind="lambda", concurrency=8),
-    # SQS's 12-hour visibility cap bounds the longest job.
-    "long": JobClassDef("long", lease_seconds=30, max_timeout_seconds=43200, worker_kind="ecs", concurrency=4),
+    DEFAULT_JOB_CLASS: JobClassDef(
+        DEFAULT_JOB_CLASS, lease_seconds=30, max_timeout_seconds=840, worker_kind="lambda", concurrency=8
+    ),
+    LONG_JOB_CLASS: JobClassDef(
+        LONG_JOB_CLASS, lease_seconds=30, max_timeout_seconds=MAX_TIMEOUT_SECONDS, worker_kind="ecs", concurrency=4
+    ),
 }
 
 # A message received more often than this goes to the class's DLQ by SQS redrive.
@@ -203,11 +221,6 @@ LOCAL_SETTINGS = Settings(preload_interval_seconds=5, preload_window_seconds=10,
 # the reconciler and the shard leases.
 SQLITE_LOCAL_SETTINGS = Settings(preload_interval_seconds=5, preload_window_seconds=60, allow_loopback_webhooks=True)
 
-# SQS limits the design leans on.
-SQS_MAX_DELAY_SECONDS = 900
-SQS_BATCH_SIZE = 10
-SQS_MAX_VISIBILITY_SECONDS = 12 * 3600
-
 
 # --- handlers ----------------------------------------------------------------------------------------
 
@@ -228,6 +241,9 @@ HANDLER_ANNOUNCE_TTL_SECONDS = 100
 DYNAMODB_MAX_ITEM_BYTES = 400 * 1024
 MAX_RESULT_BYTES = 128 * 1024  # a handler's result as compact JSON (UTF-8)
 MAX_ERROR_BYTES = 1024  # one error text (UTF-8): 100 attempts' errors + the result stay under the item limit
+# A job's payload as compact JSON (UTF-8): keeps the job item under DynamoDB's item limit.
+MAX_PAYLOAD_BYTES = 256 * 1024
+
 # --- webhook secrets ------------------------------------------------------------------------------------
 
 # Each owner's webhook signing secret: a Secrets Manager secret "<prefix>/webhook-secrets/<owner>" on AWS
@@ -249,6 +265,8 @@ WEBHOOK_MAX_REPLY_BYTES = 256 * 1024
 
 # API Gateway (REST) refuses a larger request body; the local HTTP bridge answers 413 above it as well.
 API_MAX_BODY_BYTES = 10 * 1024 * 1024
+# The API's own bound on a request body: a job's payload at its limit and room for the rest of the job.
+API_MAX_REQUEST_BYTES = MAX_PAYLOAD_BYTES + 64 * 1024
 # One attribute of a paging cursor's start key, in UTF-8 bytes: DynamoDB's sort-key limit.
 MAX_CURSOR_KEY_BYTES = 1024
 # A whole cursor as sent in the query string (urlsafe base64 of JSON whose non-ASCII text is escaped, up to
@@ -259,3 +277,28 @@ MAX_CURSOR_CHARS = 24 * 1024
 # All of an owner's calendars are one control record (one read per owner when dispatch plans); a calendar
 # holds at most MAX_EXCLUSIONS (366) entries of <= 21 bytes, so 32 of them stay well under the item limit.
 MAX_CALENDARS_PER_OWNER = 32
+
+# --- metrics ---------------------------------------------------------------------------------------------
+# What the code emits (Powertools Metrics, CloudWatch EMF) and the CDK monitoring construct alarms and graphs
+# on: one namespace, the emitting service as the "service" dimension.
+
+METRIC_NAMESPACE = "duetime"
+WORKER_METRICS_SERVICE = "worker"
+PRELOADER_METRICS_SERVICE = "preloader"
+# Per execution, by the workers.
+METRIC_STARTED = "Started"
+METRIC_SUCCEEDED = "Succeeded"
+METRIC_FAILED = "Failed"
+METRIC_RETRIED = "Retried"
+METRIC_DEAD_LETTERED = "DeadLettered"
+METRIC_START_LATENESS_MS = "StartLatenessMs"
+# Per pre-load cycle, by the pre-loader.
+METRIC_DISPATCHED = "Dispatched"
+METRIC_SKIPPED = "Skipped"
+METRIC_SHARDS_BUSY = "ShardsBusy"
+METRIC_SHARD_ERRORS = "ShardErrors"
+
+# --- duetime local ---------------------------------------------------------------------------------------
+
+# The owner `duetime local` prints a token for at start, and the API client's owner with a data dir's secret.
+LOCAL_FIRST_USER = "local-user"

@@ -3,19 +3,19 @@ the OpenAPI document (duetime.api.openapi), so the two cannot drift apart."""
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, field_serializer, field_validator
 
+from duetime.definitions import MAX_RESULT_BYTES
 from duetime.domain.exclusions import MAX_EXCLUSIONS, Calendar, check_exclude_entry, parse_exclusion
 from duetime.domain.models import CamelModel, Execution, Job, UtcDatetime, format_time, from_ms
+from duetime.domain.results import compact_json
 
 MAX_PAGE = 100
 MAX_ATTEMPT = 1_000_000
 MAX_WORKER_ID_CHARS = 200  # the id a worker gave at claim (host-pid-random); longer is no worker's
-MAX_RESULT_BYTES = 256 * 1024
 
 
 def _times(values: list[datetime]) -> list[str]:
@@ -124,16 +124,15 @@ class CompleteRequest(CamelModel):
     attempt: int = Field(ge=1, le=MAX_ATTEMPT)
     worker_id: str = Field(min_length=1, max_length=MAX_WORKER_ID_CHARS)
     result: Literal["succeeded", "failed"]
-    error: str | None = Field(default=None, max_length=4000)
+    # Any length the request body allows: stored cut to MAX_ERROR_BYTES, as a worker's own errors are.
+    error: str | None = None
     retryable: bool = True
     output: Any = None
 
     @field_validator("output")
     @classmethod
     def _output_size(cls, value: Any) -> Any:
-        size = len(json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str).encode())
-        if size > MAX_RESULT_BYTES:
-            raise ValueError(f"output is {size} bytes as JSON; at most {MAX_RESULT_BYTES} are allowed")
+        compact_json(value, "output", MAX_RESULT_BYTES)  # the limit of a result a worker stores itself
         return value
 
 

@@ -7,10 +7,11 @@ from typing import NoReturn, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from duetime.definitions import API_MAX_REQUEST_BYTES
 from duetime.domain.errors import InvalidInput
 
-# A job's payload may take 256 KB (JobSpec); the rest of a request body is small.
-MAX_BODY_BYTES = 320 * 1024
+# A job's payload may take MAX_PAYLOAD_BYTES (JobSpec); the rest of a request body is small.
+MAX_BODY_BYTES = API_MAX_REQUEST_BYTES
 
 M = TypeVar("M", bound=BaseModel)
 

@@ -33,19 +33,20 @@ from duetime.api.models import (
 )
 from duetime.api.parsing import validation_error
 from duetime.api.routing import Access, Answer, Api, Call, Param, Reply, Route
+from duetime.definitions import DEFAULT_JOB_CLASS
 from duetime.domain.errors import Conflict, InvalidSchedule, NotFound
 from duetime.domain.exclusions import CALENDAR_NAME as CALENDAR_NAME_PATTERN
 from duetime.domain.exclusions import CALENDAR_NAME_RULE
-from duetime.domain.keys import parse_execution_id
+from duetime.domain.keys import JOB_ID_PATTERN, parse_execution_id
 from duetime.domain.models import Execution, JobSpec, Schedule
 from duetime.service import calendars as calendar_cases
 from duetime.service import executions as execution_cases
 from duetime.service import jobs as job_cases
 
 DEFAULT_PAGE = 50
-# Job ids are "j_" and hex (service.jobs.submit_job); anything else cannot name a job, so it is 404
-# before it reaches the store (DynamoDB refuses keys over 2 KB).
-JOB_ID = re.compile(r"j_[0-9a-f]{1,64}")
+# Anything but a job id (domain.keys) cannot name a job, so it is 404 before it reaches the store
+# (DynamoDB refuses keys over 2 KB).
+JOB_ID = re.compile(JOB_ID_PATTERN)
 
 JOB_EXAMPLE: dict[str, Any] = {
     "name": "nightly-invoices",
@@ -57,7 +58,7 @@ JOB_EXAMPLE: dict[str, Any] = {
     "overlap": "forbid",
     "catchUp": "latest",
     "startingDeadlineSeconds": None,
-    "jobClass": "default",
+    "jobClass": DEFAULT_JOB_CLASS,
 }
 
 

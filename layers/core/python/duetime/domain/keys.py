@@ -76,8 +76,14 @@ def sort_key(due_at: datetime, execution_id: str) -> str:
     return f"{to_ms(due_at):013d}#{execution_id}"
 
 
+# A job id: "j_" and the lower-case hex of Ports.random_hex. The API refuses (404) anything else before it
+# reaches a store, and the OpenAPI document states the same pattern.
+JOB_ID_PREFIX = "j_"
+JOB_ID_PATTERN = JOB_ID_PREFIX + "[0-9a-f]{1,64}"
+
+
 def new_job_id(random_hex: str) -> str:
-    return f"j_{random_hex}"
+    return f"{JOB_ID_PREFIX}{random_hex}"
 
 
 # In an announcements record, each live worker's entry is the attribute "worker:<id>".

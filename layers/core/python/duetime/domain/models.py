@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import Annotated, Any, Literal
@@ -19,10 +18,9 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 from pydantic.json_schema import SkipJsonSchema
 
+from duetime.definitions import DEFAULT_JOB_CLASS, MAX_PAYLOAD_BYTES, MAX_TIMEOUT_SECONDS
 from duetime.domain.exclusions import MAX_EXCLUSIONS, check_exclude_entry
-
-MAX_TIMEOUT_SECONDS = 43200  # SQS's 12-hour visibility cap
-MAX_PAYLOAD_BYTES = 256 * 1024  # a job's payload as compact JSON; keeps the job item under DynamoDB's 400 KB
+from duetime.domain.results import compact_json
 
 
 def to_utc(value: datetime) -> datetime:
@@ -146,7 +144,7 @@ class JobSpec(CamelModel):
     overlap: Overlap = Overlap.FORBID
     catch_up: CatchUp = CatchUp.LATEST
     starting_deadline_seconds: int | None = Field(default=None, ge=1, le=365 * 86400)
-    job_class: str = Field(default="default", min_length=1, max_length=64)
+    job_class: str = Field(default=DEFAULT_JOB_CLASS, min_length=1, max_length=64)
     # Local dates (in schedule.timeZone) whose slots are skipped and recorded with reason `excluded`.
     exclude: list[str] = Field(default_factory=list, max_length=MAX_EXCLUSIONS)
 
@@ -160,10 +158,7 @@ class JobSpec(CamelModel):
     @field_validator("payload")
     @classmethod
     def _payload_size(cls, value: dict[str, Any]) -> dict[str, Any]:
-        text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
-        size = len(text.encode("utf-8", "surrogatepass"))
-        if size > MAX_PAYLOAD_BYTES:
-            raise ValueError(f"payload is {size} bytes as JSON; at most {MAX_PAYLOAD_BYTES} are allowed")
+        compact_json(value, "payload", MAX_PAYLOAD_BYTES)
         return value
 
 
@@ -210,7 +205,7 @@ class Execution(CamelModel):
     job_id: str
     scheduled_at: UtcDatetime
     due_at: UtcDatetime
-    job_class: str = "default"
+    job_class: str = DEFAULT_JOB_CLASS
     status: ExecutionStatus = ExecutionStatus.SCHEDULED
     attempt: int = 0
     worker_id: str | None = None

@@ -1,4 +1,4 @@
-"""What an execution row can hold: a handler's result as JSON within its limit, error text truncated."""
+"""What a row can hold: a job's payload and a handler's result as JSON within their limits, error text truncated."""
 
 from __future__ import annotations
 
@@ -14,16 +14,26 @@ class ResultRejected(ValueError):
     """A handler's result that cannot be stored: not JSON, or larger than MAX_RESULT_BYTES."""
 
 
+def compact_json(value: Any, what: str, limit: int) -> str:
+    """`value` as compact JSON (UTF-8 text kept as it is): the form payloads and results are stored in and
+    measured by. Raises ValueError naming `what` if it is not JSON (NaN and infinities included) or if it
+    takes more than `limit` bytes of UTF-8."""
+    try:
+        text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise ValueError(f"{what} is not JSON: {exc}") from exc
+    size = len(text.encode("utf-8", "surrogatepass"))
+    if size > limit:
+        raise ValueError(f"{what} is {size} bytes as JSON; at most {limit} are stored")
+    return text
+
+
 def encode_result(result: Any) -> str:
     """The result as compact JSON; raises ResultRejected with the reason if it is not JSON or too large."""
     try:
-        text = json.dumps(result, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-    except (TypeError, ValueError, RecursionError) as exc:
-        raise ResultRejected(f"the handler's result is not JSON: {exc}") from exc
-    size = len(text.encode("utf-8", "surrogatepass"))
-    if size > MAX_RESULT_BYTES:
-        raise ResultRejected(f"the handler's result is {size} bytes as JSON; at most {MAX_RESULT_BYTES} are stored")
-    return text
+        return compact_json(result, "the handler's result", MAX_RESULT_BYTES)
+    except ValueError as exc:
+        raise ResultRejected(str(exc)) from exc
 
 
 def truncate_error(text: str) -> str:

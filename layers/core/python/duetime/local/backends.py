@@ -18,8 +18,8 @@ from duetime.config import RuntimeConfig, build_ports
 from duetime.definitions import JOB_CLASSES, LOCAL_SETTINGS, SQLITE_LOCAL_SETTINGS, Settings
 from duetime.domain.grants import EVERYONE, Grants
 from duetime.local import BACKENDS
-from duetime.local.state import LocalState, config_from_state
-from duetime.queue.notify import ConsoleNotifier
+from duetime.local.state import LocalState
+from duetime.notify import ConsoleNotifier
 from duetime.service.context import Notifier, Ports
 
 if TYPE_CHECKING:  # moto is imported only by the moto backend: SQLite needs none of it
@@ -121,14 +121,21 @@ def _start_moto(
 
 def _moto_config(endpoint_url: str, settings: Settings, grants: list[dict[str, Any]] | None) -> RuntimeConfig:
     lease = max(c.lease_seconds for c in settings.job_classes.values())
+    return RuntimeConfig.of_settings(settings, endpoint_url=endpoint_url, lease_seconds=lease, handler_grants=grants)
+
+
+def config_from_state(state: LocalState) -> RuntimeConfig:
+    """The AWS runtime configuration of a moto-backed `duetime local`, from its local.json."""
     return RuntimeConfig(
-        prefix=settings.prefix,
-        endpoint_url=endpoint_url,
-        shards=settings.shards,
-        preload_interval_seconds=settings.preload_interval_seconds,
-        preload_window_seconds=settings.preload_window_seconds,
-        lease_seconds=lease,
-        handler_grants=grants,
+        prefix=state.prefix,
+        region=state.region,
+        endpoint_url=state.endpoint_url,
+        shards=state.shards,
+        preload_interval_seconds=state.preload_interval_seconds,
+        preload_window_seconds=state.preload_window_seconds,
+        lease_seconds=state.lease_seconds,
+        jwt_secret=state.jwt_secret,
+        handler_grants=state.handler_grants,
     )
 
 
@@ -148,7 +155,7 @@ def attach_ports(data_dir: str | Path, state: LocalState, notifier: Notifier | N
         ).with_lease_seconds(state.lease_seconds)
         return _sqlite_ports(Database(path), settings, notifier, state.handler_grants)
     if state.backend == MOTO:
-        return build_ports(config_from_state(state.model_dump(by_alias=True)), notifier)
+        return build_ports(config_from_state(state), notifier)
     raise ValueError(f"{data_dir}: unknown backend {state.backend!r} in local.json")
 
 

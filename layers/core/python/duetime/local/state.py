@@ -1,4 +1,5 @@
-"""The data dir of a running `duetime local`: what other commands need to reach it (no moto import)."""
+"""The data dir of a running `duetime local`: local.json, what other commands need to reach it (no moto or boto3
+import, so the API client reads it too)."""
 
 from __future__ import annotations
 
@@ -10,12 +11,22 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-from duetime.config import RuntimeConfig
+from duetime.definitions import DEFAULT_REGION
 
 STATE_FILE = "local.json"
 
 
-class LocalState(BaseModel):
+class LocalConnection(BaseModel):
+    """The part of local.json the API client needs (`duetime jobs ... --data-dir`): where the API listens and
+    the secret its tokens are signed with. Only these are required, so the client needs nothing else."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
+
+    api_url: str
+    jwt_secret: str
+
+
+class LocalState(LocalConnection):
     """What `duetime local` records in its data dir at start: the backend it runs on and how to reach it.
 
     `duetime worker --data-dir`, `duetime token` and `duetime audit` read it; a restart on the same data
@@ -23,20 +34,16 @@ class LocalState(BaseModel):
     own shard leases at once instead of waiting them out).
     """
 
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
-
     # A local.json written before the backend was recorded came from the moto-only `duetime local`.
     backend: str = "moto"
-    api_url: str
     endpoint_url: str | None = None  # moto: the embedded server
     database_file: str | None = None  # sqlite: the database's file name inside the data dir
-    region: str = "us-east-1"
+    region: str = DEFAULT_REGION
     prefix: str
     shards: int = Field(ge=1)
     lease_seconds: int = Field(ge=1)
     preload_interval_seconds: int = Field(ge=1)
     preload_window_seconds: int = Field(ge=1)
-    jwt_secret: str
     preloader_id: str | None = None
     # The grant rules of `--grants` (None: everyone may use everything), for attached workers' claim checks.
     handler_grants: list[dict[str, Any]] | None = None
@@ -60,6 +67,12 @@ def read_state(data_dir: str | Path) -> dict[str, Any]:
     return state
 
 
+def load_connection(data_dir: str | Path) -> LocalConnection:
+    """The API URL and token secret of the `duetime local` on `data_dir`; raises FileNotFoundError without one,
+    ValueError when local.json is not JSON or lacks them."""
+    return LocalConnection.model_validate(read_state(data_dir))
+
+
 def load_state(data_dir: str | Path) -> LocalState:
     """The typed local.json of the `duetime local` on `data_dir`; raises FileNotFoundError without one."""
     return LocalState.model_validate(read_state(data_dir))
@@ -71,18 +84,3 @@ def previous_state(data_dir: str | Path) -> LocalState | None:
         return load_state(data_dir)
     except (FileNotFoundError, ValueError):
         return None
-
-
-def config_from_state(state: dict[str, Any]) -> RuntimeConfig:
-    """The AWS runtime configuration of a moto-backed `duetime local`."""
-    return RuntimeConfig(
-        prefix=state["prefix"],
-        region=state["region"],
-        endpoint_url=state["endpointUrl"],
-        shards=state["shards"],
-        preload_interval_seconds=state["preloadIntervalSeconds"],
-        preload_window_seconds=state["preloadWindowSeconds"],
-        lease_seconds=state["leaseSeconds"],
-        jwt_secret=state["jwtSecret"],
-        handler_grants=state.get("handlerGrants"),
-    )

@@ -10,7 +10,6 @@ count the AWS calls of the system's own clients, which only that wiring uses.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import secrets
@@ -26,6 +25,7 @@ from duetime.definitions import (
     API_FUNCTION_TIMEOUT_SECONDS,
     DLQ_NOTIFIER_TIMEOUT_SECONDS,
     FUNCTION_MEMORY_MB,
+    LOCAL_FIRST_USER,
     WORKER_BATCH_SIZE,
     Settings,
     lambda_worker_timeout_seconds,
@@ -36,14 +36,14 @@ from duetime.local.http_bridge import ApiServer
 from duetime.local.lambda_mode import LambdaFunction, Schedule, SqsEventSource
 from duetime.local.notices import AlertRelay, create_alert_topic
 from duetime.local.state import LocalState, previous_state
-from duetime.queue.notify import ConsoleNotifier
+from duetime.notify import ConsoleNotifier
 from duetime.queue.sqs import DueQueues
-from duetime.queue.webhook import WebhookTarget
 from duetime.service.context import Notifier, Ports
 from duetime.service.deadletters import drain_dead_letters
 from duetime.service.dispatch import preload
 from duetime.store.aws import make_client
 from duetime.store.secrets import FileSecrets
+from duetime.targets.webhook import WebhookTarget
 from duetime.worker.kinds import Targets
 from duetime.worker.registry import load_modules
 from duetime.worker.runtime import RunRecord, Worker
@@ -52,7 +52,7 @@ if TYPE_CHECKING:  # moto is imported only by the moto backend: SQLite needs non
     from duetime.local.moto_server import EmbeddedMoto, MotoProcess
 
 log = logging.getLogger("duetime.local")
-FIRST_USER = "local-user"
+FIRST_USER = LOCAL_FIRST_USER
 # Locally the DLQ notifier runs every few seconds instead of every minute, so an owner hears of a failure
 # while still looking.
 DLQ_NOTIFIER_SECONDS = 2
@@ -188,17 +188,18 @@ class LocalSystem:
         shared = runtime_environment(
             settings,
             region=config.region,
-            queue_urls=json.dumps(queues.queue_urls),
-            dlq_urls=json.dumps(queues.dlq_urls),
+            queue_urls=queues.queue_urls,
+            dlq_urls=queues.dlq_urls,
             lease_seconds=self.lease_seconds,
         )
         # What only the local machine needs: moto's endpoint and no X-Ray daemon (and the API a token secret).
-        shared.update(DUETIME_ENDPOINT_URL=str(config.endpoint_url), POWERTOOLS_TRACE_DISABLED="true")
+        shared.update(POWERTOOLS_TRACE_DISABLED="true")
         # The handlers and grants of `--handlers` / `--grants`, and webhook secrets under the data dir, as the
         # stack gives them to the deployed functions.
-        shared["DUETIME_WEBHOOK_SECRETS_DIR"] = str(self.data_dir)
+        local: dict[str, Any] = {"endpoint_url": config.endpoint_url, "webhook_secrets_dir": str(self.data_dir)}
         if self.grants is not None:
-            shared["DUETIME_HANDLER_GRANTS"] = json.dumps(self.grants)
+            local["handler_grants"] = self.grants
+        shared.update(RuntimeConfig(**local).to_env())
 
         def function(name: str, timeout: int, **extra: str) -> LambdaFunction:
             suffix = f"-{extra['job_class']}" if "job_class" in extra else ""
@@ -214,7 +215,8 @@ class LocalSystem:
             return lambda_function
 
         api = function("api", API_FUNCTION_TIMEOUT_SECONDS)
-        api.environment["DUETIME_JWT_SECRET"] = self.secret  # on AWS, Cognito's authorizer checks tokens
+        # On AWS, Cognito's authorizer checks tokens.
+        api.environment.update(RuntimeConfig(jwt_secret=self.secret).to_env())
         self.api = ApiServer(lambda event, context: dict(api.invoke(event)), port=self.port).start()
         preloader = function("preloader", settings.preload_interval_seconds)
         notifier = function("dlq_notifier", DLQ_NOTIFIER_TIMEOUT_SECONDS, alert_topic_arn=topic_arn)

@@ -1,1 +1,1 @@
-"""SQS adapters."""
+"""SQS: the due queues and their DLQs."""

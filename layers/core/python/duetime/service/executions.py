@@ -9,6 +9,7 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
+from duetime.definitions import DEFAULT_JOB_CLASS
 from duetime.domain.catchup import plan_catch_up
 from duetime.domain.errors import Conflict, NotFound, StaleAttempt
 from duetime.domain.exclusions import Exclusions
@@ -170,7 +171,7 @@ def heartbeat(
     `worker_id` (the worker that claimed the attempt) is checked in the same conditional write."""
     if job_class is None:
         execution = ports.store.get_execution(key)
-        job_class = execution.job_class if execution else "default"
+        job_class = execution.job_class if execution else DEFAULT_JOB_CLASS
     now = ports.clock()
     lease_until = now + timedelta(seconds=lease_seconds(ports, job_class))
     if run_ends is not None:

@@ -8,10 +8,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from duetime.definitions import LONG_JOB_CLASS
 from duetime.domain.cron import load_zone
 from duetime.domain.errors import Conflict, IdempotencyMismatch, InvalidInput, InvalidSchedule, NotFound
 from duetime.domain.exclusions import Calendar, Exclusions
-from duetime.domain.keys import in_key_range
+from duetime.domain.keys import in_key_range, new_job_id
 from duetime.domain.models import Execution, ExecutionStatus, Job, JobSpec, JobStatus, Schedule
 from duetime.domain.recurrence import included_runs, next_included, recurrence_of
 from duetime.domain.webhooks import is_webhook, parse_webhook_url
@@ -51,7 +52,7 @@ def validate_spec(ports: Ports, spec: JobSpec, now: datetime) -> tuple[JobSpec, 
         raise InvalidInput(
             f"timeoutSeconds {spec.timeout_seconds} exceeds {job_class.max_timeout_seconds} for jobClass "
             f"{spec.job_class!r} ({job_class.worker_kind} workers)"
-            + ("; use jobClass 'long' for longer jobs" if spec.job_class != "long" else ""),
+            + (f"; use jobClass {LONG_JOB_CLASS!r} for longer jobs" if spec.job_class != LONG_JOB_CLASS else ""),
             field="timeoutSeconds",
         )
     if is_webhook(spec.handler):
@@ -115,7 +116,7 @@ def submit_job(
             return existing, False
     job = Job(
         **anchored(spec, now).model_dump(),
-        job_id=f"j_{ports.random_hex()}",
+        job_id=new_job_id(ports.random_hex()),
         owner=owner,
         owner_groups=list(groups),
         created_at=now,

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Generic, Protocol, TypeVar
 
+from duetime.definitions import DEFAULT_JOB_CLASS
 from duetime.domain.exclusions import Calendar
 from duetime.domain.keys import ExecutionKey
 from duetime.domain.models import Execution, ExecutionStatus, Job, JobStatus, to_ms
@@ -82,7 +83,7 @@ class DueMessage:
             execution_id=v["executionId"],
             job_id=v["jobId"],
             due_ms=int(v["dueMs"]),
-            job_class=v.get("jobClass", "default"),
+            job_class=v.get("jobClass", DEFAULT_JOB_CLASS),
             kind=v.get("kind", "scheduled"),
         )
 

@@ -15,6 +15,7 @@ from botocore.exceptions import ClientError
 from duetime.adapters.cursors import decode_cursor, encode_cursor
 from duetime.definitions import (
     CONTROL_TABLE,
+    DEFAULT_JOB_CLASS,
     EXECUTIONS_BY_JOB_INDEX,
     EXECUTIONS_OPEN_BY_JOB_INDEX,
     EXECUTIONS_OPEN_INDEX,
@@ -190,7 +191,7 @@ def execution_from_item(item: dict[str, Any]) -> Execution:
         job_id=v["jobId"],
         scheduled_at=from_ms(int(v["scheduledMs"])),
         due_at=from_ms(int(v["dueMs"])),
-        job_class=v.get("jobClass", "default"),
+        job_class=v.get("jobClass", DEFAULT_JOB_CLASS),
         status=ExecutionStatus(v["status"]),
         attempt=int(v.get("attempt", 0)),
         worker_id=v.get("workerId"),

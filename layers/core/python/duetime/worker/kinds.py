@@ -9,8 +9,8 @@ from typing import Any
 from duetime.definitions import WEBHOOK_MAX_REPLY_BYTES
 from duetime.domain.models import format_time
 from duetime.domain.webhooks import Reply, classify_status, is_webhook
-from duetime.queue.targets import EcsTarget, LambdaTarget
-from duetime.queue.webhook import WebhookRefused, WebhookTarget
+from duetime.targets.aws import EcsTarget, LambdaTarget
+from duetime.targets.webhook import WebhookRefused, WebhookTarget
 from duetime.worker.registry import HandlerFn, JobContext, PermanentFailure, get_handler
 
 ECS_POLL_SECONDS = 2.0

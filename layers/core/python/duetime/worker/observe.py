@@ -8,12 +8,18 @@ import threading
 from collections import Counter
 from typing import Any, Protocol
 
+# Metric names the CDK monitoring construct alarms and graphs on (definitions.py names them for both).
+from duetime.definitions import METRIC_DEAD_LETTERED as DEAD_LETTERED
+from duetime.definitions import METRIC_FAILED as FAILED
+from duetime.definitions import METRIC_NAMESPACE as NAMESPACE
+from duetime.definitions import METRIC_RETRIED as RETRIED
+from duetime.definitions import METRIC_START_LATENESS_MS as START_LATENESS_MS
+from duetime.definitions import METRIC_STARTED as STARTED
+from duetime.definitions import METRIC_SUCCEEDED as SUCCEEDED
+from duetime.definitions import WORKER_METRICS_SERVICE
 from duetime.domain.models import Execution
 
-NAMESPACE = "duetime"
-# Metric names the CDK monitoring construct alarms and graphs on.
-STARTED, SUCCEEDED, FAILED, RETRIED, DEAD_LETTERED = "Started", "Succeeded", "Failed", "Retried", "DeadLettered"
-START_LATENESS_MS = "StartLatenessMs"
+__all__ = ["DEAD_LETTERED", "FAILED", "RETRIED", "STARTED", "SUCCEEDED", "CountingObserver", "Observer"]
 
 
 class Observer(Protocol):
@@ -53,7 +59,7 @@ class PowertoolsObserver:
     """Powertools Logger (JSON with jobId, executionId, attempt) and Metrics in CloudWatch EMF, one metric
     document per event so a long-running ECS worker needs no flush cycle."""
 
-    def __init__(self, service: str = "worker") -> None:
+    def __init__(self, service: str = WORKER_METRICS_SERVICE) -> None:
         from aws_lambda_powertools import Logger
 
         self.service = service

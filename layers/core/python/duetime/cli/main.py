@@ -11,29 +11,32 @@ import signal
 import socket
 import sys
 import threading
-import time
 from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
 from typing import Any
 
 from duetime.api.auth import check_owner_name, issue_token
-from duetime.audit_cli import add_audit_command
-from duetime.client_cli import add_client_commands
+from duetime.cli.audit import add_audit_command
+from duetime.cli.client import add_client_commands
 from duetime.config import RuntimeConfig, build_ports, build_targets
+from duetime.definitions import DEFAULT_JOB_CLASS
 from duetime.domain.errors import DuetimeError, InvalidInput
 from duetime.domain.grants import Grants
 from duetime.domain.models import Schedule, format_time
 from duetime.local import BACKENDS as LOCAL_BACKENDS
-from duetime.local.backends import MOTO, attach_ports
-from duetime.local.state import config_from_state, load_state
-from duetime.queue.webhook import WebhookTarget
+from duetime.local.backends import MOTO, attach_ports, config_from_state
+from duetime.local.state import load_state
 from duetime.service.jobs import preview
 from duetime.store.aws import make_client
 from duetime.store.secrets import FileSecrets, SecretsManagerSecrets
+from duetime.targets.webhook import WebhookTarget
 from duetime.worker.kinds import Targets
 from duetime.worker.registry import load_modules, registered_names
 from duetime.worker.runtime import Worker, append_run_log
+
+# Opt-in: a file that gets one JSON line per handler run (the restart test and the chaos soak read it).
+RUN_LOG_ENV = "DUETIME_RUN_LOG"
 
 
 def importable_cwd() -> None:
@@ -60,7 +63,7 @@ def cmd_local(args: argparse.Namespace) -> int:
     from duetime.local.system import FIRST_USER, LocalSystem
 
     importable_cwd()
-    run_log = os.environ.get("DUETIME_RUN_LOG")  # opt-in: one JSON line per handler run (the restart test reads it)
+    run_log = os.environ.get(RUN_LOG_ENV)  # opt-in: one JSON line per handler run (the restart test reads it)
     system = LocalSystem(
         args.data_dir,
         port=args.port,
@@ -110,7 +113,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
         # `lambda:` and `ecs:` handlers reach AWS APIs: moto's stand-ins on moto, none on SQLite; webhooks
         # are signed with the same secrets as the `duetime local` it joins.
         if state.backend == MOTO:
-            config = config_from_state(state.model_dump(by_alias=True))
+            config = config_from_state(state)
             targets = build_targets(config.model_copy(update={"webhook_secrets_dir": args.data_dir}))
         else:
             webhooks = WebhookTarget(FileSecrets(args.data_dir), allow_loopback=ports.settings.allow_loopback_webhooks)
@@ -119,7 +122,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
         config = RuntimeConfig.from_env()
         ports, targets = build_ports(config), build_targets(config)
     worker_id = args.worker_id or f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(2)}"
-    run_log = os.environ.get("DUETIME_RUN_LOG")  # opt-in: one JSON line per handler run (the chaos soak reads it)
+    run_log = os.environ.get(RUN_LOG_ENV)  # opt-in: one JSON line per handler run (the chaos soak reads it)
     on_run = append_run_log(run_log) if run_log else None
     worker = Worker(ports, args.job_class, worker_id, concurrency=args.concurrency, on_run=on_run, targets=targets)
 
@@ -204,7 +207,7 @@ def parser() -> argparse.ArgumentParser:
     token.set_defaults(fn=cmd_token)
 
     worker = sub.add_parser("worker", help="run a worker process")
-    worker.add_argument("--job-class", default="default")
+    worker.add_argument("--job-class", default=DEFAULT_JOB_CLASS)
     worker.add_argument("--concurrency", type=int, default=8)
     worker.add_argument("--handlers", nargs="*", default=[], metavar="MODULE", help="modules with your @handlers")
     worker.add_argument("--data-dir", default=None)
@@ -234,7 +237,7 @@ def parser() -> argparse.ArgumentParser:
 
     add_client_commands(sub)
     add_audit_command(sub)
-    from duetime.capacity import add_parser as add_capacity_command
+    from duetime.cli.capacity import add_parser as add_capacity_command
 
     add_capacity_command(sub)
     return top
@@ -252,8 +255,3 @@ def main(argv: list[str] | None = None) -> int:
     except (DuetimeError, FileNotFoundError) as exc:
         print(f"duetime: {exc}", file=sys.stderr)
         return 2
-
-
-if __name__ == "__main__":
-    time.tzset() if hasattr(time, "tzset") else None
-    sys.exit(main())
