@@ -30,9 +30,9 @@ from duetime.local.system import LocalSystem
 from duetime.service.context import Ports
 from duetime.service.dispatch import preload
 
-from tests.conftest import Api, new_local_system
-from tests.e2e.helpers import submit, wait_for
+from tests.e2e.helpers import new_local_system, submit, wait_for
 from tests.faults import Crash, Faults, wrap_ports
+from tests.http_client import Api
 
 LEASE = 4
 WORKERS = 4
