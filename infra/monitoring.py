@@ -24,7 +24,7 @@ from infra.queues import Queues
 NAMESPACE = "duetime"
 LATENESS_METRIC = "StartLatenessMs"
 LATENESS_DIMENSIONS = {"service": "worker"}
-LATENESS_P99_THRESHOLD_MS = 2000  # DESIGN.md: an execution starts within 2 s of its time at p99
+LATENESS_P99_THRESHOLD_MS = 2000  # docs/architecture.md: an execution starts within 2 s of its time at p99
 MINUTE = Duration.minutes(1)
 FIVE_MINUTES = Duration.minutes(5)
 

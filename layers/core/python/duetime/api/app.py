@@ -1,4 +1,4 @@
-"""Routes of API.md over the service use-cases; every error becomes a JSON body with its status here."""
+"""Routes of docs/api.md over the service use-cases; each error becomes a JSON body with its status here."""
 
 from __future__ import annotations
 

@@ -318,7 +318,7 @@ def _paths() -> dict[str, Any]:
 
 
 def openapi_document(server_url: str | None = None) -> dict[str, Any]:
-    """The OpenAPI 3.0 document of API.md's HTTP API; a fresh dict on every call (callers may edit it)."""
+    """The OpenAPI 3.0 document of duetime's HTTP API; a fresh dict on every call (callers may edit it)."""
     document: dict[str, Any] = {
         "openapi": "3.0.3",
         "info": {
