@@ -1,7 +1,7 @@
 """Write docs/api.md from the OpenAPI document the API serves (`GET /openapi.json`); `--check` fails if stale.
 
-    .venv/bin/python scripts/api_docs.py          # rewrite docs/api.md
-    .venv/bin/python scripts/api_docs.py --check  # exit 1 if docs/api.md differs from what it would write
+.venv/bin/python scripts/api_docs.py          # rewrite docs/api.md
+.venv/bin/python scripts/api_docs.py --check  # exit 1 if docs/api.md differs from what it would write
 """
 
 from __future__ import annotations

@@ -84,9 +84,7 @@ def test_every_markdown_file_the_readme_and_docs_name_is_in_the_repository(page)
     # Also in prose and code spans: "see NOTES.md" sends a reader to a file they must be able to open.
     named = {m.group(1) for m in MARKDOWN_NAME.finditer(FENCE.sub("", page.read_text()))}
     missing = [
-        name
-        for name in sorted(named)
-        if not any((base / name).exists() for base in (page.parent, ROOT, ROOT / "docs"))
+        name for name in sorted(named) if not any((base / name).exists() for base in (page.parent, ROOT, ROOT / "docs"))
     ]
     assert missing == [], f"{page.relative_to(ROOT)} names files a reader of the repository does not have: {missing}"
 
