@@ -225,9 +225,11 @@ def exhausted_by_lost_workers(execution: Execution, body: dict[str, Any]) -> boo
 
 
 def run_log(path: Path) -> list[dict[str, Any]]:
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    """Every handler run the workers logged; the checks below read it, so it must be there (not passed as empty)."""
+    assert path.exists(), f"{path}: no worker logged a run, so nothing about runs could be checked"
+    records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    assert records, f"{path} is empty"
+    return records
 
 
 def why_repeated(
