@@ -6,9 +6,9 @@ NODE := node_modules/.installed
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 export PYTHONDONTWRITEBYTECODE := 1
 PYTEST := $(PY) -m pytest -q -p no:cacheprovider
-LINTED := layers functions infra tests app.py $(wildcard bench)
+LINTED := layers functions infra tests scripts app.py $(wildcard bench)
 
-.PHONY: dev local test test-tiers test-fast test-e2e lint format synth scan bench bench-quick bench-smoke bench-side redis-server chaos clean
+.PHONY: dev local test test-tiers test-fast test-e2e lint format docs synth scan bench bench-quick bench-smoke bench-side redis-server chaos clean
 
 $(VENV): pyproject.toml scripts/bootstrap.sh scripts/checkov-requirements.txt
 	./scripts/bootstrap.sh
@@ -58,6 +58,9 @@ lint: $(VENV)
 format: $(VENV)
 	.venv/bin/ruff check --fix $(LINTED)
 	.venv/bin/ruff format $(LINTED)
+
+docs: $(VENV)  ## docs/api.md from the OpenAPI document the API serves (tests/unit/test_docs.py checks it)
+	$(PY) scripts/api_docs.py
 
 # Extra CDK arguments pass through: make synth CDK_ARGS="-c handlerPath=examples/handlers -c handlerModules=billing.handlers"
 CDK_ARGS ?=

@@ -4,7 +4,7 @@ One shard holds `--due` waiting executions due within the next minute (the load 
 spread over 32 shards is ~18,750 a shard a minute; the default is the issue's 10,000), written straight
 into in-process moto. One real pre-load cycle (service.dispatch.preload) then runs over them; every AWS
 call it makes is counted with botocore hooks. SQS SendMessageBatch is answered by a stub that accepts
-every entry: moto keeps a queue in one list and scans it on every call (NOTES.md), which would time moto,
+every entry: moto keeps a queue in one list and scans it on every call (docs/measured.md), which would time moto,
 not duetime. Prints calls by operation, the cycle's time on moto, and what the same calls take on AWS at
 duetime.cli.capacity.AWS_CALL_SECONDS each (calls within one shard run one after another).
 """

@@ -139,7 +139,7 @@ class Api(Construct):
         self.validator = self.rest_api.add_request_validator(
             "Validate", validate_request_body=True, validate_request_parameters=True
         )
-        # A body refused at the edge answers in the API's own error shape (API.md), not API Gateway's.
+        # A body refused at the edge answers in the API's own error shape (docs/api.md), not API Gateway's.
         self.rest_api.add_gateway_response(
             "BadBody",
             type=apigw.ResponseType.BAD_REQUEST_BODY,

@@ -31,7 +31,7 @@ from infra.queues import Queues
 NAMESPACE = METRIC_NAMESPACE
 LATENESS_METRIC = METRIC_START_LATENESS_MS
 LATENESS_DIMENSIONS = {"service": WORKER_METRICS_SERVICE}
-LATENESS_P99_THRESHOLD_MS = 2000  # DESIGN.md: an execution starts within 2 s of its time at p99
+LATENESS_P99_THRESHOLD_MS = 2000  # docs/architecture.md: an execution starts within 2 s of its time at p99
 MINUTE = Duration.minutes(1)
 FIVE_MINUTES = Duration.minutes(5)
 

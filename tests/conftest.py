@@ -1,9 +1,11 @@
-"""Shared fixtures: the service over in-process moto with a controllable clock, and `duetime local`."""
+"""Shared fixtures: the ports (DynamoDB and SQS on in-process moto, or SQLite) with a clock tests move by hand.
+
+End-to-end fixtures (`duetime local`, HTTP callers) live in tests/e2e/conftest.py: a unit or contract run
+imports neither moto nor werkzeug (tests/unit/test_import_cost.py checks it)."""
 
 from __future__ import annotations
 
 import itertools
-import os
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -12,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import requests
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "layers" / "core" / "python"))
@@ -20,9 +21,7 @@ sys.path.insert(0, str(ROOT / "layers" / "core" / "python"))
 from duetime.adapters.sqlite.db import Database  # noqa: E402
 from duetime.adapters.sqlite.queue import SqliteQueues  # noqa: E402
 from duetime.adapters.sqlite.store import SqliteStore  # noqa: E402
-from duetime.definitions import LOCAL_SETTINGS, Settings  # noqa: E402
-from duetime.local.backends import DEFAULT_BACKEND  # noqa: E402
-from duetime.local.system import LocalSystem  # noqa: E402
+from duetime.definitions import Settings  # noqa: E402
 from duetime.notify import ConsoleNotifier  # noqa: E402
 from duetime.queue.provision import create_queues  # noqa: E402
 from duetime.queue.sqs import DueQueues  # noqa: E402
@@ -30,20 +29,6 @@ from duetime.service.context import Ports  # noqa: E402
 from duetime.store.aws import make_client  # noqa: E402
 from duetime.store.dynamo import DynamoStore  # noqa: E402
 from duetime.store.provision import create_tables  # noqa: E402
-
-# The backend `duetime local` runs the e2e suite on (`make test` runs the suite once per backend).
-E2E_BACKEND = os.environ.get("DUETIME_E2E_BACKEND", DEFAULT_BACKEND)
-
-
-def new_local_system(data_dir: str | Path, **options: Any) -> LocalSystem:
-    """A `duetime local` on the e2e backend (not started)."""
-    return LocalSystem(data_dir, backend=E2E_BACKEND, **options)
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Tests marked `observe_last` watch something that takes minutes of wall time (a cron job running
-    on consecutive minutes): run them last, so the time they wait overlaps the rest of the suite."""
-    items.sort(key=lambda item: item.get_closest_marker("observe_last") is not None)
 
 
 @dataclass
@@ -115,54 +100,4 @@ def ports(clock: Clock, test_settings: Settings, backend: str, tmp_path: Path) -
         )
 
 
-class Api:
-    """A tiny HTTP client for the local API, with one owner's bearer token."""
-
-    def __init__(self, base_url: str, token: str) -> None:
-        self.base_url = base_url
-        self.session = requests.Session()
-        self.session.headers["Authorization"] = f"Bearer {token}"
-
-    def request(self, method: str, path: str, **kwargs: Any) -> requests.Response:
-        return self.session.request(method, self.base_url + path, timeout=30, **kwargs)
-
-    def get(self, path: str, **kwargs: Any) -> requests.Response:
-        return self.request("GET", path, **kwargs)
-
-    def post(self, path: str, **kwargs: Any) -> requests.Response:
-        return self.request("POST", path, **kwargs)
-
-    def patch(self, path: str, **kwargs: Any) -> requests.Response:
-        return self.request("PATCH", path, **kwargs)
-
-    def delete(self, path: str, **kwargs: Any) -> requests.Response:
-        return self.request("DELETE", path, **kwargs)
-
-
-@pytest.fixture(scope="session", name="local_system")
-def session_local_system(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalSystem]:
-    """One `duetime local` for the session on the e2e backend (DUETIME_E2E_BACKEND, default sqlite; moto runs
-    the real handlers in the Lambda emulation), over real HTTP, with a 6-second lease so lease expiry is
-    quick to observe."""
-    data_dir = tmp_path_factory.mktemp("duetime-local")
-    system = new_local_system(data_dir, port=0, workers=4, lease_seconds=6, shards=4).start()
-    yield system
-    system.stop()
-
-
-@pytest.fixture(scope="session")
-def api(local_system: LocalSystem) -> Api:
-    return Api(local_system.api_url, local_system.token("alice"))
-
-
-@pytest.fixture(scope="session")
-def other_api(local_system: LocalSystem) -> Api:
-    return Api(local_system.api_url, local_system.token("bob"))
-
-
-@pytest.fixture(scope="session")
-def worker_api(local_system: LocalSystem) -> Api:
-    return Api(local_system.api_url, local_system.token("worker", worker=True))
-
-
-__all__ = ["BACKENDS", "BOTH_BACKENDS", "E2E_BACKEND", "LOCAL_SETTINGS", "Api", "Clock"]
+__all__ = ["BACKENDS", "BOTH_BACKENDS", "ROOT", "Clock"]

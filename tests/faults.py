@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import json
+import sys
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -165,6 +166,23 @@ class Faults:
 def table(name_part: str) -> Match:
     """Match a DynamoDB call on a table whose name contains `name_part` (e.g. "control", "executions")."""
     return lambda params: name_part in str(params.get("TableName", ""))
+
+
+def during(port_method: str) -> Match:
+    """Match an AWS call made while a store's port method `port_method` (e.g. "claim", "heartbeat", "finish",
+    "advance_cursor") runs: faults name what the call is for by the port's contract, not by the text of
+    the expression the adapter happens to send."""
+
+    def match(_: dict[str, Any]) -> bool:
+        frame = sys._getframe(1)
+        while frame is not None:
+            owner = frame.f_locals.get("self") if frame.f_code.co_name == port_method else None
+            if owner is not None and type(owner).__name__.endswith("Store"):
+                return True
+            frame = frame.f_back
+        return False
+
+    return match
 
 
 class FaultyPort:

@@ -1,14 +1,50 @@
-"""End-to-end fixtures: long-running observations start with the session so they overlap other tests."""
+"""End-to-end fixtures: one `duetime local` for the session, its callers over HTTP, and the long-running
+observations, started with the session so they overlap other tests."""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from duetime.local.system import LocalSystem
 
-from tests.conftest import Api
+from tests.e2e.helpers import new_local_system
+from tests.http_client import Api
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests marked `observe_last` watch something that takes minutes of wall time (a cron job running
+    on consecutive minutes): run them last, so the time they wait overlaps the rest of the suite."""
+    items.sort(key=lambda item: item.get_closest_marker("observe_last") is not None)
+
+
+@pytest.fixture(scope="session", name="local_system")
+def session_local_system(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalSystem]:
+    """One `duetime local` for the session on the e2e backend (DUETIME_E2E_BACKEND, default sqlite; moto runs
+    the real handlers in the Lambda emulation), over real HTTP, with a 6-second lease so lease expiry is
+    quick to observe."""
+    data_dir = tmp_path_factory.mktemp("duetime-local")
+    system = new_local_system(data_dir, port=0, workers=4, lease_seconds=6, shards=4).start()
+    yield system
+    system.stop()
+
+
+@pytest.fixture(scope="session")
+def api(local_system: LocalSystem) -> Api:
+    return Api(local_system.api_url, local_system.token("alice"))
+
+
+@pytest.fixture(scope="session")
+def other_api(local_system: LocalSystem) -> Api:
+    return Api(local_system.api_url, local_system.token("bob"))
+
+
+@pytest.fixture(scope="session")
+def worker_api(local_system: LocalSystem) -> Api:
+    return Api(local_system.api_url, local_system.token("worker", worker=True))
 
 
 def _submit(api: Api, body: dict[str, Any]) -> dict[str, Any]:
@@ -86,7 +122,7 @@ def calendar_job(api: Api) -> dict[str, Any]:
     """Every minute, excluding a named calendar that holds today and tomorrow (UTC): as `excluded_job`, by name."""
     today = datetime.now(UTC).date()
     dates = [f"{today.isoformat()}/{(today + timedelta(days=1)).isoformat()}"]
-    response = api.request("PUT", "/calendars/e2e-holidays", json={"dates": dates})
+    response = api.put("/calendars/e2e-holidays", json={"dates": dates})
     assert response.status_code in (200, 201), response.text
     job = _submit(
         api,

@@ -2,10 +2,23 @@
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
+
+from duetime.local.backends import DEFAULT_BACKEND
+from duetime.local.system import LocalSystem
+
+# The backend `duetime local` runs the e2e suite on (`make test` runs the suite once per backend).
+E2E_BACKEND = os.environ.get("DUETIME_E2E_BACKEND", DEFAULT_BACKEND)
+
+
+def new_local_system(data_dir: str | Path, **options: Any) -> LocalSystem:
+    """A `duetime local` on the e2e backend (not started)."""
+    return LocalSystem(data_dir, backend=E2E_BACKEND, **options)
 
 
 def iso_in(seconds: float) -> str:

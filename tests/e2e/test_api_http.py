@@ -7,11 +7,10 @@ import secrets
 import threading
 from typing import Any
 
-import requests
 from duetime.api.openapi import openapi_document
 
-from tests.conftest import Api
 from tests.e2e.helpers import iso_in, submit
+from tests.http_client import Api
 
 FAR = 3600 * 24 * 30  # a month ahead: these jobs never run during the tests
 
@@ -30,10 +29,9 @@ def test_ten_concurrent_posts_with_one_idempotency_key_create_exactly_one_job(lo
     lock = threading.Lock()
 
     def post() -> None:
-        session = requests.Session()
-        session.headers.update(api.session.headers)
+        caller = api.fork()
         barrier.wait()
-        response = session.post(api.base_url + "/jobs", json=body, headers={"Idempotency-Key": "once"}, timeout=30)
+        response = caller.post("/jobs", json=body, headers={"Idempotency-Key": "once"})
         with lock:
             results.append((response.status_code, response.json()))
 
@@ -100,7 +98,7 @@ def test_a_second_owner_cannot_see_change_page_into_or_heartbeat_the_first_owner
 
 
 def test_every_route_is_401_over_http_without_a_token(local_system):
-    base = local_system.api_url
+    anonymous = Api(local_system.api_url, None, timeout=10)
     for method, path in [
         ("POST", "/jobs"),
         ("GET", "/jobs"),
@@ -108,15 +106,15 @@ def test_every_route_is_401_over_http_without_a_token(local_system):
         ("POST", "/schedules/preview"),
         ("POST", "/executions/j_00.1796115600000/heartbeat"),
     ]:
-        response = requests.request(method, base + path, json={}, timeout=10)
+        response = anonymous.request(method, path, json={})
         assert response.status_code == 401, (method, path)
         assert response.json()["error"]["code"] == "unauthorized"
-    garbage = requests.get(base + "/jobs", headers={"Authorization": "Bearer nope"}, timeout=10)
+    garbage = Api(local_system.api_url, "nope", timeout=10).get("/jobs")
     assert garbage.status_code == 401
 
 
 def test_the_openapi_document_is_served_without_a_token(local_system):
-    response = requests.get(local_system.api_url + "/openapi.json", timeout=10)
+    response = Api(local_system.api_url, None, timeout=10).get("/openapi.json")
     assert response.status_code == 200
     assert response.headers["Content-Type"].startswith("application/json")
     assert response.json() == openapi_document()

@@ -30,9 +30,9 @@ from duetime.local.system import LocalSystem
 from duetime.service.context import Ports
 from duetime.service.dispatch import preload
 
-from tests.conftest import Api, new_local_system
-from tests.e2e.helpers import submit, wait_for
+from tests.e2e.helpers import new_local_system, submit, wait_for
 from tests.faults import Crash, Faults, wrap_ports
+from tests.http_client import Api
 
 LEASE = 4
 WORKERS = 4
@@ -225,9 +225,11 @@ def exhausted_by_lost_workers(execution: Execution, body: dict[str, Any]) -> boo
 
 
 def run_log(path: Path) -> list[dict[str, Any]]:
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    """Every handler run the workers logged; the checks below read it, so it must be there (not passed as empty)."""
+    assert path.exists(), f"{path}: no worker logged a run, so nothing about runs could be checked"
+    records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    assert records, f"{path} is empty"
+    return records
 
 
 def why_repeated(

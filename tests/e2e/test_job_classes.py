@@ -7,8 +7,8 @@ from collections.abc import Iterator
 import pytest
 from duetime.local.system import LocalSystem
 
-from tests.conftest import Api, new_local_system
-from tests.e2e.helpers import executions, iso_in, parse, submit, wait_for, wait_terminal
+from tests.e2e.helpers import executions, iso_in, new_local_system, parse, submit, wait_for, wait_terminal
+from tests.http_client import Api
 
 SLOTS = 2
 

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 from duetime.local.system import LocalSystem
 
-from tests.conftest import E2E_BACKEND, Api
-from tests.e2e.helpers import iso_in, submit, wait_for, wait_terminal
+from tests.e2e.helpers import E2E_BACKEND, iso_in, submit, wait_for, wait_terminal
+from tests.http_client import Api
 
 pytestmark = pytest.mark.skipif(E2E_BACKEND != "moto", reason="the Lambda emulation is the moto backend's")
 

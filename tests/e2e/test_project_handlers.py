@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Api
 from tests.e2e.helpers import executions, iso_in, submit, wait_for, wait_terminal
+from tests.http_client import Api
 
 DUETIME = str(Path(sys.executable).parent / "duetime")
 

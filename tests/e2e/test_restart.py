@@ -29,8 +29,8 @@ from duetime.domain.catchup import MISSED_AFTER
 from duetime.local.backends import attach_ports
 from duetime.local.state import load_state
 
-from tests.conftest import E2E_BACKEND, Api, new_local_system
-from tests.e2e.helpers import executions, iso_in, parse, submit, wait_for
+from tests.e2e.helpers import E2E_BACKEND, executions, iso_in, new_local_system, parse, submit, wait_for
+from tests.http_client import Api
 
 pytestmark = pytest.mark.skipif(
     E2E_BACKEND == "moto", reason="moto keeps everything in memory: a restarted `duetime local` starts empty"

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Api
 from tests.e2e.helpers import iso_in, submit, wait_terminal
+from tests.http_client import Api
 from tests.webhook_receiver import Answer, receiver
 
 pytestmark = pytest.mark.e2e

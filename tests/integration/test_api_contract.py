@@ -1,4 +1,4 @@
-"""The API handler against moto, event in and response out: every 400/401/404/409/422 case of API.md and
+"""The API handler against moto, event in and response out: every 400/401/404/409/422 case of docs/api.md and
 issue 4, owner isolation, idempotency and paging (the same events `duetime local` and API Gateway send)."""
 
 from __future__ import annotations

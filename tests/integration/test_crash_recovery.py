@@ -22,7 +22,7 @@ from duetime.service.dispatch import preload, reconcile_after
 from duetime.service.jobs import submit_job
 from duetime.worker.runtime import RunRecord, Worker
 
-from tests.faults import Crash, Faults, Match
+from tests.faults import Crash, Faults, during
 
 LEASE = 3  # heartbeats every second, so a worker's heartbeat step is quick to reach
 INTERVAL = 5
@@ -62,15 +62,11 @@ def worker(ports, runs) -> Callable[[str], Worker]:
     return lambda worker_id: Worker(ports, "default", worker_id, concurrency=1, on_run=runs.append)
 
 
-def update(marker: str) -> Match:
-    """An UpdateItem whose expression mentions `marker`: the claim, a heartbeat, a finish, the cursor."""
-    return lambda params: marker in str(params.get("UpdateExpression", ""))
-
-
-CLAIM = update("if_not_exists(attempt")
-HEARTBEAT = update("SET leaseUntilMs = :lease")
-FINISH = update("finishedMs = :now, attempts[")
-CURSOR = update("cursorMs")
+# The store writes a fault aims at, named by the port method that makes them (not by expression text).
+CLAIM = during("claim")
+HEARTBEAT = during("heartbeat")
+FINISH = during("finish")
+CURSOR = during("advance_cursor")
 
 
 def submit(ports, at: str = "2026-12-01T09:00:05Z", **overrides: Any) -> Job:

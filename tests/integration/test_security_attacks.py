@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import http.client
 import json
 import socket
 from collections.abc import Iterator
@@ -19,6 +18,8 @@ from duetime.definitions import API_MAX_BODY_BYTES, MAX_CURSOR_CHARS, MAX_CURSOR
 from duetime.domain.errors import InvalidInput
 from duetime.local.http_bridge import ApiServer, body_length
 from duetime.service import executions as execution_cases
+
+from tests.http_client import Api
 
 SECRET = "security-secret-of-thirty-two-bytes!!"
 SOCKET_TIMEOUT = 10.0  # a refusal comes at once; a thread blocked reading a body would never answer
@@ -45,15 +46,8 @@ def call(
     server: ApiServer, method: str, path: str, token: str | None, body: Any = None
 ) -> tuple[int, dict[str, Any] | None]:
     host, port = server.server.server_address[:2]
-    connection = http.client.HTTPConnection(str(host), int(port), timeout=SOCKET_TIMEOUT)
-    headers = {"Content-Type": "application/json"}
-    if token:
-        headers["Authorization"] = f"Bearer {token}"
-    connection.request(method, path, body=None if body is None else json.dumps(body), headers=headers)
-    response = connection.getresponse()
-    text = response.read()
-    connection.close()
-    return response.status, json.loads(text) if text else None
+    response = Api(f"http://{host}:{port}", token, timeout=SOCKET_TIMEOUT).request(method, path, json=body)
+    return response.status_code, response.json() if response.content else None
 
 
 def raw_request(server: ApiServer, head: str, body: bytes = b"") -> tuple[int, dict[str, Any]]:

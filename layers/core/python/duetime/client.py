@@ -1,4 +1,4 @@
-"""A small HTTP client of duetime's API (API.md), on the standard library only."""
+"""A small HTTP client of duetime's API (docs/api.md), on the standard library only."""
 
 from __future__ import annotations
 

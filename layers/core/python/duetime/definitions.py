@@ -189,7 +189,7 @@ class Settings:
     shards: int = 32
     # The pre-loader loads executions due within `preload_window_seconds` every `preload_interval_seconds`.
     # On AWS, one minute and five minutes (under SQS's 15-minute delay cap); locally both are short to
-    # keep moto's queues shallow (NOTES.md).
+    # keep moto's queues shallow (docs/measured.md).
     preload_interval_seconds: int = 60
     preload_window_seconds: int = 300
     history_retention_days: int = 30
@@ -209,7 +209,7 @@ class Settings:
         return replace(self, job_classes=classes)
 
 
-# Locally the window is short: moto's SQS scans every queued message on each call (NOTES.md), and a
+# Locally the window is short: moto's SQS scans every queued message on each call (docs/measured.md), and a
 # 10 s window keeps at most ~10 s of due messages queued.
 LOCAL_SETTINGS = Settings(preload_interval_seconds=5, preload_window_seconds=10, allow_loopback_webhooks=True)
 # On the SQLite backend a queued message is one row of an indexed table: depth costs nothing and a delay

@@ -1,1 +1,1 @@
-"""The HTTP API of API.md, served by API Gateway on AWS and by `duetime local` on this machine."""
+"""The HTTP API (docs/api.md), served by API Gateway on AWS and by `duetime local` on this machine."""

@@ -19,7 +19,7 @@ MAX_WORKER_ID_CHARS = 200  # the id a worker gave at claim (host-pid-random); lo
 
 
 def _times(values: list[datetime]) -> list[str]:
-    """A list of times as API.md writes them (CamelModel's serializer formats only single times)."""
+    """A list of times as the API writes them (CamelModel's serializer formats only single times)."""
     return [format_time(t) for t in values]
 
 
@@ -119,7 +119,7 @@ class HeartbeatResponse(CamelModel):
 
 
 class CompleteRequest(CamelModel):
-    """POST /executions/{executionId}/complete. `result` names the outcome (API.md); a value goes in `output`."""
+    """POST /executions/{executionId}/complete. `result` names the outcome; a value goes in `output`."""
 
     attempt: int = Field(ge=1, le=MAX_ATTEMPT)
     worker_id: str = Field(min_length=1, max_length=MAX_WORKER_ID_CHARS)

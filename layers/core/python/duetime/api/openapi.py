@@ -13,7 +13,7 @@ from duetime.api.routes import API
 
 
 def openapi_document(server_url: str | None = None) -> dict[str, Any]:
-    """The OpenAPI 3.0 document of API.md's HTTP API; a fresh dict on every call (callers may edit it)."""
+    """The OpenAPI 3.0 document of duetime's HTTP API; a fresh dict on every call (callers may edit it)."""
     return API.document(server_url)
 
 

@@ -1,4 +1,4 @@
-"""The API's routes (API.md), each declared once in ROUTES beside the use case it runs: the resolver serves
+"""The API's routes (docs/api.md), each declared once in ROUTES beside the use case it runs: the resolver serves
 them (duetime.api.app) and the OpenAPI document describes them (duetime.api.openapi) from that one table.
 
 To add a route: write its use case as `def verb_noun(call: Call) -> Reply` (the name in camelCase becomes

@@ -14,7 +14,7 @@ from typing import Any
 
 from duetime.definitions import PRELOAD_DISPATCH_THREADS, PRELOAD_THREADS, SQS_BATCH_SIZE
 
-# --- AWS limits (NOTES.md, AWS documentation) --------------------------------------------------------
+# --- AWS limits (docs/measured.md, AWS documentation) --------------------------------------------------------
 PARTITION_WCU_PER_SECOND = 1000  # one partition key value: 1,000 write units/s
 PARTITION_RCU_PER_SECOND = 3000  # and 3,000 read units/s
 TABLE_ON_DEMAND_WRU_PER_SECOND = 40_000  # default per-table (and per-GSI) on-demand quota, adjustable

@@ -1,4 +1,4 @@
-"""Domain errors; each maps to one HTTP status in one place (duetime.api.errors)."""
+"""Domain errors; each maps to one HTTP status in one place (duetime.api.app.STATUS_BY_ERROR)."""
 
 from __future__ import annotations
 

@@ -38,7 +38,7 @@ def to_utc(value: datetime) -> datetime:
 
 
 def format_time(value: datetime) -> str:
-    """ISO 8601 UTC with milliseconds, as API.md specifies: 2026-11-30T20:30:00.000Z."""
+    """ISO 8601 UTC with milliseconds, as the API writes every time: 2026-11-30T20:30:00.000Z."""
     return to_utc(value).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 

@@ -50,7 +50,7 @@ def stale_after(ports: Ports) -> timedelta:
 
 
 def audit(ports: Ports, now: datetime | None = None) -> AuditReport:
-    """Check DESIGN.md's invariants over every open execution, every job and every DLQ.
+    """Check docs/lifecycle.md's invariants over every open execution, every job and every DLQ.
 
     - every open execution sits in the partition of its due hour and shard, and in the `open` index;
     - no running execution's lease ended longer ago than one reconcile cycle (it is abandoned);

@@ -52,7 +52,7 @@ def claim_execution(
     lease_until: datetime | None = None,
     can_run: Callable[[Job], bool] | None = None,
 ) -> Claim:
-    """Claim the row a message points at, as DESIGN.md's lifecycle step 4 says.
+    """Claim the row a message points at, as docs/lifecycle.md's claim step says.
 
     Checks the job first (a paused or cancelled job's message is not run; one whose handler `can_run`
     refuses is passed on untouched), then makes the one conditional write; on success applies the job's

@@ -4,7 +4,7 @@ Settings, and why:
 - WAL: readers never block the one writer, and several processes may open the file at once.
 - synchronous=NORMAL: in WAL mode a commit is durable against a killed process (SIGKILL loses nothing
   committed) and the file is never corrupted; an OS crash or power loss may lose the last commits (those
-  not yet checkpointed to the main file), which FULL would keep at ~10x the cost per commit (NOTES.md:
+  not yet checkpointed to the main file), which FULL would keep at ~10x the cost per commit (docs/measured.md:
   ~12,000 inserts/s NORMAL against ~1,270 FULL on this machine).
 - Checkpoints off the commit path: a commit that crosses SQLite's automatic checkpoint threshold copies
   the WAL into the database and fsyncs both, which made ~1% of commits take 5-50 ms here and cost a

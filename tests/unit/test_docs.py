@@ -1,0 +1,111 @@
+"""The docs live in the repository: docs/api.md is the served OpenAPI document's, and no link leaves the tree."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+
+FENCE = re.compile(r"^(```|~~~).*?^\1", re.M | re.S)
+INLINE_CODE = re.compile(r"`[^`\n]*`")
+LINK = re.compile(r"!?\[[^\]\n]*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
+REFERENCE = re.compile(r"^\s*\[[^\]\n]+\]:\s*<?(\S+?)>?(?:\s|$)", re.M)
+AUTOLINK = re.compile(r"<((?:https?|ftp|file|mailto):[^>\s]+)>")
+HTML_LINK = re.compile(r"""(?:href|src)\s*=\s*["']([^"']+)["']""", re.I)
+MARKDOWN_NAME = re.compile(r"(?<![\w/.-])([\w./-]+\.md)\b")
+
+
+def _api_docs() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("api_docs", ROOT / "scripts" / "api_docs.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def prose(text: str) -> str:
+    """The text a reader follows links in: fenced blocks and inline code are examples, not links."""
+    return INLINE_CODE.sub("", FENCE.sub("", text))
+
+
+def links(text: str) -> list[str]:
+    body = prose(text)
+    return [m.group(1) for pattern in (LINK, REFERENCE, AUTOLINK, HTML_LINK) for m in pattern.finditer(body)]
+
+
+def link_problem(page: Path, target: str) -> str | None:
+    """Why `target`, linked from `page`, is not a file or folder of this repository (None if it is)."""
+    if re.match(r"^[a-z][a-z0-9+.-]*:", target, re.I):
+        return "leaves the repository"
+    path = target.split("#", 1)[0]
+    if not path:
+        return None  # an anchor on the same page
+    if path.startswith("/"):
+        return "is absolute"
+    resolved = (page.parent / path).resolve()
+    if not resolved.is_relative_to(ROOT):
+        return "leaves the repository"
+    return None if resolved.exists() else "points to a missing file"
+
+
+def test_docs_api_md_is_generated_from_the_served_openapi_document():
+    api_docs = _api_docs()
+    expected = api_docs.render(api_docs.openapi_document())
+    assert (ROOT / "docs" / "api.md").read_text(encoding="utf-8") == expected, (
+        "docs/api.md is stale: run `make docs` (scripts/api_docs.py)"
+    )
+
+
+def test_the_api_reference_names_every_route_and_schema_of_the_document():
+    api_docs = _api_docs()
+    document = api_docs.openapi_document()
+    text = api_docs.render(document)
+    for path, operations in document["paths"].items():
+        for method in operations:
+            assert f"### `{method.upper()} {path}`" in text
+    for name in document["components"]["schemas"]:
+        assert f"### {name}\n" in text
+
+
+@pytest.mark.parametrize("page", DOCS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_link_of_the_readme_and_docs_stays_in_the_repository_and_resolves(page):
+    problems = [f"{target} {why}" for target in links(page.read_text()) if (why := link_problem(page, target))]
+    assert problems == [], f"{page.relative_to(ROOT)}: {problems}"
+
+
+@pytest.mark.parametrize("page", DOCS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_markdown_file_the_readme_and_docs_name_is_in_the_repository(page):
+    # Also in prose and code spans: "see NOTES.md" sends a reader to a file they must be able to open.
+    named = {m.group(1) for m in MARKDOWN_NAME.finditer(FENCE.sub("", page.read_text()))}
+    missing = [
+        name for name in sorted(named) if not any((base / name).exists() for base in (page.parent, ROOT, ROOT / "docs"))
+    ]
+    assert missing == [], f"{page.relative_to(ROOT)} names files a reader of the repository does not have: {missing}"
+
+
+@pytest.mark.parametrize(
+    ("target", "problem"),
+    [
+        ("https://example.com/x", "leaves the repository"),
+        ("mailto:a@b.c", "leaves the repository"),
+        ("../../shared/DESIGN.md", "leaves the repository"),
+        ("/etc/passwd", "is absolute"),
+        ("docs/nowhere.md", "points to a missing file"),
+        ("docs/schedules.md#time-zones-and-dst", None),
+        ("#quick-start", None),
+        ("infra/checkov_skips.py", None),
+    ],
+)
+def test_the_link_check_refuses_what_leaves_or_is_missing(target, problem):
+    assert link_problem(ROOT / "README.md", target) == problem
+
+
+def test_links_in_code_are_examples_not_links():
+    text = "see [a](docs/a.md) and `[b](https://x.y)`\n```sh\ncurl [c](https://x.y)\n```\n<https://z.w>"
+    assert links(text) == ["docs/a.md", "https://z.w"]
