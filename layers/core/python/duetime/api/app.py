@@ -291,12 +291,12 @@ def build_app(ports: Ports, local_secret: str | None = None) -> APIGatewayRestRe
         worker()
         request = body(HeartbeatRequest)
         execution = execution_cases.find_execution(ports, checked_execution_id(execution_id))
-        execution_cases.check_holder(execution, request.attempt, request.worker_id)
+        execution_cases.check_holder(execution, request.attempt, request.worker_id, request.claim_token)
         key = ports.store.key_of(execution)
         job = ports.store.get_job(execution.job_id)
         run_ends = execution_cases.run_ends(execution, job)
         updated = execution_cases.heartbeat(
-            ports, key, request.attempt, execution.job_class, run_ends, request.worker_id
+            ports, key, request.attempt, execution.job_class, run_ends, request.claim_token
         )
         if updated.lease_until is None:  # a running row always has a lease; never report a bare 200
             raise Conflict("the execution holds no lease", field="attempt")
@@ -307,7 +307,7 @@ def build_app(ports: Ports, local_secret: str | None = None) -> APIGatewayRestRe
         worker()
         request = body(CompleteRequest)
         execution = execution_cases.find_execution(ports, checked_execution_id(execution_id))
-        execution_cases.check_holder(execution, request.attempt, request.worker_id)
+        execution_cases.check_holder(execution, request.attempt, request.worker_id, request.claim_token)
         ended = execution_cases.complete(
             ports,
             ports.store.key_of(execution),
@@ -317,6 +317,7 @@ def build_app(ports: Ports, local_secret: str | None = None) -> APIGatewayRestRe
             error=request.error,
             retryable=request.retryable,
             current=execution,
+            claim_token=request.claim_token,
         )
         return json_response(200, ended)
 

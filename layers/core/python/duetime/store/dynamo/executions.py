@@ -4,7 +4,6 @@ write by a worker fenced by its attempt (one helper) and every refusal mapped in
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
@@ -15,12 +14,21 @@ from duetime.domain.errors import StaleAttempt
 from duetime.domain.keys import ExecutionKey
 from duetime.domain.models import Execution, ExecutionStatus, to_ms
 from duetime.domain.results import truncate_error
-from duetime.service.ports import ClaimOutcome, OpenPage, Page, StoredExecution
+from duetime.service.ports import ClaimOutcome, OpenPage, Page, StoredExecution, new_claim_token
 from duetime.store.dynamo.base import DynamoTables, Refused, refused_as
 from duetime.store.dynamo.items import _deser, _ser, execution_from_item, open_shard_of
 
 # The fence of every write by the worker holding an attempt: the row still runs that attempt.
 HELD_BY_ATTEMPT = "#s = :running AND attempt = :a"
+# ...and, when the writer names it, the claim's token (minted at claim, known only to its holder).
+HELD_BY_CLAIM = "claimToken = :token"
+
+
+def _fence(claim_token: str | None) -> tuple[str, dict[str, Any]]:
+    """The condition and values that hold a write to `claim_token`, when one is given."""
+    if claim_token is None:
+        return "", {}
+    return HELD_BY_CLAIM, {":token": claim_token}
 
 
 class DynamoExecutions(DynamoTables):
@@ -257,13 +265,13 @@ class DynamoExecutions(DynamoTables):
         """One conditional UpdateItem: `scheduled` (or `running` with an ended lease and attempts left) ->
         `running`, attempt + 1.
 
-        Returns the row as claimed, or the row as it stands if another worker holds it, it has ended, or
-        its last attempt's worker was lost with no attempt left.
-        A claim token tells this call's own write apart: if botocore resends the write because its answer
-        was lost, the resend fails its condition against a row this very call claimed, which is ours.
+        Returns the row as claimed (with its new claim token), or the row as it stands if another worker
+        holds it, it has ended, or its last attempt's worker was lost with no attempt left.
+        The claim token also tells this call's own write apart: if botocore resends the write because its
+        answer was lost, the resend fails its condition against a row this very call claimed, which is ours.
         """
         entry = {"workerId": worker_id, "startedMs": to_ms(now)}
-        token = uuid.uuid4().hex
+        token = new_claim_token()
         try:
             with refused_as():
                 response = self.client.update_item(
@@ -311,11 +319,13 @@ class DynamoExecutions(DynamoTables):
         update: str,
         values: dict[str, Any],
         names: dict[str, str] | None = None,
-        also: str = "",
+        claim_token: str | None = None,
     ) -> Execution:
         """The one write of a worker holding `attempt`: applied only while the row still runs that attempt
-        (and `also`, when given, holds too); returns the row as written, raises StaleAttempt otherwise."""
+        (under `claim_token`, when given); returns the row as written, raises StaleAttempt otherwise."""
+        also, token_values = _fence(claim_token)
         condition = f"attribute_exists(pk) AND {HELD_BY_ATTEMPT}" + (f" AND {also}" if also else "")
+        values = {**values, **token_values}
         with refused_as(StaleAttempt(f"attempt {attempt} no longer holds {key.sk}")):
             response = self.client.update_item(
                 TableName=self.executions_table,
@@ -329,21 +339,17 @@ class DynamoExecutions(DynamoTables):
         return execution_from_item(response["Attributes"])
 
     def heartbeat(
-        self, key: ExecutionKey, attempt: int, lease_until: datetime, worker_id: str | None = None
+        self, key: ExecutionKey, attempt: int, lease_until: datetime, claim_token: str | None = None
     ) -> Execution:
-        """Extend the lease of `attempt` (claimed by `worker_id`, when given); raises StaleAttempt if that
-        attempt no longer holds the row or another worker claimed it."""
-        values: dict[str, Any] = {":lease": to_ms(lease_until)}
-        also = ""
-        if worker_id is not None:
-            also = "workerId = :w"
-            values[":w"] = worker_id
-        return self._fenced_update(key, attempt, "SET leaseUntilMs = :lease", values, also=also)
+        """Extend the lease of `attempt` (claimed with `claim_token`, when given); raises StaleAttempt if
+        that attempt no longer holds the row or the token is not the claim's."""
+        values = {":lease": to_ms(lease_until)}
+        return self._fenced_update(key, attempt, "SET leaseUntilMs = :lease", values, claim_token=claim_token)
 
-    def release(self, key: ExecutionKey, attempt: int, now: datetime) -> bool:
+    def release(self, key: ExecutionKey, attempt: int, now: datetime, claim_token: str | None = None) -> bool:
         """End the lease of `attempt` now (clean shutdown) so the next claim may take the row at once."""
         try:
-            self._fenced_update(key, attempt, "SET leaseUntilMs = :now", {":now": to_ms(now)})
+            self._fenced_update(key, attempt, "SET leaseUntilMs = :now", {":now": to_ms(now)}, claim_token=claim_token)
         except StaleAttempt:
             return False
         return True
@@ -356,8 +362,10 @@ class DynamoExecutions(DynamoTables):
         now: datetime,
         result: Any = None,
         error: str | None = None,
+        claim_token: str | None = None,
     ) -> Execution:
-        """Record the outcome of `attempt` (the fencing token); raises StaleAttempt if it no longer holds."""
+        """Record the outcome of `attempt` (the fencing token, with its claim's token when given); raises
+        StaleAttempt if it no longer holds."""
         index = attempt - 1
         error = None if error is None else truncate_error(error)
         values: dict[str, Any] = {
@@ -386,10 +394,17 @@ class DynamoExecutions(DynamoTables):
             values[":error"] = error
         else:
             removes.append("#e")
-        return self._fenced_update(key, attempt, f"SET {', '.join(sets)} REMOVE {', '.join(removes)}", values, names)
+        update = f"SET {', '.join(sets)} REMOVE {', '.join(removes)}"
+        return self._fenced_update(key, attempt, update, values, names, claim_token)
 
     def end_claimed(
-        self, key: ExecutionKey, attempt: int, status: ExecutionStatus, now: datetime, reason: str
+        self,
+        key: ExecutionKey,
+        attempt: int,
+        status: ExecutionStatus,
+        now: datetime,
+        reason: str,
+        claim_token: str | None = None,
     ) -> Execution:
         """End an attempt this worker just claimed without running it (skipped or cancelled at claim)."""
         return self._fenced_update(
@@ -398,11 +413,14 @@ class DynamoExecutions(DynamoTables):
             "SET #s = :status, finishedMs = :now, skipReason = :reason, expiresAt = :expires "
             "REMOVE leaseUntilMs, openShard, openJob",
             {":status": status.value, ":now": to_ms(now), ":reason": reason, ":expires": self._expires_at(now)},
+            claim_token=claim_token,
         )
 
-    def move_for_retry(self, key: ExecutionKey, attempt: int, moved: Execution) -> None:
+    def move_for_retry(self, key: ExecutionKey, attempt: int, moved: Execution, claim_token: str | None = None) -> None:
         """Move a failed attempt's row to the partition of its new due time, in one transaction fenced by
-        the attempt: the old row must still be held by `attempt`. Raises StaleAttempt otherwise."""
+        the attempt (and its claim's token, when given): the old row must still be held by `attempt`.
+        Raises StaleAttempt otherwise."""
+        also, token_values = _fence(claim_token)
         with refused_as(StaleAttempt(f"attempt {attempt} no longer holds {key.sk}")):
             self.client.transact_write_items(
                 TransactItems=[
@@ -410,10 +428,10 @@ class DynamoExecutions(DynamoTables):
                         "Delete": {
                             "TableName": self.executions_table,
                             "Key": _ser({"pk": key.pk, "sk": key.sk}),
-                            "ConditionExpression": HELD_BY_ATTEMPT,
+                            "ConditionExpression": HELD_BY_ATTEMPT + (f" AND {also}" if also else ""),
                             "ExpressionAttributeNames": {"#s": "status"},
                             "ExpressionAttributeValues": _ser(
-                                {":running": ExecutionStatus.RUNNING.value, ":a": attempt}
+                                {":running": ExecutionStatus.RUNNING.value, ":a": attempt, **token_values}
                             ),
                         }
                     },

@@ -118,6 +118,7 @@ def execution_to_item(execution: Execution, shards: int, expires_at: int | None 
         "expiresAt": expires_at,
         "openShard": None if execution.status.is_terminal else open_shard_of(key),
         "openJob": None if execution.status.is_terminal else execution.job_id,
+        "claimToken": execution.claim_token,
     }
 
 
@@ -157,4 +158,5 @@ def execution_from_item(item: dict[str, Any]) -> Execution:
         skipped_count=None if v.get("skippedCount") is None else int(v["skippedCount"]),
         kind=v.get("kind", "scheduled"),
         attempts=attempts,
+        claim_token=v.get("claimToken"),
     )
