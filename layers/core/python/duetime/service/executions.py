@@ -308,12 +308,14 @@ class Lease:
     message's visibility are extended as one and released as one, so a dead worker's message reappears just
     as its lease ends and never while a live worker holds the row."""
 
-    def __init__(self, ports: Ports, key: ExecutionKey, execution: Execution, receipt: str) -> None:
+    def __init__(self, ports: Ports, key: ExecutionKey, execution: Execution, job_class: str, receipt: str) -> None:
+        """`job_class` names the queue the message (`receipt`) was received from."""
         self.ports = ports
         self.key = key
         self.execution = execution
+        self.job_class = job_class
         self.receipt = receipt
-        self.seconds = lease_seconds(ports, execution.job_class)
+        self.seconds = lease_seconds(ports, job_class)
 
     @property
     def attempt(self) -> int:
@@ -321,14 +323,12 @@ class Lease:
 
     def hide_message(self) -> None:
         """Hide the message for one lease from now (at claim, when its visibility does not end with the lease)."""
-        self.ports.queues.extend(self.execution.job_class, self.receipt, self.seconds)
+        self.ports.queues.extend(self.job_class, self.receipt, self.seconds)
 
     def extend(self) -> Execution:
         """Renew the row's lease (a fenced heartbeat; raises StaleAttempt if the attempt no longer holds it),
         then the message's visibility by as long."""
-        updated = heartbeat(
-            self.ports, self.key, self.attempt, self.execution.job_class, claim_token=self.execution.claim_token
-        )
+        updated = heartbeat(self.ports, self.key, self.attempt, self.job_class, claim_token=self.execution.claim_token)
         self.hide_message()
         return updated
 
@@ -337,7 +337,7 @@ class Lease:
         over without waiting (clean shutdown); False if the attempt no longer held the row."""
         if not release(self.ports, self.key, self.attempt, self.execution.claim_token):
             return False
-        self.ports.queues.extend(self.execution.job_class, self.receipt, 0)
+        self.ports.queues.extend(self.job_class, self.receipt, 0)
         return True
 
     def complete(self, outcome: RunResult, job: Job | None = None) -> Execution:

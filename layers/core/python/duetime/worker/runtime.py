@@ -231,7 +231,7 @@ class Worker:
             self.ports.queues.extend(self.job_class, received.receipt, hide)
             return RunOutcome.of_claim(claim.verdict)
         assert claim.execution is not None and claim.job is not None
-        lease = Lease(self.ports, message.key, claim.execution, received.receipt)
+        lease = Lease(self.ports, message.key, claim.execution, self.job_class, received.receipt)
         if reset_visibility:
             lease.hide_message()
         return self._run(claim.execution, claim.job, lease, received)
