@@ -1,6 +1,6 @@
 """Least-privilege grants: exactly the DynamoDB and SQS actions each part of duetime calls, on its resources.
 
-What each part calls (store/dynamo.py, queue/sqs.py, service/*): no part scans a table or deletes a job;
+What each part calls (store/dynamo/, queue/sqs.py, service/*): no part scans a table or deletes a job;
 only the paths that complete an execution delete a row (the retry move); only workers receive due messages.
 """
 

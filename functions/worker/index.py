@@ -11,6 +11,7 @@ from aws_lambda_powertools.utilities.data_classes import SQSEvent
 from duetime.config import RuntimeConfig, build_ports, build_targets
 from duetime.domain.models import ExecutionStatus
 from duetime.queue.sqs import DueMessage, Received
+from duetime.service.outcomes import RunOutcome
 from duetime.worker.registry import load_modules
 from duetime.worker.runtime import HandlerAnnouncer, Worker
 
@@ -25,8 +26,6 @@ JOB_CLASS = CONFIG.job_class
 # reads the synth-time manifest too, so this matters for workers whose code changed since).
 ANNOUNCER = HandlerAnnouncer(PORTS, JOB_CLASS, f"lambda-{uuid.uuid4().hex[:12]}")
 ANNOUNCER.announce()
-# Outcomes that leave the message on the queue on purpose (hidden until due, or until a live lease ends).
-KEEP_MESSAGE = {"early", "busy", "passed", "lost", "stale", "released"}
 # A record that failed before its claim comes back after 1, 2, 4 ... seconds (at most this), not after
 # the queue's visibility timeout (the function's timeout, up to 15 minutes).
 MAX_RETRY_BACKOFF_SECONDS = 60
@@ -72,7 +71,7 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, list[dict[str, str
         deletes_by_event_source=True,
     )
 
-    def run(record: Any) -> tuple[str, str]:
+    def run(record: Any) -> tuple[str, RunOutcome]:
         try:
             received = Received(
                 message=DueMessage.from_body(record.body),
@@ -83,9 +82,11 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, list[dict[str, str
         except Exception:
             logger.exception("execution failed to process", extra={"messageId": record.message_id})
             return_for_retry(record, worker_id)
-            return record.message_id, "error"
+            return record.message_id, RunOutcome.ERROR
 
     with ThreadPoolExecutor(max_workers=max(1, len(records))) as pool:
         outcomes = list(pool.map(run, records))
-    failures = [{"itemIdentifier": mid} for mid, outcome in outcomes if outcome in KEEP_MESSAGE | {"error"}]
+    # A message kept on purpose (hidden until due, or until a live lease ends) is reported as a failure, so
+    # the event source leaves it queued; the others it deletes.
+    failures = [{"itemIdentifier": mid} for mid, outcome in outcomes if outcome.keeps_message]
     return {"batchItemFailures": failures}

@@ -233,16 +233,53 @@ def test_a_claim_of_a_missing_or_ended_row_claims_nothing(ports, clock):
     assert outcome.claimed is None and outcome.current.status == ExecutionStatus.SUCCEEDED
 
 
-def test_a_heartbeat_naming_another_worker_than_the_claims_is_refused_and_changes_nothing(ports, clock):
+def test_every_write_of_an_attempt_naming_a_wrong_claim_token_is_refused_and_changes_nothing(ports, clock):
+    # Given a row claimed by w1: the claim mints a token, stored on the row and handed to the claimer
     store = ports.store
     key = waiting(ports, clock)
-    lease = clock() + timedelta(seconds=30)
-    store.claim(key, "w1", clock(), lease)
-    with pytest.raises(StaleAttempt):
-        store.heartbeat(key, 1, clock() + timedelta(seconds=50), "w-forger")
-    assert store.get_execution(key).lease_until == lease
+    claimed = store.claim(key, "w1", clock(), clock() + timedelta(seconds=30)).claimed
+    token = claimed.claim_token
+    assert token is not None and len(token) >= 16 and store.get_execution(key).claim_token == token
+    # When each write names the right attempt but a wrong token, the store's own conditional write refuses it
     later = clock() + timedelta(seconds=50)
-    assert store.heartbeat(key, 1, later, "w1").lease_until == later
+    moved = claimed.model_copy(
+        update={"due_at": clock() + timedelta(hours=2), "status": ExecutionStatus.SCHEDULED, "claim_token": None}
+    )
+    forged = token[:-1] + ("A" if token[-1] != "A" else "B")
+    writes = [
+        lambda: store.heartbeat(key, 1, later, forged),
+        lambda: store.finish(key, 1, ExecutionStatus.SUCCEEDED, clock(), result="forged", claim_token=forged),
+        lambda: store.finish(key, 1, ExecutionStatus.FAILED, clock(), error="forged", claim_token=forged),
+        lambda: store.end_claimed(key, 1, ExecutionStatus.CANCELLED, clock(), "forged", forged),
+        lambda: store.move_for_retry(key, 1, moved, forged),
+    ]
+    for write in writes:
+        with pytest.raises(StaleAttempt):
+            write()
+    assert store.release(key, 1, clock(), forged) is False
+    # Then nothing changed
+    assert store.get_execution(key) == claimed
+    assert store.get_execution(store.key_of(moved)) is None
+    # And the holder's writes, naming the token, go through
+    assert store.heartbeat(key, 1, later, token).lease_until == later
+    done = store.finish(key, 1, ExecutionStatus.SUCCEEDED, clock(), result={"n": 1}, claim_token=token)
+    assert (done.status, done.result) == (ExecutionStatus.SUCCEEDED, {"n": 1})
+
+
+def test_each_claim_mints_a_new_token_and_the_last_attempts_token_holds_no_more(ports, clock):
+    store = ports.store
+    key = waiting(ports, clock)
+    first = store.claim(key, "w1", clock(), clock() + timedelta(seconds=30)).claimed
+    second = store.claim(key, "w2", clock.advance(31), clock() + timedelta(seconds=30)).claimed
+    assert second.attempt == 2 and second.claim_token not in (None, first.claim_token)
+    with pytest.raises(StaleAttempt):
+        store.heartbeat(key, 2, clock() + timedelta(seconds=30), first.claim_token)
+    moved = second.model_copy(
+        update={"due_at": clock() + timedelta(hours=2), "status": ExecutionStatus.SCHEDULED, "claim_token": None}
+    )
+    store.move_for_retry(key, 2, moved, second.claim_token)
+    again = store.get_execution(store.key_of(moved))
+    assert again.status == ExecutionStatus.SCHEDULED and again.claim_token is None
 
 
 def test_heartbeats_and_release_are_fenced_by_the_attempt_number(ports, clock):

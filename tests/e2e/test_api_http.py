@@ -83,14 +83,19 @@ def test_a_second_owner_cannot_see_change_page_into_or_heartbeat_the_first_owner
     first_page = alice.get("/jobs", params={"limit": 1}).json()
     assert bob.get("/jobs", params={"cursor": first_page["nextCursor"] or "x"}).status_code == 400
     # Nor heartbeat or complete its execution (worker routes take a worker token)
-    beat = bob.post(f"/executions/{execution['executionId']}/heartbeat", json={"attempt": 1, "workerId": "w1"})
+    beat = bob.post(
+        f"/executions/{execution['executionId']}/heartbeat", json={"attempt": 1, "workerId": "w1", "claimToken": "t"}
+    )
     assert beat.status_code == 404
     done = bob.post(
-        f"/executions/{execution['executionId']}/complete", json={"attempt": 1, "workerId": "w1", "result": "failed"}
+        f"/executions/{execution['executionId']}/complete",
+        json={"attempt": 1, "workerId": "w1", "claimToken": "t", "result": "failed"},
     )
     assert done.status_code == 404
     # And a worker that does not hold the attempt is fenced out (the execution waits, unclaimed)
-    stale = worker_api.post(f"/executions/{execution['executionId']}/heartbeat", json={"attempt": 1, "workerId": "w1"})
+    stale = worker_api.post(
+        f"/executions/{execution['executionId']}/heartbeat", json={"attempt": 1, "workerId": "w1", "claimToken": "t"}
+    )
     assert stale.status_code == 409
     # And alice's job is as she left it
     after = alice.get(job_path).json()

@@ -120,10 +120,13 @@ def test_a_stale_attempt_over_http_gets_409_and_changes_nothing(api, worker_api)
     job = submit(api, handler="demo.echo", schedule={"at": iso_in(1)})
     [done] = wait_terminal(api, job["jobId"], timeout=20)
     execution_id = done["executionId"]
-    beat = worker_api.post(f"/executions/{execution_id}/heartbeat", json={"attempt": 1, "workerId": "w1"})
+    beat = worker_api.post(
+        f"/executions/{execution_id}/heartbeat", json={"attempt": 1, "workerId": "w1", "claimToken": "t"}
+    )
     assert beat.status_code == 409, beat.text
     stale = worker_api.post(
-        f"/executions/{execution_id}/complete", json={"attempt": 1, "workerId": "w1", "result": "failed"}
+        f"/executions/{execution_id}/complete",
+        json={"attempt": 1, "workerId": "w1", "claimToken": "t", "result": "failed"},
     )
     assert stale.status_code == 409, stale.text
     [after] = executions(api, job["jobId"])

@@ -414,7 +414,10 @@ def test_on_aws_the_owner_comes_from_authorizer_claims_and_a_role_claim_does_not
     response = app.resolve(event, None)
     assert response["statusCode"] == 201 and json.loads(response["body"])["owner"] == "carol"
     beat = to_event(
-        "POST", "/executions/j_0000000000000001.1796115600000/heartbeat", {}, b'{"attempt": 1, "workerId": "w1"}'
+        "POST",
+        "/executions/j_0000000000000001.1796115600000/heartbeat",
+        {},
+        b'{"attempt": 1, "workerId": "w1", "claimToken": "t"}',
     )
     beat["requestContext"]["authorizer"] = {"claims": {"sub": "carol", "role": "worker"}}
     assert_error((app.resolve(beat, None)["statusCode"], json.loads(app.resolve(beat, None)["body"])), 404)
@@ -466,13 +469,17 @@ def test_worker_tokens_do_not_reach_job_routes_nor_owner_tokens_worker_routes(al
     assert_error(worker.call("POST", "/jobs", job_body()), 404)
     execution_id = f"{job['jobId']}.1796115000000"
     assert_error(
-        alice.call("POST", f"/executions/{execution_id}/heartbeat", {"attempt": 1, "workerId": "w1"}),
+        alice.call(
+            "POST", f"/executions/{execution_id}/heartbeat", {"attempt": 1, "workerId": "w1", "claimToken": "t"}
+        ),
         404,
         "executionId",
     )
     assert_error(
         alice.call(
-            "POST", f"/executions/{execution_id}/complete", {"attempt": 1, "workerId": "w1", "result": "failed"}
+            "POST",
+            f"/executions/{execution_id}/complete",
+            {"attempt": 1, "workerId": "w1", "claimToken": "t", "result": "failed"},
         ),
         404,
     )
@@ -481,7 +488,9 @@ def test_worker_tokens_do_not_reach_job_routes_nor_owner_tokens_worker_routes(al
 @pytest.mark.parametrize("execution_id", ["nope", "j_1.123", "j_1.1796115000000.x", "j_zz.1796115000000", "a.b.c.d"])
 def test_an_execution_id_that_names_no_execution_is_404_for_workers(worker, execution_id):
     assert_error(
-        worker.call("POST", f"/executions/{execution_id}/heartbeat", {"attempt": 1, "workerId": "w1"}),
+        worker.call(
+            "POST", f"/executions/{execution_id}/heartbeat", {"attempt": 1, "workerId": "w1", "claimToken": "t"}
+        ),
         404,
         "executionId",
     )
@@ -518,27 +527,28 @@ def test_worker_routes_are_fenced_by_attempt(alice, worker, ports):
     claim = execution_cases.claim_execution(ports, received.message, "w1")
     execution_id = claim.execution.execution_id
     assert execution_id.startswith(job["jobId"])
+    w1 = {"workerId": "w1", "claimToken": claim.execution.claim_token}
     beat = f"/executions/{execution_id}/heartbeat"
     # Then the holder's heartbeat extends the lease, a stale or future attempt's is 409
-    status, body = worker.call("POST", beat, {"attempt": 1, "workerId": "w1"})
+    status, body = worker.call("POST", beat, {"attempt": 1, **w1})
     assert status == 200 and body["leaseUntil"].endswith("Z")
-    assert_error(worker.call("POST", beat, {"attempt": 2, "workerId": "w1"}), 409)
-    assert_error(worker.call("POST", beat, {"attempt": 0, "workerId": "w1"}), 400, "attempt")
-    assert_error(worker.call("POST", beat, {"attempt": 10**40, "workerId": "w1"}), 400, "attempt")
+    assert_error(worker.call("POST", beat, {"attempt": 2, **w1}), 409)
+    assert_error(worker.call("POST", beat, {"attempt": 0, **w1}), 400, "attempt")
+    assert_error(worker.call("POST", beat, {"attempt": 10**40, **w1}), 400, "attempt")
     # When the lease ends and a second worker claims attempt 2
     ports.clock.advance(timedelta(minutes=2).total_seconds())
-    assert execution_cases.claim_execution(ports, received.message, "w2").execution.attempt == 2
+    second = execution_cases.claim_execution(ports, received.message, "w2").execution
+    assert second.attempt == 2
+    w2 = {"workerId": "w2", "claimToken": second.claim_token}
     # Then attempt 1 is fenced out of both heartbeat and complete
-    assert_error(worker.call("POST", beat, {"attempt": 1, "workerId": "w1"}), 409)
+    assert_error(worker.call("POST", beat, {"attempt": 1, **w1}), 409)
     done = f"/executions/{execution_id}/complete"
-    assert_error(worker.call("POST", done, {"attempt": 1, "workerId": "w1", "result": "succeeded"}), 409)
-    assert_error(worker.call("POST", done, {"attempt": 2, "workerId": "w2", "result": "maybe"}), 400, "result")
-    status, ended = worker.call(
-        "POST", done, {"attempt": 2, "workerId": "w2", "result": "succeeded", "output": {"ok": True}}
-    )
+    assert_error(worker.call("POST", done, {"attempt": 1, **w1, "result": "succeeded"}), 409)
+    assert_error(worker.call("POST", done, {"attempt": 2, **w2, "result": "maybe"}), 400, "result")
+    status, ended = worker.call("POST", done, {"attempt": 2, **w2, "result": "succeeded", "output": {"ok": True}})
     assert status == 200 and ended["status"] == "succeeded" and ended["result"] == {"ok": True}
     # And a completed execution refuses further writes
-    assert_error(worker.call("POST", done, {"attempt": 2, "workerId": "w2", "result": "failed"}), 409)
+    assert_error(worker.call("POST", done, {"attempt": 2, **w2, "result": "failed"}), 409)
 
 
 def test_a_forged_complete_with_the_right_attempt_but_another_worker_id_is_409_and_changes_nothing(
@@ -552,16 +562,18 @@ def test_a_forged_complete_with_the_right_attempt_but_another_worker_id_is_409_a
     done = f"/executions/{claimed.execution_id}/complete"
     beat = f"/executions/{claimed.execution_id}/heartbeat"
     # When another caller with a worker token presents attempt 1 under another worker id (or none)
-    forged = {"attempt": 1, "workerId": "w-forger", "result": "succeeded", "output": {"forged": True}}
+    guess = {"claimToken": "guessed"}
+    forged = {"attempt": 1, "workerId": "w-forger", **guess, "result": "succeeded", "output": {"forged": True}}
     assert_error(worker.call("POST", done, forged), 409, "workerId")
-    assert_error(worker.call("POST", beat, {"attempt": 1, "workerId": "w-forger"}), 409, "workerId")
-    assert_error(worker.call("POST", done, {"attempt": 1, "result": "failed"}), 400, "workerId")
+    assert_error(worker.call("POST", beat, {"attempt": 1, "workerId": "w-forger", **guess}), 409, "workerId")
+    assert_error(worker.call("POST", done, {"attempt": 1, **guess, "result": "failed"}), 400, "workerId")
     # Then nothing changed: the row still runs under w1's lease
     after = execution_cases.find_execution(ports, claimed.execution_id)
     assert after.status == "running" and after.worker_id == "w1" and after.lease_until == claimed.lease_until
     assert after.result is None
     # And the holder itself still completes it
-    status, ended = worker.call("POST", done, {"attempt": 1, "workerId": "w1", "result": "succeeded"})
+    holder = {"workerId": "w1", "claimToken": claimed.claim_token}
+    status, ended = worker.call("POST", done, {"attempt": 1, **holder, "result": "succeeded"})
     assert status == 200 and ended["status"] == "succeeded"
 
 
@@ -572,18 +584,19 @@ def test_heartbeats_never_extend_a_run_past_its_jobs_timeout(alice, worker, port
     [received] = ports.queues.receive("default", 10, 0, 30)
     claimed = execution_cases.claim_execution(ports, received.message, "w1").execution
     beat = f"/executions/{claimed.execution_id}/heartbeat"
+    w1 = {"attempt": 1, "workerId": "w1", "claimToken": claimed.claim_token}
     run_ends = "2026-12-01T09:01:45.000Z"  # startedAt + timeoutSeconds
     # When w1 heartbeats well inside the timeout, the lease is one lease from now
     ports.clock.advance(20)
-    status, body = worker.call("POST", beat, {"attempt": 1, "workerId": "w1"})
+    status, body = worker.call("POST", beat, w1)
     assert status == 200 and body["leaseUntil"] < run_ends
     # When it heartbeats within one lease of the timeout, the lease ends at the timeout, not later
     ports.clock.advance(70)
-    status, body = worker.call("POST", beat, {"attempt": 1, "workerId": "w1"})
+    status, body = worker.call("POST", beat, w1)
     assert status == 200 and body["leaseUntil"] == run_ends
     # And once the timeout has come, the heartbeat is refused and the lease stays where it was
     ports.clock.advance(10)
-    assert_error(worker.call("POST", beat, {"attempt": 1, "workerId": "w1"}), 409, "attempt")
+    assert_error(worker.call("POST", beat, w1), 409, "attempt")
     after = execution_cases.find_execution(ports, claimed.execution_id)
     assert after.lease_until is not None and after.lease_until.strftime("%Y-%m-%dT%H:%M:%S.000Z") == run_ends
 

@@ -84,15 +84,45 @@ def test_a_forged_complete_from_another_worker_with_the_right_attempt_is_409_and
     intruder = issue_token(SECRET, "intruder", worker=True)  # any principal that may call worker routes
     claimed = claimed_execution(ports, server, alice)
     done = f"/executions/{claimed.execution_id}/complete"
-    forged = {"attempt": claimed.attempt, "workerId": "w-intruder", "result": "succeeded", "output": "forged"}
+    intruder_claim = {"attempt": claimed.attempt, "workerId": "w-intruder", "claimToken": "guessed"}
+    forged = {**intruder_claim, "result": "succeeded", "output": "forged"}
     status, error = call(server, "POST", done, intruder, forged)
     assert status == 409 and error is not None and error["error"]["field"] == "workerId"
-    failed = {"attempt": claimed.attempt, "workerId": "w-intruder", "result": "failed", "retryable": False}
+    failed = {**intruder_claim, "result": "failed", "retryable": False}
     assert call(server, "POST", done, intruder, failed)[0] == 409
-    beat = {"attempt": claimed.attempt, "workerId": "w-intruder"}
+    beat = intruder_claim
     assert call(server, "POST", f"/executions/{claimed.execution_id}/heartbeat", intruder, beat)[0] == 409
     after = execution_cases.find_execution(ports, claimed.execution_id)
     assert after.status == "running" and after.result is None and after.lease_until == claimed.lease_until
+
+
+def test_a_forged_complete_with_a_guessed_attempt_and_the_known_worker_id_but_no_claim_token_is_refused(ports, server):
+    # Given an execution claimed by w-holder: its attempt is small and its workerId is not secret
+    alice = issue_token(SECRET, "alice")
+    intruder = issue_token(SECRET, "intruder", worker=True)
+    claimed = claimed_execution(ports, server, alice)
+    done = f"/executions/{claimed.execution_id}/complete"
+    beat = f"/executions/{claimed.execution_id}/heartbeat"
+    known = {"attempt": claimed.attempt, "workerId": "w-holder"}
+    # When an intruder sends them without the claim's token, the request is refused naming the token
+    forged = {**known, "result": "succeeded", "output": "forged"}
+    status, error = call(server, "POST", done, intruder, forged)
+    assert status == 400 and error is not None and error["error"]["field"] == "claimToken"
+    # And with a guessed token (every attempt number tried), each write is 409 and names the token
+    for attempt in range(1, 4):
+        guessed = {**known, "attempt": attempt, "claimToken": "A" * 22}
+        for body in ({**guessed, "result": "succeeded", "output": "forged"}, {**guessed, "result": "failed"}):
+            status, error = call(server, "POST", done, intruder, body)
+            assert status == 409 and error is not None
+            assert error["error"]["field"] == ("claimToken" if attempt == claimed.attempt else "attempt")
+        assert call(server, "POST", beat, intruder, guessed)[0] == 409
+    # Then nothing changed, and the holder, who has the token, still completes it
+    after = execution_cases.find_execution(ports, claimed.execution_id)
+    assert after.status == "running" and after.result is None and after.lease_until == claimed.lease_until
+    holder = {**known, "claimToken": claimed.claim_token, "result": "succeeded", "output": "real"}
+    status, ended = call(server, "POST", done, intruder, holder)
+    assert status == 200 and ended is not None and ended["result"] == "real"
+    assert "claimToken" not in ended  # the token is never shown
 
 
 def test_a_heartbeat_cannot_hold_a_run_past_its_timeout(ports, server):
@@ -101,7 +131,7 @@ def test_a_heartbeat_cannot_hold_a_run_past_its_timeout(ports, server):
     claimed = claimed_execution(ports, server, alice, timeoutSeconds=60)
     run_ends = claimed.started_at + timedelta(seconds=60)
     beat_path = f"/executions/{claimed.execution_id}/heartbeat"
-    beat = {"attempt": claimed.attempt, "workerId": "w-holder"}
+    beat = {"attempt": claimed.attempt, "workerId": "w-holder", "claimToken": claimed.claim_token}
     leases = []
     for _ in range(5):  # a worker that heartbeats every 20 s, forever
         ports.clock.advance(20)

@@ -12,13 +12,14 @@ from datetime import UTC, datetime
 import pytest
 from duetime.store.aws import make_client
 from duetime.targets.aws import EcsSettings, EcsTarget, LambdaTarget
-from duetime.worker.kinds import Targets, resolve_handler, run_values
+from duetime.worker.kinds import Targets, claim_values, resolve_handler, run_values
 from duetime.worker.registry import JobContext, PermanentFailure
 from moto import mock_aws
 
 
 def context(**payload) -> JobContext:
-    return JobContext("j_1.1796169600000", "j_1", 2, datetime(2026, 12, 1, 9, 0, tzinfo=UTC), payload, owner="alice")
+    scheduled = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
+    return JobContext("j_1.1796169600000", "j_1", 2, scheduled, payload, "alice", "w-1", claim_token="claim-secret")
 
 
 @mock_aws(config={"lambda": {"use_docker": False}})
@@ -38,8 +39,10 @@ def test_a_lambda_handler_invokes_its_function_with_the_run_values():
     )
     run = resolve_handler("lambda:billing", Targets(lambda_target=LambdaTarget(client)))
     ctx = context(region="IN")
-    # moto without Docker answers with the event it was sent: the handler returns what the function returned
-    assert run(ctx) == run_values(ctx)
+    # moto without Docker answers with the event it was sent: the handler returns what the function returned,
+    # and the function got the claim too, to heartbeat or complete the attempt itself
+    assert run(ctx) == {**run_values(ctx), **claim_values(ctx)}
+    assert run(ctx)["claimToken"] == "claim-secret" and run(ctx)["workerId"] == "w-1"
     assert run_values(ctx)["executionId"] == ctx.execution_id and run_values(ctx)["payload"] == {"region": "IN"}
     assert run_values(ctx)["owner"] == "alice"
 
@@ -95,6 +98,7 @@ def test_an_ecs_handler_starts_a_task_with_the_run_values_and_stops_it_when_told
     assert environment["DUETIME_EXECUTION_ID"] == ctx.execution_id and environment["DUETIME_ATTEMPT"] == "2"
     assert json.loads(environment["DUETIME_PAYLOAD"]) == {"day": "2026-12-01"}
     assert environment["DUETIME_OWNER"] == "alice"
+    assert (environment["DUETIME_WORKER_ID"], environment["DUETIME_CLAIM_TOKEN"]) == ("w-1", "claim-secret")
     # When the run is told to stop (timeout, lost lease, replace), the task is stopped
     ctx.cancelled.set()
     thread.join(timeout=10)

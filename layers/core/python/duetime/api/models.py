@@ -16,6 +16,7 @@ from duetime.domain.results import compact_json
 MAX_PAGE = 100
 MAX_ATTEMPT = 1_000_000
 MAX_WORKER_ID_CHARS = 200  # the id a worker gave at claim (host-pid-random); longer is no worker's
+MAX_CLAIM_TOKEN_CHARS = 200  # the secret handed out at claim (22 characters today); longer is no claim's
 
 
 def _times(values: list[datetime]) -> list[str]:
@@ -108,10 +109,13 @@ class CalendarList(CamelModel):
 
 
 class HeartbeatRequest(CamelModel):
-    """POST /executions/{executionId}/heartbeat: the attempt and the worker that claimed it."""
+    """POST /executions/{executionId}/heartbeat: the attempt, the worker that claimed it and the claim's
+    token (handed to whoever runs the attempt: `claimToken` in a Lambda target's event, DUETIME_CLAIM_TOKEN
+    in an ECS task's environment)."""
 
     attempt: int = Field(ge=1, le=MAX_ATTEMPT)
     worker_id: str = Field(min_length=1, max_length=MAX_WORKER_ID_CHARS)
+    claim_token: str = Field(min_length=1, max_length=MAX_CLAIM_TOKEN_CHARS)
 
 
 class HeartbeatResponse(CamelModel):
@@ -123,6 +127,7 @@ class CompleteRequest(CamelModel):
 
     attempt: int = Field(ge=1, le=MAX_ATTEMPT)
     worker_id: str = Field(min_length=1, max_length=MAX_WORKER_ID_CHARS)
+    claim_token: str = Field(min_length=1, max_length=MAX_CLAIM_TOKEN_CHARS)
     result: Literal["succeeded", "failed"]
     # Any length the request body allows: stored cut to MAX_ERROR_BYTES, as a worker's own errors are.
     error: str | None = None

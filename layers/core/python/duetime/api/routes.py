@@ -207,7 +207,9 @@ def preview_schedule(call: Call) -> Reply:
 
 def heartbeat(call: Call) -> Reply:
     request = call.body_as(HeartbeatRequest)
-    updated = execution_cases.report_heartbeat(call.ports, call.path["executionId"], request.attempt, request.worker_id)
+    updated = execution_cases.report_heartbeat(
+        call.ports, call.path["executionId"], request.attempt, request.worker_id, request.claim_token
+    )
     if updated.lease_until is None:  # a running row always has a lease; never report a bare 200
         raise Conflict("the execution holds no lease", field="attempt")
     return Reply(200, HeartbeatResponse(lease_until=updated.lease_until))
@@ -220,6 +222,7 @@ def complete(call: Call) -> Reply:
         call.path["executionId"],
         request.attempt,
         request.worker_id,
+        request.claim_token,
         succeeded=request.result == "succeeded",
         result=request.output,
         error=request.error,
@@ -231,7 +234,7 @@ def complete(call: Call) -> Reply:
 JOB = Answer("the job", JobResponse)
 CALENDAR = Answer("the calendar", CalendarResponse)
 EXECUTION = Answer("the execution", Execution)
-WORKER_EXAMPLE = {"attempt": 1, "workerId": "host-4242-a1b2"}
+WORKER_EXAMPLE = {"attempt": 1, "workerId": "host-4242-a1b2", "claimToken": "Jx2vQ0mN8fVb4kLp7sT1aw"}
 
 ROUTES: tuple[Route, ...] = (
     Route(

@@ -218,6 +218,9 @@ class Execution(CamelModel):
     skipped_count: int | None = None
     kind: RunKind = "scheduled"
     attempts: list[AttemptRecord] = Field(default_factory=list)
+    # The secret minted when the current attempt was claimed: only its holder knows it, and every write of
+    # that attempt (heartbeat, complete, release) must name it. Stored on the row, never shown in the API.
+    claim_token: SkipJsonSchema[str | None] = Field(default=None, exclude=True)
 
     def lease_live(self, now: datetime) -> bool:
         return self.status == ExecutionStatus.RUNNING and self.lease_until is not None and self.lease_until > now

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import contextlib
+import hmac
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from enum import StrEnum
 from typing import Any
 
 from duetime.definitions import DEFAULT_JOB_CLASS
@@ -19,18 +19,11 @@ from duetime.domain.recurrence import recurrence_of
 from duetime.domain.results import ResultRejected, encode_result, truncate_error
 from duetime.domain.retry import compute_backoff, should_retry
 from duetime.service.context import Ports
+from duetime.service.outcomes import ClaimVerdict, RunResult
 from duetime.service.ports import DueMessage
 
 # A message passed on by a worker that cannot run its handler is hidden this long, for another to take it.
 PASS_HIDE_SECONDS = 1
-
-
-class ClaimVerdict(StrEnum):
-    CLAIMED = "claimed"  # this worker holds the new attempt: run it
-    DONE = "done"  # nothing to run (terminal, moved, skipped or cancelled): delete the message
-    HELD = "held"  # the job is paused: delete the message, the row waits for resume
-    BUSY = "busy"  # a catch-up run waiting for its job's running one: hide the message for a while
-    PASSED = "passed"  # this worker cannot run the job's handler but another serves it: hide it briefly
 
 
 @dataclass(frozen=True)
@@ -105,7 +98,9 @@ def claim_execution(
     if checks_overlap and claimed.attempt == 1 and message.kind == "scheduled":
         others = _live_others(ports, job, claimed.execution_id, now)
         if others and job.overlap == Overlap.FORBID:
-            skipped = ports.store.end_claimed(message.key, claimed.attempt, ExecutionStatus.SKIPPED, now, "overlap")
+            skipped = ports.store.end_claimed(
+                message.key, claimed.attempt, ExecutionStatus.SKIPPED, now, "overlap", claimed.claim_token
+            )
             return Claim(ClaimVerdict.DONE, execution=skipped, job=job)
         for other in others:  # Overlap.REPLACE: end the old run; its next heartbeat is refused and it stops
             with contextlib.suppress(Conflict):
@@ -161,14 +156,14 @@ def heartbeat(
     attempt: int,
     job_class: str | None = None,
     run_ends: datetime | None = None,
-    worker_id: str | None = None,
+    claim_token: str | None = None,
 ) -> Execution:
     """Extend `attempt`'s lease by one lease of its job class from now (the row is read for the class only
     when the caller does not know it); raises StaleAttempt if that attempt no longer holds the row.
 
     `run_ends` (startedAt + the job's timeoutSeconds) caps the lease: a worker that keeps heartbeating
     cannot hold the row running past its timeout, and once that time has come the heartbeat is refused.
-    `worker_id` (the worker that claimed the attempt) is checked in the same conditional write."""
+    `claim_token` (the claim's secret, known to its holder only) is checked in the same conditional write."""
     if job_class is None:
         execution = ports.store.get_execution(key)
         job_class = execution.job_class if execution else DEFAULT_JOB_CLASS
@@ -178,7 +173,7 @@ def heartbeat(
         if now >= run_ends:
             raise Conflict("the run has reached its job's timeoutSeconds", field="attempt")
         lease_until = min(lease_until, run_ends)
-    return ports.store.heartbeat(key, attempt, lease_until, worker_id)
+    return ports.store.heartbeat(key, attempt, lease_until, claim_token)
 
 
 def run_ends(execution: Execution, job: Job | None) -> datetime | None:
@@ -188,15 +183,18 @@ def run_ends(execution: Execution, job: Job | None) -> datetime | None:
     return execution.started_at + timedelta(seconds=job.timeout_seconds)
 
 
-def check_holder(execution: Execution, attempt: int, worker_id: str) -> None:
-    """Refuse a worker-route write unless `worker_id` is the worker that claimed `attempt` and that attempt
-    still runs the row (raises StaleAttempt, a 409). Each attempt number is claimed once, by one worker,
-    so the row as read here ties attempt and worker for good; the write that follows is fenced by the
-    attempt, so a newer claim between this read and that write is refused there."""
+def check_holder(execution: Execution, attempt: int, worker_id: str, claim_token: str) -> None:
+    """Refuse a worker-route write unless `worker_id` is the worker that claimed `attempt`, `claim_token` is
+    that claim's secret and the attempt still runs the row (raises StaleAttempt, a 409, naming the field
+    that does not match). This read gives the caller a precise error; what binds is the write that
+    follows, conditional on the attempt and the token together, so a newer claim between this read and
+    that write is refused there."""
     if execution.status != ExecutionStatus.RUNNING or execution.attempt != attempt:
         raise StaleAttempt(f"attempt {attempt} does not hold the execution", field="attempt")
     if execution.worker_id != worker_id:
         raise StaleAttempt(f"attempt {attempt} was claimed by another worker", field="workerId")
+    if not hmac.compare_digest((execution.claim_token or "").encode(), claim_token.encode()):
+        raise StaleAttempt(f"the claim token is not attempt {attempt}'s", field="claimToken")
 
 
 def complete(
@@ -209,8 +207,10 @@ def complete(
     retryable: bool = True,
     job: Job | None = None,
     current: Execution | None = None,
+    claim_token: str | None = None,
 ) -> Execution:
-    """Record the outcome of `attempt`, fenced by it (raises StaleAttempt if it no longer holds).
+    """Record the outcome of `attempt`, fenced by it and by `claim_token` when given (raises StaleAttempt if
+    it no longer holds).
 
     A retryable failure with attempts left moves the row to now + full-jitter backoff (and sends it at
     once if due within the dispatch horizon); otherwise the execution ends `failed` and goes to the DLQ.
@@ -228,16 +228,18 @@ def complete(
         except ResultRejected as exc:
             error, retryable = str(exc), False
         else:
-            return ports.store.finish(key, attempt, ExecutionStatus.SUCCEEDED, now, result=result)
+            return ports.store.finish(
+                key, attempt, ExecutionStatus.SUCCEEDED, now, result=result, claim_token=claim_token
+            )
     error = None if error is None else truncate_error(error)
     current = current or ports.store.get_execution(key)
     if current is None or current.status != ExecutionStatus.RUNNING or current.attempt != attempt:
         # Let the fenced write refuse it with the usual error.
-        return ports.store.finish(key, attempt, ExecutionStatus.FAILED, now, error=error)
+        return ports.store.finish(key, attempt, ExecutionStatus.FAILED, now, error=error, claim_token=claim_token)
     job = job or ports.store.get_job(current.job_id)
     if job is not None and job.status == JobStatus.ACTIVE and should_retry(job.retry, attempt, retryable):
-        return _retry(ports, key, current, attempt, error, now, job)
-    failed = ports.store.finish(key, attempt, ExecutionStatus.FAILED, now, error=error)
+        return _retry(ports, key, current, attempt, error, now, job, claim_token)
+    failed = ports.store.finish(key, attempt, ExecutionStatus.FAILED, now, error=error, claim_token=claim_token)
     # A crash here loses no notice: the row stays in the open index until the DLQ drain has told the
     # owner, and the reconciler sends the notice again if it never got there.
     ports.queues.dead_letter(failed.job_class, failure_notice(ports, failed, job))
@@ -270,6 +272,7 @@ def _retry(
     error: str | None,
     now: datetime,
     job: Job,
+    claim_token: str | None,
 ) -> Execution:
     delay = compute_backoff(job.retry, attempt, ports.uniform)
     due = now + timedelta(seconds=delay)
@@ -282,6 +285,7 @@ def _retry(
             "status": ExecutionStatus.SCHEDULED,
             "lease_until": None,
             "worker_id": None,
+            "claim_token": None,
             "error": error,
             "attempts": history,
         }
@@ -291,13 +295,66 @@ def _retry(
     # row whose message was never sent would wait for the reconciler.
     if due <= ports.dispatch_horizon(now):
         ports.queues.send([DueMessage.for_execution(moved, new_key)], now)
-    ports.store.move_for_retry(key, attempt, moved)
+    ports.store.move_for_retry(key, attempt, moved, claim_token)
     return moved
 
 
-def release(ports: Ports, key: ExecutionKey, attempt: int) -> bool:
+def release(ports: Ports, key: ExecutionKey, attempt: int, claim_token: str | None = None) -> bool:
     """End `attempt`'s lease now (clean shutdown), so the next worker may claim it at once."""
-    return ports.store.release(key, attempt, ports.clock())
+    return ports.store.release(key, attempt, ports.clock(), claim_token)
+
+
+class Lease:
+    """A claimed attempt's hold on its row and on its due message, kept together: the row's lease and the
+    message's visibility are extended as one and released as one, so a dead worker's message reappears just
+    as its lease ends and never while a live worker holds the row."""
+
+    def __init__(self, ports: Ports, key: ExecutionKey, execution: Execution, job_class: str, receipt: str) -> None:
+        """`job_class` names the queue the message (`receipt`) was received from."""
+        self.ports = ports
+        self.key = key
+        self.execution = execution
+        self.job_class = job_class
+        self.receipt = receipt
+        self.seconds = lease_seconds(ports, job_class)
+
+    @property
+    def attempt(self) -> int:
+        return self.execution.attempt
+
+    def hide_message(self) -> None:
+        """Hide the message for one lease from now (at claim, when its visibility does not end with the lease)."""
+        self.ports.queues.extend(self.job_class, self.receipt, self.seconds)
+
+    def extend(self) -> Execution:
+        """Renew the row's lease (a fenced heartbeat; raises StaleAttempt if the attempt no longer holds it),
+        then the message's visibility by as long."""
+        updated = heartbeat(self.ports, self.key, self.attempt, self.job_class, claim_token=self.execution.claim_token)
+        self.hide_message()
+        return updated
+
+    def release(self) -> bool:
+        """End the row's lease now and make the message visible at once, so another worker takes the run
+        over without waiting (clean shutdown); False if the attempt no longer held the row."""
+        if not release(self.ports, self.key, self.attempt, self.execution.claim_token):
+            return False
+        self.ports.queues.extend(self.job_class, self.receipt, 0)
+        return True
+
+    def complete(self, outcome: RunResult, job: Job | None = None) -> Execution:
+        """Record the run's outcome, fenced by the attempt (raises StaleAttempt if it no longer holds)."""
+        return complete(
+            self.ports,
+            self.key,
+            self.attempt,
+            succeeded=outcome.succeeded,
+            result=outcome.result,
+            error=outcome.error,
+            retryable=outcome.retryable,
+            job=job,
+            current=self.execution,
+            claim_token=self.execution.claim_token,
+        )
 
 
 def find_execution(ports: Ports, execution_id: str) -> Execution:
@@ -309,14 +366,16 @@ def find_execution(ports: Ports, execution_id: str) -> Execution:
     return execution
 
 
-def report_heartbeat(ports: Ports, execution_id: str, attempt: int, worker_id: str) -> Execution:
+def report_heartbeat(
+    ports: Ports, execution_id: str, attempt: int, worker_id: str, claim_token: str
+) -> Execution:
     """A worker's heartbeat for the attempt it holds, by execution id (the API's worker route): the lease
     is extended, never past the run's timeout. Raises NotFound, StaleAttempt (not the holder) or Conflict."""
     execution = find_execution(ports, execution_id)
-    check_holder(execution, attempt, worker_id)
+    check_holder(execution, attempt, worker_id, claim_token)
     key = ports.store.key_of(execution)
     job = ports.store.get_job(execution.job_id)
-    return heartbeat(ports, key, attempt, execution.job_class, run_ends(execution, job), worker_id)
+    return heartbeat(ports, key, attempt, execution.job_class, run_ends(execution, job), claim_token)
 
 
 def report_outcome(
@@ -324,15 +383,17 @@ def report_outcome(
     execution_id: str,
     attempt: int,
     worker_id: str,
+    claim_token: str,
     succeeded: bool,
     result: Any = None,
     error: str | None = None,
     retryable: bool = True,
 ) -> Execution:
     """A worker's outcome for the attempt it holds, by execution id (the API's worker route), recorded as
-    `complete` does. Raises NotFound or StaleAttempt (not the holder)."""
+    `complete` does, fenced by the attempt and its claim token in the store's conditional write. Raises
+    NotFound or StaleAttempt (not the holder)."""
     execution = find_execution(ports, execution_id)
-    check_holder(execution, attempt, worker_id)
+    check_holder(execution, attempt, worker_id, claim_token)
     return complete(
         ports,
         ports.store.key_of(execution),
@@ -342,6 +403,7 @@ def report_outcome(
         error=error,
         retryable=retryable,
         current=execution,
+        claim_token=claim_token,
     )
 
 

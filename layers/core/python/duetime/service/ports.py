@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import secrets
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
@@ -24,9 +25,15 @@ class Page(Generic[T]):
     cursor: str | None
 
 
+def new_claim_token() -> str:
+    """A claim's secret (128 random bits): what binds an attempt's later writes to the one who claimed it."""
+    return secrets.token_urlsafe(16)
+
+
 @dataclass(frozen=True)
 class ClaimOutcome:
-    """The result of a claim: `claimed` if this worker now holds the attempt, else the row as it stands."""
+    """The result of a claim: `claimed` if this worker now holds the attempt (with the claim's token in
+    `claimed.claim_token`), else the row as it stands."""
 
     claimed: Execution | None
     current: Execution | None
@@ -190,16 +197,23 @@ class ExecutionStore(Protocol):
 
     def claim(
         self, key: ExecutionKey, worker_id: str, now: datetime, lease_until: datetime, max_attempts: int = 2**31
-    ) -> ClaimOutcome: ...
-
-    def heartbeat(
-        self, key: ExecutionKey, attempt: int, lease_until: datetime, worker_id: str | None = None
-    ) -> Execution:
-        """Extend `attempt`'s lease, in one conditional write that also checks the claiming `worker_id` when
-        given; raises StaleAttempt if that attempt no longer holds the row or another worker claimed it."""
+    ) -> ClaimOutcome:
+        """Claim the row in one conditional write: attempt + 1, a lease, and a new claim token stored on the
+        row and returned on `claimed` (new_claim_token)."""
         ...
 
-    def release(self, key: ExecutionKey, attempt: int, now: datetime) -> bool: ...
+    # The writes of an attempt's holder are fenced by the attempt and, when `claim_token` is given, by the
+    # claim's token, both inside the one conditional write: a write naming the right attempt with a wrong
+    # token raises StaleAttempt and changes nothing. Without a token (the service ending a lost or replaced
+    # attempt it does not hold) the attempt alone fences.
+
+    def heartbeat(
+        self, key: ExecutionKey, attempt: int, lease_until: datetime, claim_token: str | None = None
+    ) -> Execution:
+        """Extend `attempt`'s lease; raises StaleAttempt if that attempt (with that token) no longer holds it."""
+        ...
+
+    def release(self, key: ExecutionKey, attempt: int, now: datetime, claim_token: str | None = None) -> bool: ...
 
     def finish(
         self,
@@ -209,9 +223,12 @@ class ExecutionStore(Protocol):
         now: datetime,
         result: Any = None,
         error: str | None = None,
+        claim_token: str | None = None,
     ) -> Execution: ...
 
-    def move_for_retry(self, key: ExecutionKey, attempt: int, moved: Execution) -> None: ...
+    def move_for_retry(
+        self, key: ExecutionKey, attempt: int, moved: Execution, claim_token: str | None = None
+    ) -> None: ...
 
     def end_waiting(
         self,
@@ -223,7 +240,13 @@ class ExecutionStore(Protocol):
     ) -> Execution | None: ...
 
     def end_claimed(
-        self, key: ExecutionKey, attempt: int, status: ExecutionStatus, now: datetime, reason: str
+        self,
+        key: ExecutionKey,
+        attempt: int,
+        status: ExecutionStatus,
+        now: datetime,
+        reason: str,
+        claim_token: str | None = None,
     ) -> Execution: ...
 
     def mark_notified(self, key: ExecutionKey, now: datetime) -> None: ...

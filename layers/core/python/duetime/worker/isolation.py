@@ -20,6 +20,7 @@ from datetime import datetime
 from typing import Any
 
 from duetime.domain.results import ResultRejected, encode_result
+from duetime.service.outcomes import RunResult
 from duetime.worker.registry import JobContext, RegisteredHandler, failure_of, get_registered, load_modules, not_served
 
 # How often the worker checks the run's cancel flag while the child runs.
@@ -31,13 +32,11 @@ _BOOTSTRAP = (
 # The exit code of a child whose worker went away before the handler finished.
 ORPHANED_EXIT = 75
 
-Outcome = dict[str, Any]
 
-
-def run_in_child(registered: RegisteredHandler, ctx: JobContext) -> Outcome:
-    """Run `registered` for `ctx` in a child process; returns the outcome ({"status": "succeeded",
-    "result"} or {"status": "failed", "error", "retryable"}). When `ctx.cancelled` is set the child is
-    killed at once and the outcome says it was stopped."""
+def run_in_child(registered: RegisteredHandler, ctx: JobContext) -> RunResult:
+    """Run `registered` for `ctx` in a child process; returns its outcome (the child writes it as
+    {"status": "succeeded", "result"} or {"status": "failed", "error", "retryable"}). When `ctx.cancelled`
+    is set the child is killed at once and the outcome says it was stopped."""
     request = {
         "module": registered.module,
         "handler": registered.name,
@@ -67,7 +66,7 @@ def run_in_child(registered: RegisteredHandler, ctx: JobContext) -> Outcome:
             if ctx.cancelled.wait(POLL_SECONDS):
                 child.kill()
                 child.wait()
-                return {"status": "failed", "error": "the handler's process was killed: the run was told to stop"}
+                return RunResult.failure("the handler's process was killed: the run was told to stop")
     except BrokenPipeError:
         pass  # the child died before reading its request: reported from its exit code below
     finally:
@@ -85,15 +84,17 @@ def child_command() -> list[str]:
     return [sys.executable, "-c", _BOOTSTRAP, json.dumps(sys.path)]
 
 
-def _parse_outcome(raw: bytes, code: int) -> Outcome:
+def _parse_outcome(raw: bytes, code: int) -> RunResult:
     try:
         outcome = json.loads(raw) if raw else None
     except ValueError:
         outcome = None
-    if isinstance(outcome, dict) and outcome.get("status") in ("succeeded", "failed"):
-        return outcome
+    if isinstance(outcome, dict) and outcome.get("status") == "succeeded":
+        return RunResult.success(outcome.get("result"))
+    if isinstance(outcome, dict) and outcome.get("status") == "failed":
+        return RunResult.failure(str(outcome.get("error")), bool(outcome.get("retryable", True)))
     how = f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
-    return {"status": "failed", "error": f"the handler's process {how} without a result", "retryable": True}
+    return RunResult.failure(f"the handler's process {how} without a result")
 
 
 def child_main() -> None:

@@ -38,6 +38,12 @@ def run_values(ctx: JobContext) -> dict[str, Any]:
     }
 
 
+def claim_values(ctx: JobContext) -> dict[str, str]:
+    """What lets a target in the account (a Lambda function, an ECS task) heartbeat and complete the attempt
+    itself over the worker routes: the claimer's id and the claim's token. Never sent to a webhook."""
+    return {"workerId": ctx.worker_id, "claimToken": ctx.claim_token}
+
+
 def resolve_handler(name: str, targets: Targets | None) -> HandlerFn | None:
     """The callable that runs handler `name`. A function registered under the full name wins, which is
     how `duetime local` stands in for `lambda:` targets it cannot invoke."""
@@ -55,7 +61,7 @@ def resolve_handler(name: str, targets: Targets | None) -> HandlerFn | None:
 
 def _lambda_handler(target: LambdaTarget, function: str) -> HandlerFn:
     def run(ctx: JobContext) -> Any:
-        outcome = target.invoke(function, run_values(ctx))
+        outcome = target.invoke(function, {**run_values(ctx), **claim_values(ctx)})
         if outcome.succeeded:
             return outcome.payload
         if outcome.permanent:
@@ -75,6 +81,8 @@ def _ecs_handler(target: EcsTarget, task_definition: str) -> HandlerFn:
             "DUETIME_SCHEDULED_AT": values["scheduledAt"],
             "DUETIME_PAYLOAD": json.dumps(ctx.payload),
             "DUETIME_OWNER": ctx.owner,
+            "DUETIME_WORKER_ID": ctx.worker_id,
+            "DUETIME_CLAIM_TOKEN": ctx.claim_token,
         }
         task_arn = target.start(task_definition, environment, started_by=f"duetime-{ctx.attempt}")
         while True:

@@ -28,6 +28,10 @@ class JobContext:
     scheduled_at: datetime
     payload: dict[str, Any]
     owner: str = ""
+    # Who claimed this attempt and the claim's secret: what a target outside the worker (a Lambda function,
+    # an ECS task) names to heartbeat or complete the attempt itself over the worker routes.
+    worker_id: str = ""
+    claim_token: str = field(default="", repr=False)
     cancelled: threading.Event = field(default_factory=threading.Event)
 
     def sleep(self, seconds: float) -> bool:

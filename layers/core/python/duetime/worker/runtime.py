@@ -11,22 +11,15 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
 
 from duetime.definitions import HANDLER_ANNOUNCE_SECONDS
 from duetime.domain.errors import StaleAttempt
 from duetime.domain.models import Execution, ExecutionStatus, Job, to_ms
 from duetime.queue.sqs import DeleteBatcher, Received
 from duetime.service.context import Ports
-from duetime.service.executions import (
-    ClaimVerdict,
-    claim_execution,
-    complete,
-    heartbeat,
-    lateness_ms,
-    release,
-)
+from duetime.service.executions import Lease, claim_execution, lateness_ms
 from duetime.service.handlers import announce_handlers, is_kind_name, withdraw_handlers
+from duetime.service.outcomes import ClaimVerdict, RunOutcome, RunResult
 from duetime.worker.isolation import run_in_child
 from duetime.worker.kinds import Targets, resolve_handler
 from duetime.worker.observe import DEAD_LETTERED, RETRIED, SUCCEEDED, Observer, default_observer
@@ -97,7 +90,7 @@ class HandlerAnnouncer:
 @dataclass
 class Running:
     execution: Execution
-    received: Received
+    lease: Lease
     context: JobContext
     released: bool = False  # handed back at shutdown: another worker continues, this one reports nothing
 
@@ -201,15 +194,13 @@ class Worker:
         for running in leftovers:
             running.released = True
             running.context.cancelled.set()
-            key = running.received.message.key
-            if release(self.ports, key, running.execution.attempt):
-                self.ports.queues.extend(self.job_class, running.received.receipt, 0)
+            if running.lease.release():
                 log.info("released %s attempt %s", running.execution.execution_id, running.execution.attempt)
 
     # -- one message --------------------------------------------------------------------------
 
-    def process(self, received: Received, visible_until: datetime | None = None) -> str:
-        """Handle one message to its end; returns what happened (for logs and tests).
+    def process(self, received: Received, visible_until: datetime | None = None) -> RunOutcome:
+        """Handle one message to its end; returns how it ended, which says what becomes of the message.
 
         `visible_until` is when the message's visibility (set at receive) ends: the lease is made to end
         then too, so a dead worker's message reappears just as its lease has ended. When too little of it
@@ -219,7 +210,7 @@ class Worker:
         early = (message.due_ms - to_ms(self.ports.clock())) / 1000
         if early > MAX_EARLY_WAIT_SECONDS:
             self.ports.queues.extend(self.job_class, received.receipt, int(early) - 1)
-            return "early"
+            return RunOutcome.EARLY
         if early > 0:
             time.sleep(early)
         lease_until = visible_until
@@ -229,20 +220,21 @@ class Worker:
         claim = claim_execution(self.ports, message, self.worker_id, lease_until, can_run=self._can_run)
         if claim.verdict in (ClaimVerdict.DONE, ClaimVerdict.HELD):
             self._delete(received)
-            return claim.verdict.value
+            return RunOutcome.of_claim(claim.verdict)
         if claim.verdict == ClaimVerdict.BUSY:
             self.ports.queues.extend(self.job_class, received.receipt, claim.hide_seconds)
-            return claim.verdict.value
+            return RunOutcome.of_claim(claim.verdict)
         if claim.verdict == ClaimVerdict.PASSED:
             # Hidden a little longer each time it comes back, so a message the serving worker is too busy to
             # take is not received MAX_RECEIVE_COUNT times (and redriven to the DLQ) within minutes.
             hide = max(claim.hide_seconds, min(self.lease, received.receive_count))
             self.ports.queues.extend(self.job_class, received.receipt, hide)
-            return claim.verdict.value
+            return RunOutcome.of_claim(claim.verdict)
         assert claim.execution is not None and claim.job is not None
+        lease = Lease(self.ports, message.key, claim.execution, self.job_class, received.receipt)
         if reset_visibility:
-            self.ports.queues.extend(self.job_class, received.receipt, self.lease)
-        return self._run(claim.execution, claim.job, received)
+            lease.hide_message()
+        return self._run(claim.execution, claim.job, lease, received)
 
     def _can_run(self, job: Job) -> bool:
         """False when this worker lacks the job's Python handler but a live worker of its class announces
@@ -263,7 +255,7 @@ class Worker:
         else:
             self.ports.queues.delete(self.job_class, received.receipt)
 
-    def _run(self, execution: Execution, job: Job, received: Received) -> str:
+    def _run(self, execution: Execution, job: Job, lease: Lease, received: Received) -> RunOutcome:
         context = JobContext(
             execution_id=execution.execution_id,
             job_id=execution.job_id,
@@ -271,15 +263,16 @@ class Worker:
             scheduled_at=execution.scheduled_at,
             payload=job.payload,
             owner=job.owner,
+            worker_id=self.worker_id,
+            claim_token=execution.claim_token or "",
         )
-        running = Running(execution, received, context)
+        running = Running(execution, lease, context)
         with self._lock:
             self._running[execution.execution_id] = running
         started = to_ms(self.ports.clock())
         self.observer.started(execution, lateness_ms(execution))
-        outcome: dict[str, Any] = {}
         try:
-            lost = self._run_with_heartbeats(job, running, outcome)
+            outcome = self._run_with_heartbeats(job, running)
         finally:
             with self._lock:
                 self._running.pop(execution.execution_id, None)
@@ -289,50 +282,39 @@ class Worker:
             self.worker_id,
             started,
             to_ms(self.ports.clock()),
-            "lost" if lost else outcome.get("status", "?"),
+            "lost" if outcome is None else "succeeded" if outcome.succeeded else "failed",
         )
         if self.on_run:
             self.on_run(record)
         if running.released:
-            return "released"
-        if lost:
-            return "lost"
-        key = received.message.key
+            return RunOutcome.RELEASED
+        if outcome is None:
+            return RunOutcome.LOST
         try:
-            ended = complete(
-                self.ports,
-                key,
-                execution.attempt,
-                succeeded=outcome["status"] == "succeeded",
-                result=outcome.get("result"),
-                error=outcome.get("error"),
-                retryable=outcome.get("retryable", True),
-                job=job,
-                current=execution,
-            )
+            ended = lease.complete(outcome, job)
         except StaleAttempt:
             log.warning("%s attempt %s was fenced out at completion", execution.execution_id, execution.attempt)
-            return "stale"
+            return RunOutcome.STALE
         self._delete(received)
         if ended.status == ExecutionStatus.SUCCEEDED:
             self.observer.finished(execution, SUCCEEDED)
-            return "succeeded"
+            return RunOutcome.SUCCEEDED
         if ended.status == ExecutionStatus.SCHEDULED:
             self.observer.finished(execution, RETRIED, ended.error)
         else:  # a result that could not be stored ends here too, with ended.error saying why
             self.observer.finished(execution, DEAD_LETTERED, ended.error)
-        return "failed"
+        return RunOutcome.FAILED
 
-    def _run_with_heartbeats(self, job: Job, running: Running, outcome: dict[str, Any]) -> bool:
-        """Run the handler in its own thread, heartbeating every lease/3 and stopping it at the job's
-        timeout; returns True if the lease was lost (the attempt is no longer ours to report)."""
-        context, received = running.context, running.received
+    def _run_with_heartbeats(self, job: Job, running: Running) -> RunResult | None:
+        """Run the handler in its own thread, extending the lease every lease/3 and stopping it at the job's
+        timeout; returns its result, or None if the lease was lost (the attempt is no longer ours to report)."""
+        context, lease = running.context, running.lease
         done = threading.Event()
-        ran: dict[str, Any] = {}
+        ran: list[RunResult] = []
 
         def target() -> None:
             try:
-                ran.update(self._invoke(job, context))
+                ran.append(self._invoke(job, context))
             finally:
                 done.set()
 
@@ -340,42 +322,38 @@ class Worker:
         thread.start()
         deadline = time.monotonic() + job.timeout_seconds
         interval = self.lease / 3
-        key = received.message.key
         while not done.wait(min(interval, max(0.0, deadline - time.monotonic()))):
             if time.monotonic() >= deadline:
                 # A child process is killed at once; an in-process handler is asked to stop and runs on.
                 context.cancelled.set()
                 done.wait(min(5.0, self.lease / 3))
-                outcome.update(status="failed", error=f"timeout after {job.timeout_seconds} s", retryable=True)
-                return False
+                return RunResult.failure(f"timeout after {job.timeout_seconds} s")
             if running.released:
-                return True
+                return None
             try:
-                heartbeat(self.ports, key, context.attempt, self.job_class, worker_id=self.worker_id)
-                self.ports.queues.extend(self.job_class, received.receipt, self.lease)
+                lease.extend()
             except StaleAttempt:
                 log.warning("%s attempt %s lost its lease; stopping", context.execution_id, context.attempt)
                 context.cancelled.set()
-                return True
+                return None
             except Exception:
                 log.exception("heartbeat failed; will try again")
-        outcome.update(ran)
-        return False
+        return ran[0]
 
-    def _invoke(self, job: Job, context: JobContext) -> dict[str, Any]:
+    def _invoke(self, job: Job, context: JobContext) -> RunResult:
         """Run the job's handler once and return its outcome; the grant is checked again here, so a job
         created before its owner's grant was withdrawn ends without running."""
         grants = self.ports.grants
         if not grants.allows(job.owner, job.owner_groups, job.handler):
-            return {"status": "failed", "error": grants.denial(job.owner, job.handler), "retryable": False}
+            return RunResult.failure(grants.denial(job.owner, job.handler), retryable=False)
         registered = get_registered(job.handler)
         try:
             if registered is not None and not registered.in_process and registered.module != "__main__":
                 return run_in_child(registered, context)
             fn = resolve_handler(job.handler, self.targets)
             if fn is None:
-                return {"status": "failed", "error": not_served(job.handler), "retryable": False}
-            return {"status": "succeeded", "result": fn(context)}
+                return RunResult.failure(not_served(job.handler), retryable=False)
+            return RunResult.success(fn(context))
         except Exception as exc:
             error, retryable = failure_of(exc)
-            return {"status": "failed", "error": error, "retryable": retryable}
+            return RunResult.failure(error, retryable)

@@ -9,6 +9,7 @@ seconds as on DynamoDB) is honoured on read: an expired row reads as absent and 
 
 from __future__ import annotations
 
+import hmac
 import json
 import sqlite3
 import time
@@ -43,7 +44,7 @@ from duetime.domain.models import (
     to_ms,
 )
 from duetime.domain.results import truncate_error
-from duetime.service.ports import ClaimOutcome, OpenPage, Page, StoredExecution
+from duetime.service.ports import ClaimOutcome, OpenPage, Page, StoredExecution, new_claim_token
 
 # SQLite's default limit of host parameters in one statement is 999 (3.40): ask for jobs in chunks below it.
 IN_CHUNK = 500
@@ -131,6 +132,7 @@ def execution_to_doc(execution: Execution, notified_ms: int | None = None) -> st
                 for a in execution.attempts
             ],
             "notifiedMs": notified_ms,
+            "claimToken": execution.claim_token,
         },
         separators=(",", ":"),
     )
@@ -169,7 +171,16 @@ def execution_from_values(v: dict[str, Any]) -> Execution:
             )
             for i, a in enumerate(v["attempts"])
         ],
+        claim_token=v.get("claimToken"),
     )
+
+
+def _held(values: dict[str, Any] | None, attempt: int, claim_token: str | None) -> bool:
+    """True if the row still runs `attempt`, claimed with `claim_token` when one is given."""
+    if values is None or values["status"] != RUNNING or values["attempt"] != attempt:
+        return False
+    stored = str(values.get("claimToken") or "")
+    return claim_token is None or hmac.compare_digest(stored.encode(), claim_token.encode())
 
 
 def _shard_of_key(key: ExecutionKey) -> str:
@@ -345,14 +356,21 @@ class SqliteStore:
         conn.execute(f"UPDATE executions SET {', '.join(sets)} WHERE pk = ? AND sk = ?", [*args, key.pk, key.sk])
         return doc
 
-    def _fenced(self, key: ExecutionKey, attempt: int, change: Callable[[dict[str, Any]], Change]) -> Execution:
+    def _fenced(
+        self,
+        key: ExecutionKey,
+        attempt: int,
+        change: Callable[[dict[str, Any]], Change],
+        claim_token: str | None = None,
+    ) -> Execution:
         """Apply `change` to the row's values if `attempt` still holds the row (running under that attempt
-        number); it returns the new TTL (None: keep it) and the open-set changes. Raises StaleAttempt
-        otherwise."""
+        number, claimed with `claim_token` when given); it returns the new TTL (None: keep it) and the
+        open-set changes. Raises StaleAttempt otherwise."""
         with self.db.write() as conn:
             loaded = self._values(conn, key)
-            if loaded is None or loaded[0]["status"] != RUNNING or loaded[0]["attempt"] != attempt:
+            if not _held(loaded[0] if loaded else None, attempt, claim_token):
                 raise StaleAttempt(f"attempt {attempt} no longer holds {key.sk}")
+            assert loaded is not None
             values, expires = loaded
             new_expires, shard, job = change(values)
             expires = expires if new_expires is None else new_expires
@@ -387,6 +405,7 @@ class SqliteStore:
                     leaseUntilMs=lease_ms,
                     startedMs=now_ms,
                     attempts=[*values["attempts"], entry],
+                    claimToken=new_claim_token(),
                 )
                 self._write_values(conn, key, values, expires)
         execution = execution_from_values(values)
@@ -395,24 +414,22 @@ class SqliteStore:
         return ClaimOutcome(claimed=None, current=execution)
 
     def heartbeat(
-        self, key: ExecutionKey, attempt: int, lease_until: datetime, worker_id: str | None = None
+        self, key: ExecutionKey, attempt: int, lease_until: datetime, claim_token: str | None = None
     ) -> Execution:
-        """Extend the lease of `attempt` (claimed by `worker_id`, when given); raises StaleAttempt if that
-        attempt no longer holds the row or another worker claimed it."""
+        """Extend the lease of `attempt` (claimed with `claim_token`, when given); raises StaleAttempt if
+        that attempt no longer holds the row or the token is not the claim's."""
         lease_ms = to_ms(lease_until)
 
         def extend(values: dict[str, Any]) -> Change:
-            if worker_id is not None and values.get("workerId") != worker_id:
-                raise StaleAttempt(f"attempt {attempt} of {key.sk} was claimed by another worker", field="workerId")
             values["leaseUntilMs"] = lease_ms
             return None, None, None
 
-        return self._fenced(key, attempt, extend)
+        return self._fenced(key, attempt, extend, claim_token)
 
-    def release(self, key: ExecutionKey, attempt: int, now: datetime) -> bool:
+    def release(self, key: ExecutionKey, attempt: int, now: datetime, claim_token: str | None = None) -> bool:
         """End the lease of `attempt` now (clean shutdown); False if it no longer holds the row."""
         try:
-            self.heartbeat(key, attempt, now)
+            self.heartbeat(key, attempt, now, claim_token)
         except StaleAttempt:
             return False
         return True
@@ -425,8 +442,10 @@ class SqliteStore:
         now: datetime,
         result: Any = None,
         error: str | None = None,
+        claim_token: str | None = None,
     ) -> Execution:
-        """Record the outcome of `attempt` (the fencing token); raises StaleAttempt if it no longer holds.
+        """Record the outcome of `attempt` (the fencing token, with its claim's token when given); raises
+        StaleAttempt if it no longer holds.
         A failed execution stays in the open set until its owner has been told (mark_notified)."""
         error = None if error is None else truncate_error(error)
         now_ms, expires = to_ms(now), self._expires_at(now)
@@ -444,15 +463,16 @@ class SqliteStore:
             # reconciler can repeat a notice lost to a crash between this write and the DLQ send.
             return expires, None if status == ExecutionStatus.FAILED else False, False
 
-        return self._fenced(key, attempt, record)
+        return self._fenced(key, attempt, record, claim_token)
 
-    def move_for_retry(self, key: ExecutionKey, attempt: int, moved: Execution) -> None:
+    def move_for_retry(self, key: ExecutionKey, attempt: int, moved: Execution, claim_token: str | None = None) -> None:
         """Move a failed attempt's row to the partition of its new due time in one transaction, fenced by
-        the attempt; raises StaleAttempt if `attempt` no longer holds the old row or the new key is taken."""
+        the attempt (and its claim's token, when given); raises StaleAttempt if `attempt` no longer holds
+        the old row or the new key is taken."""
         row = self._new_row(moved)
         with self.db.write() as conn:
             loaded = self._values(conn, key)
-            if loaded is None or loaded[0]["status"] != RUNNING or loaded[0]["attempt"] != attempt:
+            if not _held(loaded[0] if loaded else None, attempt, claim_token):
                 raise StaleAttempt(f"attempt {attempt} no longer holds {key.sk}")
             conn.execute("DELETE FROM executions WHERE pk = ? AND sk = ?", (key.pk, key.sk))
             if not self._insert(conn, row):
@@ -484,7 +504,13 @@ class SqliteStore:
         return execution_from_doc(doc)
 
     def end_claimed(
-        self, key: ExecutionKey, attempt: int, status: ExecutionStatus, now: datetime, reason: str
+        self,
+        key: ExecutionKey,
+        attempt: int,
+        status: ExecutionStatus,
+        now: datetime,
+        reason: str,
+        claim_token: str | None = None,
     ) -> Execution:
         """End an attempt this worker just claimed without running it (skipped or cancelled at claim)."""
         now_ms, expires = to_ms(now), self._expires_at(now)
@@ -493,7 +519,7 @@ class SqliteStore:
             values.update(status=status.value, finishedMs=now_ms, skipReason=reason, leaseUntilMs=None)
             return expires, False, False
 
-        return self._fenced(key, attempt, end)
+        return self._fenced(key, attempt, end, claim_token)
 
     def mark_notified(self, key: ExecutionKey, now: datetime) -> None:
         """The owner has been told of this failed execution: it leaves the open set (no row: nothing to do)."""

@@ -1,0 +1,167 @@
+"""Control records in DynamoDB: pre-loader shard leases and cursors, handler announcements, calendars."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from duetime.domain.exclusions import Calendar
+from duetime.domain.keys import (
+    ANNOUNCER_PREFIX,
+    CALENDAR_ATTR_PREFIX,
+    announcements_key,
+    calendar_entry,
+    calendars_from_record,
+    calendars_key,
+    ended_announcers,
+    served_names,
+)
+from duetime.store.dynamo.base import DynamoTables, Refused, refused_as
+from duetime.store.dynamo.items import _deser, _plain, _ser
+
+
+class DynamoControl(DynamoTables):
+    """The control table: one small record per key, each change conditional on who holds it."""
+
+    def get_control(self, key: str) -> dict[str, Any] | None:
+        response = self.client.get_item(TableName=self.control_table, Key=_ser({"key": key}), ConsistentRead=True)
+        item = response.get("Item")
+        return _plain(_deser(item)) if item else None
+
+    def acquire_lease(self, key: str, owner: str, now_ms: int, until_ms: int) -> dict[str, Any] | None:
+        """Take or renew the lease on `key` for `owner` unless someone else holds it live.
+
+        Returns the record (with its cursor) if `owner` now holds it, else None.
+        """
+        try:
+            with refused_as():
+                response = self.client.update_item(
+                    TableName=self.control_table,
+                    Key=_ser({"key": key}),
+                    UpdateExpression="SET leaseOwner = :o, leaseUntilMs = :u",
+                    ConditionExpression="attribute_not_exists(leaseOwner) OR leaseOwner = :o OR leaseUntilMs <= :now",
+                    ExpressionAttributeValues=_ser({":o": owner, ":u": until_ms, ":now": now_ms}),
+                    ReturnValues="ALL_NEW",
+                )
+        except Refused:
+            return None
+        return _plain(_deser(response["Attributes"]))
+
+    def advance_cursor(self, key: str, owner: str, cursor_ms: int, reconcile_from: str | None = None) -> bool:
+        """Move the lease holder's cursor forward, record where the reconciler goes on (`reconcile_from`, None:
+        from the start) and hand the lease back, all in one write, so the next cycle (whatever its owner)
+        takes the shard at once. False if `owner` lost the lease meanwhile."""
+        values: dict[str, Any] = {":c": cursor_ms, ":o": owner}
+        expression = "SET cursorMs = :c"
+        if reconcile_from:
+            expression += ", reconcileFrom = :r REMOVE leaseOwner, leaseUntilMs"
+            values[":r"] = reconcile_from
+        else:
+            expression += " REMOVE leaseOwner, leaseUntilMs, reconcileFrom"
+        try:
+            with refused_as():
+                self.client.update_item(
+                    TableName=self.control_table,
+                    Key=_ser({"key": key}),
+                    UpdateExpression=expression,
+                    ConditionExpression="leaseOwner = :o",
+                    ExpressionAttributeValues=_ser(values),
+                )
+        except Refused:
+            return False
+        return True
+
+    def release_lease(self, key: str, owner: str) -> bool:
+        """Hand back `owner`'s lease on `key` without moving its cursor (a cycle that failed part way);
+        False if `owner` did not hold it."""
+        try:
+            with refused_as():
+                self.client.update_item(
+                    TableName=self.control_table,
+                    Key=_ser({"key": key}),
+                    UpdateExpression="REMOVE leaseOwner, leaseUntilMs",
+                    ConditionExpression="leaseOwner = :o",
+                    ExpressionAttributeValues=_ser({":o": owner}),
+                )
+        except Refused:
+            return False
+        return True
+
+    # -- handler announcements: one control record per job class, one attribute per worker ---------------
+
+    def announce_handlers(self, job_class: str, worker_id: str, names: list[str], now_ms: int, until_ms: int) -> None:
+        """Record that `worker_id` serves `names` for `job_class` until `until_ms`, and forget announcements
+        that ended before `now_ms` (unless their worker renewed them meanwhile)."""
+        response = self.client.update_item(
+            TableName=self.control_table,
+            Key=_ser({"key": announcements_key(job_class)}),
+            UpdateExpression="SET #w = :entry",
+            ExpressionAttributeNames={"#w": ANNOUNCER_PREFIX + worker_id},
+            ExpressionAttributeValues=_ser({":entry": {"names": sorted(set(names)), "untilMs": until_ms}}),
+            ReturnValues="ALL_NEW",
+        )
+        ended = ended_announcers(_deser(response["Attributes"]), now_ms)
+        if not ended:
+            return
+        names_by_ref = {f"#a{i}": attr for i, attr in enumerate(ended)}
+        values = {f":u{i}": until for i, until in enumerate(ended.values())}
+        try:
+            with refused_as():
+                self.client.update_item(
+                    TableName=self.control_table,
+                    Key=_ser({"key": announcements_key(job_class)}),
+                    UpdateExpression="REMOVE " + ", ".join(names_by_ref),
+                    ConditionExpression=" AND ".join(f"{ref}.untilMs = :u{i}" for i, ref in enumerate(names_by_ref)),
+                    ExpressionAttributeNames=names_by_ref,
+                    ExpressionAttributeValues=_ser(values),
+                )
+        except Refused:
+            pass  # one of them announced again meanwhile: prune next time
+
+    def withdraw_handlers(self, job_class: str, worker_id: str) -> None:
+        """`worker_id` stops serving `job_class` (a clean shutdown): its announcement is removed."""
+        self.client.update_item(
+            TableName=self.control_table,
+            Key=_ser({"key": announcements_key(job_class)}),
+            UpdateExpression="REMOVE #w",
+            ExpressionAttributeNames={"#w": ANNOUNCER_PREFIX + worker_id},
+        )
+
+    def announced_handlers(self, job_class: str, now_ms: int) -> set[str]:
+        """The handler names announced for `job_class` by workers whose announcement is still live."""
+        record = self.client.get_item(
+            TableName=self.control_table, Key=_ser({"key": announcements_key(job_class)}), ConsistentRead=True
+        ).get("Item")
+        return served_names(_deser(record or {}), now_ms)
+
+    # -- named calendars: one control record per owner, one attribute per calendar -----------------------
+
+    def get_calendars(self, owner: str) -> dict[str, Calendar]:
+        record = self.client.get_item(
+            TableName=self.control_table, Key=_ser({"key": calendars_key(owner)}), ConsistentRead=True
+        ).get("Item")
+        return calendars_from_record(_deser(record or {}))
+
+    def put_calendar(self, owner: str, calendar: Calendar) -> bool:
+        response = self.client.update_item(
+            TableName=self.control_table,
+            Key=_ser({"key": calendars_key(owner)}),
+            UpdateExpression="SET #c = :entry",
+            ExpressionAttributeNames={"#c": CALENDAR_ATTR_PREFIX + calendar.name},
+            ExpressionAttributeValues=_ser({":entry": calendar_entry(calendar)}),
+            ReturnValues="UPDATED_OLD",
+        )
+        return CALENDAR_ATTR_PREFIX + calendar.name not in response.get("Attributes", {})
+
+    def delete_calendar(self, owner: str, name: str) -> bool:
+        try:
+            with refused_as():
+                self.client.update_item(
+                    TableName=self.control_table,
+                    Key=_ser({"key": calendars_key(owner)}),
+                    UpdateExpression="REMOVE #c",
+                    ConditionExpression="attribute_exists(#c)",
+                    ExpressionAttributeNames={"#c": CALENDAR_ATTR_PREFIX + name},
+                )
+        except Refused:
+            return False
+        return True

@@ -1,0 +1,490 @@
+"""Executions in DynamoDB: rows by due partition and time, claimed by one conditional write, every later
+write by a worker fenced by its attempt (one helper) and every refusal mapped in one place (base.refused_as)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import datetime
+from typing import Any
+
+from duetime.adapters.cursors import decode_cursor, encode_cursor
+from duetime.definitions import EXECUTIONS_BY_JOB_INDEX, EXECUTIONS_OPEN_BY_JOB_INDEX, EXECUTIONS_OPEN_INDEX
+from duetime.domain.errors import StaleAttempt
+from duetime.domain.keys import ExecutionKey
+from duetime.domain.models import Execution, ExecutionStatus, to_ms
+from duetime.domain.results import truncate_error
+from duetime.service.ports import ClaimOutcome, OpenPage, Page, StoredExecution, new_claim_token
+from duetime.store.dynamo.base import DynamoTables, Refused, refused_as
+from duetime.store.dynamo.items import _deser, _ser, execution_from_item, open_shard_of
+
+# The fence of every write by the worker holding an attempt: the row still runs that attempt.
+HELD_BY_ATTEMPT = "#s = :running AND attempt = :a"
+# ...and, when the writer names it, the claim's token (minted at claim, known only to its holder).
+HELD_BY_CLAIM = "claimToken = :token"
+
+
+def _fence(claim_token: str | None) -> tuple[str, dict[str, Any]]:
+    """The condition and values that hold a write to `claim_token`, when one is given."""
+    if claim_token is None:
+        return "", {}
+    return HELD_BY_CLAIM, {":token": claim_token}
+
+
+class DynamoExecutions(DynamoTables):
+    """The executions table and its byJob, open and openByJob indexes (keys only: rows are read behind them)."""
+
+    def put_execution(self, execution: Execution) -> bool:
+        """Create an execution unless its slot exists already; True if this call created it."""
+        op = self._put_execution_op(execution)["Put"]
+        try:
+            with refused_as():
+                self.client.put_item(**op)
+        except Refused:
+            return False
+        return True
+
+    def put_executions(self, executions: list[Execution]) -> list[Execution]:
+        """Create each execution whose slot is new; returns those this call created."""
+        return [e for e in executions if self.put_execution(e)]
+
+    def get_execution(self, key: ExecutionKey) -> Execution | None:
+        response = self.client.get_item(
+            TableName=self.executions_table, Key=_ser({"pk": key.pk, "sk": key.sk}), ConsistentRead=True
+        )
+        item = response.get("Item")
+        return execution_from_item(item) if item else None
+
+    def find_execution(self, job_id: str, execution_id: str) -> Execution | None:
+        """An execution by id, through the byJob index, then read strongly from its row."""
+        response = self.client.query(
+            TableName=self.executions_table,
+            IndexName=EXECUTIONS_BY_JOB_INDEX.name,
+            KeyConditionExpression="jobId = :j AND executionId = :e",
+            ExpressionAttributeValues=_ser({":j": job_id, ":e": execution_id}),
+        )
+        items = response.get("Items", [])
+        if not items:
+            return None
+        row = _deser(items[0])  # keys only: read the row itself, strongly
+        return self.get_execution(ExecutionKey(pk=row["pk"], sk=row["sk"]))
+
+    def list_executions(
+        self, job_id: str, limit: int, cursor: str | None, newest_first: bool = True
+    ) -> Page[Execution]:
+        """A job's executions by id from the byJob index; the cursor is bound to the job (raises InvalidInput
+        for one of another job)."""
+        scope = f"job:{job_id}"
+        start_key = decode_cursor(scope, cursor, {"jobId": job_id, "executionId": None, "pk": None, "sk": None})
+        items, last = self._query_executions(job_id, limit, start_key, newest_first)
+        return Page(items=items, cursor=encode_cursor(scope, last))
+
+    def _query_executions(
+        self, job_id: str, limit: int, start_key: dict[str, Any] | None, newest_first: bool
+    ) -> tuple[list[Execution], dict[str, Any] | None]:
+        kwargs: dict[str, Any] = {
+            "TableName": self.executions_table,
+            "IndexName": EXECUTIONS_BY_JOB_INDEX.name,
+            "KeyConditionExpression": "jobId = :j",
+            "ExpressionAttributeValues": _ser({":j": job_id}),
+            "ScanIndexForward": not newest_first,
+            "Limit": limit,
+        }
+        if start_key:
+            kwargs["ExclusiveStartKey"] = _ser(start_key)
+        response = self.client.query(**kwargs)
+        last = response.get("LastEvaluatedKey")
+        rows = [execution_from_item(i) for i in self._rows(response.get("Items", []))]
+        return rows, _deser(last) if last else None
+
+    def _rows(self, keys: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The rows behind index entries (the indexes project keys only), in the entries' order."""
+        wanted = [{"pk": k["pk"], "sk": k["sk"]} for k in keys]
+        found: dict[tuple[str, str], dict[str, Any]] = {}
+        for start in range(0, len(wanted), 100):
+            request: dict[str, Any] = {
+                self.executions_table: {"Keys": wanted[start : start + 100], "ConsistentRead": True}
+            }
+            while request:
+                response = self.client.batch_get_item(RequestItems=request)
+                for item in response.get("Responses", {}).get(self.executions_table, []):
+                    found[(item["pk"]["S"], item["sk"]["S"])] = item
+                request = response.get("UnprocessedKeys") or {}
+        return [found[(k["pk"]["S"], k["sk"]["S"])] for k in wanted if (k["pk"]["S"], k["sk"]["S"]) in found]
+
+    def open_executions(self, shard: int, until_ms: int) -> list[Execution]:
+        """Executions of `shard` not fully handled (waiting, running, or failed with the owner not yet told)
+        that were due at or before `until_ms`, oldest first."""
+        kwargs: dict[str, Any] = {
+            "TableName": self.executions_table,
+            "IndexName": EXECUTIONS_OPEN_INDEX.name,
+            "KeyConditionExpression": "openShard = :s AND sk <= :hi",
+            "ExpressionAttributeValues": _ser({":s": f"{shard:03d}", ":hi": f"{until_ms:013d}#~"}),
+        }
+        out: list[Execution] = []
+        while True:
+            response = self.client.query(**kwargs)
+            out.extend(execution_from_item(i) for i in self._rows(response.get("Items", [])))
+            last = response.get("LastEvaluatedKey")
+            if not last:
+                return out
+            kwargs["ExclusiveStartKey"] = last
+
+    def open_page(self, shard: int, until_ms: int, limit: int, after: str | None = None) -> OpenPage:
+        """At most `limit` open executions of `shard` due at or before `until_ms`, in due order, starting
+        after the position `after` (a token an earlier page returned); bounded work whatever the index holds."""
+        kwargs: dict[str, Any] = {
+            "TableName": self.executions_table,
+            "IndexName": EXECUTIONS_OPEN_INDEX.name,
+            "KeyConditionExpression": "openShard = :s AND sk <= :hi",
+            "ExpressionAttributeValues": _ser({":s": f"{shard:03d}", ":hi": f"{until_ms:013d}#~"}),
+            "Limit": limit,
+        }
+        if after:
+            pk, _, sk = after.partition(" ")
+            kwargs["ExclusiveStartKey"] = _ser({"openShard": f"{shard:03d}", "pk": pk, "sk": sk})
+        keys: list[dict[str, Any]] = []
+        last: dict[str, Any] | None = None
+        while len(keys) < limit:
+            kwargs["Limit"] = limit - len(keys)
+            response = self.client.query(**kwargs)
+            keys.extend(response.get("Items", []))
+            last = response.get("LastEvaluatedKey")
+            if not last:
+                break
+            kwargs["ExclusiveStartKey"] = last
+        token = f"{last['pk']['S']} {last['sk']['S']}" if last else None
+        return OpenPage(executions=[execution_from_item(i) for i in self._rows(keys)], next_token=token)
+
+    def open_executions_of_job(self, job_id: str) -> list[Execution]:
+        """The job's executions that have not ended (waiting, paused or running), earliest due first:
+        bounded by what is open, never by the job's history."""
+        kwargs: dict[str, Any] = {
+            "TableName": self.executions_table,
+            "IndexName": EXECUTIONS_OPEN_BY_JOB_INDEX.name,
+            "KeyConditionExpression": "openJob = :j",
+            "ExpressionAttributeValues": _ser({":j": job_id}),
+        }
+        keys: list[dict[str, Any]] = []
+        while True:
+            response = self.client.query(**kwargs)
+            keys.extend(response.get("Items", []))
+            last = response.get("LastEvaluatedKey")
+            if not last:
+                break
+            kwargs["ExclusiveStartKey"] = last
+        rows = [execution_from_item(i) for i in self._rows(keys)]
+        return [e for e in rows if not e.status.is_terminal]
+
+    def hold_waiting(self, key: ExecutionKey) -> bool:
+        """Take a waiting execution of a paused job out of the `open` index (the reconciler skips it);
+        False if it is no longer waiting."""
+        return self._set_waiting_open(key, None)
+
+    def unhold_waiting(self, key: ExecutionKey) -> bool:
+        """Put a held execution back in the `open` index (its job resumed); False if it is no longer waiting."""
+        return self._set_waiting_open(key, open_shard_of(key))
+
+    def _set_waiting_open(self, key: ExecutionKey, shard: str | None) -> bool:
+        values: dict[str, Any] = {":scheduled": ExecutionStatus.SCHEDULED.value}
+        if shard is None:
+            expression = "REMOVE openShard"
+        else:
+            expression = "SET openShard = :shard"
+            values[":shard"] = shard
+        try:
+            with refused_as():
+                self.client.update_item(
+                    TableName=self.executions_table,
+                    Key=_ser({"pk": key.pk, "sk": key.sk}),
+                    UpdateExpression=expression,
+                    ConditionExpression="attribute_exists(pk) AND #s = :scheduled",
+                    ExpressionAttributeNames={"#s": "status"},
+                    ExpressionAttributeValues=_ser(values),
+                )
+        except Refused:
+            return False
+        return True
+
+    def executions_of_job(self, job_id: str, newest_first: bool = True, limit: int = 50) -> list[Execution]:
+        return self._query_executions(job_id, limit, None, newest_first)[0]
+
+    def iter_executions_of_job(self, job_id: str) -> Iterator[Execution]:
+        start: dict[str, Any] | None = None
+        while True:
+            rows, start = self._query_executions(job_id, 100, start, newest_first=False)
+            yield from rows
+            if not start:
+                return
+
+    def query_due(self, partition: str, after_ms: int, until_ms: int) -> list[Execution]:
+        """Waiting executions in `partition` with after_ms < dueMs <= until_ms, oldest first."""
+        out: list[Execution] = []
+        kwargs: dict[str, Any] = {
+            "TableName": self.executions_table,
+            "KeyConditionExpression": "pk = :p AND sk BETWEEN :lo AND :hi",
+            "FilterExpression": "#s = :scheduled",
+            "ExpressionAttributeNames": {"#s": "status"},
+            "ExpressionAttributeValues": _ser(
+                {
+                    ":p": partition,
+                    ":lo": f"{after_ms + 1:013d}#",
+                    ":hi": f"{until_ms:013d}#~",
+                    ":scheduled": ExecutionStatus.SCHEDULED.value,
+                }
+            ),
+            "ConsistentRead": True,
+        }
+        while True:
+            response = self.client.query(**kwargs)
+            out.extend(execution_from_item(i) for i in response.get("Items", []))
+            last = response.get("LastEvaluatedKey")
+            if not last:
+                return out
+            kwargs["ExclusiveStartKey"] = last
+
+    def scan_open_executions(self) -> Iterator[StoredExecution]:
+        """Every scheduled or running execution, and every failed one whose owner was not told yet: a full
+        scan, for `duetime audit` only, never the hot path."""
+        items = self._scan(
+            self.executions_table,
+            FilterExpression="#s IN (:scheduled, :running) OR attribute_exists(openShard)",
+            ExpressionAttributeNames={"#s": "status"},
+            ExpressionAttributeValues=_ser(
+                {":scheduled": ExecutionStatus.SCHEDULED.value, ":running": ExecutionStatus.RUNNING.value}
+            ),
+        )
+        for item in items:
+            open_shard = item.get("openShard", {}).get("S")
+            key = ExecutionKey(pk=item["pk"]["S"], sk=item["sk"]["S"])
+            yield StoredExecution(key=key, open_shard=open_shard, execution=execution_from_item(item))
+
+    def claim(
+        self, key: ExecutionKey, worker_id: str, now: datetime, lease_until: datetime, max_attempts: int = 2**31
+    ) -> ClaimOutcome:
+        """One conditional UpdateItem: `scheduled` (or `running` with an ended lease and attempts left) ->
+        `running`, attempt + 1.
+
+        Returns the row as claimed (with its new claim token), or the row as it stands if another worker
+        holds it, it has ended, or its last attempt's worker was lost with no attempt left.
+        The claim token also tells this call's own write apart: if botocore resends the write because its
+        answer was lost, the resend fails its condition against a row this very call claimed, which is ours.
+        """
+        entry = {"workerId": worker_id, "startedMs": to_ms(now)}
+        token = new_claim_token()
+        try:
+            with refused_as():
+                response = self.client.update_item(
+                    TableName=self.executions_table,
+                    Key=_ser({"pk": key.pk, "sk": key.sk}),
+                    UpdateExpression=(
+                        "SET #s = :running, attempt = if_not_exists(attempt, :zero) + :one, workerId = :w, "
+                        "leaseUntilMs = :lease, startedMs = :now, claimToken = :token, "
+                        "attempts = list_append(if_not_exists(attempts, :empty), :entry)"
+                    ),
+                    ConditionExpression=(
+                        "attribute_exists(pk) AND (#s = :scheduled OR "
+                        "(#s = :running AND leaseUntilMs <= :now AND attempt < :max))"
+                    ),
+                    ExpressionAttributeNames={"#s": "status"},
+                    ExpressionAttributeValues=_ser(
+                        {
+                            ":running": ExecutionStatus.RUNNING.value,
+                            ":scheduled": ExecutionStatus.SCHEDULED.value,
+                            ":zero": 0,
+                            ":one": 1,
+                            ":w": worker_id,
+                            ":lease": to_ms(lease_until),
+                            ":now": to_ms(now),
+                            ":empty": [],
+                            ":entry": [entry],
+                            ":token": token,
+                            ":max": max_attempts,
+                        }
+                    ),
+                    ReturnValues="ALL_NEW",
+                    ReturnValuesOnConditionCheckFailure="ALL_OLD",
+                )
+        except Refused as refused:
+            old = refused.old
+            if old and old.get("claimToken", {}).get("S") == token:
+                return ClaimOutcome(claimed=execution_from_item(old), current=None)
+            return ClaimOutcome(claimed=None, current=execution_from_item(old) if old else None)
+        return ClaimOutcome(claimed=execution_from_item(response["Attributes"]), current=None)
+
+    def _fenced_update(
+        self,
+        key: ExecutionKey,
+        attempt: int,
+        update: str,
+        values: dict[str, Any],
+        names: dict[str, str] | None = None,
+        claim_token: str | None = None,
+    ) -> Execution:
+        """The one write of a worker holding `attempt`: applied only while the row still runs that attempt
+        (under `claim_token`, when given); returns the row as written, raises StaleAttempt otherwise."""
+        also, token_values = _fence(claim_token)
+        condition = f"attribute_exists(pk) AND {HELD_BY_ATTEMPT}" + (f" AND {also}" if also else "")
+        values = {**values, **token_values}
+        with refused_as(StaleAttempt(f"attempt {attempt} no longer holds {key.sk}")):
+            response = self.client.update_item(
+                TableName=self.executions_table,
+                Key=_ser({"pk": key.pk, "sk": key.sk}),
+                UpdateExpression=update,
+                ConditionExpression=condition,
+                ExpressionAttributeNames={"#s": "status", **(names or {})},
+                ExpressionAttributeValues=_ser({**values, ":running": ExecutionStatus.RUNNING.value, ":a": attempt}),
+                ReturnValues="ALL_NEW",
+            )
+        return execution_from_item(response["Attributes"])
+
+    def heartbeat(
+        self, key: ExecutionKey, attempt: int, lease_until: datetime, claim_token: str | None = None
+    ) -> Execution:
+        """Extend the lease of `attempt` (claimed with `claim_token`, when given); raises StaleAttempt if
+        that attempt no longer holds the row or the token is not the claim's."""
+        values = {":lease": to_ms(lease_until)}
+        return self._fenced_update(key, attempt, "SET leaseUntilMs = :lease", values, claim_token=claim_token)
+
+    def release(self, key: ExecutionKey, attempt: int, now: datetime, claim_token: str | None = None) -> bool:
+        """End the lease of `attempt` now (clean shutdown) so the next claim may take the row at once."""
+        try:
+            self._fenced_update(key, attempt, "SET leaseUntilMs = :now", {":now": to_ms(now)}, claim_token=claim_token)
+        except StaleAttempt:
+            return False
+        return True
+
+    def finish(
+        self,
+        key: ExecutionKey,
+        attempt: int,
+        status: ExecutionStatus,
+        now: datetime,
+        result: Any = None,
+        error: str | None = None,
+        claim_token: str | None = None,
+    ) -> Execution:
+        """Record the outcome of `attempt` (the fencing token, with its claim's token when given); raises
+        StaleAttempt if it no longer holds."""
+        index = attempt - 1
+        error = None if error is None else truncate_error(error)
+        values: dict[str, Any] = {
+            ":status": status.value,
+            ":now": to_ms(now),
+            ":outcome": status.value,
+            ":expires": self._expires_at(now),
+        }
+        sets = [
+            "#s = :status",
+            "finishedMs = :now",
+            f"attempts[{index}].finishedMs = :now",
+            f"attempts[{index}].outcome = :outcome",
+            "expiresAt = :expires",
+        ]
+        # A failed execution stays in the open index until its owner has been told (mark_notified), so the
+        # reconciler can repeat a notice lost to a crash between this write and the DLQ send.
+        removes = ["leaseUntilMs", "openJob"] + ([] if status == ExecutionStatus.FAILED else ["openShard"])
+        names = {"#e": "error"}
+        if result is not None:
+            sets.append("#r = :result")
+            values[":result"] = json.dumps(result)
+            names["#r"] = "result"
+        if error is not None:
+            sets += ["#e = :error", f"attempts[{index}].#e = :error"]
+            values[":error"] = error
+        else:
+            removes.append("#e")
+        update = f"SET {', '.join(sets)} REMOVE {', '.join(removes)}"
+        return self._fenced_update(key, attempt, update, values, names, claim_token)
+
+    def end_claimed(
+        self,
+        key: ExecutionKey,
+        attempt: int,
+        status: ExecutionStatus,
+        now: datetime,
+        reason: str,
+        claim_token: str | None = None,
+    ) -> Execution:
+        """End an attempt this worker just claimed without running it (skipped or cancelled at claim)."""
+        return self._fenced_update(
+            key,
+            attempt,
+            "SET #s = :status, finishedMs = :now, skipReason = :reason, expiresAt = :expires "
+            "REMOVE leaseUntilMs, openShard, openJob",
+            {":status": status.value, ":now": to_ms(now), ":reason": reason, ":expires": self._expires_at(now)},
+            claim_token=claim_token,
+        )
+
+    def move_for_retry(self, key: ExecutionKey, attempt: int, moved: Execution, claim_token: str | None = None) -> None:
+        """Move a failed attempt's row to the partition of its new due time, in one transaction fenced by
+        the attempt (and its claim's token, when given): the old row must still be held by `attempt`.
+        Raises StaleAttempt otherwise."""
+        also, token_values = _fence(claim_token)
+        with refused_as(StaleAttempt(f"attempt {attempt} no longer holds {key.sk}")):
+            self.client.transact_write_items(
+                TransactItems=[
+                    {
+                        "Delete": {
+                            "TableName": self.executions_table,
+                            "Key": _ser({"pk": key.pk, "sk": key.sk}),
+                            "ConditionExpression": HELD_BY_ATTEMPT + (f" AND {also}" if also else ""),
+                            "ExpressionAttributeNames": {"#s": "status"},
+                            "ExpressionAttributeValues": _ser(
+                                {":running": ExecutionStatus.RUNNING.value, ":a": attempt, **token_values}
+                            ),
+                        }
+                    },
+                    self._put_execution_op(moved),
+                ]
+            )
+
+    def end_waiting(
+        self,
+        key: ExecutionKey,
+        status: ExecutionStatus,
+        now: datetime,
+        reason: str | None = None,
+        skipped_count: int | None = None,
+    ) -> Execution | None:
+        """End a still-`scheduled` execution as cancelled or skipped; None if it was no longer waiting."""
+        values: dict[str, Any] = {
+            ":status": status.value,
+            ":now": to_ms(now),
+            ":scheduled": ExecutionStatus.SCHEDULED.value,
+            ":expires": self._expires_at(now),
+        }
+        sets = ["#s = :status", "finishedMs = :now", "expiresAt = :expires"]
+        if reason:
+            sets.append("skipReason = :reason")
+            values[":reason"] = reason
+        if skipped_count and skipped_count > 1:
+            sets.append("skippedCount = :count")
+            values[":count"] = skipped_count
+        try:
+            with refused_as():
+                response = self.client.update_item(
+                    TableName=self.executions_table,
+                    Key=_ser({"pk": key.pk, "sk": key.sk}),
+                    # A failure stays open until its owner is told (see finish); anything else leaves the index.
+                    UpdateExpression="SET "
+                    + ", ".join(sets)
+                    + (" REMOVE openJob" if status == ExecutionStatus.FAILED else " REMOVE openShard, openJob"),
+                    ConditionExpression="attribute_exists(pk) AND #s = :scheduled",
+                    ExpressionAttributeNames={"#s": "status"},
+                    ExpressionAttributeValues=_ser(values),
+                    ReturnValues="ALL_NEW",
+                )
+        except Refused:
+            return None
+        return execution_from_item(response["Attributes"])
+
+    def mark_notified(self, key: ExecutionKey, now: datetime) -> None:
+        """The owner has been told of this failed execution: it leaves the open index."""
+        self.client.update_item(
+            TableName=self.executions_table,
+            Key=_ser({"pk": key.pk, "sk": key.sk}),
+            UpdateExpression="SET notifiedMs = :now REMOVE openShard",
+            ConditionExpression="attribute_exists(pk)",
+            ExpressionAttributeValues=_ser({":now": to_ms(now)}),
+        )
