@@ -9,6 +9,7 @@ from typing import Any
 
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 
+from duetime.definitions import DEFAULT_JOB_CLASS
 from duetime.domain.keys import ExecutionKey
 from duetime.domain.models import AttemptRecord, Execution, ExecutionStatus, Job, JobSpec, from_ms, to_ms
 
