@@ -366,9 +366,7 @@ def find_execution(ports: Ports, execution_id: str) -> Execution:
     return execution
 
 
-def report_heartbeat(
-    ports: Ports, execution_id: str, attempt: int, worker_id: str, claim_token: str
-) -> Execution:
+def report_heartbeat(ports: Ports, execution_id: str, attempt: int, worker_id: str, claim_token: str) -> Execution:
     """A worker's heartbeat for the attempt it holds, by execution id (the API's worker route): the lease
     is extended, never past the run's timeout. Raises NotFound, StaleAttempt (not the holder) or Conflict."""
     execution = find_execution(ports, execution_id)
