@@ -259,3 +259,8 @@ MAX_CURSOR_CHARS = 24 * 1024
 # All of an owner's calendars are one control record (one read per owner when dispatch plans); a calendar
 # holds at most MAX_EXCLUSIONS (366) entries of <= 21 bytes, so 32 of them stay well under the item limit.
 MAX_CALENDARS_PER_OWNER = 32
+
+# Schedule health (GET /jobs/{id}): the newest executions read for lastRun/lastSuccess/lastFailure, and how
+# long past its dueAt a waiting run may be (a pre-load cycle or two late) before the job shows `pastDue`.
+HEALTH_HISTORY_ROWS = 20
+PAST_DUE_GRACE_SECONDS = 120

@@ -28,6 +28,9 @@ from duetime.api.models import (
     JobResponse,
     PreviewRequest,
     PreviewResponse,
+    PreviewSlot,
+    RunNowRequest,
+    RunSummary,
     StatusChange,
 )
 from duetime.api.openapi import openapi_document
@@ -125,7 +128,15 @@ def checked_execution_id(execution_id: str) -> str:
 
 
 def job_response(view: job_cases.JobView) -> JobResponse:
-    return JobResponse(**dict(view.job), next_runs=view.next_runs)
+    health = view.health or job_cases.Health()
+    return JobResponse(
+        **dict(view.job),
+        next_runs=view.next_runs,
+        last_run=RunSummary.of(health.last_run),
+        last_success=RunSummary.of(health.last_success),
+        last_failure=RunSummary.of(health.last_failure),
+        past_due=RunSummary.of(health.past_due),
+    )
 
 
 def listed_job(job: Job) -> JobResponse:
@@ -204,7 +215,10 @@ def build_app(ports: Ports, local_secret: str | None = None) -> APIGatewayRestRe
     def list_jobs() -> Response[str]:
         who = owner()
         limit, cursor = limit_and_cursor()
-        jobs, next_cursor = job_cases.list_jobs(ports, who, limit, cursor)
+        params = app.current_event.query_string_parameters or {}
+        tags = (app.current_event.multi_value_query_string_parameters or {}).get("tag") or []
+        filters = job_cases.job_filter(params.get("status"), params.get("handler"), tags)
+        jobs, next_cursor = job_cases.list_jobs(ports, who, limit, cursor, filters)
         return json_response(200, JobPage(jobs=[listed_job(j) for j in jobs], next_cursor=next_cursor))
 
     @app.get("/jobs/<job_id>")
@@ -218,9 +232,9 @@ def build_app(ports: Ports, local_secret: str | None = None) -> APIGatewayRestRe
         checked_job_id(job_id)
         change = body(StatusChange)
         if change.status == "paused":
-            view = job_cases.pause_job(ports, who, job_id)
+            view = job_cases.pause_job(ports, who, job_id, change.note)
         else:
-            view = job_cases.resume_job(ports, who, job_id)
+            view = job_cases.resume_job(ports, who, job_id, change.note)
         return json_response(200, job_response(view))
 
     @app.delete("/jobs/<job_id>")
@@ -240,7 +254,9 @@ def build_app(ports: Ports, local_secret: str | None = None) -> APIGatewayRestRe
     @app.post("/jobs/<job_id>/run")
     def run_now(job_id: str) -> Response[str]:
         who = owner()
-        return json_response(201, job_cases.run_now(ports, who, checked_job_id(job_id)))
+        checked_job_id(job_id)
+        override = body(RunNowRequest).payload if (app.current_event.body or "").strip() else None
+        return json_response(201, job_cases.run_now(ports, who, job_id, override))
 
     @app.get("/calendars")
     def list_calendars() -> Response[str]:
@@ -276,15 +292,25 @@ def build_app(ports: Ports, local_secret: str | None = None) -> APIGatewayRestRe
                 every=request.every,
                 start_at=request.start_at,
                 time_zone=request.time_zone,
+                end_at=request.end_at,
+                max_runs=request.max_runs,
             )
         except ValidationError as exc:
             raise validation_error(exc) from exc
+        try:
+            job_cases.check_bounds(schedule)
+        except InvalidInput as exc:  # named for a job's `schedule.*`; here the fields are top level
+            raise InvalidInput(exc.message, field=(exc.field or "").removeprefix("schedule.") or None) from exc
+        if request.jitter_seconds and request.job_id is None:
+            raise InvalidInput("jitterSeconds spreads a job's runs by its id: give jobId too", field="jobId")
         start: datetime = request.from_ or ports.clock()
         try:
             runs = job_cases.preview(schedule, start, request.count, request.exclude, calendars)
         except InvalidSchedule as exc:  # named for a job's `schedule.*`; here the fields are top level
             raise InvalidSchedule(exc.message, field=(exc.field or "").removeprefix("schedule.") or None) from exc
-        return json_response(200, PreviewResponse(runs=runs))
+        due = job_cases.preview_due(request.job_id or "", request.jitter_seconds, runs)
+        slots = [PreviewSlot(scheduled_at=slot, due_at=at) for slot, at in zip(runs, due, strict=True)]
+        return json_response(200, PreviewResponse(runs=runs, slots=slots))
 
     @app.post("/executions/<execution_id>/heartbeat")
     def heartbeat(execution_id: str) -> Response[str]:

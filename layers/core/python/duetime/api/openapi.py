@@ -37,7 +37,7 @@ from duetime.api.models import (
 )
 from duetime.domain.exclusions import CALENDAR_NAME as CALENDAR_NAME_PATTERN
 from duetime.domain.exclusions import CALENDAR_NAME_RULE
-from duetime.domain.models import Execution, JobSpec
+from duetime.domain.models import Execution, JobSpec, JobStatus
 
 TITLE = "duetime"
 VERSION = "1.0.0"
@@ -66,6 +66,7 @@ WIRE_MODELS: tuple[type[BaseModel], ...] = (
     Execution,
     ExecutionPage,
     StatusChange,
+    RunNowRequest,
     PreviewRequest,
     PreviewResponse,
     CalendarRequest,
@@ -159,6 +160,32 @@ PAGE_PARAMS: list[dict[str, Any]] = [
         "schema": {"type": "string"},
     },
 ]
+# GET /jobs narrows the owner's jobs with these (all must hold), applied server-side in the owner's partition.
+JOB_FILTER_PARAMS: list[dict[str, Any]] = [
+    {
+        "name": "status",
+        "in": "query",
+        "required": False,
+        "description": "only jobs in this status",
+        "schema": {"type": "string", "enum": [s.value for s in JobStatus]},
+    },
+    {
+        "name": "handler",
+        "in": "query",
+        "required": False,
+        "description": "only jobs of this handler",
+        "schema": {"type": "string", "minLength": 1, "maxLength": 256},
+    },
+    {
+        "name": "tag",
+        "in": "query",
+        "required": False,
+        "description": "key:value; only jobs with this tag (repeatable: every one must match)",
+        "schema": {"type": "array", "items": {"type": "string", "pattern": "^[A-Za-z0-9_./-]{1,64}:"}},
+        "style": "form",
+        "explode": True,
+    },
+]
 JOB_ID = _path_param("jobId", "a job id", JOB_ID_PATTERN)
 CALENDAR_NAME = _path_param("name", f"a calendar name: {CALENDAR_NAME_RULE}", f"^{CALENDAR_NAME_PATTERN.pattern}$")
 EXECUTION_ID = _path_param("executionId", "an execution id")
@@ -173,12 +200,13 @@ def _operation(
     body: type[BaseModel] | None = None,
     example: Any = None,
     security: list[dict[str, list[str]]] | None = None,
+    body_required: bool = True,
 ) -> dict[str, Any]:
     operation: dict[str, Any] = {"operationId": operation_id, "summary": summary, "responses": responses}
     if parameters:
         operation["parameters"] = parameters
     if body is not None:
-        operation["requestBody"] = {"required": True, **_json(_ref(body), body.__name__, example)}
+        operation["requestBody"] = {"required": body_required, **_json(_ref(body), body.__name__, example)}
         del operation["requestBody"]["description"]
     if security is not None:
         operation["security"] = security
@@ -211,16 +239,22 @@ def _paths() -> dict[str, Any]:
             ),
             "get": _operation(
                 "listJobs",
-                "The caller's jobs, newest first.",
+                "The caller's jobs, newest first, optionally filtered (a page may hold fewer than `limit` jobs "
+                "while `nextCursor` is set).",
                 _responses({200: _json(_ref(JobPage), "a page of jobs")}, (400, 401, 404)),
-                PAGE_PARAMS,
+                [*PAGE_PARAMS, *JOB_FILTER_PARAMS],
             ),
         },
         "/jobs/{jobId}": {
-            "get": _operation("getJob", "One job.", _responses({200: job}, (401, 404)), [JOB_ID]),
+            "get": _operation(
+                "getJob",
+                "One job, with its schedule's health (lastRun, lastSuccess, lastFailure, nextRuns, pastDue).",
+                _responses({200: job}, (401, 404)),
+                [JOB_ID],
+            ),
             "patch": _operation(
                 "changeJob",
-                "Pause or resume a job.",
+                "Pause or resume a job, with an optional note (shown on the job).",
                 _responses({200: job}, (400, 401, 404, 409)),
                 [JOB_ID],
                 StatusChange,
@@ -244,9 +278,12 @@ def _paths() -> dict[str, Any]:
         "/jobs/{jobId}/run": {
             "post": _operation(
                 "runJobNow",
-                "An execution due now, outside the schedule.",
-                _responses({201: execution}, (401, 404, 409)),
+                "An execution due now, outside the schedule; an optional body's payload replaces the job's for it.",
+                _responses({201: execution}, (400, 401, 404, 409)),
                 [JOB_ID],
+                RunNowRequest,
+                {"payload": {"region": "EU"}},
+                body_required=False,
             ),
         },
         "/calendars": {
@@ -388,7 +425,7 @@ def gateway_request_schemas() -> dict[str, dict[str, Any]]:
     for path, item in document["paths"].items():
         for method, operation in item.items():
             body = operation.get("requestBody")
-            if body:
+            if body and body["required"]:  # an optional body (run now) is checked by the API, not the gateway
                 schema = _to_draft4(_inline(body["content"]["application/json"]["schema"], schemas))
                 models[f"{method.upper()} {path}"] = {"$schema": "http://json-schema.org/draft-04/schema#", **schema}
     return models
