@@ -33,6 +33,7 @@ from duetime.api.models import (
     JobResponse,
     PreviewRequest,
     PreviewResponse,
+    RunNowRequest,
     StatusChange,
 )
 from duetime.domain.exclusions import CALENDAR_NAME as CALENDAR_NAME_PATTERN
