@@ -308,9 +308,12 @@ def build_app(ports: Ports, local_secret: str | None = None) -> APIGatewayRestRe
             runs = job_cases.preview(schedule, start, request.count, request.exclude, calendars)
         except InvalidSchedule as exc:  # named for a job's `schedule.*`; here the fields are top level
             raise InvalidSchedule(exc.message, field=(exc.field or "").removeprefix("schedule.") or None) from exc
-        due = job_cases.preview_due(request.job_id or "", request.jitter_seconds, runs)
-        slots = [PreviewSlot(scheduled_at=slot, due_at=at) for slot, at in zip(runs, due, strict=True)]
-        return json_response(200, PreviewResponse(runs=runs, slots=slots))
+        slots = None
+        if request.job_id is not None:
+            due = job_cases.preview_due(request.job_id, request.jitter_seconds, runs)
+            slots = [PreviewSlot(scheduled_at=slot, due_at=at) for slot, at in zip(runs, due, strict=True)]
+        shown = PreviewResponse(runs=runs, slots=slots).model_dump(mode="json", by_alias=True, exclude_none=True)
+        return json_response(200, shown)
 
     @app.post("/executions/<execution_id>/heartbeat")
     def heartbeat(execution_id: str) -> Response[str]:

@@ -133,10 +133,11 @@ class PreviewSlot(CamelModel):
 
 
 class PreviewResponse(CamelModel):
-    """The run times (slots) and, beside each, when it is due: its slot plus the spread of jitterSeconds."""
+    """The run times (slots); with a jobId, `slots` gives beside each when it is due: the slot plus that
+    job's spread over jitterSeconds (absent without a jobId)."""
 
     runs: list[UtcDatetime]
-    slots: list[PreviewSlot] = Field(default_factory=list)
+    slots: list[PreviewSlot] | None = None
 
     @field_serializer("runs", when_used="json")
     def _runs(self, value: list[datetime]) -> list[str]:
