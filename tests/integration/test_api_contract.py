@@ -116,8 +116,11 @@ INVALID_JOBS: list[tuple[str, dict[str, Any], str]] = [
     ("endAt with at", job_body(schedule={"at": AT, "endAt": AT}), "schedule.endAt"),
     ("maxRuns with at", job_body(schedule={"at": AT, "maxRuns": 2}), "schedule.maxRuns"),
     ("maxRuns 0", job_body(schedule={"cron": "* * * * *", "maxRuns": 0}), "schedule.maxRuns"),
-    ("endAt before startAt", job_body(schedule={"every": "1h", "startAt": AT, "endAt": "2026-12-01T00:00:00Z"}),
-     "schedule.endAt"),
+    (
+        "endAt before startAt",
+        job_body(schedule={"every": "1h", "startAt": AT, "endAt": "2026-12-01T00:00:00Z"}),
+        "schedule.endAt",
+    ),
     ("endAt not a time", job_body(schedule={"cron": "* * * * *", "endAt": "later"}), "schedule.endAt"),
     ("jitterSeconds over an hour", job_body(schedule={"cron": "0 0 * * *"}, jitterSeconds=3601), "jitterSeconds"),
     ("jitterSeconds negative", job_body(jitterSeconds=-1), "jitterSeconds"),
