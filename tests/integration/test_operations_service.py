@@ -80,7 +80,10 @@ def test_jobs_with_a_spread_are_due_at_their_slot_plus_a_stable_delay_within_it(
         # Then scheduledAt stays the slot and dueAt carries the job's own delay, within the spread
         assert first.scheduled_at == slot and first.due_at == spread_due(job.job_id, slot, 300)
         assert slot <= first.due_at < slot + timedelta(seconds=300)
-        assert get_job(ports, "alice", job.job_id).job.next_run_at == first.due_at
+        view = get_job(ports, "alice", job.job_id)
+        assert view.job.next_run_at == first.due_at
+        hours = [slot + timedelta(hours=h) for h in range(5)]
+        assert view.next_runs == [spread_due(job.job_id, at, 300) for at in hours]  # each as it will be due
         dues.append(first.due_at)
     assert len(set(dues)) > 30  # spread across jobs, not one instant
     # When the hour comes and every run is dispatched and run
@@ -111,6 +114,7 @@ def test_a_run_now_is_never_spread_and_a_spread_at_least_the_period_is_refused(p
 
 def test_max_runs_ends_the_job_completed_after_its_last_run_without_a_further_slot(ports, clock):
     job, _ = submit_job(ports, "alice", spec(schedule={"cron": "* * * * *", "maxRuns": 3}))
+    assert len(get_job(ports, "alice", job.job_id).next_runs) == 3  # the runs left, not five
     for _ in range(3):
         clock.advance(60)
         assert run_due(ports, clock) == [ExecutionStatus.SUCCEEDED]

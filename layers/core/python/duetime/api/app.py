@@ -34,6 +34,7 @@ from duetime.api.models import (
     StatusChange,
 )
 from duetime.api.openapi import openapi_document
+from duetime.domain.bounds import first_run_number
 from duetime.domain.errors import (
     Conflict,
     DuetimeError,
@@ -206,7 +207,8 @@ def build_app(ports: Ports, local_secret: str | None = None) -> APIGatewayRestRe
         key = idempotency_key(app.current_event.headers)
         job, created = job_cases.submit_job(ports, who.owner, spec, key, groups=who.groups)
         if created:
-            view = job_cases.describe(job, job.next_run_at, ports.clock(), calendar_cases.CalendarCache(ports).of(job))
+            calendars = calendar_cases.CalendarCache(ports).of(job)
+            view = job_cases.describe(job, job.next_run_at, ports.clock(), calendars, first_run_number(job.schedule))
         else:
             view = job_cases.get_job(ports, who.owner, job.job_id)
         return json_response(201 if created else 200, job_response(view))

@@ -18,7 +18,6 @@ from duetime.domain.exclusions import Calendar, Exclusions
 from duetime.domain.keys import in_key_range
 from duetime.domain.models import (
     EPOCH,
-    MAX_JITTER_SECONDS,
     MAX_TAG_VALUE_CHARS,
     MAX_TAGS,
     TAG_KEY,
@@ -43,7 +42,6 @@ MAX_AT_AHEAD = timedelta(days=366)
 # id no parser accepts).
 MAX_AT_BEHIND = timedelta(days=366)
 IDEMPOTENCY_TTL = timedelta(hours=24)
-MAX_SPREAD = timedelta(seconds=MAX_JITTER_SECONDS)
 MAX_HANDLER_CHARS = 256  # as JobSpec.handler
 NEXT_RUNS_SHOWN = 5
 # jitterSeconds is checked against a cron's shortest gap among this many slots from now.
@@ -237,7 +235,9 @@ def get_job(ports: Ports, owner: str, job_id: str) -> JobView:
     job = get_owned_job(ports, owner, job_id)
     waiting = waiting_executions(ports, job_id) if job.status != JobStatus.CANCELLED else []
     now = ports.clock()
-    view = describe(job, waiting[0].due_at if waiting else None, now, CalendarCache(ports).of(job))
+    first = waiting[0] if waiting else None
+    calendars = CalendarCache(ports).of(job)
+    view = describe(job, first.due_at if first else None, now, calendars, first.run_number if first else None)
     recent = ports.store.executions_of_job(job_id, newest_first=True, limit=HEALTH_HISTORY_ROWS)
     return replace(view, health=health_of(job, recent, waiting, now))
 
@@ -256,22 +256,29 @@ def health_of(job: Job, recent: Sequence[Execution], waiting: Sequence[Execution
 
 
 def describe(
-    job: Job, next_run: datetime | None, now: datetime, calendars: Mapping[str, Calendar] | None = None
+    job: Job,
+    next_run: datetime | None,
+    now: datetime,
+    calendars: Mapping[str, Calendar] | None = None,
+    next_number: int | None = None,
 ) -> JobView:
     """The view of a job whose earliest waiting execution is due at `next_run` (a new job's is its first
     slot, so creating one needs no read back); `calendars` are its owner's, if it names any."""
     runs: list[datetime] = []
     schedule = recurrence_of(job.schedule, job.created_at)
     if schedule is not None and job.status == JobStatus.ACTIVE:
-        # Slots past endAt are not shown (maxRuns is counted on the rows, so it is left to the runs).
+        # Slots past endAt are not shown, nor past maxRuns (counted from the waiting row's runNumber).
         exclusions = Exclusions(job.exclude, job.schedule.time_zone, calendars)
         if next_run is not None and exclusions.excludes(next_run):
             # The waiting slot is on an excluded date: it will be recorded skipped, not run.
-            next_run = next_included(schedule, exclusions, next_run)
+            next_run = spread_due(job.job_id, next_included(schedule, exclusions, next_run), job.jitter_seconds)
         start = next_run or now
         later = included_runs(schedule, exclusions, start, NEXT_RUNS_SHOWN - (1 if next_run else 0))
-        runs = ([next_run] if next_run else []) + later
-        runs = [r for r in runs if job.schedule.end_at is None or r <= job.schedule.end_at + MAX_SPREAD]
+        later = [slot for slot in later if job.schedule.end_at is None or slot <= job.schedule.end_at]
+        # Each shown as when it is due: its slot plus the job's spread (as nextRunAt is).
+        runs = ([next_run] if next_run else []) + [spread_due(job.job_id, s, job.jitter_seconds) for s in later]
+        if job.schedule.max_runs is not None and next_number is not None:
+            runs = runs[: max(0, job.schedule.max_runs - next_number + 1)]
     elif next_run:
         runs = [next_run]
     return JobView(job=job.model_copy(update={"next_run_at": next_run}), next_runs=runs)
