@@ -269,3 +269,23 @@ def test_health_shows_the_last_run_success_and_failure_and_a_run_past_due(ports,
     clock.advance(300)
     late = get_job(ports, "alice", job.job_id).health
     assert late is not None and late.past_due is not None and late.past_due.status == ExecutionStatus.SCHEDULED
+
+
+def test_a_sparse_filter_pages_through_many_index_pages_without_skipping_or_repeating(ports, clock, monkeypatch):
+    # DynamoDB applies Limit before the filter: with tiny index pages, a sparse match spans many of them
+    monkeypatch.setattr("duetime.store.dynamo.FILTERED_PAGE", 2)
+    monkeypatch.setattr("duetime.store.dynamo.FILTERED_ROUNDS", 3)
+    made = [
+        submit_job(ports, "alice", spec(name=f"s{i}", tags={"rare": "yes"} if i % 5 == 0 else {}))[0] for i in range(23)
+    ]
+    wanted = [j.job_id for j in reversed(made) if j.tags]
+    for page_size in (1, 2, 3, 100):
+        seen: list[str] = []
+        cursor = None
+        for _ in range(50):
+            jobs, cursor = list_jobs(ports, "alice", page_size, cursor, job_filter(None, None, ["rare:yes"]))
+            assert len(jobs) <= page_size
+            seen.extend(j.job_id for j in jobs)
+            if cursor is None:
+                break
+        assert seen == wanted, page_size
