@@ -289,3 +289,19 @@ def test_a_sparse_filter_pages_through_many_index_pages_without_skipping_or_repe
             if cursor is None:
                 break
         assert seen == wanted, page_size
+
+
+def test_the_audit_finds_no_broken_chain_while_a_bounded_jobs_last_run_runs_or_once_it_completed(ports, clock):
+    from duetime.service.audit import audit
+
+    job, _ = submit_job(ports, "alice", spec(schedule={"cron": "* * * * *", "maxRuns": 1}))
+    clock.advance(60)
+    preload(ports, "p1")
+    [received] = ports.queues.receive("default", 10, 0, 30)
+    claim = cases.claim_execution(ports, received.message, "w1")
+    assert claim.verdict == cases.ClaimVerdict.CLAIMED and claim.execution is not None
+    # While the last run runs, no next slot exists and that is no broken chain
+    assert [f for f in audit(ports).findings if f.check == "cron chain broken"] == []
+    cases.complete(ports, received.message.key, 1, succeeded=True, current=claim.execution)  # read the job itself
+    assert get_job(ports, "alice", job.job_id).job.status == JobStatus.COMPLETED
+    assert audit(ports).findings == []
