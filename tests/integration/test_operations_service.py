@@ -305,3 +305,19 @@ def test_the_audit_finds_no_broken_chain_while_a_bounded_jobs_last_run_runs_or_o
     cases.complete(ports, received.message.key, 1, succeeded=True, current=claim.execution)  # read the job itself
     assert get_job(ports, "alice", job.job_id).job.status == JobStatus.COMPLETED
     assert audit(ports).findings == []
+
+
+@pytest.mark.parametrize("policy", ["latest", "none"])
+def test_catch_up_after_an_outage_stops_at_max_runs(ports, clock, policy):
+    # Given a job with 3 runs allowed whose every slot was missed (an outage of ten minutes)
+    job, _ = submit_job(ports, "alice", spec(schedule={"cron": "* * * * *", "maxRuns": 3}, catchUp=policy))
+    [first] = history(ports, job.job_id)
+    clock.now = first.scheduled_at + timedelta(minutes=10)
+    for _ in range(2):
+        run_due(ports, clock)
+    rows = history(ports, job.job_id)
+    ran = [r.scheduled_at for r in rows if r.status == ExecutionStatus.SUCCEEDED]
+    # Then `latest` runs the third slot (the latest within the bounds), `none` runs nothing
+    assert ran == ([first.scheduled_at + timedelta(minutes=2)] if policy == "latest" else [])
+    assert all(r.scheduled_at <= first.scheduled_at + timedelta(minutes=2) for r in rows)
+    assert get_job(ports, "alice", job.job_id).job.status == JobStatus.COMPLETED

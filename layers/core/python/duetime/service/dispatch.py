@@ -140,11 +140,15 @@ def dispatch(
             excluded = exclusions.excludes if exclusions is not None else None
             # Lateness is judged against when this run is due (its slot plus the job's spread), and no
             # slot past the schedule's bounds is planned.
-            planned_now = bounded_now(
-                job, execution, schedule, now - spread(job.job_id, execution.scheduled_at, job.jitter_seconds)
-            )
+            planned_now = now - spread(job.job_id, execution.scheduled_at, job.jitter_seconds)
             plan = plan_catch_up(
-                schedule, execution.scheduled_at, planned_now, job.catch_up, job.starting_deadline_seconds, excluded
+                schedule,
+                execution.scheduled_at,
+                planned_now,
+                job.catch_up,
+                job.starting_deadline_seconds,
+                excluded,
+                last_bound(job, execution, schedule, planned_now),
             )
             if plan is None:
                 to_send.append(execution)
@@ -191,21 +195,24 @@ def dispatch(
     return report
 
 
-def bounded_now(job: Job, execution: Execution, schedule: Recurrence, now: datetime) -> datetime:
-    """`now`, or the schedule's last slot if its bounds end before `now`: catch-up plans no slot past them.
+def last_bound(job: Job, execution: Execution, schedule: Recurrence, now: datetime) -> datetime | None:
+    """The latest instant a slot of `job`'s bounded schedule may have, if it falls before `now` (None: the
+    bounds allow every slot up to `now`): endAt, or the slot numbered maxRuns counting from `execution`'s.
 
-    Finding the last slot by maxRuns walks the slots from `execution`'s, at most MAX_SCAN of them (as many
-    as a catch-up plan walks anyway)."""
+    Finding the last slot by maxRuns walks the slots from `execution`'s up to `now`, at most MAX_SCAN of them
+    (as many as a catch-up plan walks anyway)."""
     bounds = job.schedule
-    limit = now if bounds.end_at is None else min(now, bounds.end_at)
+    end = bounds.end_at if bounds.end_at is not None and bounds.end_at < now else None
     if bounds.max_runs is None or execution.run_number is None:
-        return limit
+        return end
     slot = execution.scheduled_at
     for _ in range(min(bounds.max_runs - execution.run_number, MAX_SCAN)):
-        if slot > limit:
-            return limit
+        if slot > now:
+            return end
         slot = schedule.next_after(slot)
-    return min(limit, slot)
+    if slot > now:
+        return end
+    return slot if end is None else min(end, slot)
 
 
 def _put_all(ports: Ports, executions: list[Execution], threads: int) -> list[Execution]:

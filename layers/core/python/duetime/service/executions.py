@@ -147,7 +147,9 @@ def _skipped_by_catch_up(job: Job, message: DueMessage, now: datetime) -> str | 
         return None
     exclusions = Exclusions(job.exclude, job.schedule.time_zone) if job.exclude else None
     excluded = exclusions.excludes if exclusions is not None else None
-    plan = plan_catch_up(schedule, slot, now - offset, job.catch_up, job.starting_deadline_seconds, excluded)
+    deadline = job.starting_deadline_seconds
+    # endAt bounds the plan (maxRuns is counted on rows, which a message does not carry)
+    plan = plan_catch_up(schedule, slot, now - offset, job.catch_up, deadline, excluded, job.schedule.end_at)
     return None if plan is None or slot in plan.run_slots else plan.skip_reason
 
 
