@@ -20,7 +20,7 @@ from duetime.domain.spread import spread, spread_due
 from duetime.service.calendars import CalendarCache
 from duetime.service.context import Ports
 from duetime.service.executions import failure_notice
-from duetime.service.outcomes import complete_schedule
+from duetime.service.job_ends import complete_schedule
 from duetime.service.ports import DueMessage
 
 log = logging.getLogger("duetime.preloader")

@@ -19,7 +19,7 @@ from duetime.domain.results import ResultRejected, encode_result, truncate_error
 from duetime.domain.retry import compute_backoff, should_retry
 from duetime.domain.spread import spread, spread_due
 from duetime.service.context import Ports
-from duetime.service.outcomes import complete_if_last, pause_if_failing
+from duetime.service.job_ends import complete_if_last, pause_if_failing
 from duetime.service.ports import DueMessage
 
 # A message passed on by a worker that cannot run its handler is hidden this long, for another to take it.

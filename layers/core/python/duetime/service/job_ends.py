@@ -12,7 +12,7 @@ from duetime.domain.models import Execution, ExecutionStatus, Job, JobStatus
 from duetime.domain.recurrence import recurrence_of
 from duetime.service.context import Ports
 
-log = logging.getLogger("duetime.outcomes")
+log = logging.getLogger("duetime.job_ends")
 
 # Statuses that end a run that ran (or was meant to): what "consecutive failed runs" looks through.
 _RAN = (ExecutionStatus.SUCCEEDED, ExecutionStatus.FAILED)
