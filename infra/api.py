@@ -178,7 +178,8 @@ class Api(Construct):
             return node
 
         for route in GATEWAY_ROUTES:
-            body = model(f"{route.method} {route.path}") if route.body is not None else None
+            # An optional body (run now's) is left to the API: the gateway would refuse an empty one.
+            body = model(f"{route.method} {route.path}") if route.body is not None and route.body_required else None
             route_resource = resource(route.path)
             if route.access is Access.WORKER:
                 method(route_resource, route.method, body, authorization_type=apigw.AuthorizationType.IAM)

@@ -114,7 +114,24 @@ INVALID_JOBS: list[tuple[str, dict[str, Any], str]] = [
     ("interval in seconds", job_body(schedule={"every": "30s"}), "schedule.every"),
     ("interval of zero", job_body(schedule={"every": "rate(0 minutes)"}), "schedule.every"),
     ("interval and cron", job_body(schedule={"every": "90m", "cron": "* * * * *"}), "schedule"),
-    ("startAt with cron", job_body(schedule={"cron": "* * * * *", "startAt": AT}), "schedule"),
+    ("startAt with at", job_body(schedule={"at": AT, "startAt": AT}), "schedule.startAt"),
+    ("endAt with at", job_body(schedule={"at": AT, "endAt": AT}), "schedule.endAt"),
+    ("maxRuns with at", job_body(schedule={"at": AT, "maxRuns": 2}), "schedule.maxRuns"),
+    ("maxRuns 0", job_body(schedule={"cron": "* * * * *", "maxRuns": 0}), "schedule.maxRuns"),
+    (
+        "endAt before startAt",
+        job_body(schedule={"every": "1h", "startAt": AT, "endAt": "2026-12-01T00:00:00Z"}),
+        "schedule.endAt",
+    ),
+    ("endAt not a time", job_body(schedule={"cron": "* * * * *", "endAt": "later"}), "schedule.endAt"),
+    ("jitterSeconds over an hour", job_body(schedule={"cron": "0 0 * * *"}, jitterSeconds=3601), "jitterSeconds"),
+    ("jitterSeconds negative", job_body(jitterSeconds=-1), "jitterSeconds"),
+    ("jitterSeconds a period", job_body(schedule={"every": "2m"}, jitterSeconds=120), "jitterSeconds"),
+    ("pauseAfterFailures 0", job_body(pauseAfterFailures=0), "pauseAfterFailures"),
+    ("tags not strings", job_body(tags={"team": 1}), "tags.team"),
+    ("tags too many", job_body(tags={f"k{i}": "v" for i in range(21)}), "tags"),
+    ("tag key with a colon", job_body(tags={"a:b": "v"}), "tags"),
+    ("note on create", job_body(note="hello"), "note"),
     ("exclude not a date", job_body(schedule={"cron": "0 9 * * *"}, exclude=["2026-02-30"]), "exclude"),
     ("exclude range reversed", job_body(schedule={"cron": "0 9 * * *"}, exclude=["2026-12-26/2026-12-24"]), "exclude"),
     ("exclude on a one-off job", job_body(exclude=["2026-12-25"]), "exclude"),
@@ -633,3 +650,84 @@ def test_paging_walks_every_job_once_newest_first(alice, ports):
         if not cursor:
             break
     assert seen == ids[::-1]
+
+
+# -- operating jobs: spread, bounds, notes, run-now payload, filters, health ----------------------------
+
+
+def test_a_preview_with_a_job_id_shows_each_runs_due_time_spread_the_same_every_time(alice):
+    body = {"cron": "0 * * * *", "from": "2026-12-01T00:00:00Z", "count": 3, "jitterSeconds": 300, "jobId": "j_ab12"}
+    code, first = alice.call("POST", "/schedules/preview", body)
+    assert code == 200 and first["runs"] == [s["scheduledAt"] for s in first["slots"]]
+    for slot in first["slots"]:
+        delay = datetime.fromisoformat(slot["dueAt"]) - datetime.fromisoformat(slot["scheduledAt"])
+        assert timedelta(0) <= delay < timedelta(seconds=300)
+    assert alice.call("POST", "/schedules/preview", body) == (200, first)
+    assert_error(alice.call("POST", "/schedules/preview", {"cron": "0 * * * *", "jitterSeconds": 60}), 400, "jobId")
+    bounded = {"cron": "0 * * * *", "from": "2026-12-01T00:00:00Z", "maxRuns": 2, "count": 5}
+    assert len(alice.call("POST", "/schedules/preview", bounded)[1]["runs"]) == 2
+    assert_error(alice.call("POST", "/schedules/preview", {"at": AT, "maxRuns": 2}), 400, "maxRuns")
+
+
+def test_run_now_takes_an_optional_payload_for_that_execution_only(alice):
+    _, job = alice.call("POST", "/jobs", job_body(schedule={"cron": "0 0 * * *"}, payload={"region": "US"}))
+    path = f"/jobs/{job['jobId']}/run"
+    code, manual = alice.call("POST", path, {"payload": {"region": "EU"}})
+    assert code == 201 and manual["payload"] == {"region": "EU"} and manual["kind"] == "manual"
+    assert alice.call("POST", path)[0] == 409  # the same instant: a second run-now is refused, as before
+    assert_error(alice.call("POST", path, {"payload": "EU"}), 400, "payload")
+    assert_error(alice.call("POST", path, {"payload": {"x": "y" * (256 * 1024)}}), 400, "payload")
+    assert_error(alice.call("POST", path, {"payloads": {}}), 400, "payloads")
+    assert alice.call("GET", f"/jobs/{job['jobId']}")[1]["payload"] == {"region": "US"}
+
+
+def test_pause_and_resume_take_a_note_shown_on_the_job(alice):
+    _, job = alice.call("POST", "/jobs", job_body(schedule={"cron": "0 0 * * *"}))
+    path = f"/jobs/{job['jobId']}"
+    code, paused = alice.call("PATCH", path, {"status": "paused", "note": "waiting for the new API key"})
+    assert code == 200 and paused["status"] == "paused" and paused["note"] == "waiting for the new API key"
+    assert alice.call("GET", path)[1]["note"] == "waiting for the new API key"
+    assert alice.call("PATCH", path, {"status": "active"})[1]["note"] is None
+    assert_error(alice.call("PATCH", path, {"status": "paused", "note": "n" * 501}), 400, "note")
+
+
+def test_jobs_are_listed_filtered_by_tag_status_and_handler(alice, bob):
+    ids = {}
+    for name, tags, handler in (
+        ("a", {"team": "billing", "tier": "gold"}, "demo.echo"),
+        ("b", {"team": "billing"}, "demo.sleep"),
+        ("c", {"team": "search"}, "demo.echo"),
+    ):
+        ids[name] = alice.call("POST", "/jobs", job_body(name=name, tags=tags, handler=handler))[1]["jobId"]
+    bob.call("POST", "/jobs", job_body(tags={"team": "billing"}))
+
+    def listed(query: str) -> list[str]:
+        code, page = alice.call("GET", f"/jobs?{query}")
+        assert code == 200, page
+        return [j["name"] for j in page["jobs"]]
+
+    assert listed("tag=team:billing") == ["b", "a"]
+    assert listed("tag=team:billing&tag=tier:gold") == ["a"]
+    assert listed("handler=demo.echo&tag=team:billing") == ["a"]
+    assert listed("status=paused") == []
+    alice.call("PATCH", f"/jobs/{ids['c']}", {"status": "paused"})
+    assert listed("status=paused") == ["c"]
+    code, first = alice.call("GET", "/jobs?tag=team:billing&limit=1")
+    assert [j["name"] for j in first["jobs"]] == ["b"] and first["nextCursor"]
+    code, second = alice.call("GET", f"/jobs?tag=team:billing&limit=1&cursor={first['nextCursor']}")
+    assert [j["name"] for j in second["jobs"]] == ["a"]
+    assert_error(alice.call("GET", "/jobs?status=sleeping"), 400, "status")
+    assert_error(alice.call("GET", "/jobs?tag=team"), 400, "tag")
+    assert_error(alice.call("GET", "/jobs?tag=a%22b:c"), 400, "tag")
+
+
+def test_a_job_shows_its_schedule_health(alice, clock):
+    _, job = alice.call("POST", "/jobs", job_body(schedule={"cron": "* * * * *", "maxRuns": 5}, jitterSeconds=30))
+    code, shown = alice.call("GET", f"/jobs/{job['jobId']}")
+    assert code == 200
+    assert shown["lastRun"] is None and shown["lastSuccess"] is None and shown["lastFailure"] is None
+    assert shown["pastDue"] is None and shown["schedule"]["maxRuns"] == 5 and shown["jitterSeconds"] == 30
+    assert len(shown["nextRuns"]) == 5
+    clock.advance(600)  # nothing dispatched it: the waiting run is past due
+    late = alice.call("GET", f"/jobs/{job['jobId']}")[1]["pastDue"]
+    assert late["status"] == "scheduled" and late["executionId"].startswith(job["jobId"])

@@ -7,7 +7,7 @@ import os
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -81,7 +81,8 @@ class DuetimeClient:
         headers: dict[str, str] | None = None,
     ) -> Any:
         params = {k: v for k, v in (query or {}).items() if v is not None}
-        url = self.api_url + path + (f"?{urllib.parse.urlencode(params)}" if params else "")
+        # A list value is a repeated parameter (GET /jobs?tag=a:1&tag=b:2).
+        url = self.api_url + path + (f"?{urllib.parse.urlencode(params, doseq=True)}" if params else "")
         sent = {"Authorization": f"Bearer {self.token}", "Accept": "application/json", **(headers or {})}
         data = None
         if body is not None:
@@ -103,14 +104,25 @@ class DuetimeClient:
         headers = {"Idempotency-Key": idempotency_key} if idempotency_key else None
         return dict(self.request("POST", "/jobs", spec, headers=headers))
 
-    def list_jobs(self, limit: int | None = None, cursor: str | None = None) -> dict[str, Any]:
-        return dict(self.request("GET", "/jobs", query={"limit": limit, "cursor": cursor}))
+    def list_jobs(
+        self,
+        limit: int | None = None,
+        cursor: str | None = None,
+        status: str | None = None,
+        handler: str | None = None,
+        tags: Sequence[str] = (),
+    ) -> dict[str, Any]:
+        """A page of the caller's jobs, filtered server-side by status, handler and `key:value` tags."""
+        query = {"limit": limit, "cursor": cursor, "status": status, "handler": handler, "tag": list(tags) or None}
+        return dict(self.request("GET", "/jobs", query=query))
 
-    def iter_jobs(self, page_size: int = 100) -> Iterator[dict[str, Any]]:
-        """Every job of the caller, newest first, following nextCursor."""
+    def iter_jobs(
+        self, page_size: int = 100, status: str | None = None, handler: str | None = None, tags: Sequence[str] = ()
+    ) -> Iterator[dict[str, Any]]:
+        """Every job of the caller (matching the filters), newest first, following nextCursor."""
         cursor = None
         while True:
-            page = self.list_jobs(page_size, cursor)
+            page = self.list_jobs(page_size, cursor, status, handler, tags)
             yield from page["jobs"]
             cursor = page.get("nextCursor")
             if not cursor:
@@ -119,17 +131,21 @@ class DuetimeClient:
     def get_job(self, job_id: str) -> dict[str, Any]:
         return dict(self.request("GET", f"/jobs/{_segment(job_id)}"))
 
-    def pause_job(self, job_id: str) -> dict[str, Any]:
-        return dict(self.request("PATCH", f"/jobs/{_segment(job_id)}", {"status": "paused"}))
+    def pause_job(self, job_id: str, note: str | None = None) -> dict[str, Any]:
+        body = {"status": "paused", **({"note": note} if note else {})}
+        return dict(self.request("PATCH", f"/jobs/{_segment(job_id)}", body))
 
-    def resume_job(self, job_id: str) -> dict[str, Any]:
-        return dict(self.request("PATCH", f"/jobs/{_segment(job_id)}", {"status": "active"}))
+    def resume_job(self, job_id: str, note: str | None = None) -> dict[str, Any]:
+        body = {"status": "active", **({"note": note} if note else {})}
+        return dict(self.request("PATCH", f"/jobs/{_segment(job_id)}", body))
 
     def cancel_job(self, job_id: str) -> None:
         self.request("DELETE", f"/jobs/{_segment(job_id)}")
 
-    def run_now(self, job_id: str) -> dict[str, Any]:
-        return dict(self.request("POST", f"/jobs/{_segment(job_id)}/run"))
+    def run_now(self, job_id: str, payload: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Run the job now; a `payload` replaces the job's for this execution only."""
+        body = None if payload is None else {"payload": payload}
+        return dict(self.request("POST", f"/jobs/{_segment(job_id)}/run", body))
 
     def list_executions(self, job_id: str, limit: int | None = None, cursor: str | None = None) -> dict[str, Any]:
         query = {"limit": limit, "cursor": cursor}

@@ -302,3 +302,7 @@ METRIC_SHARD_ERRORS = "ShardErrors"
 
 # The owner `duetime local` prints a token for at start, and the API client's owner with a data dir's secret.
 LOCAL_FIRST_USER = "local-user"
+# Schedule health (GET /jobs/{id}): the newest executions read for lastRun/lastSuccess/lastFailure, and how
+# long past its dueAt a waiting run may be (a pre-load cycle or two late) before the job shows `pastDue`.
+HEALTH_HISTORY_ROWS = 20
+PAST_DUE_GRACE_SECONDS = 120

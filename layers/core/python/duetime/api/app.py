@@ -83,18 +83,25 @@ def build_app(ports: Ports, local_secret: str | None = None) -> APIGatewayRestRe
 
     def endpoint(route: Route) -> Callable[..., Response[str]]:
         checks = {p.name: p.check for p in route.params if p.where == "path"}
+        queried = [p.name for p in route.params if p.where == "query"]
 
         def serve(**values: str) -> Response[str]:
             who = admitted(route.access, caller)
             path = {name: check(values[name]) if check else values[name] for name, check in checks.items()}
             event = app.current_event
+            given = event.multi_value_query_string_parameters or {}
+            raw = raw_body() if route.body is not None else ""
+            body = None
+            if route.body is not None and (route.body_required or raw.strip()):
+                body = parse_body(raw, route.body)
             call = Call(
                 ports=ports,
                 caller=who,
                 path=path,
                 headers=event.headers or {},
                 paging=page_of(event.query_string_parameters) if route.paged else None,
-                body=parse_body(raw_body(), route.body) if route.body is not None else None,
+                body=body,
+                query={name: given[name] for name in queried if given.get(name)},
             )
             return reply_response(route, route.run(call))
 

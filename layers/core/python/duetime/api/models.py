@@ -10,7 +10,20 @@ from pydantic import ConfigDict, Field, field_serializer, field_validator
 
 from duetime.definitions import MAX_RESULT_BYTES
 from duetime.domain.exclusions import MAX_EXCLUSIONS, Calendar, check_exclude_entry, parse_exclusion
-from duetime.domain.models import CamelModel, Execution, Job, UtcDatetime, format_time, from_ms
+from duetime.domain.models import (
+    MAX_JITTER_SECONDS,
+    MAX_NOTE_CHARS,
+    MAX_RUNS,
+    CamelModel,
+    Execution,
+    ExecutionStatus,
+    Job,
+    RunKind,
+    UtcDatetime,
+    check_payload_size,
+    format_time,
+    from_ms,
+)
 from duetime.domain.results import compact_json
 
 MAX_PAGE = 100
@@ -24,10 +37,37 @@ def _times(values: list[datetime]) -> list[str]:
     return [format_time(t) for t in values]
 
 
+class RunSummary(CamelModel):
+    """One execution as schedule health shows it."""
+
+    execution_id: str
+    scheduled_at: UtcDatetime
+    due_at: UtcDatetime
+    status: ExecutionStatus
+    kind: RunKind
+    started_at: UtcDatetime | None = None
+    finished_at: UtcDatetime | None = None
+    error: str | None = None
+
+    @classmethod
+    def of(cls, execution: Execution | None) -> RunSummary | None:
+        if execution is None:
+            return None
+        return cls(**execution.model_dump(include=set(cls.model_fields)))
+
+
 class JobResponse(Job):
-    """A job as the API returns it: its definition, status, nextRunAt and, for cron jobs, the next runs."""
+    """A job as the API returns it: its definition, status, nextRunAt and, for cron jobs, the next runs.
+
+    GET /jobs/{jobId} adds the schedule's health, derived from its newest executions: lastRun (the last run
+    that started), lastSuccess, lastFailure (among the newest 20 executions) and pastDue (a waiting run
+    more than two minutes past its dueAt while the job is active; null if none)."""
 
     next_runs: list[UtcDatetime] = Field(default_factory=list)
+    last_run: RunSummary | None = None
+    last_success: RunSummary | None = None
+    last_failure: RunSummary | None = None
+    past_due: RunSummary | None = None
 
     @field_serializer("next_runs", when_used="json")
     def _next_runs(self, value: list[datetime]) -> list[str]:
@@ -45,9 +85,22 @@ class ExecutionPage(CamelModel):
 
 
 class StatusChange(CamelModel):
-    """PATCH /jobs/{jobId}: pause or resume (DELETE cancels)."""
+    """PATCH /jobs/{jobId}: pause or resume (DELETE cancels), with an optional note saying why."""
 
     status: Literal["paused", "active"]
+    note: str | None = Field(default=None, min_length=1, max_length=MAX_NOTE_CHARS)
+
+
+class RunNowRequest(CamelModel):
+    """POST /jobs/{jobId}/run (the body is optional): a payload for this execution only, instead of the
+    job's (the same size rule as a job's payload)."""
+
+    payload: dict[str, Any] | None = None
+
+    @field_validator("payload")
+    @classmethod
+    def _payload_size(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        return None if value is None else check_payload_size(value)
 
 
 class PreviewRequest(CamelModel):
@@ -57,8 +110,13 @@ class PreviewRequest(CamelModel):
     start_at: UtcDatetime | None = None
     time_zone: str = Field(default="UTC", min_length=1, max_length=64)
     exclude: list[str] = Field(default_factory=list, max_length=MAX_EXCLUSIONS)
+    end_at: UtcDatetime | None = None
+    max_runs: int | None = Field(default=None, ge=1, le=MAX_RUNS)
     from_: UtcDatetime | None = Field(default=None, alias="from")
     count: int = Field(default=10, ge=1, le=MAX_PAGE)
+    # With a jobId, each run's dueAt shows that job's spread (the delay derives from the job id and slot).
+    jitter_seconds: int = Field(default=0, ge=0, le=MAX_JITTER_SECONDS)
+    job_id: str | None = Field(default=None, pattern=r"^j_[0-9a-f]{1,64}$")
 
     model_config = ConfigDict(populate_by_name=True, extra="forbid")
 
@@ -70,8 +128,17 @@ class PreviewRequest(CamelModel):
         return value
 
 
+class PreviewSlot(CamelModel):
+    scheduled_at: UtcDatetime
+    due_at: UtcDatetime
+
+
 class PreviewResponse(CamelModel):
+    """The run times (slots); with a jobId, `slots` gives beside each when it is due: the slot plus that
+    job's spread over jitterSeconds (absent without a jobId)."""
+
     runs: list[UtcDatetime]
+    slots: list[PreviewSlot] | None = None
 
     @field_serializer("runs", when_used="json")
     def _runs(self, value: list[datetime]) -> list[str]:

@@ -55,7 +55,7 @@ def gateway_request_schemas() -> dict[str, dict[str, Any]]:
     for path, item in document["paths"].items():
         for method, operation in item.items():
             body = operation.get("requestBody")
-            if body:
+            if body and body["required"]:  # an optional body (run now's) is checked by the API, not the gateway
                 schema = _to_draft4(_inline(body["content"]["application/json"]["schema"], schemas))
                 models[f"{method.upper()} {path}"] = {"$schema": "http://json-schema.org/draft-04/schema#", **schema}
     return models

@@ -29,16 +29,20 @@ from duetime.api.models import (
     JobResponse,
     PreviewRequest,
     PreviewResponse,
+    PreviewSlot,
+    RunNowRequest,
+    RunSummary,
     StatusChange,
 )
 from duetime.api.parsing import validation_error
 from duetime.api.routing import Access, Answer, Api, Call, Param, Reply, Route
 from duetime.definitions import DEFAULT_JOB_CLASS
-from duetime.domain.errors import Conflict, InvalidSchedule, NotFound
+from duetime.domain.bounds import first_run_number
+from duetime.domain.errors import Conflict, InvalidInput, InvalidSchedule, NotFound
 from duetime.domain.exclusions import CALENDAR_NAME as CALENDAR_NAME_PATTERN
 from duetime.domain.exclusions import CALENDAR_NAME_RULE
 from duetime.domain.keys import JOB_ID_PATTERN, parse_execution_id
-from duetime.domain.models import Execution, JobSpec, Schedule
+from duetime.domain.models import Execution, JobSpec, JobStatus, Schedule
 from duetime.service import calendars as calendar_cases
 from duetime.service import executions as execution_cases
 from duetime.service import jobs as job_cases
@@ -97,6 +101,18 @@ IDEMPOTENCY_PARAM = Param(
     "the same key and body return the first job; another body with it is 422 (24 hours)",
     {"type": "string", "minLength": 1, "maxLength": MAX_KEY_CHARS, "pattern": "^[ -~]+$"},
 )
+# GET /jobs narrows the owner's jobs with these (all must hold), applied server-side in the owner's partition.
+JOB_FILTER_PARAMS = (
+    Param("status", "query", "only jobs in this status", {"type": "string", "enum": [s.value for s in JobStatus]}),
+    Param("handler", "query", "only jobs of this handler", {"type": "string", "minLength": 1, "maxLength": 256}),
+    Param(
+        "tag",
+        "query",
+        "key:value; only jobs with this tag (repeatable: every one must match)",
+        {"type": "string", "pattern": "^[A-Za-z0-9_./-]{1,64}:"},
+        repeatable=True,
+    ),
+)
 PAGE_PARAMS = (
     Param(
         "limit",
@@ -114,7 +130,15 @@ PAGE_PARAMS = (
 
 
 def job_response(view: job_cases.JobView) -> JobResponse:
-    return JobResponse(**dict(view.job), next_runs=view.next_runs)
+    health = view.health or job_cases.Health()
+    return JobResponse(
+        **dict(view.job),
+        next_runs=view.next_runs,
+        last_run=RunSummary.of(health.last_run),
+        last_success=RunSummary.of(health.last_success),
+        last_failure=RunSummary.of(health.last_failure),
+        past_due=RunSummary.of(health.past_due),
+    )
 
 
 def openapi(call: Call) -> Reply:
@@ -127,14 +151,15 @@ def create_job(call: Call) -> Reply:
     job, created = job_cases.submit_job(call.ports, who.owner, call.body_as(JobSpec), key, groups=who.groups)
     if created:
         calendars = calendar_cases.CalendarCache(call.ports).of(job)
-        view = job_cases.describe(job, job.next_run_at, call.ports.clock(), calendars)
+        view = job_cases.describe(job, job.next_run_at, call.ports.clock(), calendars, first_run_number(job.schedule))
     else:
         view = job_cases.get_job(call.ports, who.owner, job.job_id)
     return Reply(201 if created else 200, job_response(view))
 
 
 def list_jobs(call: Call) -> Reply:
-    jobs, next_cursor = job_cases.list_jobs(call.ports, call.owner, call.page.limit, call.page.cursor)
+    filters = job_cases.job_filter(call.first("status"), call.first("handler"), call.query.get("tag") or [])
+    jobs, next_cursor = job_cases.list_jobs(call.ports, call.owner, call.page.limit, call.page.cursor, filters)
     return Reply(200, JobPage(jobs=[JobResponse(**dict(job)) for job in jobs], next_cursor=next_cursor))
 
 
@@ -145,7 +170,7 @@ def get_job(call: Call) -> Reply:
 def change_job(call: Call) -> Reply:
     change = call.body_as(StatusChange)
     pause_or_resume = job_cases.pause_job if change.status == "paused" else job_cases.resume_job
-    return Reply(200, job_response(pause_or_resume(call.ports, call.owner, call.path["jobId"])))
+    return Reply(200, job_response(pause_or_resume(call.ports, call.owner, call.path["jobId"], change.note)))
 
 
 def cancel_job(call: Call) -> Reply:
@@ -161,7 +186,9 @@ def list_executions(call: Call) -> Reply:
 
 
 def run_job_now(call: Call) -> Reply:
-    return Reply(201, job_cases.run_now(call.ports, call.owner, call.path["jobId"]))
+    override = call.optional_body(RunNowRequest)
+    payload = None if override is None else override.payload
+    return Reply(201, job_cases.run_now(call.ports, call.owner, call.path["jobId"], payload))
 
 
 def list_calendars(call: Call) -> Reply:
@@ -194,15 +221,28 @@ def preview_schedule(call: Call) -> Reply:
             every=request.every,
             start_at=request.start_at,
             time_zone=request.time_zone,
+            end_at=request.end_at,
+            max_runs=request.max_runs,
         )
     except ValidationError as exc:
         raise validation_error(exc) from exc
+    try:
+        job_cases.check_bounds(schedule)
+    except InvalidInput as exc:  # named for a job's `schedule.*`; here the fields are top level
+        raise InvalidInput(exc.message, field=(exc.field or "").removeprefix("schedule.") or None) from exc
+    if request.jitter_seconds and request.job_id is None:
+        raise InvalidInput("jitterSeconds spreads a job's runs by its id: give jobId too", field="jobId")
     start: datetime = request.from_ or call.ports.clock()
     try:
         runs = job_cases.preview(schedule, start, request.count, request.exclude, calendars)
     except InvalidSchedule as exc:  # named for a job's `schedule.*`; here the fields are top level
         raise InvalidSchedule(exc.message, field=(exc.field or "").removeprefix("schedule.") or None) from exc
-    return Reply(200, PreviewResponse(runs=runs))
+    slots = None
+    if request.job_id is not None:
+        due = job_cases.preview_due(request.job_id, request.jitter_seconds, runs)
+        slots = [PreviewSlot(scheduled_at=slot, due_at=at) for slot, at in zip(runs, due, strict=True)]
+    # `slots` is absent without a jobId, not null
+    return Reply(200, PreviewResponse(runs=runs, slots=slots).model_dump(mode="json", by_alias=True, exclude_none=True))
 
 
 def heartbeat(call: Call) -> Reply:
@@ -252,16 +292,25 @@ ROUTES: tuple[Route, ...] = (
         "GET",
         "/jobs",
         list_jobs,
-        "The caller's jobs, newest first.",
+        "The caller's jobs, newest first, optionally filtered (a page may hold fewer than `limit` jobs while "
+        "`nextCursor` is set).",
         {200: Answer("a page of jobs", JobPage)},
+        params=JOB_FILTER_PARAMS,
         paged=True,
     ),
-    Route("GET", "/jobs/{jobId}", get_job, "One job.", {200: JOB}, params=[JOB_ID_PARAM]),
+    Route(
+        "GET",
+        "/jobs/{jobId}",
+        get_job,
+        "One job, with its schedule's health (lastRun, lastSuccess, lastFailure, nextRuns, pastDue).",
+        {200: JOB},
+        params=[JOB_ID_PARAM],
+    ),
     Route(
         "PATCH",
         "/jobs/{jobId}",
         change_job,
-        "Pause or resume a job.",
+        "Pause or resume a job, with an optional note (shown on the job).",
         {200: JOB},
         params=[JOB_ID_PARAM],
         body=StatusChange,
@@ -290,9 +339,12 @@ ROUTES: tuple[Route, ...] = (
         "POST",
         "/jobs/{jobId}/run",
         run_job_now,
-        "An execution due now, outside the schedule.",
+        "An execution due now, outside the schedule; an optional body's payload replaces the job's for it.",
         {201: EXECUTION},
         params=[JOB_ID_PARAM],
+        body=RunNowRequest,
+        body_required=False,
+        example={"payload": {"region": "EU"}},
         errors=(409,),
     ),
     Route(

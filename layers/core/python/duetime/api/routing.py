@@ -93,15 +93,19 @@ class Param:
     description: str
     schema: Mapping[str, Any]
     check: Callable[[str], str] | None = None
+    repeatable: bool = False  # a query parameter given any number of times (?tag=a&tag=b): an array
 
     def openapi(self) -> dict[str, Any]:
-        return {
+        declared = {
             "name": self.name,
             "in": self.where,
             "required": self.where == "path",
             "description": self.description,
-            "schema": dict(self.schema),
+            "schema": {"type": "array", "items": dict(self.schema)} if self.repeatable else dict(self.schema),
         }
+        if self.repeatable:
+            declared |= {"style": "form", "explode": True}
+        return declared
 
 
 @dataclass(frozen=True)
@@ -136,7 +140,8 @@ class Call:
     path: Mapping[str, str]
     headers: Mapping[str, str]
     paging: Page | None = None  # on paged routes
-    body: BaseModel | None = None  # the route's body model, validated
+    body: BaseModel | None = None  # the route's body model, validated (None when an optional body is absent)
+    query: Mapping[str, Sequence[str]] = field(default_factory=dict)  # the declared query parameters given
 
     @property
     def who(self) -> Caller:
@@ -158,6 +163,15 @@ class Call:
         if not isinstance(self.body, model):
             raise TypeError(f"the route declares no {model.__name__} body")
         return self.body
+
+    def optional_body(self, model: type[M]) -> M | None:
+        """The body of a route whose body is optional: None when the request had none."""
+        return None if self.body is None else self.body_as(model)
+
+    def first(self, name: str) -> str | None:
+        """A query parameter given once (its first value), or None."""
+        values = self.query.get(name) or ()
+        return values[0] if values else None
 
 
 @dataclass(frozen=True)
@@ -185,6 +199,7 @@ class Route:
     access: Access = Access.OWNER
     params: Sequence[Param] = ()  # one for each {name} in `path`, then any headers
     body: type[BaseModel] | None = None
+    body_required: bool = True  # False: an empty request body is no body (and the gateway does not check it)
     example: Any = None  # of the body
     paged: bool = False  # takes `limit` and `cursor`
     errors: tuple[int, ...] = ()
@@ -227,7 +242,7 @@ class Route:
             media: dict[str, Any] = {"schema": ref(self.body)}
             if self.example is not None:
                 media["example"] = self.example
-            operation["requestBody"] = {"required": True, "content": {"application/json": media}}
+            operation["requestBody"] = {"required": self.body_required, "content": {"application/json": media}}
         operation["responses"] = responses
         security = self.access.security()
         if security is not None:

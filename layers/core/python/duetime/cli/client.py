@@ -60,11 +60,37 @@ def job_detail(job: dict[str, Any]) -> str:
         ("payload", json.dumps(job.get("payload", {}))),
         ("createdAt", job.get("createdAt")),
     ]
+    fields += [(name, value) for name, value in operation_fields(job) if value is not None]
     text = table(fields, ("FIELD", "VALUE"))
     runs = job.get("nextRuns") or []
     if runs:
         text += "\n\nnext runs:\n" + "\n".join(f"  {r}" for r in runs)
     return text
+
+
+def operation_fields(job: dict[str, Any]) -> list[tuple[str, Any]]:
+    """The job's note, tags, spread, bounds and schedule health, each shown only when it has a value."""
+    schedule = job.get("schedule") or {}
+
+    def run(name: str) -> str | None:
+        summary = job.get(name)
+        if not summary:
+            return None
+        return f"{summary['executionId']} {summary['status']} ({summary.get('finishedAt') or summary['dueAt']})"
+
+    tags = job.get("tags") or {}
+    return [
+        ("note", job.get("note")),
+        ("tags", " ".join(f"{k}:{v}" for k, v in sorted(tags.items())) or None),
+        ("jitterSeconds", job.get("jitterSeconds") or None),
+        ("pauseAfterFailures", job.get("pauseAfterFailures")),
+        ("endAt", schedule.get("endAt")),
+        ("maxRuns", schedule.get("maxRuns")),
+        ("lastRun", run("lastRun")),
+        ("lastSuccess", run("lastSuccess")),
+        ("lastFailure", run("lastFailure")),
+        ("pastDue", run("pastDue")),
+    ]
 
 
 def execution_rows(executions: Sequence[dict[str, Any]]) -> str:
@@ -98,6 +124,12 @@ def spec_from_args(args: argparse.Namespace) -> dict[str, Any]:
         spec["schedule"] = {"at": args.at}
     if args.start_at:
         spec.setdefault("schedule", {})["startAt"] = args.start_at
+    if args.end_at:
+        spec.setdefault("schedule", {})["endAt"] = args.end_at
+    if args.max_runs is not None:
+        spec.setdefault("schedule", {})["maxRuns"] = args.max_runs
+    if args.tag:
+        spec["tags"] = {**spec.get("tags", {}), **dict(tag_pair(t) for t in args.tag)}
     if args.exclude:
         spec["exclude"] = args.exclude
     if args.tz:
@@ -121,10 +153,20 @@ def spec_from_args(args: argparse.Namespace) -> dict[str, Any]:
         ("catchUp", args.catch_up),
         ("startingDeadlineSeconds", args.starting_deadline),
         ("jobClass", args.job_class),
+        ("jitterSeconds", args.jitter),
+        ("pauseAfterFailures", args.pause_after_failures),
     ):
         if value is not None:
             spec[key] = value
     return spec
+
+
+def tag_pair(text: str) -> tuple[str, str]:
+    """A `--tag key:value` flag as a (key, value) pair; ValueError without the colon."""
+    key, sep, value = text.partition(":")
+    if not sep:
+        raise ValueError(f"--tag {text!r} must be key:value")
+    return key, value
 
 
 def _client(args: argparse.Namespace) -> DuetimeClient:
@@ -145,11 +187,12 @@ def cmd_create(args: argparse.Namespace) -> None:
 
 def cmd_list(args: argparse.Namespace) -> None:
     client = _client(args)
+    filters = {"status": args.status, "handler": args.handler, "tags": args.tag or ()}
     if args.all:
-        jobs = list(client.iter_jobs())
+        jobs = list(client.iter_jobs(**filters))
         _show(args, {"jobs": jobs, "nextCursor": None}, lambda page: job_rows(page["jobs"]))
         return
-    page = client.list_jobs(args.limit, args.cursor)
+    page = client.list_jobs(args.limit, args.cursor, **filters)
 
     def text(value: dict[str, Any]) -> str:
         more = f"\n(more: --cursor {value['nextCursor']})" if value.get("nextCursor") else ""
@@ -163,11 +206,11 @@ def cmd_get(args: argparse.Namespace) -> None:
 
 
 def cmd_pause(args: argparse.Namespace) -> None:
-    _show(args, _client(args).pause_job(args.job_id), job_detail)
+    _show(args, _client(args).pause_job(args.job_id, args.note), job_detail)
 
 
 def cmd_resume(args: argparse.Namespace) -> None:
-    _show(args, _client(args).resume_job(args.job_id), job_detail)
+    _show(args, _client(args).resume_job(args.job_id, args.note), job_detail)
 
 
 def cmd_cancel(args: argparse.Namespace) -> None:
@@ -176,7 +219,11 @@ def cmd_cancel(args: argparse.Namespace) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> None:
-    _show(args, _client(args).run_now(args.job_id), lambda e: execution_rows([e]))
+    try:
+        payload = None if args.payload is None else json.loads(args.payload)
+    except ValueError as exc:
+        raise ConfigError(f"--payload is not JSON: {exc}") from exc
+    _show(args, _client(args).run_now(args.job_id, payload), lambda e: execution_rows([e]))
 
 
 def cmd_executions(args: argparse.Namespace) -> None:
@@ -259,7 +306,16 @@ def add_client_commands(sub: Any) -> None:
     when.add_argument("--cron", help="a 5-field cron expression")
     when.add_argument("--at", help="one run at this ISO 8601 time")
     when.add_argument("--every", help="an interval of elapsed time: 90m, 1h30m, 2d or rate(90 minutes)")
-    create.add_argument("--start-at", dest="start_at", help="the interval's anchor (ISO 8601; default: now)")
+    create.add_argument(
+        "--start-at", dest="start_at", help="an interval's anchor (default: now); a cron's first run is not before it"
+    )
+    create.add_argument("--end-at", dest="end_at", help="no run after this ISO 8601 time (the job then completes)")
+    create.add_argument("--max-runs", dest="max_runs", type=int, help="at most this many runs (then completed)")
+    create.add_argument("--jitter", type=int, help="jitterSeconds: spread each run up to this many seconds late")
+    create.add_argument(
+        "--pause-after-failures", dest="pause_after_failures", type=int, help="pause after N failed runs in a row"
+    )
+    create.add_argument("--tag", action="append", help="a tag key:value (repeatable)")
     create.add_argument(
         "--exclude",
         action="append",
@@ -283,6 +339,9 @@ def add_client_commands(sub: Any) -> None:
     listing.add_argument("--limit", type=int)
     listing.add_argument("--cursor")
     listing.add_argument("--all", action="store_true", help="follow nextCursor to the end")
+    listing.add_argument("--status", choices=("active", "paused", "cancelled", "completed"))
+    listing.add_argument("--handler", help="only jobs of this handler")
+    listing.add_argument("--tag", action="append", help="only jobs with this tag key:value (repeatable)")
     _connection_flags(listing)
     listing.set_defaults(fn=_run(cmd_list))
 
@@ -295,6 +354,10 @@ def add_client_commands(sub: Any) -> None:
     ):
         action = actions.add_parser(name, help=text)
         action.add_argument("job_id", metavar="JOBID")
+        if name in ("pause", "resume"):
+            action.add_argument("--note", help="why, stored on the job and shown by `jobs get`")
+        if name == "run":
+            action.add_argument("--payload", help="a JSON object used instead of the job's payload, for this run")
         _connection_flags(action)
         action.set_defaults(fn=_run(fn))
 

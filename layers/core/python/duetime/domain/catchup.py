@@ -34,6 +34,7 @@ def plan_catch_up(
     policy: CatchUp,
     starting_deadline_seconds: int | None,
     excluded: Callable[[datetime], bool] | None = None,
+    last_slot: datetime | None = None,
 ) -> CatchUpPlan | None:
     """Plan what to do with a cron chain whose waiting slot `first_slot` may have been missed.
 
@@ -41,22 +42,24 @@ def plan_catch_up(
     `first_slot` up to `now` (at most MAX_SCAN of them) and returns the plan: `latest` runs the most
     recent one, `all` runs each in order (at most MAX_CATCH_UP_RUNS, the oldest beyond that skipped),
     `none` skips them all; any slot older than the starting deadline is skipped too. A slot `excluded`
-    (on an excluded date) never runs: it is counted with the skipped ones of this plan.
+    (on an excluded date) never runs: it is counted with the skipped ones of this plan. No slot after
+    `last_slot` (a bounded schedule's end) is walked: the plan's next slot is then past the bounds.
     """
     if now - first_slot < MISSED_AFTER:
         return None
     missed: list[datetime] = []
     count = 0
     slot = first_slot
-    while slot <= now and count < MAX_SCAN:
+    limit = now if last_slot is None else min(now, last_slot)
+    while slot <= limit and count < MAX_SCAN:
         count += 1
         if excluded is None or not excluded(slot):
             missed.append(slot)
         if len(missed) > MAX_CATCH_UP_RUNS:
             missed.pop(0)
         slot = schedule.next_after(slot)
-    while slot <= now:  # more than MAX_SCAN missed: jump ahead by the clock, bounded
-        slot = schedule.next_after(now)
+    while slot <= limit:  # more than MAX_SCAN missed: jump ahead by the clock, bounded
+        slot = schedule.next_after(limit)
     deadline = timedelta(seconds=starting_deadline_seconds) if starting_deadline_seconds else None
 
     def in_time(s: datetime) -> bool:

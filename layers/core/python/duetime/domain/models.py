@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import Annotated, Any, Literal
@@ -21,6 +22,17 @@ from pydantic.json_schema import SkipJsonSchema
 from duetime.definitions import DEFAULT_JOB_CLASS, MAX_PAYLOAD_BYTES, MAX_TIMEOUT_SECONDS
 from duetime.domain.exclusions import MAX_EXCLUSIONS, check_exclude_entry
 from duetime.domain.results import compact_json
+
+MAX_RUNS = 1_000_000  # a schedule's maxRuns
+# jitterSeconds: a run is spread over at most an hour after its slot (and less than the schedule's period).
+MAX_JITTER_SECONDS = 3600
+MAX_PAUSE_AFTER_FAILURES = 100
+# Tags: a small string map, filterable as `tag=key:value`, so a key has no ':' and both are short.
+MAX_TAGS = 20
+MAX_TAG_KEY_CHARS = 64
+MAX_TAG_VALUE_CHARS = 256
+TAG_KEY = re.compile(r"[A-Za-z0-9_./-]{1,64}")
+MAX_NOTE_CHARS = 500  # the note stored with a pause or resume
 
 
 def to_utc(value: datetime) -> datetime:
@@ -71,6 +83,8 @@ class JobStatus(StrEnum):
     ACTIVE = "active"
     PAUSED = "paused"
     CANCELLED = "cancelled"
+    # The schedule's bounds (endAt, maxRuns) are reached and its last run has ended: nothing runs again.
+    COMPLETED = "completed"
 
 
 class ExecutionStatus(StrEnum):
@@ -99,22 +113,32 @@ class CatchUp(StrEnum):
 
 
 class Schedule(CamelModel):
-    """One of `at` (one run), `cron` in `timeZone`, or `every` (an interval of elapsed time from `startAt`)."""
+    """One of `at` (one run), `cron` in `timeZone`, or `every` (an interval of elapsed time from `startAt`).
+
+    A repeating schedule may be bounded: no slot before `startAt` or after `endAt`, at most `maxRuns` slots.
+    """
 
     at: UtcDatetime | None = None
     cron: str | None = Field(default=None, min_length=1, max_length=200)
     every: str | None = Field(default=None, min_length=1, max_length=64)
     # The interval's anchor: slots are startAt + k * every. Unset at submission: the job's creation time.
+    # For cron: no slot before it.
     start_at: UtcDatetime | None = None
     time_zone: str = Field(default="UTC", min_length=1, max_length=64)
+    # No slot after this instant (inclusive bound); the job ends `completed` after its last run.
+    end_at: UtcDatetime | None = None
+    # At most this many slots from the first; the job ends `completed` after the last.
+    max_runs: int | None = Field(default=None, ge=1, le=MAX_RUNS)
 
     @model_validator(mode="after")
     def _one_kind(self) -> Schedule:
         if sum(kind is not None for kind in (self.at, self.cron, self.every)) != 1:
             raise ValueError("give exactly one of 'at', 'cron' or 'every'")
-        if self.start_at is not None and self.every is None:
-            raise ValueError("'startAt' anchors an 'every' schedule only")
         return self
+
+    @property
+    def is_bounded(self) -> bool:
+        return self.end_at is not None or self.max_runs is not None
 
     @property
     def is_cron(self) -> bool:
@@ -148,6 +172,12 @@ class JobSpec(CamelModel):
     # Local dates (in schedule.timeZone) whose slots are skipped and recorded with reason `excluded`.
     exclude: list[str] = Field(default_factory=list, max_length=MAX_EXCLUSIONS)
 
+    # Each run is due this many seconds after its slot at most: a deterministic spread (domain.spread).
+    jitter_seconds: int = Field(default=0, ge=0, le=MAX_JITTER_SECONDS)
+    # After this many consecutive runs that failed for good, the job is paused with a note saying why.
+    pause_after_failures: int | None = Field(default=None, ge=1, le=MAX_PAUSE_AFTER_FAILURES)
+    tags: dict[str, str] = Field(default_factory=dict)
+
     @field_validator("exclude")
     @classmethod
     def _exclusions(cls, value: list[str]) -> list[str]:
@@ -158,8 +188,30 @@ class JobSpec(CamelModel):
     @field_validator("payload")
     @classmethod
     def _payload_size(cls, value: dict[str, Any]) -> dict[str, Any]:
-        compact_json(value, "payload", MAX_PAYLOAD_BYTES)
-        return value
+        return check_payload_size(value)
+
+    @field_validator("tags")
+    @classmethod
+    def _tags(cls, value: dict[str, str]) -> dict[str, str]:
+        return check_tags(value)
+
+
+def check_payload_size(value: dict[str, Any]) -> dict[str, Any]:
+    """Refuse a payload over MAX_PAYLOAD_BYTES as compact JSON (ValueError, so pydantic names the field)."""
+    compact_json(value, "payload", MAX_PAYLOAD_BYTES)
+    return value
+
+
+def check_tags(value: dict[str, str]) -> dict[str, str]:
+    """Refuse more than MAX_TAGS tags, a key not of TAG_KEY's characters or a value too long."""
+    if len(value) > MAX_TAGS:
+        raise ValueError(f"at most {MAX_TAGS} tags are allowed, not {len(value)}")
+    for key, tag_value in value.items():
+        if not TAG_KEY.fullmatch(key):
+            raise ValueError(f"tag key {key[:80]!r} must be 1 to {MAX_TAG_KEY_CHARS} of A-Z a-z 0-9 _ . / -")
+        if len(tag_value) > MAX_TAG_VALUE_CHARS:
+            raise ValueError(f"tag {key!r} has a value over {MAX_TAG_VALUE_CHARS} characters")
+    return value
 
 
 class Job(JobSpec):
@@ -174,6 +226,8 @@ class Job(JobSpec):
     updated_at: UtcDatetime
     version: int = 1
     next_run_at: UtcDatetime | None = None
+    # Why the job was last paused or resumed: the owner's note, or the reason of an automatic pause.
+    note: str | None = Field(default=None, max_length=MAX_NOTE_CHARS)
     # The owner's groups when the job was submitted (from the token): grants naming a group are checked
     # again at claim, when no token is at hand. Stored with the job, never shown in the API.
     owner_groups: SkipJsonSchema[list[str]] = Field(default_factory=list, exclude=True)
@@ -221,6 +275,10 @@ class Execution(CamelModel):
     # The secret minted when the current attempt was claimed: only its holder knows it, and every write of
     # that attempt (heartbeat, complete, release) must name it. Stored on the row, never shown in the API.
     claim_token: SkipJsonSchema[str | None] = Field(default=None, exclude=True)
+    # A run-now's payload, used instead of the job's for this execution only.
+    payload: dict[str, Any] | None = None
+    # The slot's number in a schedule with maxRuns (1 for the first): carried from row to row, no count kept.
+    run_number: int | None = None
 
     def lease_live(self, now: datetime) -> bool:
         return self.status == ExecutionStatus.RUNNING and self.lease_until is not None and self.lease_until > now

@@ -22,7 +22,11 @@ Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
 def to_event(method: str, target: str, headers: dict[str, str], body: bytes) -> dict[str, Any]:
     """The API Gateway REST proxy event for one HTTP request."""
     parts = urlsplit(target)
-    query = dict(parse_qsl(parts.query, keep_blank_values=True))
+    pairs = parse_qsl(parts.query, keep_blank_values=True)
+    query = dict(pairs)
+    multi_query: dict[str, list[str]] = {}
+    for name, value in pairs:  # a repeated parameter (GET /jobs?tag=..&tag=..) keeps every value
+        multi_query.setdefault(name, []).append(value)
     try:
         text: str | None = body.decode("utf-8") if body else None
         encoded = False
@@ -35,7 +39,7 @@ def to_event(method: str, target: str, headers: dict[str, str], body: bytes) -> 
         "headers": headers,
         "multiValueHeaders": {k: [v] for k, v in headers.items()},
         "queryStringParameters": query or None,
-        "multiValueQueryStringParameters": {k: [v] for k, v in query.items()} or None,
+        "multiValueQueryStringParameters": multi_query or None,
         "pathParameters": None,
         "stageVariables": None,
         "requestContext": {

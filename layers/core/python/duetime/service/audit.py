@@ -64,6 +64,7 @@ def audit(ports: Ports, now: datetime | None = None) -> AuditReport:
     report = AuditReport()
     jobs = {job.job_id: job for job in ports.store.scan_jobs()}
     waiting_of: Counter[str] = Counter()
+    running_of: Counter[str] = Counter()
     for stored in ports.store.scan_open_executions():
         execution = stored.execution
         subject = execution.execution_id
@@ -95,6 +96,7 @@ def audit(ports: Ports, now: datetime | None = None) -> AuditReport:
                 )
         else:
             report.running += 1
+            running_of[execution.job_id] += 1
             lease = execution.lease_until
             if lease is None or lease < late:
                 ended = format_time(lease) if lease else "never set"
@@ -104,7 +106,9 @@ def audit(ports: Ports, now: datetime | None = None) -> AuditReport:
     for job in jobs.values():
         if job.status == JobStatus.ACTIVE and job.schedule.is_recurring:
             report.active_cron_jobs += 1
-            if waiting_of[job.job_id] == 0:
+            # A bounded schedule's last run may be running with nothing after it: it completes the job at its end.
+            last_run_running = job.schedule.is_bounded and running_of[job.job_id] > 0
+            if waiting_of[job.job_id] == 0 and not last_run_running:
                 report.findings.append(Finding("cron chain broken", job.job_id, "active, but no waiting execution"))
     for job_class in ports.settings.job_classes:
         depth = ports.queues.dead_letter_depth(job_class)

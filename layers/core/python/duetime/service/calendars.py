@@ -61,12 +61,12 @@ def delete_calendar(ports: Ports, owner: str, name: str) -> None:
 
 
 def jobs_naming(ports: Ports, owner: str, name: str) -> Iterator[Job]:
-    """The owner's jobs, not cancelled, whose `exclude` names calendar `name`."""
+    """The owner's jobs, not cancelled or completed, whose `exclude` names calendar `name`."""
     cursor: str | None = None
     while True:
         page = ports.store.list_jobs(owner, JOB_PAGE, cursor)
         for job in page.items:
-            if job.status != JobStatus.CANCELLED and name in calendars_named(job.exclude):
+            if job.status not in (JobStatus.CANCELLED, JobStatus.COMPLETED) and name in calendars_named(job.exclude):
                 yield job
         if page.cursor is None:
             return

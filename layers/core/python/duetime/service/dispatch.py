@@ -10,14 +10,17 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from duetime.definitions import RECONCILE_ROWS_PER_SHARD, SQS_BATCH_SIZE
+from duetime.domain.bounds import following_number, within_bounds
 from duetime.domain.catchup import MAX_SCAN, CatchUpPlan, first_slot_only, plan_catch_up
 from duetime.domain.exclusions import Exclusions
 from duetime.domain.keys import due_partition, execution_id
 from duetime.domain.models import Execution, ExecutionStatus, Job, JobStatus, RunKind, from_ms, to_ms
 from duetime.domain.recurrence import Recurrence, next_included, recurrence_of
+from duetime.domain.spread import spread, spread_due
 from duetime.service.calendars import CalendarCache
 from duetime.service.context import Ports
 from duetime.service.executions import failure_notice
+from duetime.service.job_ends import complete_schedule
 from duetime.service.ports import DueMessage
 
 log = logging.getLogger("duetime.preloader")
@@ -28,14 +31,25 @@ EXCLUDED = "excluded"
 FIRST_LOOKBACK = timedelta(hours=1)
 
 
-def new_execution(job: Job, slot: datetime, due_at: datetime | None = None, kind: RunKind = "scheduled") -> Execution:
+def new_execution(
+    job: Job,
+    slot: datetime,
+    due_at: datetime | None = None,
+    kind: RunKind = "scheduled",
+    run_number: int | None = None,
+) -> Execution:
+    """The row of `job`'s run in `slot`: due after the job's spread (a run-now is due at once), carrying
+    its slot's `run_number` when the schedule counts runs (maxRuns)."""
+    if due_at is None:
+        due_at = slot if kind == "manual" else spread_due(job.job_id, slot, job.jitter_seconds)
     return Execution(
         execution_id=execution_id(job.job_id, slot, manual=kind == "manual"),
         job_id=job.job_id,
         scheduled_at=slot,
-        due_at=due_at or slot,
+        due_at=due_at,
         job_class=job.job_class,
         kind=kind,
+        run_number=run_number,
     )
 
 
@@ -96,7 +110,7 @@ def dispatch(
             # due within the horizon are dispatched in turn.
             for created in _put_all(ports, followers, threads):
                 report.created += 1
-                if created.scheduled_at <= horizon:
+                if created.due_at <= horizon:
                     pending.append(created)
             followers = []
             continue
@@ -115,16 +129,31 @@ def dispatch(
             continue
         exclusions = Exclusions(job.exclude, job.schedule.time_zone, calendars.of(job)) if job.exclude else None
         next_slot: datetime | None
+        # Slots from this one to next_slot, for the run count; excluded dates are not slots of the schedule.
+        walked = 1
+        # Sent to run as it is: a bounded schedule's last slot completes the job when its run ends.
+        runs_plainly = False
         if exclusions is not None and exclusions.excludes(execution.scheduled_at):
             next_slot = _skip_excluded(ports, execution, schedule, exclusions, now, report)
+            walked = 0
         else:
             excluded = exclusions.excludes if exclusions is not None else None
+            # Lateness is judged against when this run is due (its slot plus the job's spread), and no
+            # slot past the schedule's bounds is planned.
+            planned_now = now - spread(job.job_id, execution.scheduled_at, job.jitter_seconds)
             plan = plan_catch_up(
-                schedule, execution.scheduled_at, now, job.catch_up, job.starting_deadline_seconds, excluded
+                schedule,
+                execution.scheduled_at,
+                planned_now,
+                job.catch_up,
+                job.starting_deadline_seconds,
+                excluded,
+                last_bound(job, execution, schedule, planned_now),
             )
             if plan is None:
                 to_send.append(execution)
                 next_slot = schedule.next_after(execution.scheduled_at)
+                runs_plainly = True
             else:
                 # Only on this rare path (a missed slot) does dispatch read: if the next slot has a row
                 # already, this one was dispatched before (queued just before an outage, say) and the next
@@ -134,7 +163,10 @@ def dispatch(
                     plan.next_slot
                     and following < plan.next_slot
                     and not _in_batch(pending, job, following)
-                    and ports.store.get_execution(ports.store.key_of(new_execution(job, following))) is not None
+                    and ports.store.get_execution(
+                        ports.store.key_of(new_execution(job, following, run_number=following_number(execution)))
+                    )
+                    is not None
                 ):
                     plan = first_slot_only(plan, execution.scheduled_at, following)
                 # Other waiting slots of this job that the plan covers (a job paused mid-chain has several).
@@ -151,10 +183,36 @@ def dispatch(
                     pending.remove(sibling)
                 _apply_catch_up(ports, job, [execution, *siblings], plan, now, to_send, report)
                 next_slot = plan.next_slot
-        if next_slot is not None:
-            followers.append(new_execution(job, next_slot))
+                walked = plan.skipped_count + len(plan.run_slots)
+        number = following_number(execution, walked)
+        if next_slot is not None and within_bounds(job.schedule, next_slot, number):
+            followers.append(new_execution(job, next_slot, run_number=number))
+        elif job.schedule.is_bounded and not runs_plainly:
+            # The schedule has no slot left and what it ran here (catch-up runs) carries no count: the job
+            # completes now (runs already sent still run). A plain last run completes it when it ends.
+            complete_schedule(ports, job, now)
     report.sent += _send_all(ports, [DueMessage.for_execution(e, ports.store.key_of(e)) for e in to_send], now, threads)
     return report
+
+
+def last_bound(job: Job, execution: Execution, schedule: Recurrence, now: datetime) -> datetime | None:
+    """The latest instant a slot of `job`'s bounded schedule may have, if it falls before `now` (None: the
+    bounds allow every slot up to `now`): endAt, or the slot numbered maxRuns counting from `execution`'s.
+
+    Finding the last slot by maxRuns walks the slots from `execution`'s up to `now`, at most MAX_SCAN of them
+    (as many as a catch-up plan walks anyway)."""
+    bounds = job.schedule
+    end = bounds.end_at if bounds.end_at is not None and bounds.end_at < now else None
+    if bounds.max_runs is None or execution.run_number is None:
+        return end
+    slot = execution.scheduled_at
+    for _ in range(min(bounds.max_runs - execution.run_number, MAX_SCAN)):
+        if slot > now:
+            return end
+        slot = schedule.next_after(slot)
+    if slot > now:
+        return end
+    return slot if end is None else min(end, slot)
 
 
 def _put_all(ports: Ports, executions: list[Execution], threads: int) -> list[Execution]:
@@ -236,7 +294,7 @@ def _apply_catch_up(
             continue
         # Due at its own slot (past: it is sent at once): the key derives from the slot, so the conditional
         # put can never create a second row for it, however often the plan is carried out.
-        catch_up = new_execution(job, slot, kind="catchup")
+        catch_up = new_execution(job, slot, kind="catchup")  # spread like its slot, if still in the past
         if ports.store.put_execution(catch_up):
             report.created += 1
             to_send.append(catch_up)

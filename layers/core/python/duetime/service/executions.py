@@ -18,7 +18,9 @@ from duetime.domain.models import CatchUp, Execution, ExecutionStatus, Job, JobS
 from duetime.domain.recurrence import recurrence_of
 from duetime.domain.results import ResultRejected, encode_result, truncate_error
 from duetime.domain.retry import compute_backoff, should_retry
+from duetime.domain.spread import spread, spread_due
 from duetime.service.context import Ports
+from duetime.service.job_ends import complete_if_last, pause_if_failing
 from duetime.service.outcomes import ClaimVerdict, RunResult
 from duetime.service.ports import DueMessage
 
@@ -64,11 +66,13 @@ def claim_execution(
     if _past_starting_deadline(job, message, now):
         ended = ports.store.end_waiting(message.key, ExecutionStatus.SKIPPED, now, "starting deadline")
         if ended is not None:
+            complete_if_last(ports, job, ended, now)
             return Claim(ClaimVerdict.DONE, execution=ended, job=job)
     skip_reason = _skipped_by_catch_up(job, message, now)
     if skip_reason is not None:
         ended = ports.store.end_waiting(message.key, ExecutionStatus.SKIPPED, now, skip_reason)
         if ended is not None:
+            complete_if_last(ports, job, ended, now)
             return Claim(ClaimVerdict.DONE, execution=ended, job=job)
     lease = lease_seconds(ports, message.job_class)
     checks_overlap = job.overlap != Overlap.ALLOW and job.schedule.is_recurring
@@ -92,6 +96,7 @@ def claim_execution(
             with contextlib.suppress(Conflict):
                 failed = ports.store.finish(message.key, current.attempt, ExecutionStatus.FAILED, now, error=error)
                 ports.queues.dead_letter(failed.job_class, failure_notice(ports, failed, job))
+                ended_for_good(ports, job, failed, now)
                 return Claim(ClaimVerdict.DONE, execution=failed, job=job)
         return Claim(ClaimVerdict.DONE, execution=current, job=job)
     claimed = outcome.claimed
@@ -101,6 +106,7 @@ def claim_execution(
             skipped = ports.store.end_claimed(
                 message.key, claimed.attempt, ExecutionStatus.SKIPPED, now, "overlap", claimed.claim_token
             )
+            complete_if_last(ports, job, skipped, now)
             return Claim(ClaimVerdict.DONE, execution=skipped, job=job)
         for other in others:  # Overlap.REPLACE: end the old run; its next heartbeat is refused and it stops
             with contextlib.suppress(Conflict):
@@ -116,8 +122,9 @@ def _past_starting_deadline(job: Job, message: DueMessage, now: datetime) -> boo
     if job.starting_deadline_seconds is None or message.kind == "manual":
         return False
     _, slot = parse_execution_id(message.execution_id)
-    first_attempt = message.due_ms == to_ms(slot)
-    return first_attempt and (now - slot).total_seconds() > job.starting_deadline_seconds
+    due = spread_due(job.job_id, slot, job.jitter_seconds)  # a first attempt is due at its slot's spread
+    first_attempt = message.due_ms == to_ms(due)
+    return first_attempt and (now - due).total_seconds() > job.starting_deadline_seconds
 
 
 def _skipped_by_catch_up(job: Job, message: DueMessage, now: datetime) -> str | None:
@@ -131,11 +138,14 @@ def _skipped_by_catch_up(job: Job, message: DueMessage, now: datetime) -> str | 
     if message.kind != "scheduled" or schedule is None or job.catch_up == CatchUp.ALL:
         return None
     _, slot = parse_execution_id(message.execution_id)
-    if message.due_ms != to_ms(slot):
+    offset = spread(job.job_id, slot, job.jitter_seconds)
+    if message.due_ms != to_ms(slot + offset):
         return None
     exclusions = Exclusions(job.exclude, job.schedule.time_zone) if job.exclude else None
     excluded = exclusions.excludes if exclusions is not None else None
-    plan = plan_catch_up(schedule, slot, now, job.catch_up, job.starting_deadline_seconds, excluded)
+    deadline = job.starting_deadline_seconds
+    # endAt bounds the plan (maxRuns is counted on rows, which a message does not carry)
+    plan = plan_catch_up(schedule, slot, now - offset, job.catch_up, deadline, excluded, job.schedule.end_at)
     return None if plan is None or slot in plan.run_slots else plan.skip_reason
 
 
@@ -228,22 +238,34 @@ def complete(
         except ResultRejected as exc:
             error, retryable = str(exc), False
         else:
-            return ports.store.finish(
+            succeeded_row = ports.store.finish(
                 key, attempt, ExecutionStatus.SUCCEEDED, now, result=result, claim_token=claim_token
             )
+            if succeeded_row.run_number is not None:  # a bounded schedule's run: was it the last?
+                complete_if_last(ports, job or ports.store.get_job(succeeded_row.job_id), succeeded_row, now)
+            return succeeded_row
     error = None if error is None else truncate_error(error)
     current = current or ports.store.get_execution(key)
     if current is None or current.status != ExecutionStatus.RUNNING or current.attempt != attempt:
         # Let the fenced write refuse it with the usual error.
         return ports.store.finish(key, attempt, ExecutionStatus.FAILED, now, error=error, claim_token=claim_token)
     job = job or ports.store.get_job(current.job_id)
-    if job is not None and job.status == JobStatus.ACTIVE and should_retry(job.retry, attempt, retryable):
+    runnable = (JobStatus.ACTIVE, JobStatus.COMPLETED)  # a completed job's last run still retries
+    if job is not None and job.status in runnable and should_retry(job.retry, attempt, retryable):
         return _retry(ports, key, current, attempt, error, now, job, claim_token)
     failed = ports.store.finish(key, attempt, ExecutionStatus.FAILED, now, error=error, claim_token=claim_token)
     # A crash here loses no notice: the row stays in the open index until the DLQ drain has told the
     # owner, and the reconciler sends the notice again if it never got there.
     ports.queues.dead_letter(failed.job_class, failure_notice(ports, failed, job))
+    ended_for_good(ports, job, failed, now)
     return failed
+
+
+def ended_for_good(ports: Ports, job: Job | None, failed: Execution, now: datetime) -> None:
+    """What a run that failed for good does to its job: a pause after pauseAfterFailures failures in a
+    row, else the completion of a bounded schedule whose last run it was."""
+    if not pause_if_failing(ports, job, failed, now):
+        complete_if_last(ports, job, failed, now)
 
 
 def failure_notice(ports: Ports, execution: Execution, job: Job | None) -> dict[str, Any]:

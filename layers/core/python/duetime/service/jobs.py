@@ -4,36 +4,68 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import itertools
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from datetime import datetime, timedelta
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
-from duetime.definitions import LONG_JOB_CLASS
+from duetime.definitions import HEALTH_HISTORY_ROWS, LONG_JOB_CLASS, PAST_DUE_GRACE_SECONDS
+from duetime.domain.bounds import first_bounded_slot, first_run_number
 from duetime.domain.cron import load_zone
 from duetime.domain.errors import Conflict, IdempotencyMismatch, InvalidInput, InvalidSchedule, NotFound
 from duetime.domain.exclusions import Calendar, Exclusions
 from duetime.domain.keys import in_key_range, new_job_id
-from duetime.domain.models import Execution, ExecutionStatus, Job, JobSpec, JobStatus, Schedule
+from duetime.domain.models import (
+    EPOCH,
+    MAX_TAG_VALUE_CHARS,
+    MAX_TAGS,
+    TAG_KEY,
+    Execution,
+    ExecutionStatus,
+    Job,
+    JobSpec,
+    JobStatus,
+    Schedule,
+)
 from duetime.domain.recurrence import included_runs, next_included, recurrence_of
+from duetime.domain.spread import spread_due
 from duetime.domain.webhooks import is_webhook, parse_webhook_url
 from duetime.service.calendars import CalendarCache, check_references
 from duetime.service.context import Ports
 from duetime.service.dispatch import dispatch, new_execution
 from duetime.service.handlers import check_handler
-from duetime.service.ports import DueMessage
+from duetime.service.ports import DueMessage, JobFilter
 
 MAX_AT_AHEAD = timedelta(days=366)
 # A one-off in the past runs at once; further back than this it is a mistake (a 1969 date would give an
 # id no parser accepts).
 MAX_AT_BEHIND = timedelta(days=366)
 IDEMPOTENCY_TTL = timedelta(hours=24)
+MAX_HANDLER_CHARS = 256  # as JobSpec.handler
 NEXT_RUNS_SHOWN = 5
+# jitterSeconds is checked against a cron's shortest gap among this many slots from now.
+JITTER_PERIOD_SLOTS = 50
+_CRON_PROBE = datetime(2026, 1, 1, tzinfo=UTC)  # a fixed start: the same spec always gets the same verdict
+
+
+@dataclass(frozen=True)
+class Health:
+    """How a job's schedule fares, derived at read time from its newest executions and its open rows:
+    the last run that started, the last success and failure among the newest HEALTH_HISTORY_ROWS
+    executions, and the waiting run overdue by more than PAST_DUE_GRACE_SECONDS if any."""
+
+    last_run: Execution | None = None
+    last_success: Execution | None = None
+    last_failure: Execution | None = None
+    past_due: Execution | None = None
 
 
 @dataclass(frozen=True)
 class JobView:
     job: Job
     next_runs: list[datetime]
+    health: Health | None = None
 
 
 def validate_spec(ports: Ports, spec: JobSpec, now: datetime) -> tuple[JobSpec, datetime]:
@@ -61,7 +93,42 @@ def validate_spec(ports: Ports, spec: JobSpec, now: datetime) -> tuple[JobSpec, 
         raise InvalidInput("exclude applies to 'cron' and 'every' schedules; an 'at' job runs once", field="exclude")
     if spec.retry.max_delay_seconds < spec.retry.base_delay_seconds:
         raise InvalidInput("retry.maxDelaySeconds must be at least baseDelaySeconds", field="retry.maxDelaySeconds")
-    return spec, first_slot(spec.schedule, now)
+    check_bounds(spec.schedule)
+    slot = first_slot(spec.schedule, now)
+    if spec.schedule.end_at is not None and slot > spec.schedule.end_at:
+        raise InvalidInput("schedule.endAt is before the schedule's first run", field="schedule.endAt")
+    check_jitter(spec)
+    return spec, slot
+
+
+def check_bounds(schedule: Schedule) -> None:
+    """startAt, endAt and maxRuns bound a repeating schedule; a one-off `at` has none (InvalidInput naming it)."""
+    if schedule.at is not None:
+        for name, value in (("startAt", schedule.start_at), ("endAt", schedule.end_at), ("maxRuns", schedule.max_runs)):
+            if value is not None:
+                raise InvalidInput(
+                    f"schedule.{name} bounds 'cron' and 'every' schedules; 'at' runs once", field=f"schedule.{name}"
+                )
+    if schedule.start_at is not None and schedule.end_at is not None and schedule.end_at < schedule.start_at:
+        raise InvalidInput("schedule.endAt is before schedule.startAt", field="schedule.endAt")
+
+
+def check_jitter(spec: JobSpec) -> None:
+    """jitterSeconds must stay below the schedule's shortest period, so a run is due before the next slot:
+    an interval's period is known; a cron's is its shortest gap over the next JITTER_PERIOD_SLOTS slots."""
+    if spec.jitter_seconds == 0:
+        return
+    recurrence = recurrence_of(spec.schedule, created_at=EPOCH)
+    if recurrence is None:
+        return
+    slots = recurrence.runs(EPOCH if spec.schedule.every is not None else _CRON_PROBE, JITTER_PERIOD_SLOTS)
+    period = min(b - a for a, b in itertools.pairwise(slots))
+    if spec.jitter_seconds >= period.total_seconds():
+        raise InvalidInput(
+            f"jitterSeconds {spec.jitter_seconds} must be less than the schedule's shortest period "
+            f"({int(period.total_seconds())} s)",
+            field="jitterSeconds",
+        )
 
 
 def first_slot(schedule: Schedule, now: datetime) -> datetime:
@@ -76,7 +143,7 @@ def first_slot(schedule: Schedule, now: datetime) -> datetime:
         load_zone(schedule.time_zone)  # intervals are elapsed time, but an unknown zone is still a mistake
     recurrence = recurrence_of(schedule, created_at=now)
     assert recurrence is not None
-    return recurrence.next_after(now)
+    return first_bounded_slot(recurrence, schedule, now)
 
 
 def anchored(spec: JobSpec, now: datetime) -> JobSpec:
@@ -122,7 +189,7 @@ def submit_job(
         created_at=now,
         updated_at=now,
     )
-    first = new_execution(job, slot)
+    first = new_execution(job, slot, run_number=first_run_number(job.schedule))
     idempotency = None
     if idem_key:
         expires = int((now + IDEMPOTENCY_TTL).timestamp())
@@ -135,9 +202,9 @@ def submit_job(
             if existing:
                 return existing, False
         raise
-    if slot <= ports.dispatch_horizon(now):
+    if first.due_at <= ports.dispatch_horizon(now):
         dispatch(ports, [first], now, known_jobs={job.job_id: job})
-    return job.model_copy(update={"next_run_at": slot}), True
+    return job.model_copy(update={"next_run_at": first.due_at}), True
 
 
 def _idempotent_replay(ports: Ports, owner: str, idem_key: str, digest: str) -> Job | None:
@@ -163,36 +230,94 @@ def waiting_executions(ports: Ports, job_id: str) -> list[Execution]:
 
 
 def get_job(ports: Ports, owner: str, job_id: str) -> JobView:
-    """The job with nextRunAt (its earliest waiting execution) and, for cron jobs, the next few runs."""
+    """The job with nextRunAt (its earliest waiting execution), for cron jobs the next few runs, and its
+    schedule's health (one bounded query of its newest executions; nothing is written per run for it)."""
     job = get_owned_job(ports, owner, job_id)
     waiting = waiting_executions(ports, job_id) if job.status != JobStatus.CANCELLED else []
-    return describe(job, waiting[0].due_at if waiting else None, ports.clock(), CalendarCache(ports).of(job))
+    now = ports.clock()
+    first = waiting[0] if waiting else None
+    calendars = CalendarCache(ports).of(job)
+    view = describe(job, first.due_at if first else None, now, calendars, first.run_number if first else None)
+    recent = ports.store.executions_of_job(job_id, newest_first=True, limit=HEALTH_HISTORY_ROWS)
+    return replace(view, health=health_of(job, recent, waiting, now))
+
+
+def health_of(job: Job, recent: Sequence[Execution], waiting: Sequence[Execution], now: datetime) -> Health:
+    """The health of `job` from its `recent` executions (newest first) and its `waiting` ones."""
+    started = [e for e in recent if e.started_at is not None]
+    grace = timedelta(seconds=PAST_DUE_GRACE_SECONDS)
+    overdue = job.status == JobStatus.ACTIVE and waiting and waiting[0].due_at + grace < now
+    return Health(
+        last_run=max(started, key=lambda e: e.started_at or now, default=None),
+        last_success=next((e for e in recent if e.status == ExecutionStatus.SUCCEEDED), None),
+        last_failure=next((e for e in recent if e.status == ExecutionStatus.FAILED), None),
+        past_due=waiting[0] if overdue else None,
+    )
 
 
 def describe(
-    job: Job, next_run: datetime | None, now: datetime, calendars: Mapping[str, Calendar] | None = None
+    job: Job,
+    next_run: datetime | None,
+    now: datetime,
+    calendars: Mapping[str, Calendar] | None = None,
+    next_number: int | None = None,
 ) -> JobView:
     """The view of a job whose earliest waiting execution is due at `next_run` (a new job's is its first
     slot, so creating one needs no read back); `calendars` are its owner's, if it names any."""
     runs: list[datetime] = []
     schedule = recurrence_of(job.schedule, job.created_at)
     if schedule is not None and job.status == JobStatus.ACTIVE:
+        # Slots past endAt are not shown, nor past maxRuns (counted from the waiting row's runNumber).
         exclusions = Exclusions(job.exclude, job.schedule.time_zone, calendars)
         if next_run is not None and exclusions.excludes(next_run):
             # The waiting slot is on an excluded date: it will be recorded skipped, not run.
-            next_run = next_included(schedule, exclusions, next_run)
+            next_run = spread_due(job.job_id, next_included(schedule, exclusions, next_run), job.jitter_seconds)
         start = next_run or now
         later = included_runs(schedule, exclusions, start, NEXT_RUNS_SHOWN - (1 if next_run else 0))
-        runs = ([next_run] if next_run else []) + later
+        later = [slot for slot in later if job.schedule.end_at is None or slot <= job.schedule.end_at]
+        # Each shown as when it is due: its slot plus the job's spread (as nextRunAt is).
+        runs = ([next_run] if next_run else []) + [spread_due(job.job_id, s, job.jitter_seconds) for s in later]
+        if job.schedule.max_runs is not None and next_number is not None:
+            runs = runs[: max(0, job.schedule.max_runs - next_number + 1)]
     elif next_run:
         runs = [next_run]
     return JobView(job=job.model_copy(update={"next_run_at": next_run}), next_runs=runs)
 
 
-def list_jobs(ports: Ports, owner: str, limit: int, cursor: str | None) -> tuple[list[Job], str | None]:
-    """The owner's jobs, newest first; raises InvalidInput naming `cursor` for one not of this owner."""
-    page = ports.store.list_jobs(owner, limit, cursor)
+def list_jobs(
+    ports: Ports, owner: str, limit: int, cursor: str | None, filters: JobFilter | None = None
+) -> tuple[list[Job], str | None]:
+    """The owner's jobs, newest first, narrowed by `filters` in the store (within the owner's partition);
+    raises InvalidInput naming `cursor` for one not of this owner."""
+    page = (
+        ports.store.list_jobs(owner, limit, cursor, filters)
+        if filters and not filters.is_empty
+        else (ports.store.list_jobs(owner, limit, cursor))
+    )
     return page.items, page.cursor
+
+
+def job_filter(status: str | None, handler: str | None, tags: Sequence[str]) -> JobFilter:
+    """GET /jobs's filters from its query values: `status` one of JobStatus, `handler` a name, each `tag`
+    "key:value" (the key as tags allow). Raises InvalidInput naming the parameter."""
+    job_status = None
+    if status is not None:
+        try:
+            job_status = JobStatus(status)
+        except ValueError:
+            known = ", ".join(s.value for s in JobStatus)
+            raise InvalidInput(f"status must be one of {known}", field="status") from None
+    if handler is not None and not 1 <= len(handler) <= MAX_HANDLER_CHARS:
+        raise InvalidInput(f"handler must be 1 to {MAX_HANDLER_CHARS} characters", field="handler")
+    pairs: list[tuple[str, str]] = []
+    if len(tags) > MAX_TAGS:
+        raise InvalidInput(f"at most {MAX_TAGS} tag filters are allowed", field="tag")
+    for tag in tags:
+        key, sep, value = tag.partition(":")
+        if not sep or not TAG_KEY.fullmatch(key) or len(value) > MAX_TAG_VALUE_CHARS:
+            raise InvalidInput("tag must be key:value, the key of A-Z a-z 0-9 _ . / - (64 at most)", field="tag")
+        pairs.append((key, value))
+    return JobFilter(status=job_status, handler=handler, tags=tuple(pairs))
 
 
 def list_executions(
@@ -205,13 +330,16 @@ def list_executions(
     return page.items, page.cursor
 
 
-def pause_job(ports: Ports, owner: str, job_id: str) -> JobView:
-    """No new runs start; the waiting execution stays waiting (and is not run if already queued)."""
+def pause_job(ports: Ports, owner: str, job_id: str, note: str | None = None) -> JobView:
+    """No new runs start; the waiting execution stays waiting (and is not run if already queued). The
+    `note` (why) is stored on the job; pausing a paused job replaces its note only if one is given."""
     job = get_owned_job(ports, owner, job_id)
-    if job.status == JobStatus.CANCELLED:
-        raise Conflict("a cancelled job cannot be paused", field="status")
+    if job.status in (JobStatus.CANCELLED, JobStatus.COMPLETED):
+        raise Conflict(f"a {job.status.value} job cannot be paused", field="status")
+    if job.status == JobStatus.PAUSED and note is not None:
+        ports.store.update_job_status(job, JobStatus.PAUSED, ports.clock(), note)
     if job.status == JobStatus.ACTIVE:
-        ports.store.update_job_status(job, JobStatus.PAUSED, ports.clock())
+        ports.store.update_job_status(job, JobStatus.PAUSED, ports.clock(), note)
         # Held rows leave the reconciler's `open` index: a pause costs it nothing per cycle. One that a
         # concurrent dispatch creates meanwhile is held by the reconciler when it first finds it.
         for execution in waiting_executions(ports, job_id):
@@ -219,14 +347,15 @@ def pause_job(ports: Ports, owner: str, job_id: str) -> JobView:
     return get_job(ports, owner, job_id)
 
 
-def resume_job(ports: Ports, owner: str, job_id: str) -> JobView:
-    """Active again: the waiting execution is dispatched, so missed slots follow the catch-up policy."""
+def resume_job(ports: Ports, owner: str, job_id: str, note: str | None = None) -> JobView:
+    """Active again: the waiting execution is dispatched, so missed slots follow the catch-up policy. The
+    pause's note gives way to `note` (none: cleared)."""
     job = get_owned_job(ports, owner, job_id)
-    if job.status == JobStatus.CANCELLED:
-        raise Conflict("a cancelled job cannot be resumed", field="status")
+    if job.status in (JobStatus.CANCELLED, JobStatus.COMPLETED):
+        raise Conflict(f"a {job.status.value} job cannot be resumed", field="status")
     if job.status == JobStatus.PAUSED:
         now = ports.clock()
-        job = ports.store.update_job_status(job, JobStatus.ACTIVE, now)
+        job = ports.store.update_job_status(job, JobStatus.ACTIVE, now, note)
         held = waiting_executions(ports, job_id)
         for execution in held:  # back where the reconciler looks, before anything is sent
             ports.store.unhold_waiting(ports.store.key_of(execution))
@@ -255,13 +384,14 @@ def cancel_job(ports: Ports, owner: str, job_id: str) -> None:
                 ports.store.end_claimed(key, execution.attempt, ExecutionStatus.CANCELLED, now, "job cancelled")
 
 
-def run_now(ports: Ports, owner: str, job_id: str) -> Execution:
-    """An execution due now, outside the schedule; the schedule is not disturbed."""
+def run_now(ports: Ports, owner: str, job_id: str, payload: dict[str, Any] | None = None) -> Execution:
+    """An execution due now, outside the schedule; the schedule is not disturbed. A `payload` replaces the
+    job's for this execution only (stored on its row)."""
     job = get_owned_job(ports, owner, job_id)
     if job.status != JobStatus.ACTIVE:
         raise Conflict(f"job is {job.status.value}; only an active job can run now", field="status")
     now = ports.clock()
-    execution = new_execution(job, now, kind="manual")
+    execution = new_execution(job, now, kind="manual").model_copy(update={"payload": payload})
     if not ports.store.put_execution(execution):
         raise Conflict("a run was requested at this same instant already")
     ports.queues.send([DueMessage.for_execution(execution, ports.store.key_of(execution))], now)
@@ -282,4 +412,12 @@ def preview(
         return [schedule.at] if schedule.at > start else []
     recurrence = recurrence_of(schedule, created_at=start)
     assert recurrence is not None
-    return included_runs(recurrence, Exclusions(exclude, schedule.time_zone, calendars), start, count)
+    runs = included_runs(recurrence, Exclusions(exclude, schedule.time_zone, calendars), start, count)
+    if schedule.max_runs is not None:
+        runs = runs[: schedule.max_runs]  # counted from `start`, as for a job submitted then
+    return [r for r in runs if schedule.end_at is None or r <= schedule.end_at]
+
+
+def preview_due(job_id: str, jitter_seconds: int, runs: Sequence[datetime]) -> list[datetime]:
+    """When each run of `runs` is due for the job `job_id` spread over `jitter_seconds` (domain.spread)."""
+    return [spread_due(job_id, slot, jitter_seconds) for slot in runs]

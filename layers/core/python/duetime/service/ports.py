@@ -31,6 +31,26 @@ def new_claim_token() -> str:
 
 
 @dataclass(frozen=True)
+class JobFilter:
+    """What GET /jobs narrows the owner's jobs to: every given condition holds (tags: each key:value pair)."""
+
+    status: JobStatus | None = None
+    handler: str | None = None
+    tags: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def is_empty(self) -> bool:
+        return self.status is None and self.handler is None and not self.tags
+
+    def matches(self, job: Job) -> bool:
+        return (
+            (self.status is None or job.status == self.status)
+            and (self.handler is None or job.handler == self.handler)
+            and all(job.tags.get(key) == value for key, value in self.tags)
+        )
+
+
+@dataclass(frozen=True)
 class ClaimOutcome:
     """The result of a claim: `claimed` if this worker now holds the attempt (with the claim's token in
     `claimed.claim_token`), else the row as it stands."""
@@ -127,12 +147,15 @@ class JobStore(Protocol):
 
     def get_jobs(self, job_ids: list[str]) -> dict[str, Job]: ...
 
-    def list_jobs(self, owner: str, limit: int, cursor: str | None) -> Page[Job]:
-        """The owner's jobs, newest first; raises InvalidInput(field="cursor") for a cursor not of this owner."""
+    def list_jobs(self, owner: str, limit: int, cursor: str | None, filters: JobFilter | None = None) -> Page[Job]:
+        """The owner's jobs, newest first, narrowed by `filters` within the owner's partition (never a scan of
+        other owners'); a page may hold fewer than `limit` jobs while its cursor is set. Raises
+        InvalidInput(field="cursor") for a cursor not of this owner."""
         ...
 
-    def update_job_status(self, job: Job, status: JobStatus, now: datetime) -> Job:
-        """Set the status if the version is still `job.version`; raises Conflict otherwise."""
+    def update_job_status(self, job: Job, status: JobStatus, now: datetime, note: str | None = None) -> Job:
+        """Set the status and the note (None clears it) if the version is still `job.version`; raises
+        Conflict otherwise."""
         ...
 
     def scan_jobs(self) -> Iterator[Job]:

@@ -261,7 +261,8 @@ class Worker:
             job_id=execution.job_id,
             attempt=execution.attempt,
             scheduled_at=execution.scheduled_at,
-            payload=job.payload,
+            # A run-now may carry its own payload, for this execution only.
+            payload=job.payload if execution.payload is None else execution.payload,
             owner=job.owner,
             worker_id=self.worker_id,
             claim_token=execution.claim_token or "",

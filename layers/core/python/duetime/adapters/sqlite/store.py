@@ -44,7 +44,7 @@ from duetime.domain.models import (
     to_ms,
 )
 from duetime.domain.results import truncate_error
-from duetime.service.ports import ClaimOutcome, OpenPage, Page, StoredExecution, new_claim_token
+from duetime.service.ports import ClaimOutcome, JobFilter, OpenPage, Page, StoredExecution, new_claim_token
 
 # SQLite's default limit of host parameters in one statement is 999 (3.40): ask for jobs in chunks below it.
 IN_CHUNK = 500
@@ -76,6 +76,7 @@ def job_to_doc(job: Job) -> str:
             "createdMs": to_ms(job.created_at),
             "updatedMs": to_ms(job.updated_at),
             "ownerGroups": list(job.owner_groups),
+            "note": job.note,
         },
         separators=(",", ":"),
     )
@@ -94,6 +95,7 @@ def job_from_doc(doc: str) -> Job:
             "createdAt": from_ms(int(v["createdMs"])),
             "updatedAt": from_ms(int(v["updatedMs"])),
             "owner_groups": list(v.get("ownerGroups") or []),
+            "note": v.get("note"),
         }
     )
 
@@ -133,6 +135,8 @@ def execution_to_doc(execution: Execution, notified_ms: int | None = None) -> st
             ],
             "notifiedMs": notified_ms,
             "claimToken": execution.claim_token,
+            "payload": execution.payload,
+            "runNumber": execution.run_number,
         },
         separators=(",", ":"),
     )
@@ -172,6 +176,8 @@ def execution_from_values(v: dict[str, Any]) -> Execution:
             for i, a in enumerate(v["attempts"])
         ],
         claim_token=v.get("claimToken"),
+        payload=v.get("payload"),
+        run_number=v.get("runNumber"),
     )
 
 
@@ -250,12 +256,23 @@ class SqliteStore:
                 found[job.job_id] = job
         return found
 
-    def list_jobs(self, owner: str, limit: int, cursor: str | None) -> Page[Job]:
-        """The owner's jobs, newest first; the cursor names the last job shown and is bound to the owner."""
+    def list_jobs(self, owner: str, limit: int, cursor: str | None, filters: JobFilter | None = None) -> Page[Job]:
+        """The owner's jobs, newest first; the cursor names the last job shown and is bound to the owner.
+        `filters` are applied in the query, within the owner's rows (status, handler, tags)."""
         scope = f"owner:{owner}"
         start = decode_cursor(scope, cursor, {"owner": owner, "jobId": None, "createdKey": None})
         sql = "SELECT doc, created_key FROM jobs WHERE owner = ?"
         args: list[Any] = [owner]
+        if filters is not None:
+            if filters.status is not None:
+                sql += " AND json_extract(doc, '$.status') = ?"
+                args.append(filters.status.value)
+            if filters.handler is not None:
+                sql += " AND json_extract(doc, '$.definition.handler') = ?"
+                args.append(filters.handler)
+            for key, value in filters.tags:  # keys are of TAG_KEY's characters (no quote): one JSON path step
+                sql += " AND json_extract(doc, ?) = ?"
+                args.extend([f'$.definition.tags."{key}"', value])
         if start:
             sql += " AND created_key < ?"
             args.append(start["createdKey"])
@@ -266,16 +283,18 @@ class SqliteStore:
             last = {"owner": owner, "jobId": jobs[-1].job_id, "createdKey": rows[limit - 1][1]}
         return Page(items=jobs, cursor=encode_cursor(scope, last))
 
-    def update_job_status(self, job: Job, status: JobStatus, now: datetime) -> Job:
-        """Set a job's status if its version is still `job.version`; raises Conflict otherwise."""
+    def update_job_status(self, job: Job, status: JobStatus, now: datetime, note: str | None = None) -> Job:
+        """Set a job's status and note (None clears it) if its version is still `job.version`; raises
+        Conflict otherwise."""
+        change = {"status": status, "updated_at": now, "version": job.version + 1, "note": note}
         with self.db.write() as conn:
             row = conn.execute("SELECT doc FROM jobs WHERE job_id = ?", (job.job_id,)).fetchone()
             stored = job_from_doc(row[0]) if row else None
             if stored is None or stored.version != job.version:
                 raise Conflict(f"job {job.job_id} changed concurrently; try again")
-            updated = stored.model_copy(update={"status": status, "updated_at": now, "version": job.version + 1})
+            updated = stored.model_copy(update=change)
             conn.execute("UPDATE jobs SET doc = ? WHERE job_id = ?", (job_to_doc(updated), job.job_id))
-        return job.model_copy(update={"status": status, "updated_at": now, "version": job.version + 1})
+        return job.model_copy(update=change)
 
     def scan_jobs(self) -> Iterator[Job]:
         """Every job (`duetime audit` only)."""

@@ -53,6 +53,10 @@ def job_to_item(job: Job) -> dict[str, Any]:
         "updatedMs": to_ms(job.updated_at),
         "definition": spec.model_dump_json(by_alias=True),
         "ownerGroups": list(job.owner_groups) or None,
+        # Top-level copies of what GET /jobs filters on, for the byOwner query's FilterExpression.
+        "handler": job.handler,
+        "tags": dict(job.tags) or None,
+        "note": job.note,
     }
 
 
@@ -69,6 +73,7 @@ def job_from_item(item: dict[str, Any]) -> Job:
             "createdAt": from_ms(int(values["createdMs"])),
             "updatedAt": from_ms(int(values["updatedMs"])),
             "ownerGroups": list(values.get("ownerGroups") or []),
+            "note": values.get("note"),
         }
     )
 
@@ -119,6 +124,8 @@ def execution_to_item(execution: Execution, shards: int, expires_at: int | None 
         "expiresAt": expires_at,
         "openShard": None if execution.status.is_terminal else open_shard_of(key),
         "openJob": None if execution.status.is_terminal else execution.job_id,
+        "payload": None if execution.payload is None else json.dumps(execution.payload),
+        "runNumber": execution.run_number,
         "claimToken": execution.claim_token,
     }
 
@@ -159,5 +166,7 @@ def execution_from_item(item: dict[str, Any]) -> Execution:
         skipped_count=None if v.get("skippedCount") is None else int(v["skippedCount"]),
         kind=v.get("kind", "scheduled"),
         attempts=attempts,
+        payload=None if v.get("payload") is None else json.loads(v["payload"]),
+        run_number=None if v.get("runNumber") is None else int(v["runNumber"]),
         claim_token=v.get("claimToken"),
     )

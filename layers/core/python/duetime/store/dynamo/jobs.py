@@ -10,9 +10,19 @@ from duetime.adapters.cursors import decode_cursor, encode_cursor
 from duetime.definitions import JOBS_BY_OWNER_INDEX
 from duetime.domain.errors import Conflict
 from duetime.domain.models import Execution, Job, JobStatus, to_ms
-from duetime.service.ports import Page
+from duetime.service.ports import JobFilter, Page
 from duetime.store.dynamo.base import DynamoTables, refused_as
 from duetime.store.dynamo.items import _deser, _ser, job_from_item, job_to_item
+
+
+# A filtered job listing reads at most this many index pages of at least FILTERED_PAGE jobs per request.
+FILTERED_ROUNDS = 10
+FILTERED_PAGE = 100
+
+
+def _owner_index_key(item: dict[str, Any]) -> dict[str, Any]:
+    """The byOwner index key of a job item, as a LastEvaluatedKey of that index would hold it."""
+    return {"owner": item["owner"], "jobId": item["jobId"], "createdKey": item["createdKey"]}
 
 
 class DynamoJobs(DynamoTables):
@@ -69,9 +79,11 @@ class DynamoJobs(DynamoTables):
                 request = response.get("UnprocessedKeys") or {}
         return found
 
-    def list_jobs(self, owner: str, limit: int, cursor: str | None) -> Page[Job]:
+    def list_jobs(self, owner: str, limit: int, cursor: str | None, filters: JobFilter | None = None) -> Page[Job]:
         """The owner's jobs, newest first, from the byOwner index; the cursor is the index's start key, bound
         to the owner (raises InvalidInput for one of another owner)."""
+        if filters is not None and not filters.is_empty:
+            return self.list_jobs_filtered(owner, limit, cursor, filters)
         scope = f"owner:{owner}"
         start_key = decode_cursor(scope, cursor, {"owner": owner, "jobId": None, "createdKey": None})
         kwargs: dict[str, Any] = {
@@ -90,18 +102,77 @@ class DynamoJobs(DynamoTables):
         jobs = [job_from_item(i) for i in response.get("Items", [])]
         return Page(items=jobs, cursor=encode_cursor(scope, _deser(last) if last else None))
 
-    def update_job_status(self, job: Job, status: JobStatus, now: datetime) -> Job:
-        """Set a job's status if its version is still `job.version`; raises Conflict otherwise."""
+    def update_job_status(self, job: Job, status: JobStatus, now: datetime, note: str | None = None) -> Job:
+        """Set a job's status and note (None removes it) if its version is still `job.version`; raises
+        Conflict otherwise."""
+        values = {":s": status.value, ":u": to_ms(now), ":v": job.version, ":one": 1, ":n": note}
         with refused_as(Conflict(f"job {job.job_id} changed concurrently; try again")):
             self.client.update_item(
                 TableName=self.jobs_table,
                 Key=_ser({"jobId": job.job_id}),
-                UpdateExpression="SET #s = :s, updatedMs = :u, version = version + :one",
+                UpdateExpression="SET #s = :s, updatedMs = :u, version = version + :one"
+                + (", note = :n" if note is not None else " REMOVE note"),
                 ConditionExpression="version = :v",
                 ExpressionAttributeNames={"#s": "status"},
-                ExpressionAttributeValues=_ser({":s": status.value, ":u": to_ms(now), ":v": job.version, ":one": 1}),
+                ExpressionAttributeValues=_ser(values),
             )
-        return job.model_copy(update={"status": status, "updated_at": now, "version": job.version + 1})
+        return job.model_copy(update={"status": status, "updated_at": now, "version": job.version + 1, "note": note})
+
+    # -- jobs listed with filters (GET /jobs?status=&handler=&tag=) ----------------------------------
+
+    def list_jobs_filtered(self, owner: str, limit: int, cursor: str | None, filters: JobFilter) -> Page[Job]:
+        """The owner's jobs matching `filters`: the byOwner query (one owner's partition, never a scan) with a
+        FilterExpression on the job item's top-level status, handler and tags.
+
+        DynamoDB applies Limit before the filter, so this reads up to FILTERED_ROUNDS pages of the index and
+        keeps the first `limit` matches; the cursor is the index key of the last job kept (or of the last
+        job read when the rounds ran out), so no job is skipped or shown twice across pages.
+        """
+        scope = f"owner:{owner}"
+        start_key = decode_cursor(scope, cursor, {"owner": owner, "jobId": None, "createdKey": None})
+        names: dict[str, str] = {"#o": "owner"}
+        values: dict[str, Any] = {":o": owner}
+        conditions: list[str] = []
+        if filters.status is not None:
+            names["#s"], values[":s"] = "status", filters.status.value
+            conditions.append("#s = :s")
+        if filters.handler is not None:
+            names["#h"], values[":h"] = "handler", filters.handler
+            conditions.append("#h = :h")
+        if filters.tags:
+            names["#tags"] = "tags"
+        for i, (key, value) in enumerate(filters.tags):
+            names[f"#t{i}"], values[f":t{i}"] = key, value
+            conditions.append(f"#tags.#t{i} = :t{i}")
+        kept: list[dict[str, Any]] = []
+        last: dict[str, Any] | None = None
+        for _ in range(FILTERED_ROUNDS):
+            kwargs: dict[str, Any] = {
+                "TableName": self.jobs_table,
+                "IndexName": JOBS_BY_OWNER_INDEX.name,
+                "KeyConditionExpression": "#o = :o",
+                "FilterExpression": " AND ".join(conditions),
+                "ExpressionAttributeNames": names,
+                "ExpressionAttributeValues": _ser(values),
+                "ScanIndexForward": False,
+                "Limit": max(limit, FILTERED_PAGE),
+            }
+            if start_key:
+                kwargs["ExclusiveStartKey"] = _ser(start_key)
+            response = self.client.query(**kwargs)
+            items = [_deser(item) for item in response.get("Items", [])]
+            room = limit - len(kept)
+            kept.extend(items[:room])
+            evaluated = response.get("LastEvaluatedKey")
+            if len(items) > room:  # more matches than fit: go on after the last one kept
+                last = _owner_index_key(kept[-1])
+                break
+            last = _deser(evaluated) if evaluated else None
+            if last is None or len(kept) == limit:
+                break
+            start_key = last
+        jobs = [job_from_item(_ser(item)) for item in kept]
+        return Page(items=jobs, cursor=encode_cursor(scope, last))
 
     def scan_jobs(self) -> Iterator[Job]:
         """Every job: a full scan, for `duetime audit` only, never the hot path."""

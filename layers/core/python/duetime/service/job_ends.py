@@ -1,0 +1,63 @@
+"""What a run's end does to its job: a bounded schedule's last run completes it, failures in a row pause it."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from datetime import datetime
+
+from duetime.domain.bounds import is_last_slot
+from duetime.domain.errors import Conflict
+from duetime.domain.models import Execution, ExecutionStatus, Job, JobStatus
+from duetime.domain.recurrence import recurrence_of
+from duetime.service.context import Ports
+
+log = logging.getLogger("duetime.job_ends")
+
+# Statuses that end a run that ran (or was meant to): what "consecutive failed runs" looks through.
+_RAN = (ExecutionStatus.SUCCEEDED, ExecutionStatus.FAILED)
+
+
+def complete_schedule(ports: Ports, job: Job, now: datetime, note: str | None = None) -> None:
+    """Mark a job whose schedule has run its last slot `completed` (once; a change meanwhile wins)."""
+    if job.status in (JobStatus.ACTIVE, JobStatus.PAUSED):
+        with contextlib.suppress(Conflict):
+            ports.store.update_job_status(job, JobStatus.COMPLETED, now, note or "the schedule's last run ended")
+
+
+def complete_if_last(ports: Ports, job: Job | None, execution: Execution, now: datetime) -> None:
+    """After `execution` ended for good: complete its job if it held the bounded schedule's last slot.
+
+    Pure arithmetic on the job and the row (no read); only the last run pays the one job write."""
+    if job is not None and is_last_slot(job, execution, recurrence_of(job.schedule, job.created_at)):
+        complete_schedule(ports, job, now)
+
+
+def pause_if_failing(ports: Ports, job: Job | None, failed: Execution, now: datetime) -> bool:
+    """After `failed` ended `failed` for good: pause the job (with a note) if its last pauseAfterFailures
+    runs all failed. Reads the job's newest history rows only here, on a failure; a success costs nothing.
+    Returns True if it paused the job."""
+    if job is None or job.pause_after_failures is None or job.status != JobStatus.ACTIVE:
+        return False
+    wanted = job.pause_after_failures
+    # Newest first; skipped, cancelled and still open rows are not runs and are looked through.
+    recent = ports.store.executions_of_job(job.job_id, newest_first=True, limit=wanted + 10)
+    ran = [e for e in recent if e.status in _RAN or e.execution_id == failed.execution_id]
+    streak = 0
+    for execution in ran:
+        if execution.execution_id != failed.execution_id and execution.status != ExecutionStatus.FAILED:
+            break
+        streak += 1
+    if streak < wanted:
+        return False
+    note = f"paused after {wanted} consecutive failed runs (last: {failed.execution_id})"
+    try:
+        paused = ports.store.update_job_status(job, JobStatus.PAUSED, now, note)
+    except Conflict:
+        return False
+    # As a pause by the owner does: held rows leave the reconciler's open index until resume.
+    for execution in ports.store.open_executions_of_job(paused.job_id):
+        if execution.status == ExecutionStatus.SCHEDULED:
+            ports.store.hold_waiting(ports.store.key_of(execution))
+    log.info("job %s %s", job.job_id, note)
+    return True
