@@ -14,7 +14,6 @@ from duetime.service.ports import JobFilter, Page
 from duetime.store.dynamo.base import DynamoTables, refused_as
 from duetime.store.dynamo.items import _deser, _ser, job_from_item, job_to_item
 
-
 # A filtered job listing reads at most this many index pages of at least FILTERED_PAGE jobs per request.
 FILTERED_ROUNDS = 10
 FILTERED_PAGE = 100
