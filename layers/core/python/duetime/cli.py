@@ -12,12 +12,12 @@ import socket
 import sys
 import threading
 import time
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from duetime.api.auth import check_owner_name, issue_token
+from duetime.api.auth import DEFAULT_TOKEN_TTL, check_owner_name, issue_token
 from duetime.audit_cli import add_audit_command
 from duetime.client_cli import add_client_commands
 from duetime.config import RuntimeConfig, build_ports, build_targets
@@ -71,6 +71,7 @@ def cmd_local(args: argparse.Namespace) -> int:
         grants=read_grants(args.grants),
         backend=args.backend,
         on_run=append_run_log(run_log) if run_log else None,
+        reset=args.reset,
     )
     system.start()
     token = system.token(FIRST_USER)
@@ -97,7 +98,9 @@ def cmd_token(args: argparse.Namespace) -> int:
     if args.owner:
         check_owner_name(args.owner)  # before reading local.json: a bad name is refused wherever it is asked
     state = load_state(args.data_dir)
-    print(issue_token(state.jwt_secret, args.owner or "worker", worker=args.worker, groups=args.group))
+    ttl = timedelta(hours=args.ttl)
+    owner = args.owner or "worker"
+    print(issue_token(state.jwt_secret, owner, args.worker, ttl, args.group, audience=state.instance_id))
     return 0
 
 
@@ -194,6 +197,11 @@ def parser() -> argparse.ArgumentParser:
         help="sqlite: one durable database file under --data-dir (default); moto: the AWS-faithful mode, the "
         "real Lambda handlers over an embedded moto server, in memory",
     )
+    local.add_argument(
+        "--reset",
+        action="store_true",
+        help="start on empty data: delete the data dir's database and signing key (every earlier token is refused)",
+    )
     local.set_defaults(fn=cmd_local)
 
     token = sub.add_parser("token", help="print a bearer token the local system accepts")
@@ -201,6 +209,13 @@ def parser() -> argparse.ArgumentParser:
     token.add_argument("--worker", action="store_true")
     token.add_argument("--group", action="append", default=[], help="a group of the owner (repeatable)")
     token.add_argument("--data-dir", default=".duetime")
+    token.add_argument(
+        "--ttl",
+        type=float,
+        default=DEFAULT_TOKEN_TTL.total_seconds() / 3600,
+        metavar="HOURS",
+        help=f"how long the token is accepted (default {DEFAULT_TOKEN_TTL.total_seconds() / 3600:g} hours)",
+    )
     token.set_defaults(fn=cmd_token)
 
     worker = sub.add_parser("worker", help="run a worker process")

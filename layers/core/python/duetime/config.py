@@ -47,6 +47,7 @@ class RuntimeConfig(BaseModel):
     dlq_urls: dict[str, str] | None = None
     alert_topic_arn: str | None = None
     jwt_secret: str | None = None
+    jwt_audience: str | None = None  # `duetime local`: its data dir's instance id, which its tokens name
     ecs_cluster: str | None = None
     ecs_subnets: str = ""  # comma-separated
     ecs_security_groups: str = ""  # comma-separated

@@ -132,12 +132,15 @@ def listed_job(job: Job) -> JobResponse:
     return JobResponse(**dict(job))
 
 
-def build_app(ports: Ports, local_secret: str | None = None) -> APIGatewayRestResolver:
-    """The API Gateway resolver over `ports`; `local_secret` verifies tokens when no gateway does."""
+def build_app(
+    ports: Ports, local_secret: str | None = None, local_audience: str | None = None
+) -> APIGatewayRestResolver:
+    """The API Gateway resolver over `ports`; `local_secret` verifies tokens when no gateway does, and
+    `local_audience` (the data dir's instance id) is then the audience they must name."""
     app = APIGatewayRestResolver()
 
     def caller() -> Caller:
-        return caller_from_event(app.current_event.raw_event, local_secret)
+        return caller_from_event(app.current_event.raw_event, local_secret, local_audience)
 
     def job_owner() -> Caller:
         found = caller()
