@@ -24,6 +24,7 @@ from duetime.config import RuntimeConfig, build_ports, build_targets
 from duetime.domain.errors import DuetimeError, InvalidInput
 from duetime.domain.grants import Grants
 from duetime.domain.models import Schedule, format_time
+from duetime.domain.quotas import Quotas
 from duetime.local import BACKENDS as LOCAL_BACKENDS
 from duetime.local.backends import MOTO, attach_ports
 from duetime.local.state import config_from_state, load_state
@@ -72,6 +73,11 @@ def cmd_local(args: argparse.Namespace) -> int:
         backend=args.backend,
         on_run=append_run_log(run_log) if run_log else None,
         reset=args.reset,
+        quotas=Quotas(
+            max_active_jobs=args.max_active_jobs or None,
+            job_creates_per_minute=args.job_creates_per_minute or None,
+            run_nows_per_minute=args.run_nows_per_minute or None,
+        ),
     )
     system.start()
     token = system.token(FIRST_USER)
@@ -202,6 +208,12 @@ def parser() -> argparse.ArgumentParser:
         action="store_true",
         help="start on empty data: delete the data dir's database and signing key (every earlier token is refused)",
     )
+    for flag, what in (
+        ("--max-active-jobs", "jobs (not cancelled) each owner may hold"),
+        ("--job-creates-per-minute", "jobs each owner may create per minute"),
+        ("--run-nows-per-minute", "run-now requests each owner may make per minute"),
+    ):
+        local.add_argument(flag, type=int, default=0, metavar="N", help=f"quota: {what}, HTTP 429 past it (0: none)")
     local.set_defaults(fn=cmd_local)
 
     token = sub.add_parser("token", help="print a bearer token the local system accepts")

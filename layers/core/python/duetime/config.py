@@ -9,6 +9,9 @@ from typing import Any
 from pydantic import BaseModel, Field, model_validator
 
 from duetime.definitions import (
+    DEFAULT_JOB_CREATES_PER_MINUTE,
+    DEFAULT_MAX_ACTIVE_JOBS,
+    DEFAULT_RUN_NOWS_PER_MINUTE,
     LOCAL_SETTINGS,
     PRELOAD_DISPATCH_THREADS,
     PRELOAD_THREADS,
@@ -16,6 +19,7 @@ from duetime.definitions import (
     preload_window_problem,
 )
 from duetime.domain.grants import DEMO_ONLY, EVERYONE, Grants
+from duetime.domain.quotas import Quotas
 from duetime.queue.notify import ConsoleNotifier, SnsNotifier
 from duetime.queue.sqs import DueQueues
 from duetime.queue.targets import EcsSettings, EcsTarget, LambdaTarget
@@ -56,6 +60,10 @@ class RuntimeConfig(BaseModel):
     handler_grants: list[dict[str, Any]] | None = None
     # {jobClass: [handler names]} the deployment's workers import (generated at synth).
     handler_manifest: dict[str, list[str]] | None = None
+    # Per-owner quotas (0: unlimited); unset: the DEFAULT_* of definitions.py on AWS, none locally.
+    max_active_jobs: int | None = Field(default=None, ge=0)
+    job_creates_per_minute: int | None = Field(default=None, ge=0)
+    run_nows_per_minute: int | None = Field(default=None, ge=0)
     # Webhook secrets as files in this folder (`duetime local`, `duetime worker --data-dir`); else Secrets Manager.
     webhook_secrets_dir: str | None = None
 
@@ -97,6 +105,20 @@ class RuntimeConfig(BaseModel):
             return Grants.parse(self.handler_grants, source="DUETIME_HANDLER_GRANTS")
         return EVERYONE if self.endpoint_url else DEMO_ONLY
 
+    def quotas(self) -> Quotas:
+        """Each owner's limits: those configured (0: unlimited), else the defaults on AWS and none locally."""
+
+        def limit(configured: int | None, default: int) -> int | None:
+            if configured is None:
+                return None if self.endpoint_url else default
+            return configured or None
+
+        return Quotas(
+            max_active_jobs=limit(self.max_active_jobs, DEFAULT_MAX_ACTIVE_JOBS),
+            job_creates_per_minute=limit(self.job_creates_per_minute, DEFAULT_JOB_CREATES_PER_MINUTE),
+            run_nows_per_minute=limit(self.run_nows_per_minute, DEFAULT_RUN_NOWS_PER_MINUTE),
+        )
+
     def manifest(self) -> dict[str, frozenset[str]]:
         return {job_class: frozenset(names) for job_class, names in (self.handler_manifest or {}).items()}
 
@@ -121,6 +143,15 @@ def runtime_environment(
     if lease_seconds is not None:
         env["DUETIME_LEASE_SECONDS"] = str(lease_seconds)
     return env
+
+
+def quota_environment(quotas: Quotas) -> dict[str, str]:
+    """The API function's DUETIME_* quota variables (0: unlimited), as RuntimeConfig.quotas reads them."""
+    return {
+        "DUETIME_MAX_ACTIVE_JOBS": str(quotas.max_active_jobs or 0),
+        "DUETIME_JOB_CREATES_PER_MINUTE": str(quotas.job_creates_per_minute or 0),
+        "DUETIME_RUN_NOWS_PER_MINUTE": str(quotas.run_nows_per_minute or 0),
+    }
 
 
 def function_environment(
@@ -161,6 +192,7 @@ def build_ports(config: RuntimeConfig, notifier: Notifier | None = None) -> Port
         notifier=notifier,
         grants=config.grants(),
         handler_manifest=config.manifest(),
+        quotas=config.quotas(),
     )
 
 

@@ -39,6 +39,7 @@ from duetime.domain.errors import (
     InvalidInput,
     InvalidSchedule,
     NotFound,
+    QuotaExceeded,
     Unauthorized,
 )
 from duetime.domain.exclusions import calendars_named
@@ -56,6 +57,7 @@ STATUS_BY_ERROR: list[tuple[type[DuetimeError], int]] = [
     (NotFound, 404),
     (Conflict, 409),
     (IdempotencyMismatch, 422),
+    (QuotaExceeded, 429),
 ]
 # A job's payload may take 256 KB (JobSpec); the rest of a request body is small.
 MAX_BODY_BYTES = 320 * 1024
@@ -71,10 +73,13 @@ M = TypeVar("M", bound=BaseModel)
 def error_response(error: DuetimeError) -> Response[str]:
     status = next((code for cls, code in STATUS_BY_ERROR if isinstance(error, cls)), 400)
     body = ErrorResponse(error=ErrorDetail(code=error.code, message=error.message, field=error.field or None))
+    # A quota says when to try again (RFC 9110 Retry-After, in seconds).
+    headers = {"Retry-After": str(error.retry_after)} if isinstance(error, QuotaExceeded) else None
     return Response(
         status_code=status,
         content_type="application/json",
         body=body.model_dump_json(by_alias=True, exclude_none=True),
+        headers=headers,
     )
 
 

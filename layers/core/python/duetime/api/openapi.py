@@ -126,6 +126,11 @@ ERROR_MEANINGS = {
     404: "no such job, execution or calendar for this caller (another owner's is not found either)",
     409: "the change does not apply to the current state, or the attempt is stale; a calendar still in use",
     422: "the Idempotency-Key was used with a different body",
+    429: "an owner quota is exceeded; `error.field` names it (activeJobs, jobCreatesPerMinute, runNowsPerMinute)",
+}
+# A 429 says when to try again.
+RETRY_AFTER_HEADER = {
+    "Retry-After": {"description": "seconds until the request may succeed", "schema": {"type": "integer", "minimum": 1}}
 }
 
 
@@ -133,6 +138,8 @@ def _responses(ok: dict[int, dict[str, Any]], errors: tuple[int, ...]) -> dict[s
     responses: dict[str, Any] = {str(code): value for code, value in ok.items()}
     for code in errors:
         responses[str(code)] = _json(_ref(ErrorResponse), ERROR_MEANINGS[code])
+        if code == 429:
+            responses[str(code)]["headers"] = RETRY_AFTER_HEADER
     return responses
 
 
@@ -203,7 +210,7 @@ def _paths() -> dict[str, Any]:
                 "Submit a job: stored with its first execution, atomically.",
                 _responses(
                     {201: job, 200: _json(_ref(JobResponse), "the job first created with this key")},
-                    (400, 401, 403, 404, 422),
+                    (400, 401, 403, 404, 422, 429),
                 ),
                 [idempotency],
                 JobSpec,
@@ -245,7 +252,7 @@ def _paths() -> dict[str, Any]:
             "post": _operation(
                 "runJobNow",
                 "An execution due now, outside the schedule.",
-                _responses({201: execution}, (401, 404, 409)),
+                _responses({201: execution}, (401, 404, 409, 429)),
                 [JOB_ID],
             ),
         },

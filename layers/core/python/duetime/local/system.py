@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from duetime.adapters.sqlite.db import DATABASE_FILE
 from duetime.api.app import build_app
 from duetime.api.auth import DEFAULT_TOKEN_TTL, issue_token
-from duetime.config import RuntimeConfig, function_environment, runtime_environment
+from duetime.config import RuntimeConfig, function_environment, quota_environment, runtime_environment
 from duetime.definitions import (
     API_FUNCTION_TIMEOUT_SECONDS,
     DLQ_NOTIFIER_TIMEOUT_SECONDS,
@@ -32,6 +32,7 @@ from duetime.definitions import (
     Settings,
     lambda_worker_timeout_seconds,
 )
+from duetime.domain.quotas import UNLIMITED, Quotas
 from duetime.local import BACKENDS
 from duetime.local.backends import DEFAULT_BACKEND, MOTO, LocalBackend, local_settings, start_backend
 from duetime.local.http_bridge import ApiServer
@@ -109,6 +110,7 @@ class LocalSystem:
         faithful: bool = True,
         on_run: Callable[[RunRecord], None] | None = None,
         reset: bool = False,
+        quotas: Quotas = UNLIMITED,
     ) -> None:
         if backend not in BACKENDS:
             raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, not {backend!r}")
@@ -134,6 +136,7 @@ class LocalSystem:
         self.secret = ""
         self.instance_id = ""
         self.reset = reset  # `--reset`: start on empty data, with a new signing key and instance id
+        self.quotas = quotas  # each owner's limits (`--max-active-jobs`...): none unless asked for
         # Modules whose @handlers the worker threads serve (`--handlers`), and the grant rules in their
         # JSON form (`--grants FILE`; None: everyone may use everything).
         self.handler_modules = list(handler_modules)
@@ -157,6 +160,7 @@ class LocalSystem:
             self.backend, self.data_dir, settings, self.notifier, self.moto_port, self.moto_in_process, self.grants
         )
         self.ports = ports = backend.ports
+        ports.quotas = self.quotas
         if self.faithful:
             assert backend.config is not None
             self._start_functions(backend.config, settings, ports)
@@ -232,6 +236,7 @@ class LocalSystem:
         api = function("api", API_FUNCTION_TIMEOUT_SECONDS)
         api.environment["DUETIME_JWT_SECRET"] = self.secret  # on AWS, Cognito's authorizer checks tokens
         api.environment["DUETIME_JWT_AUDIENCE"] = self.instance_id
+        api.environment.update(quota_environment(self.quotas))
         self.api = ApiServer(lambda event, context: dict(api.invoke(event)), port=self.port).start()
         preloader = function("preloader", settings.preload_interval_seconds)
         notifier = function("dlq_notifier", DLQ_NOTIFIER_TIMEOUT_SECONDS, alert_topic_arn=topic_arn)

@@ -13,6 +13,7 @@ from duetime.domain.errors import Conflict, IdempotencyMismatch, InvalidInput, I
 from duetime.domain.exclusions import Calendar, Exclusions
 from duetime.domain.keys import in_key_range
 from duetime.domain.models import Execution, ExecutionStatus, Job, JobSpec, JobStatus, Schedule
+from duetime.domain.quotas import JOB_CREATES_PER_MINUTE, RUN_NOWS_PER_MINUTE, rate_window
 from duetime.domain.recurrence import included_runs, next_included, recurrence_of
 from duetime.domain.webhooks import is_webhook, parse_webhook_url
 from duetime.service.calendars import CalendarCache, check_references
@@ -126,8 +127,13 @@ def submit_job(
     if idem_key:
         expires = int((now + IDEMPOTENCY_TTL).timestamp())
         idempotency = {"key": idem_key, "bodyHash": digest, "expiresAt": expires}
+    quotas = ports.quotas
+    rate = None
+    if quotas.job_creates_per_minute is not None:
+        rate = rate_window(owner, JOB_CREATES_PER_MINUTE, quotas.job_creates_per_minute, now)
     try:
-        ports.store.create_job(job, first, idempotency)
+        # The owner's counters are charged in the job's own transaction: a replay or a refused job costs none.
+        ports.store.create_job(job, first, idempotency, quotas.max_active_jobs, rate)
     except Conflict:
         if idem_key:
             existing = _idempotent_replay(ports, owner, idem_key, digest)
@@ -255,11 +261,14 @@ def cancel_job(ports: Ports, owner: str, job_id: str) -> None:
 
 
 def run_now(ports: Ports, owner: str, job_id: str) -> Execution:
-    """An execution due now, outside the schedule; the schedule is not disturbed."""
+    """An execution due now, outside the schedule; the schedule is not disturbed. Raises QuotaExceeded
+    past the owner's runNowsPerMinute."""
     job = get_owned_job(ports, owner, job_id)
     if job.status != JobStatus.ACTIVE:
         raise Conflict(f"job is {job.status.value}; only an active job can run now", field="status")
     now = ports.clock()
+    if ports.quotas.run_nows_per_minute is not None:
+        ports.store.count_request(rate_window(owner, RUN_NOWS_PER_MINUTE, ports.quotas.run_nows_per_minute, now))
     execution = new_execution(job, now, kind="manual")
     if not ports.store.put_execution(execution):
         raise Conflict("a run was requested at this same instant already")

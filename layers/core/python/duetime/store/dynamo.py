@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from collections.abc import Iterator
 from datetime import datetime, timedelta
@@ -46,8 +47,13 @@ from duetime.domain.models import (
     from_ms,
     to_ms,
 )
+from duetime.domain.quotas import COUNT_ATTR, RateWindow, active_jobs_exceeded, active_jobs_key, rate_exceeded
 from duetime.domain.results import truncate_error
 from duetime.service.ports import ClaimOutcome, OpenPage, Page, StoredExecution
+
+# Concurrent creations by one owner all update its active-jobs counter, so DynamoDB may cancel one
+# transaction for another's sake (TransactionConflict); it is tried again this often before a 409.
+QUOTA_TRANSACTION_ATTEMPTS = 5
 
 _serializer = TypeSerializer()
 _deserializer = TypeDeserializer()
@@ -227,11 +233,20 @@ class DynamoStore:
 
     # -- jobs ---------------------------------------------------------------------------------
 
-    def create_job(self, job: Job, first: Execution | None, idempotency: dict[str, Any] | None = None) -> None:
+    def create_job(
+        self,
+        job: Job,
+        first: Execution | None,
+        idempotency: dict[str, Any] | None = None,
+        max_active_jobs: int | None = None,
+        rate: RateWindow | None = None,
+    ) -> None:
         """Write a job and its first execution together: a job never exists without it.
 
         With `idempotency` ({"key", "bodyHash", "expiresAt"}) the key's record is written in the same
-        transaction, so concurrent duplicates create one job; raises Conflict if the key exists.
+        transaction, so concurrent duplicates create one job; raises Conflict if the key exists. The owner's
+        active-jobs counter is incremented in it too (refused at `max_active_jobs`), and so is the `rate`
+        window's counter when given: QuotaExceeded names the quota that refused it.
         """
         items: list[dict[str, Any]] = [
             {
@@ -255,12 +270,7 @@ class DynamoStore:
                     }
                 }
             )
-        try:
-            self.client.transact_write_items(TransactItems=items)
-        except ClientError as exc:
-            if _is_transaction_condition_failure(exc):
-                raise Conflict(f"job {job.job_id} already exists") from exc
-            raise
+        self._transact_with_quotas(items, job.owner, max_active_jobs, rate, f"job {job.job_id} already exists")
 
     def get_job(self, job_id: str) -> Job | None:
         response = self.client.get_item(TableName=self.jobs_table, Key=_ser({"jobId": job_id}), ConsistentRead=True)
@@ -304,7 +314,10 @@ class DynamoStore:
         return Page(items=jobs, cursor=encode_cursor(scope, _deser(last) if last else None))
 
     def update_job_status(self, job: Job, status: JobStatus, now: datetime) -> Job:
-        """Set a job's status if its version is still `job.version`; raises Conflict otherwise."""
+        """Set a job's status if its version is still `job.version`; raises Conflict otherwise. Cancelling
+        also gives the job's place back to its owner's active-jobs counter, in the same transaction."""
+        if status == JobStatus.CANCELLED and job.status != JobStatus.CANCELLED:
+            return self._cancel_counted(job, now)
         try:
             self.client.update_item(
                 TableName=self.jobs_table,
@@ -990,6 +1003,96 @@ class DynamoStore:
                 return False
             raise
         return True
+
+    # -- per-owner quotas: counter records in the control table (issue 14) --------------------------------
+
+    def _count_op(
+        self, key: str, delta: int, limit: int | None = None, expires_at: int | None = None
+    ) -> dict[str, Any]:
+        """An Update adding `delta` to the counter record `key`, refused (condition) if it stands at `limit`."""
+        update: dict[str, Any] = {
+            "TableName": self.control_table,
+            "Key": _ser({"key": key}),
+            "UpdateExpression": "ADD #n :d" + (" SET expiresAt = :e" if expires_at is not None else ""),
+            "ExpressionAttributeNames": {"#n": COUNT_ATTR},
+            "ExpressionAttributeValues": _ser({":d": delta, ":e": expires_at, ":limit": limit}),
+        }
+        if limit is not None:
+            update["ConditionExpression"] = "attribute_not_exists(#n) OR #n < :limit"
+        return {"Update": update}
+
+    def _transact_with_quotas(
+        self,
+        items: list[dict[str, Any]],
+        owner: str,
+        max_active_jobs: int | None,
+        rate: RateWindow | None,
+        conflict: str,
+    ) -> None:
+        """Write `items` with the owner's active-jobs increment (and `rate`'s) in one transaction.
+
+        Every creation of an owner touches its counter: concurrent ones may cancel each other
+        (TransactionConflict, no condition failed), which is retried; a failed condition on a counter is
+        QuotaExceeded, on any other item Conflict(`conflict`)."""
+        counted = [*items, self._count_op(active_jobs_key(owner), 1, max_active_jobs)]
+        if rate is not None:
+            counted.append(self._count_op(rate.key, 1, rate.limit, rate.ends_at_s))
+        for attempt in range(QUOTA_TRANSACTION_ATTEMPTS):
+            try:
+                self.client.transact_write_items(TransactItems=counted)
+                return
+            except ClientError as exc:
+                if not _is_transaction_condition_failure(exc):
+                    raise
+                codes = [r.get("Code") for r in exc.response.get("CancellationReasons") or []]
+                failed = {i for i, code in enumerate(codes) if code == "ConditionalCheckFailed"}
+                if failed & set(range(len(items))) or len(codes) != len(counted):
+                    raise Conflict(conflict) from exc
+                if len(items) in failed and max_active_jobs is not None:
+                    raise active_jobs_exceeded(max_active_jobs) from exc
+                if len(items) + 1 in failed and rate is not None:
+                    raise rate_exceeded(rate) from exc
+                if attempt + 1 == QUOTA_TRANSACTION_ATTEMPTS:
+                    raise Conflict(conflict) from exc
+                time.sleep(0.01 * 2**attempt)
+
+    def _cancel_counted(self, job: Job, now: datetime) -> Job:
+        """Cancel a job (if its version is still `job.version`) and decrement its owner's active jobs."""
+        update = {
+            "Update": {
+                "TableName": self.jobs_table,
+                "Key": _ser({"jobId": job.job_id}),
+                "UpdateExpression": "SET #s = :s, updatedMs = :u, version = version + :one",
+                "ConditionExpression": "version = :v",
+                "ExpressionAttributeNames": {"#s": "status"},
+                "ExpressionAttributeValues": _ser(
+                    {":s": JobStatus.CANCELLED.value, ":u": to_ms(now), ":v": job.version, ":one": 1}
+                ),
+            }
+        }
+        try:
+            self.client.transact_write_items(TransactItems=[update, self._count_op(active_jobs_key(job.owner), -1)])
+        except ClientError as exc:
+            if _is_transaction_condition_failure(exc):
+                raise Conflict(f"job {job.job_id} changed concurrently; try again") from exc
+            raise
+        return job.model_copy(update={"status": JobStatus.CANCELLED, "updated_at": now, "version": job.version + 1})
+
+    def count_request(self, window: RateWindow) -> None:
+        """Count one request in the owner's rate `window` (one conditional write); raises QuotaExceeded if
+        the window holds `window.limit` already."""
+        op = self._count_op(window.key, 1, window.limit, window.ends_at_s)["Update"]
+        try:
+            self.client.update_item(**op)
+        except ClientError as exc:
+            if _is_condition_failure(exc):
+                raise rate_exceeded(window) from exc
+            raise
+
+    def active_jobs(self, owner: str) -> int:
+        """The owner's jobs not cancelled, as its counter record stands."""
+        record = self.get_control(active_jobs_key(owner)) or {}
+        return int(record.get(COUNT_ATTR, 0))
 
 
 def _plain(values: dict[str, Any]) -> dict[str, Any]:
