@@ -214,6 +214,8 @@ def build_targets(config: RuntimeConfig) -> Targets:
             cluster=config.ecs_cluster,
             subnets=[s for s in config.ecs_subnets.split(",") if s],
             security_groups=[s for s in config.ecs_security_groups.split(",") if s],
+            prefix=config.prefix,
+            region=config.region,
         )
         ecs = EcsTarget(make_client("ecs", config.region, config.endpoint_url), settings)
     lambda_target = LambdaTarget(make_client("lambda", config.region, config.endpoint_url))

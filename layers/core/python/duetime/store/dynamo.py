@@ -55,6 +55,10 @@ from duetime.service.ports import ClaimOutcome, OpenPage, Page, StoredExecution
 # transaction for another's sake (TransactionConflict); it is tried again this often before a 409.
 QUOTA_TRANSACTION_ATTEMPTS = 5
 
+# The jobs-table attributes an `ecs:` task may read to fetch its payload (job_payload, and the IAM condition
+# of the task roles in infra/permissions.py).
+TASK_READABLE_JOB_ATTRIBUTES = ("jobId", "owner", "definition")
+
 _serializer = TypeSerializer()
 _deserializer = TypeDeserializer()
 
@@ -1093,6 +1097,25 @@ class DynamoStore:
         """The owner's jobs not cancelled, as its counter record stands."""
         record = self.get_control(active_jobs_key(owner)) or {}
         return int(record.get(COUNT_ATTR, 0))
+
+    # -- what an `ecs:` task reads of its job (duetime.worker.ecs_task; issue 14) -----------------------------
+
+    def job_payload(self, job_id: str) -> tuple[str, dict[str, Any]] | None:
+        """(owner, payload) of job `job_id`, reading only the attributes TASK_READABLE_JOB_ATTRIBUTES names
+        (the `ecs:` task roles may read no other: an IAM condition on dynamodb:Attributes); None if absent."""
+        names = {f"#a{i}": attr for i, attr in enumerate(TASK_READABLE_JOB_ATTRIBUTES)}
+        item = self.client.get_item(
+            TableName=self.jobs_table,
+            Key=_ser({"jobId": job_id}),
+            ProjectionExpression=", ".join(names),
+            ExpressionAttributeNames=names,
+            ConsistentRead=True,
+        ).get("Item")
+        if not item:
+            return None
+        values = _deser(item)
+        payload = json.loads(values["definition"]).get("payload") or {}
+        return str(values["owner"]), dict(payload)
 
 
 def _plain(values: dict[str, Any]) -> dict[str, Any]:
