@@ -13,6 +13,7 @@ from unittest.mock import ANY
 
 import jwt
 import pytest
+import requests
 from duetime.adapters.cursors import encode_cursor
 from duetime.api.app import build_app
 from duetime.api.auth import DEFAULT_TOKEN_TTL, ISSUER, issue_token
@@ -387,3 +388,34 @@ def test_an_ecs_run_starts_its_task_without_the_payload_in_what_cloudtrail_recor
         cluster="jobs", tasks=ecs.list_tasks(cluster="jobs", desiredStatus="STOPPED")["taskArns"]
     )["tasks"]
     assert "tok-5ecret" not in json.dumps(task, default=str)
+
+
+def test_quotas_default_on_aws_none_locally_and_zero_means_none():
+    from duetime.config import RuntimeConfig, quota_environment
+    from duetime.definitions import DEFAULT_JOB_CREATES_PER_MINUTE, DEFAULT_MAX_ACTIVE_JOBS, DEFAULT_RUN_NOWS_PER_MINUTE
+
+    assert RuntimeConfig().quotas() == Quotas(
+        DEFAULT_MAX_ACTIVE_JOBS, DEFAULT_JOB_CREATES_PER_MINUTE, DEFAULT_RUN_NOWS_PER_MINUTE
+    )
+    assert RuntimeConfig(endpoint_url="http://127.0.0.1:1/x").quotas() == Quotas()
+    configured = Quotas(max_active_jobs=5, run_nows_per_minute=2)
+    assert RuntimeConfig.from_env(quota_environment(configured)).quotas() == configured
+
+
+def test_duetime_local_on_moto_enforces_its_quota_flags_in_the_emulated_api_and_hides_its_moto_server(tmp_path):
+    # Given `duetime local --backend moto --run-nows-per-minute 1`: the real API handler, configured by env
+    system = LocalSystem(tmp_path, port=0, workers=0, backend="moto", quotas=Quotas(run_nows_per_minute=1)).start()
+    try:
+        alice = Api(system.api_url, system.token("alice"))
+        job = alice.post("/jobs", json=cron_job(0)).json()
+        assert alice.post(f"/jobs/{job['jobId']}/run").status_code == 201
+        refused = alice.post(f"/jobs/{job['jobId']}/run")
+        assert refused.status_code == 429 and refused.json()["error"]["field"] == RUN_NOWS_PER_MINUTE
+        assert 1 <= int(refused.headers["Retry-After"]) <= 60
+        # And its moto server answers a plain request to the reset route with 403, the data intact
+        endpoint = json.loads((tmp_path / "local.json").read_text())["endpointUrl"]
+        root = endpoint.rsplit("/", 1)[0]
+        assert requests.post(root + "/moto-api/reset", timeout=10).status_code == 403
+        assert alice.get(f"/jobs/{job['jobId']}").status_code == 200
+    finally:
+        system.stop()
