@@ -81,7 +81,9 @@ class DuetimeStack(Stack):
             for name, value in self.workers.handler_target_environment().items():
                 worker.add_environment(name, value)
         # `ecs:` handler tasks are handed their job id and read their payload themselves.
-        grant_task_payload_reads(self, self.ctx.handler_task_roles, self.storage.tables["jobs"], self.data_key)
+        self.task_payload_reads = grant_task_payload_reads(
+            self, self.ctx.handler_task_roles, self.storage.tables["jobs"], self.data_key
+        )
         self.api.admit_workers(
             [fn.role for fn in self.functions.workers.values() if fn.role is not None] + list(self.workers.task_roles)
         )

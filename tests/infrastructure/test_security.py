@@ -166,6 +166,7 @@ def test_pass_role_and_run_task_name_the_task_roles_families_and_cluster(hardene
 def test_without_ecs_handlers_no_role_may_run_tasks_or_pass_roles(synthesized):
     actions = {a for s in every_statement(synthesized) for a in as_list(s["Action"])}
     assert not {"iam:PassRole", "ecs:RunTask", "ecs:DescribeTaskDefinition"} & actions
+    assert synthesized.stack.task_payload_reads is None  # no task roles: no payload reads granted
 
 
 # Encryption ----------------------------------------------------------------------------------------------------
@@ -241,12 +242,9 @@ def test_an_existing_key_arn_is_used_without_creating_one(tmp_path_factory):
 
 def test_ecs_task_roles_may_read_their_jobs_payload_attributes_and_nothing_else(hardened):
     # `ecs:` tasks are handed their job id, not their payload, and read it with the role they run as
-    [policy] = [
-        p
-        for p in hardened.resources("AWS::IAM::Policy").values()
-        if "role/report-task" in json.dumps(p["Properties"].get("Roles", []))
-    ]
-    assert "role/export-task" in json.dumps(policy["Properties"]["Roles"])
+    policy = hardened.resources("AWS::IAM::Policy")[hardened.logical_id(hardened.stack.task_payload_reads)]
+    roles = json.dumps(policy["Properties"]["Roles"])
+    assert "report-task" in roles and "export-task" in roles
     jobs_id = hardened.stack.get_logical_id(hardened.stack.storage.tables["jobs"].node.default_child)
     [read, decrypt] = policy["Properties"]["PolicyDocument"]["Statement"]
     assert read["Action"] == "dynamodb:GetItem" and read["Resource"] == {"Fn::GetAtt": [jobs_id, "Arn"]}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import os
 import socket
 import stat
 from collections.abc import Iterator
@@ -419,3 +420,20 @@ def test_duetime_local_on_moto_enforces_its_quota_flags_in_the_emulated_api_and_
         assert alice.get(f"/jobs/{job['jobId']}").status_code == 200
     finally:
         system.stop()
+
+
+def test_local_json_is_created_owner_only_even_under_a_lax_umask_and_follows_no_planted_link(tmp_path):
+    from duetime.local.state import STATE_FILE, LocalState
+
+    target = tmp_path / "elsewhere"
+    target.write_text("untouched")
+    (tmp_path / "local.tmp").symlink_to(target)  # planted where the temporary file is made
+    state = LocalState(api_url="http://127.0.0.1:1", prefix="p", shards=1, lease_seconds=3, jwt_secret="k",
+                       preload_interval_seconds=5, preload_window_seconds=10)  # fmt: skip
+    previous = os.umask(0)
+    try:
+        state.write(tmp_path)
+    finally:
+        os.umask(previous)
+    assert stat.S_IMODE((tmp_path / STATE_FILE).stat().st_mode) == 0o600
+    assert target.read_text() == "untouched" and not (tmp_path / "local.tmp").exists()
