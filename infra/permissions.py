@@ -129,8 +129,10 @@ def grant_handler_targets(
     suppress(
         policy,
         {
-            "AwsSolutions-IAM5[Resource::*]": "ecs:DescribeTaskDefinition only (it supports no resource ARN); "
-            "every other action of this policy names its families, cluster or roles.",
+            "AwsSolutions-IAM5[Resource::*]": "ecs:DescribeTaskDefinition only: the Service Authorization "
+            "Reference lists no resource type for it, so no ARN or condition can narrow it. It reads a family's "
+            "container name (RunTask's overrides address it), once per worker process and family; every other "
+            "action of this policy names its families, cluster or roles.",
             **{
                 f"AwsSolutions-IAM5[Resource::{family_finding.format(family)}]": f"Every revision of the {family!r} "
                 "task family named in context handlerTaskDefinitions, run in the workers' cluster only "

@@ -132,3 +132,16 @@ def test_an_ecs_task_reads_its_payload_by_the_job_id_it_was_started_with(ports, 
         current_run({**environment, "DUETIME_JOB_ID": "j_00000000000000ff"}, ports.store)
     with pytest.raises(LookupError, match="DUETIME_JOB_ID"):
         current_run({k: v for k, v in environment.items() if k != "DUETIME_JOB_ID"}, ports.store)
+
+
+@mock_aws
+def test_an_ecs_target_asks_for_a_familys_container_once_per_process():
+    ecs = make_client("ecs", "us-east-1")
+    ecs.create_cluster(clusterName="jobs")
+    ecs.register_task_definition(family="report", containerDefinitions=[{"name": "job", "image": "r:1", "memory": 512}])
+    asked: list[str] = []
+    ecs.meta.events.register("provide-client-params.ecs.DescribeTaskDefinition", lambda **_: asked.append("once"))
+    target = EcsTarget(ecs, EcsSettings(cluster="jobs"))
+    first = target.start("report", {"DUETIME_ATTEMPT": "1"}, "duetime-1")
+    second = target.start("report", {"DUETIME_ATTEMPT": "2"}, "duetime-2")
+    assert first != second and asked == ["once"]
