@@ -102,7 +102,8 @@ def submit_job(
     body returns the first job, with another body raises IdempotencyMismatch.
 
     The handler must be granted to the owner (or one of its `groups`), else Forbidden, and served by the
-    job class's workers, else InvalidInput listing what is served; both name the field `handler`.
+    job class's workers, else InvalidInput listing what is served; both name the field `handler`. An owner
+    at its activeJobs or jobCreatesPerMinute quota (ports.quotas) gets QuotaExceeded naming it.
     """
     now = ports.clock()
     spec, slot = validate_spec(ports, spec, now)
