@@ -428,8 +428,15 @@ def test_local_json_is_created_owner_only_even_under_a_lax_umask_and_follows_no_
     target = tmp_path / "elsewhere"
     target.write_text("untouched")
     (tmp_path / "local.tmp").symlink_to(target)  # planted where the temporary file is made
-    state = LocalState(api_url="http://127.0.0.1:1", prefix="p", shards=1, lease_seconds=3, jwt_secret="k",
-                       preload_interval_seconds=5, preload_window_seconds=10)  # fmt: skip
+    state = LocalState(
+        api_url="http://127.0.0.1:1",
+        prefix="p",
+        shards=1,
+        lease_seconds=3,
+        jwt_secret="k",
+        preload_interval_seconds=5,
+        preload_window_seconds=10,
+    )
     previous = os.umask(0)
     try:
         state.write(tmp_path)
@@ -437,3 +444,25 @@ def test_local_json_is_created_owner_only_even_under_a_lax_umask_and_follows_no_
         os.umask(previous)
     assert stat.S_IMODE((tmp_path / STATE_FILE).stat().st_mode) == 0o600
     assert target.read_text() == "untouched" and not (tmp_path / "local.tmp").exists()
+
+
+def test_duetime_token_names_the_data_dirs_instance_and_its_lifetime(tmp_path, capsys):
+    from duetime.local.state import LocalState
+
+    state = LocalState(
+        api_url="http://127.0.0.1:1",
+        prefix="p",
+        shards=1,
+        lease_seconds=3,
+        jwt_secret=SECRET,
+        instance_id="duetime-local-abc",
+        preload_interval_seconds=5,
+        preload_window_seconds=10,
+    )
+    state.write(tmp_path)
+    assert cli_main(["token", "--owner", "alice", "--ttl", "2", "--data-dir", str(tmp_path)]) == 0
+    token = capsys.readouterr().out.strip()
+    claims = jwt.decode(token, SECRET, algorithms=["HS256"], issuer=ISSUER, audience="duetime-local-abc")
+    assert claims["sub"] == "alice" and claims["exp"] - claims["iat"] == 2 * 3600
+    assert cli_main(["token", "--owner", "alice", "--ttl", "1000", "--data-dir", str(tmp_path)]) == 2
+    assert "30 days" in capsys.readouterr().err
