@@ -53,7 +53,8 @@ def resolve_connection(
         if not token and state.get("jwtSecret"):
             from duetime.api.auth import issue_token
 
-            token = issue_token(str(state["jwtSecret"]), owner or DEFAULT_OWNER)
+            audience = state.get("instanceId")  # the data dir's API refuses a token naming no other
+            token = issue_token(str(state["jwtSecret"]), owner or DEFAULT_OWNER, audience=audience)
     if not api_url or not token:
         raise ConfigError(f"{Path(data_dir) / STATE_FILE} lacks apiUrl or jwtSecret")
     return api_url.rstrip("/"), token
