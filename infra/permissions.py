@@ -148,7 +148,7 @@ def grant_task_payload_reads(
     scope: Construct, task_roles: list[str], jobs_table: dynamodb.ITable, key: kms.IKey | None
 ) -> iam.Policy | None:
     """Let the roles `ecs:` handler tasks run as (context handlerTaskRoles) read their run's payload: GetItem
-    on the jobs table, of the attributes TASK_READABLE_JOB_ATTRIBUTES names only (worker.ecs_task).
+    on the jobs table, of the attributes TASK_READABLE_JOB_ATTRIBUTES names only (duetime.ecs_task).
 
     duetime hands a task its job id, not its payload (RunTask overrides show in DescribeTasks and CloudTrail).
     dynamodb:LeadingKeys cannot narrow the read to that one job: one role serves every task of its family, and

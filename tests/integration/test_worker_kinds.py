@@ -113,8 +113,8 @@ def test_an_unknown_kind_without_targets_resolves_to_nothing():
 def test_an_ecs_task_reads_its_payload_by_the_job_id_it_was_started_with(ports, clock):
     # Given a job stored as the API stores it, and the environment an `ecs:` run of it is started with
     from duetime.domain.models import JobSpec, format_time
+    from duetime.ecs_task import current_run
     from duetime.service.jobs import submit_job
-    from duetime.worker.ecs_task import current_run
     from duetime.worker.kinds import ecs_task_environment
 
     spec = {"name": "r", "handler": "demo.echo", "payload": {"day": "2026-12-01"}, "schedule": {"cron": "0 9 * * *"}}

@@ -47,13 +47,13 @@ class EcsSettings:
     subnets: list[str] = field(default_factory=list)
     security_groups: list[str] = field(default_factory=list)
     launch_type: str = "FARGATE"
-    # Where the task reads its payload (duetime.worker.ecs_task): the deployment's prefix and region.
+    # Where the task reads its payload (duetime.ecs_task): the deployment's prefix and region.
     prefix: str = "duetime"
     region: str = "us-east-1"
 
 
 class EcsTarget:
-    """Starts a task with the run's references in its environment (never its payload: see worker.ecs_task),
+    """Starts a task with the run's references in its environment (never its payload: see duetime.ecs_task),
     watches it, stops it, reads its exit code."""
 
     def __init__(self, client: Any, settings: EcsSettings) -> None:

@@ -1098,7 +1098,7 @@ class DynamoStore:
         record = self.get_control(active_jobs_key(owner)) or {}
         return int(record.get(COUNT_ATTR, 0))
 
-    # -- what an `ecs:` task reads of its job (duetime.worker.ecs_task; issue 14) -----------------------------
+    # -- what an `ecs:` task reads of its job (duetime.ecs_task; issue 14) -----------------------------
 
     def job_payload(self, job_id: str) -> tuple[str, dict[str, Any]] | None:
         """(owner, payload) of job `job_id`, reading only the attributes TASK_READABLE_JOB_ATTRIBUTES names

@@ -70,7 +70,7 @@ def ecs_task_environment(ctx: JobContext, prefix: str, region: str) -> dict[str,
 
     RunTask's overrides are visible to anyone who may DescribeTasks in the account and are recorded by
     CloudTrail (and capped at 8 KiB): the task reads the payload from the jobs table instead
-    (duetime.worker.ecs_task.current_run, with a task role limited to that read)."""
+    (duetime.ecs_task.current_run, with a task role limited to that read)."""
     return {
         "DUETIME_EXECUTION_ID": ctx.execution_id,
         "DUETIME_JOB_ID": ctx.job_id,

@@ -5,8 +5,8 @@ DUETIME_SCHEDULED_AT, DUETIME_OWNER, DUETIME_PREFIX, DUETIME_REGION; worker.kind
 overrides are readable by anyone who may DescribeTasks and are recorded in CloudTrail, so the payload is never
 among them. The task's role may GetItem the jobs table's jobId, owner and definition attributes (infra/permissions.py).
 
-In Python: `from duetime.worker.ecs_task import current_run; run = current_run()`. In any other language:
-`python -m duetime.worker.ecs_task` prints the same values as one JSON object.
+In Python: `from duetime.ecs_task import current_run; run = current_run()`. In any other language:
+`python -m duetime.ecs_task` prints the same values as one JSON object.
 """
 
 from __future__ import annotations
