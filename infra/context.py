@@ -27,6 +27,9 @@ duetime.definitions.JOB_CLASSES: the runtime reads the same table, so they are n
 | workerMaxConcurrency   | 50                                   | most concurrent batches per Lambda worker (reserved) |
 | apiReservedConcurrency | 50                                   | concurrency kept for the API function (0: none)      |
 | callerRateLimit        | 1000                                 | WAF: requests per 5 minutes per IP and per token     |
+| maxActiveJobs          | 10000 (definitions.py)               | jobs (not cancelled) per owner; 0: unlimited         |
+| jobCreatesPerMinute    | 600 (definitions.py)                 | job creations per owner and minute; 0: unlimited     |
+| runNowsPerMinute       | 120 (definitions.py)                 | run-now requests per owner and minute; 0: unlimited  |
 | kmsKey                 | none: AWS managed keys               | "create" or a key ARN: tables, queues, topic, logs   |
 | logRetentionDays       | 90                                   | retention of every log group                         |
 | apiRateLimit           | 1000                                 | API Gateway steady requests per second               |
@@ -44,12 +47,21 @@ from pathlib import Path
 from typing import Any
 
 from constructs import Node
-from duetime.definitions import SQS_MAX_DELAY_SECONDS, Settings, preload_window_problem
+from duetime.definitions import (
+    DEFAULT_JOB_CREATES_PER_MINUTE,
+    DEFAULT_MAX_ACTIVE_JOBS,
+    DEFAULT_RUN_NOWS_PER_MINUTE,
+    SQS_MAX_DELAY_SECONDS,
+    Settings,
+    preload_window_problem,
+)
+from duetime.domain.quotas import Quotas
 
 from infra.handlers import HandlerCode
 
 # SQS's delay cap less the pre-load interval: what is loaded must still fit a DelaySeconds next minute.
 MAX_PRELOAD_WINDOW_SECONDS = SQS_MAX_DELAY_SECONDS - Settings().preload_interval_seconds
+DEFAULT_QUOTAS = Quotas(DEFAULT_MAX_ACTIVE_JOBS, DEFAULT_JOB_CREATES_PER_MINUTE, DEFAULT_RUN_NOWS_PER_MINUTE)
 DEFAULT_CALLBACK_URL = "http://localhost:8080/callback"
 # Lambda's SQS event source accepts a maximum concurrency of 2 to 1000; WAF a rate limit from 10 (per 5 minutes).
 DEFAULT_WORKER_MAX_CONCURRENCY = 50
@@ -150,6 +162,7 @@ class DeployContext:
     api_reserved_concurrency: int = DEFAULT_API_RESERVED_CONCURRENCY
     caller_rate_limit: int = DEFAULT_CALLER_RATE_LIMIT
     kms_key: str | None = None  # None: AWS managed keys; "create"; or an existing key's ARN
+    quotas: Quotas = DEFAULT_QUOTAS
 
     @property
     def handler_modules(self) -> str:
@@ -218,4 +231,10 @@ class DeployContext:
             api_reserved_concurrency=_int(node, "apiReservedConcurrency", DEFAULT_API_RESERVED_CONCURRENCY, minimum=0),
             caller_rate_limit=_int(node, "callerRateLimit", DEFAULT_CALLER_RATE_LIMIT, minimum=10),
             kms_key=_kms_key(node),
+            quotas=Quotas(
+                max_active_jobs=_int(node, "maxActiveJobs", DEFAULT_MAX_ACTIVE_JOBS, minimum=0) or None,
+                job_creates_per_minute=_int(node, "jobCreatesPerMinute", DEFAULT_JOB_CREATES_PER_MINUTE, minimum=0)
+                or None,
+                run_nows_per_minute=_int(node, "runNowsPerMinute", DEFAULT_RUN_NOWS_PER_MINUTE, minimum=0) or None,
+            ),
         )

@@ -12,7 +12,7 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as sources
 from aws_cdk import aws_sns as sns
 from constructs import Construct
-from duetime.config import function_environment, runtime_environment
+from duetime.config import function_environment, quota_environment, runtime_environment
 from duetime.definitions import (
     API_FUNCTION_TIMEOUT_SECONDS,
     DLQ_NOTIFIER_TIMEOUT_SECONDS,
@@ -129,7 +129,10 @@ class Functions(Construct):
 
         self.api = self._function(
             FunctionSpec("api", "duetime HTTP API", Duration.seconds(API_FUNCTION_TIMEOUT_SECONDS)),
-            extra_env=api_handler_environment(ctx.handler_code, ctx.handler_grants),
+            extra_env={
+                **api_handler_environment(ctx.handler_code, ctx.handler_grants),
+                **quota_environment(ctx.quotas),
+            },
             # Kept for the API whatever the workers do: a burst of due executions cannot starve owners' calls.
             reserved_concurrency=ctx.api_reserved_concurrency or None,
         )

@@ -13,9 +13,11 @@ from typing import cast
 from aws_cdk import ArnFormat, Fn, Stack, Token
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 from duetime.definitions import TABLES, webhook_secret_name
+from duetime.store.dynamo import TASK_READABLE_JOB_ATTRIBUTES
 
 from infra.common import suppress
 
@@ -127,8 +129,10 @@ def grant_handler_targets(
     suppress(
         policy,
         {
-            "AwsSolutions-IAM5[Resource::*]": "ecs:DescribeTaskDefinition only (it supports no resource ARN); "
-            "every other action of this policy names its families, cluster or roles.",
+            "AwsSolutions-IAM5[Resource::*]": "ecs:DescribeTaskDefinition only: the Service Authorization "
+            "Reference lists no resource type for it, so no ARN or condition can narrow it. It reads a family's "
+            "container name (RunTask's overrides address it), once per worker process and family; every other "
+            "action of this policy names its families, cluster or roles.",
             **{
                 f"AwsSolutions-IAM5[Resource::{family_finding.format(family)}]": f"Every revision of the {family!r} "
                 "task family named in context handlerTaskDefinitions, run in the workers' cluster only "
@@ -138,6 +142,45 @@ def grant_handler_targets(
             **_task_findings(stack, cluster_name),
         },
     )
+
+
+def grant_task_payload_reads(
+    scope: Construct, task_roles: list[str], jobs_table: dynamodb.ITable, key: kms.IKey | None
+) -> iam.Policy | None:
+    """Let the roles `ecs:` handler tasks run as (context handlerTaskRoles) read their run's payload: GetItem
+    on the jobs table, of the attributes TASK_READABLE_JOB_ATTRIBUTES names only (duetime.ecs_task).
+
+    duetime hands a task its job id, not its payload (RunTask overrides show in DescribeTasks and CloudTrail).
+    dynamodb:LeadingKeys cannot narrow the read to that one job: one role serves every task of its family, and
+    the job id is known only at run time, so the role may read any job's payload by id. It cannot list or
+    find ids (no Query or Scan, nothing else of the row), and job ids are 64 random bits: a task learns only
+    the jobs whose ids it is given. Teams that need payloads kept from each other's task code give each team's
+    task families a role of their own and keep secrets out of payloads (webhook secrets, Secrets Manager).
+    """
+    if not task_roles:
+        return None
+    stack = Stack.of(scope)
+    statements = [
+        iam.PolicyStatement(
+            actions=["dynamodb:GetItem"],
+            resources=[jobs_table.table_arn],
+            conditions={
+                "ForAllValues:StringEquals": {"dynamodb:Attributes": list(TASK_READABLE_JOB_ATTRIBUTES)},
+                "StringEqualsIfExists": {"dynamodb:Select": "SPECIFIC_ATTRIBUTES"},
+            },
+        )
+    ]
+    if key is not None:  # the table is encrypted with the data key
+        statements.append(iam.PolicyStatement(actions=["kms:Decrypt"], resources=[key.key_arn]))
+    policy = iam.Policy(scope, "HandlerTaskPayloadReads", statements=statements)
+    for index, name in enumerate(task_roles):
+        arn = (
+            name
+            if name.startswith("arn:")
+            else stack.format_arn(service="iam", region="", resource="role", resource_name=name)
+        )
+        policy.attach_to_role(iam.Role.from_role_arn(scope, f"HandlerTaskRole{index}", arn))
+    return policy
 
 
 def _task_findings(stack: Stack, cluster_name: str) -> dict[str, str]:

@@ -17,7 +17,7 @@ from infra.encryption import data_key
 from infra.functions import Functions
 from infra.handlers import HandlerCode
 from infra.monitoring import AlertTopic, Monitoring
-from infra.permissions import grant_handler_targets
+from infra.permissions import grant_handler_targets, grant_task_payload_reads
 from infra.queues import Queues
 from infra.scheduling import Scheduling
 from infra.storage import Storage
@@ -80,6 +80,10 @@ class DuetimeStack(Stack):
             )
             for name, value in self.workers.handler_target_environment().items():
                 worker.add_environment(name, value)
+        # `ecs:` handler tasks are handed their job id and read their payload themselves.
+        self.task_payload_reads = grant_task_payload_reads(
+            self, self.ctx.handler_task_roles, self.storage.tables["jobs"], self.data_key
+        )
         self.api.admit_workers(
             [fn.role for fn in self.functions.workers.values() if fn.role is not None] + list(self.workers.task_roles)
         )

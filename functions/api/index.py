@@ -12,7 +12,7 @@ from duetime.config import RuntimeConfig, build_ports
 logger = Logger(service="duetime-api")
 tracer = Tracer(service="duetime-api")
 CONFIG = RuntimeConfig.from_env()  # checked at cold start
-APP = build_app(build_ports(CONFIG), local_secret=CONFIG.jwt_secret)
+APP = build_app(build_ports(CONFIG), local_secret=CONFIG.jwt_secret, local_audience=CONFIG.jwt_audience)
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_REST)

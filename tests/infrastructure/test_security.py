@@ -166,6 +166,7 @@ def test_pass_role_and_run_task_name_the_task_roles_families_and_cluster(hardene
 def test_without_ecs_handlers_no_role_may_run_tasks_or_pass_roles(synthesized):
     actions = {a for s in every_statement(synthesized) for a in as_list(s["Action"])}
     assert not {"iam:PassRole", "ecs:RunTask", "ecs:DescribeTaskDefinition"} & actions
+    assert synthesized.stack.task_payload_reads is None  # no task roles: no payload reads granted
 
 
 # Encryption ----------------------------------------------------------------------------------------------------
@@ -237,3 +238,31 @@ def test_an_existing_key_arn_is_used_without_creating_one(tmp_path_factory):
     for table in imported.resources("AWS::DynamoDB::Table").values():
         assert table["Properties"]["SSESpecification"]["KMSMasterKeyId"] == arn
     assert all(g["Properties"]["KmsKeyId"] == arn for g in imported.resources("AWS::Logs::LogGroup").values())
+
+
+def test_ecs_task_roles_may_read_their_jobs_payload_attributes_and_nothing_else(hardened):
+    # `ecs:` tasks are handed their job id, not their payload, and read it with the role they run as
+    policy = hardened.resources("AWS::IAM::Policy")[hardened.logical_id(hardened.stack.task_payload_reads)]
+    roles = json.dumps(policy["Properties"]["Roles"])
+    assert "report-task" in roles and "export-task" in roles
+    jobs_id = hardened.stack.get_logical_id(hardened.stack.storage.tables["jobs"].node.default_child)
+    [read, decrypt] = policy["Properties"]["PolicyDocument"]["Statement"]
+    assert read["Action"] == "dynamodb:GetItem" and read["Resource"] == {"Fn::GetAtt": [jobs_id, "Arn"]}
+    assert read["Condition"] == {
+        "ForAllValues:StringEquals": {"dynamodb:Attributes": ["jobId", "owner", "definition"]},
+        "StringEqualsIfExists": {"dynamodb:Select": "SPECIFIC_ATTRIBUTES"},
+    }
+    assert decrypt["Action"] == "kms:Decrypt" and decrypt["Resource"] == {"Fn::GetAtt": [data_key_id(hardened), "Arn"]}
+
+
+def test_per_owner_quotas_reach_the_api_function_from_context(synthesized):
+    from duetime.definitions import DEFAULT_JOB_CREATES_PER_MINUTE, DEFAULT_MAX_ACTIVE_JOBS, DEFAULT_RUN_NOWS_PER_MINUTE
+
+    api = synthesized.resources("AWS::Lambda::Function")[synthesized.logical_id(synthesized.stack.functions.api)]
+    env = api["Properties"]["Environment"]["Variables"]
+    assert env["DUETIME_MAX_ACTIVE_JOBS"] == str(DEFAULT_MAX_ACTIVE_JOBS)
+    assert env["DUETIME_JOB_CREATES_PER_MINUTE"] == str(DEFAULT_JOB_CREATES_PER_MINUTE)
+    assert env["DUETIME_RUN_NOWS_PER_MINUTE"] == str(DEFAULT_RUN_NOWS_PER_MINUTE)
+    ctx = DeployContext.from_node(cdk.App(context={"maxActiveJobs": "50", "runNowsPerMinute": 0}).node)
+    assert (ctx.quotas.max_active_jobs, ctx.quotas.run_nows_per_minute) == (50, None)  # 0: unlimited
+    assert ctx.quotas.job_creates_per_minute == DEFAULT_JOB_CREATES_PER_MINUTE

@@ -391,10 +391,10 @@ ROUTES = [
 ]
 
 
-def raw_token(subject: str) -> str:
-    """A token signed with the right secret whose subject issue_token would refuse to put in one."""
+def raw_token(subject: str, lifetime: timedelta = timedelta(days=1)) -> str:
+    """A token signed with the right secret that issue_token would refuse to make (its subject or lifetime)."""
     now = datetime.now(UTC)
-    return jwt.encode({"sub": subject, "iss": ISSUER, "iat": now, "exp": now + timedelta(days=1)}, SECRET, "HS256")
+    return jwt.encode({"sub": subject, "iss": ISSUER, "iat": now, "exp": now + lifetime}, SECRET, "HS256")
 
 
 BAD_AUTH = {
@@ -403,7 +403,7 @@ BAD_AUTH = {
     "bearer without token": "Bearer ",
     "garbage token": "Bearer not.a.jwt",
     "wrong secret": "Bearer " + issue_token("another-secret-also-thirty-two-bytes", "alice"),
-    "expired": "Bearer " + issue_token(SECRET, "alice", days=-1),
+    "expired": "Bearer " + raw_token("alice", lifetime=timedelta(seconds=-1)),
     "no subject": "Bearer " + raw_token(""),
     "subject with #": "Bearer " + raw_token("alice#x"),
     "non-latin text": "Bearer \u00e9\u00e8",

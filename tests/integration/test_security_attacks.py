@@ -3,25 +3,33 @@
 from __future__ import annotations
 
 import json
+import os
 import socket
+import stat
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
+from unittest.mock import ANY
 
 import jwt
 import pytest
+import requests
 from duetime.adapters.cursors import encode_cursor
 from duetime.api.app import build_app
-from duetime.api.auth import ISSUER, issue_token
+from duetime.api.auth import DEFAULT_TOKEN_TTL, ISSUER, issue_token
 from duetime.cli.main import main as cli_main
 from duetime.definitions import API_MAX_BODY_BYTES, MAX_CURSOR_CHARS, MAX_CURSOR_KEY_BYTES
 from duetime.domain.errors import InvalidInput
+from duetime.domain.quotas import ACTIVE_JOBS, JOB_CREATES_PER_MINUTE, RUN_NOWS_PER_MINUTE, Quotas
 from duetime.local.http_bridge import ApiServer, body_length
+from duetime.local.system import LocalSystem
 from duetime.service import executions as execution_cases
+from moto import mock_aws
 
 from tests.http_client import Api
 
 SECRET = "security-secret-of-thirty-two-bytes!!"
+ANY_TEXT = ANY  # the message is for people; the code and field are the contract
 SOCKET_TIMEOUT = 10.0  # a refusal comes at once; a thread blocked reading a body would never answer
 
 
@@ -229,3 +237,259 @@ def test_a_cursor_key_is_limited_in_bytes_not_characters(ports, server):
     surrogate = encode_cursor("owner:alice", {"owner": "alice", "jobId": "j_1", "createdKey": "\ud800"})
     status, body = call(server, "GET", f"/jobs?cursor={surrogate}", alice)
     assert status == 400 and body is not None and body["error"]["field"] == "cursor"
+
+
+# --- per-owner quotas --------------------------------------------------------------------------------------
+
+
+def call_for_headers(server: ApiServer, method: str, path: str, token: str, body: Any = None):
+    """(status, body, headers) of one request."""
+    host, port = server.server.server_address[:2]
+    response = requests.request(
+        method,
+        f"http://{host}:{port}{path}",
+        json=body,
+        headers={"Authorization": f"Bearer {token}"},
+        timeout=SOCKET_TIMEOUT,
+    )
+    text = response.content
+    return response.status_code, json.loads(text) if text else None, {k.lower(): v for k, v in response.headers.items()}
+
+
+def cron_job(n: int) -> dict[str, Any]:
+    return {"name": f"q{n}", "handler": "demo.echo", "schedule": {"cron": "0 9 * * *"}}
+
+
+def test_an_owner_past_its_job_creation_rate_gets_429_with_retry_after_and_nothing_is_created(ports, server):
+    ports.quotas = Quotas(job_creates_per_minute=3)
+    alice, bob = issue_token(SECRET, "alice"), issue_token(SECRET, "bob")
+    for n in range(3):
+        assert call(server, "POST", "/jobs", alice, cron_job(n))[0] == 201
+    status, error, headers = call_for_headers(server, "POST", "/jobs", alice, cron_job(3))
+    assert status == 429 and error is not None
+    assert error["error"] == {"code": "quota_exceeded", "field": JOB_CREATES_PER_MINUTE, "message": ANY_TEXT}
+    assert 1 <= int(headers["retry-after"]) <= 60
+    assert len(call(server, "GET", "/jobs", alice)[1]["jobs"]) == 3
+    # Another owner is not held back by alice's quota, and alice's next minute has room again
+    assert call(server, "POST", "/jobs", bob, cron_job(0))[0] == 201
+    ports.clock.advance(int(headers["retry-after"]))
+    assert call(server, "POST", "/jobs", alice, cron_job(3))[0] == 201
+
+
+def test_an_owner_at_its_active_jobs_gets_429_until_it_deletes_one(ports, server):
+    ports.quotas = Quotas(max_active_jobs=2)
+    alice = issue_token(SECRET, "alice")
+    created = [call(server, "POST", "/jobs", alice, cron_job(n))[1]["jobId"] for n in range(2)]
+    status, error, headers = call_for_headers(server, "POST", "/jobs", alice, cron_job(2))
+    assert status == 429 and error["error"]["field"] == ACTIVE_JOBS and int(headers["retry-after"]) > 0
+    assert call(server, "PATCH", f"/jobs/{created[0]}", alice, {"status": "paused"})[0] == 200  # still held
+    assert call(server, "POST", "/jobs", alice, cron_job(2))[0] == 429
+    assert call(server, "DELETE", f"/jobs/{created[0]}", alice)[0] == 204
+    assert call(server, "POST", "/jobs", alice, cron_job(2))[0] == 201
+
+
+def test_an_owner_past_its_run_now_rate_gets_429_and_no_run(ports, server):
+    ports.quotas = Quotas(run_nows_per_minute=1)
+    alice = issue_token(SECRET, "alice")
+    job_id = call(server, "POST", "/jobs", alice, cron_job(0))[1]["jobId"]
+    assert call(server, "POST", f"/jobs/{job_id}/run", alice)[0] == 201
+    ports.clock.advance(0.001)  # another instant: not the same run asked twice
+    status, error, headers = call_for_headers(server, "POST", f"/jobs/{job_id}/run", alice)
+    assert status == 429 and error["error"]["field"] == RUN_NOWS_PER_MINUTE and "retry-after" in headers
+    manual = [
+        e for e in call(server, "GET", f"/jobs/{job_id}/executions", alice)[1]["executions"] if e["kind"] == "manual"
+    ]
+    assert len(manual) == 1
+
+
+# --- local tokens: a lifetime and an audience -------------------------------------------------------------------
+
+
+def test_an_expired_token_and_one_for_another_data_dir_are_refused(ports):
+    app = build_app(ports, local_secret=SECRET, local_audience="duetime-local-this")
+    bridge = ApiServer(app.resolve, port=0).start()
+    try:
+        mine = issue_token(SECRET, "alice", audience="duetime-local-this")
+        assert call(bridge, "GET", "/jobs", mine)[0] == 200
+        another = issue_token(SECRET, "alice", audience="duetime-local-other")  # same key, other data dir
+        no_audience = issue_token(SECRET, "alice")
+        now = datetime.now(UTC)
+        expired = jwt.encode(
+            {"sub": "alice", "iss": ISSUER, "aud": "duetime-local-this", "iat": now, "exp": now - timedelta(seconds=1)},
+            SECRET,
+            "HS256",
+        )
+        for token in (another, no_audience, expired):
+            status, error = call(bridge, "GET", "/jobs", token)
+            assert status == 401 and error is not None and error["error"]["code"] == "unauthorized"
+    finally:
+        bridge.stop()
+
+
+def test_tokens_last_a_day_by_default_and_no_longer_than_thirty_days():
+    claims = jwt.decode(issue_token(SECRET, "alice"), SECRET, algorithms=["HS256"], issuer=ISSUER)
+    assert claims["exp"] - claims["iat"] == DEFAULT_TOKEN_TTL.total_seconds() == 24 * 3600
+    with pytest.raises(InvalidInput) as refused:
+        issue_token(SECRET, "alice", ttl=timedelta(days=31))
+    assert refused.value.field == "ttl"
+
+
+def test_a_reset_data_dir_refuses_every_token_issued_before_it(tmp_path):
+    def started(reset: bool = False) -> LocalSystem:
+        return LocalSystem(tmp_path, port=0, workers=0, backend="sqlite", reset=reset).start()
+
+    system = started()
+    try:
+        before = system.token("alice")
+        assert Api(system.api_url, before).get("/jobs").status_code == 200
+        state = json.loads((tmp_path / "local.json").read_text())
+    finally:
+        system.stop()
+    assert stat.S_IMODE((tmp_path / "local.json").stat().st_mode) == 0o600
+    restarted = started()  # a plain restart keeps the key and the instance: tokens stay valid
+    try:
+        assert Api(restarted.api_url, before).get("/jobs").status_code == 200
+    finally:
+        restarted.stop()
+    reset = started(reset=True)
+    try:
+        assert Api(reset.api_url, before).get("/jobs").status_code == 401
+        assert Api(reset.api_url, reset.token("alice")).get("/jobs").status_code == 200
+        after = json.loads((tmp_path / "local.json").read_text())
+        assert after["jwtSecret"] != state["jwtSecret"] and after["instanceId"] != state["instanceId"]
+    finally:
+        reset.stop()
+
+
+# --- the moto backend's server is no one else's ---------------------------------------------------------------
+
+
+def test_the_moto_server_refuses_a_plain_request_to_its_reset_route_and_serves_duetimes_clients():
+    from duetime.local.moto_server import EmbeddedMoto
+    from duetime.store.aws import make_client
+
+    moto = EmbeddedMoto().start()
+    try:
+        sqs = make_client("sqs", "us-east-1", moto.endpoint_url)
+        url = sqs.create_queue(QueueName="kept")["QueueUrl"]
+        host, port = moto.server.server_address[:2]
+        for path in ("/moto-api/reset", "/moto-api/", "/", f"/x{moto.secret}/moto-api/reset"):
+            refused = requests.post(
+                f"http://{host}:{port}{path}",
+                data=b"",
+                headers={"Origin": "https://evil.example"},
+                timeout=SOCKET_TIMEOUT,
+            )
+            assert refused.status_code == 403, path
+        # The queue survived: nothing reached moto
+        assert sqs.get_queue_url(QueueName="kept")["QueueUrl"] == url
+        assert moto.secret not in url  # what moto hands out does not leak the secret either
+    finally:
+        moto.stop()
+
+
+# --- `ecs:` payloads never travel in RunTask overrides (DescribeTasks, CloudTrail) --------------------------------
+
+
+@mock_aws
+def test_an_ecs_run_starts_its_task_without_the_payload_in_what_cloudtrail_records():
+    from duetime.queue.targets import EcsSettings, EcsTarget
+    from duetime.store.aws import make_client
+    from duetime.worker.kinds import Targets, resolve_handler
+    from duetime.worker.registry import JobContext
+
+    ecs = make_client("ecs", "us-east-1")
+    ecs.create_cluster(clusterName="jobs")
+    ecs.register_task_definition(family="report", containerDefinitions=[{"name": "job", "image": "r:1", "memory": 512}])
+    sent: list[dict[str, Any]] = []
+    ecs.meta.events.register("provide-client-params.ecs.RunTask", lambda params, **_: sent.append(dict(params)))
+    run = resolve_handler("ecs:report", Targets(ecs_target=EcsTarget(ecs, EcsSettings(cluster="jobs"))))
+    ctx = JobContext(
+        "j_1.1796169600000", "j_1", 1, datetime(2026, 12, 1, tzinfo=UTC), {"token": "tok-5ecret"}, owner="alice"
+    )
+    ctx.cancelled.set()  # stop at once: only the start matters here
+    with pytest.raises(InterruptedError):
+        run(ctx)
+    [request] = sent
+    assert "tok-5ecret" not in json.dumps(request)
+    [task] = ecs.describe_tasks(
+        cluster="jobs", tasks=ecs.list_tasks(cluster="jobs", desiredStatus="STOPPED")["taskArns"]
+    )["tasks"]
+    assert "tok-5ecret" not in json.dumps(task, default=str)
+
+
+def test_quotas_default_on_aws_none_locally_and_zero_means_none():
+    from duetime.config import RuntimeConfig, quota_environment
+    from duetime.definitions import DEFAULT_JOB_CREATES_PER_MINUTE, DEFAULT_MAX_ACTIVE_JOBS, DEFAULT_RUN_NOWS_PER_MINUTE
+
+    assert RuntimeConfig().quotas() == Quotas(
+        DEFAULT_MAX_ACTIVE_JOBS, DEFAULT_JOB_CREATES_PER_MINUTE, DEFAULT_RUN_NOWS_PER_MINUTE
+    )
+    assert RuntimeConfig(endpoint_url="http://127.0.0.1:1/x").quotas() == Quotas()
+    configured = Quotas(max_active_jobs=5, run_nows_per_minute=2)
+    assert RuntimeConfig.from_env(quota_environment(configured)).quotas() == configured
+
+
+def test_duetime_local_on_moto_enforces_its_quota_flags_in_the_emulated_api_and_hides_its_moto_server(tmp_path):
+    # Given `duetime local --backend moto --run-nows-per-minute 1`: the real API handler, configured by env
+    system = LocalSystem(tmp_path, port=0, workers=0, backend="moto", quotas=Quotas(run_nows_per_minute=1)).start()
+    try:
+        alice = Api(system.api_url, system.token("alice"))
+        job = alice.post("/jobs", json=cron_job(0)).json()
+        assert alice.post(f"/jobs/{job['jobId']}/run").status_code == 201
+        refused = alice.post(f"/jobs/{job['jobId']}/run")
+        assert refused.status_code == 429 and refused.json()["error"]["field"] == RUN_NOWS_PER_MINUTE
+        assert 1 <= int(refused.headers["Retry-After"]) <= 60
+        # And its moto server answers a plain request to the reset route with 403, the data intact
+        endpoint = json.loads((tmp_path / "local.json").read_text())["endpointUrl"]
+        root = endpoint.rsplit("/", 1)[0]
+        assert requests.post(root + "/moto-api/reset", timeout=10).status_code == 403
+        assert alice.get(f"/jobs/{job['jobId']}").status_code == 200
+    finally:
+        system.stop()
+
+
+def test_local_json_is_created_owner_only_even_under_a_lax_umask_and_follows_no_planted_link(tmp_path):
+    from duetime.local.state import STATE_FILE, LocalState
+
+    target = tmp_path / "elsewhere"
+    target.write_text("untouched")
+    (tmp_path / "local.tmp").symlink_to(target)  # planted where the temporary file is made
+    state = LocalState(
+        api_url="http://127.0.0.1:1",
+        prefix="p",
+        shards=1,
+        lease_seconds=3,
+        jwt_secret="k",
+        preload_interval_seconds=5,
+        preload_window_seconds=10,
+    )
+    previous = os.umask(0)
+    try:
+        state.write(tmp_path)
+    finally:
+        os.umask(previous)
+    assert stat.S_IMODE((tmp_path / STATE_FILE).stat().st_mode) == 0o600
+    assert target.read_text() == "untouched" and not (tmp_path / "local.tmp").exists()
+
+
+def test_duetime_token_names_the_data_dirs_instance_and_its_lifetime(tmp_path, capsys):
+    from duetime.local.state import LocalState
+
+    state = LocalState(
+        api_url="http://127.0.0.1:1",
+        prefix="p",
+        shards=1,
+        lease_seconds=3,
+        jwt_secret=SECRET,
+        instance_id="duetime-local-abc",
+        preload_interval_seconds=5,
+        preload_window_seconds=10,
+    )
+    state.write(tmp_path)
+    assert cli_main(["token", "--owner", "alice", "--ttl", "2", "--data-dir", str(tmp_path)]) == 0
+    token = capsys.readouterr().out.strip()
+    claims = jwt.decode(token, SECRET, algorithms=["HS256"], issuer=ISSUER, audience="duetime-local-abc")
+    assert claims["sub"] == "alice" and claims["exp"] - claims["iat"] == 2 * 3600
+    assert cli_main(["token", "--owner", "alice", "--ttl", "1000", "--data-dir", str(tmp_path)]) == 2
+    assert "30 days" in capsys.readouterr().err

@@ -68,7 +68,7 @@ def test_a_function_error_is_retryable_unless_the_function_raised_permanent_fail
 
 
 @mock_aws
-def test_an_ecs_handler_starts_a_task_with_the_run_values_and_stops_it_when_told():
+def test_an_ecs_handler_starts_a_task_with_the_run_references_and_stops_it_when_told():
     ecs = make_client("ecs", "us-east-1")
     ecs.create_cluster(clusterName="jobs")
     ecs.register_task_definition(
@@ -76,7 +76,7 @@ def test_an_ecs_handler_starts_a_task_with_the_run_values_and_stops_it_when_told
     )
     target = EcsTarget(ecs, EcsSettings(cluster="jobs", subnets=["subnet-1"], security_groups=["sg-1"]))
     run = resolve_handler("ecs:report", Targets(ecs_target=target))
-    ctx = context(day="2026-12-01")
+    ctx = context(apiKey="payload-secret-7f3a")
     failure: list[BaseException] = []
 
     def go() -> None:
@@ -96,9 +96,11 @@ def test_an_ecs_handler_starts_a_task_with_the_run_values_and_stops_it_when_told
     [task] = ecs.describe_tasks(cluster="jobs", tasks=arns)["tasks"]
     environment = {e["name"]: e["value"] for e in task["overrides"]["containerOverrides"][0]["environment"]}
     assert environment["DUETIME_EXECUTION_ID"] == ctx.execution_id and environment["DUETIME_ATTEMPT"] == "2"
-    assert json.loads(environment["DUETIME_PAYLOAD"]) == {"day": "2026-12-01"}
     assert environment["DUETIME_OWNER"] == "alice"
-    assert (environment["DUETIME_WORKER_ID"], environment["DUETIME_CLAIM_TOKEN"]) == ("w-1", "claim-secret")
+    # The payload is not among them (DescribeTasks and CloudTrail show overrides): the task reads it itself,
+    # and neither is the claim's token: the worker that started the task heartbeats and completes for it.
+    assert "DUETIME_PAYLOAD" not in environment and "payload-secret-7f3a" not in json.dumps(task)
+    assert "DUETIME_CLAIM_TOKEN" not in environment and "claim-secret" not in json.dumps(task)
     # When the run is told to stop (timeout, lost lease, replace), the task is stopped
     ctx.cancelled.set()
     thread.join(timeout=10)
@@ -111,3 +113,40 @@ def test_an_unknown_kind_without_targets_resolves_to_nothing():
     assert resolve_handler("lambda:anything", None) is None
     assert resolve_handler("ecs:anything", Targets()) is None
     assert resolve_handler("demo.echo", None) is not None
+
+
+def test_an_ecs_task_reads_its_payload_by_the_job_id_it_was_started_with(ports, clock):
+    # Given a job stored as the API stores it, and the environment an `ecs:` run of it is started with
+    from duetime.domain.models import JobSpec, format_time
+    from duetime.ecs_task import current_run
+    from duetime.service.jobs import submit_job
+    from duetime.worker.kinds import ecs_task_environment
+
+    spec = {"name": "r", "handler": "demo.echo", "payload": {"day": "2026-12-01"}, "schedule": {"cron": "0 9 * * *"}}
+    job, _ = submit_job(ports, "alice", JobSpec.model_validate(spec))
+    ctx = JobContext(f"{job.job_id}.1796169600000", job.job_id, 1, clock(), job.payload, owner="alice")
+    environment = ecs_task_environment(ctx, ports.settings.prefix, "us-east-1")
+    # When the task asks for its run
+    run = current_run(environment, ports.store)
+    # Then it has the run values a `lambda:` target gets, its payload read from the jobs table
+    assert run == {**run_values(ctx), "scheduledAt": format_time(ctx.scheduled_at)}
+    # And a task told another owner, or another job, gets nothing
+    with pytest.raises(LookupError):
+        current_run({**environment, "DUETIME_OWNER": "mallory"}, ports.store)
+    with pytest.raises(LookupError):
+        current_run({**environment, "DUETIME_JOB_ID": "j_00000000000000ff"}, ports.store)
+    with pytest.raises(LookupError, match="DUETIME_JOB_ID"):
+        current_run({k: v for k, v in environment.items() if k != "DUETIME_JOB_ID"}, ports.store)
+
+
+@mock_aws
+def test_an_ecs_target_asks_for_a_familys_container_once_per_process():
+    ecs = make_client("ecs", "us-east-1")
+    ecs.create_cluster(clusterName="jobs")
+    ecs.register_task_definition(family="report", containerDefinitions=[{"name": "job", "image": "r:1", "memory": 512}])
+    asked: list[str] = []
+    ecs.meta.events.register("provide-client-params.ecs.DescribeTaskDefinition", lambda **_: asked.append("once"))
+    target = EcsTarget(ecs, EcsSettings(cluster="jobs"))
+    first = target.start("report", {"DUETIME_ATTEMPT": "1"}, "duetime-1")
+    second = target.start("report", {"DUETIME_ATTEMPT": "2"}, "duetime-2")
+    assert first != second and asked == ["once"]

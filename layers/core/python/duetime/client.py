@@ -52,7 +52,8 @@ def resolve_connection(
                 f"or run `duetime local --data-dir {data_dir}` ({exc})"
             ) from exc
         api_url = api_url or state.api_url
-        token = token or issue_token(state.jwt_secret, owner or LOCAL_FIRST_USER)
+        # The data dir's API refuses a token naming another audience (its instance id) or none.
+        token = token or issue_token(state.jwt_secret, owner or LOCAL_FIRST_USER, audience=state.instance_id)
     return api_url.rstrip("/"), token
 
 

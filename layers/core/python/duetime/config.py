@@ -14,7 +14,10 @@ from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSetti
 
 from duetime.definitions import (
     DEFAULT_JOB_CLASS,
+    DEFAULT_JOB_CREATES_PER_MINUTE,
+    DEFAULT_MAX_ACTIVE_JOBS,
     DEFAULT_REGION,
+    DEFAULT_RUN_NOWS_PER_MINUTE,
     LOCAL_SETTINGS,
     METRIC_NAMESPACE,
     PRELOAD_DISPATCH_THREADS,
@@ -23,6 +26,7 @@ from duetime.definitions import (
     preload_window_problem,
 )
 from duetime.domain.grants import DEMO_ONLY, EVERYONE, Grants
+from duetime.domain.quotas import Quotas
 from duetime.notify import ConsoleNotifier, SnsNotifier
 from duetime.queue.sqs import DueQueues
 from duetime.service.context import Notifier, Ports
@@ -69,6 +73,7 @@ class RuntimeConfig(BaseSettings):
     dlq_urls: dict[str, str] | None = None
     alert_topic_arn: str | None = None
     jwt_secret: str | None = None
+    jwt_audience: str | None = None  # `duetime local`: its data dir's instance id, which its tokens name
     ecs_cluster: str | None = None
     ecs_subnets: str = ""  # comma-separated
     ecs_security_groups: str = ""  # comma-separated
@@ -80,6 +85,10 @@ class RuntimeConfig(BaseSettings):
     # A worker's job class and the modules of its Python handlers (comma-separated), imported at cold start.
     job_class: str = DEFAULT_JOB_CLASS
     handler_modules: str = ""
+    # Per-owner quotas (0: unlimited); unset: the DEFAULT_* of definitions.py on AWS, none locally.
+    max_active_jobs: int | None = Field(default=None, ge=0)
+    job_creates_per_minute: int | None = Field(default=None, ge=0)
+    run_nows_per_minute: int | None = Field(default=None, ge=0)
     # Webhook secrets as files in this folder (`duetime local`, `duetime worker --data-dir`); else Secrets Manager.
     webhook_secrets_dir: str | None = None
 
@@ -156,6 +165,20 @@ class RuntimeConfig(BaseSettings):
             return Grants.parse(self.handler_grants, source=self.env_name("handler_grants"))
         return EVERYONE if self.endpoint_url else DEMO_ONLY
 
+    def quotas(self) -> Quotas:
+        """Each owner's limits: those configured (0: unlimited), else the defaults on AWS and none locally."""
+
+        def limit(configured: int | None, default: int) -> int | None:
+            if configured is None:
+                return None if self.endpoint_url else default
+            return configured or None
+
+        return Quotas(
+            max_active_jobs=limit(self.max_active_jobs, DEFAULT_MAX_ACTIVE_JOBS),
+            job_creates_per_minute=limit(self.job_creates_per_minute, DEFAULT_JOB_CREATES_PER_MINUTE),
+            run_nows_per_minute=limit(self.run_nows_per_minute, DEFAULT_RUN_NOWS_PER_MINUTE),
+        )
+
     def manifest(self) -> dict[str, frozenset[str]]:
         return {job_class: frozenset(names) for job_class, names in (self.handler_manifest or {}).items()}
 
@@ -177,6 +200,15 @@ def runtime_environment(
         settings, region=region, queue_urls=dict(queue_urls), dlq_urls=dict(dlq_urls), **given
     )
     return {**config.to_env(), "POWERTOOLS_METRICS_NAMESPACE": METRIC_NAMESPACE}
+
+
+def quota_environment(quotas: Quotas) -> dict[str, str]:
+    """The API function's quota variables (0: unlimited), as RuntimeConfig.quotas reads them."""
+    return RuntimeConfig(
+        max_active_jobs=quotas.max_active_jobs or 0,
+        job_creates_per_minute=quotas.job_creates_per_minute or 0,
+        run_nows_per_minute=quotas.run_nows_per_minute or 0,
+    ).to_env()
 
 
 def function_environment(
@@ -217,6 +249,7 @@ def build_ports(config: RuntimeConfig, notifier: Notifier | None = None) -> Port
         notifier=notifier,
         grants=config.grants(),
         handler_manifest=config.manifest(),
+        quotas=config.quotas(),
     )
 
 
@@ -238,6 +271,8 @@ def build_targets(config: RuntimeConfig) -> Targets:
             cluster=config.ecs_cluster,
             subnets=[s for s in config.ecs_subnets.split(",") if s],
             security_groups=[s for s in config.ecs_security_groups.split(",") if s],
+            prefix=config.prefix,
+            region=config.region,
         )
         ecs = EcsTarget(make_client("ecs", config.region, config.endpoint_url), settings)
     lambda_target = LambdaTarget(make_client("lambda", config.region, config.endpoint_url))

@@ -222,6 +222,16 @@ LOCAL_SETTINGS = Settings(preload_interval_seconds=5, preload_window_seconds=10,
 SQLITE_LOCAL_SETTINGS = Settings(preload_interval_seconds=5, preload_window_seconds=60, allow_loopback_webhooks=True)
 
 
+# --- per-owner quotas (HTTP 429 past them) --------------------------------------------------------------
+
+# The deployed API's defaults (CDK context maxActiveJobs, jobCreatesPerMinute, runNowsPerMinute; 0: none):
+# far above what one team's scheduling needs, low enough that one owner cannot fill the tables or queues
+# for every other. `duetime local` has none unless its flags set them (one developer's machine).
+DEFAULT_MAX_ACTIVE_JOBS = 10_000
+DEFAULT_JOB_CREATES_PER_MINUTE = 600
+DEFAULT_RUN_NOWS_PER_MINUTE = 120
+
+
 # --- handlers ----------------------------------------------------------------------------------------
 
 # Handler names with these prefixes name a target of their kind; they are dispatched by kind and never

@@ -14,8 +14,8 @@ from duetime.api.auth import Caller, caller_from_event
 from duetime.api.models import MAX_PAGE, ErrorDetail, ErrorResponse
 from duetime.api.parsing import parse_body
 from duetime.api.routes import DEFAULT_PAGE, ROUTES
-from duetime.api.routing import Access, Call, Page, Reply, Route, status_of
-from duetime.domain.errors import DuetimeError, InvalidInput, NotFound
+from duetime.api.routing import RETRY_AFTER, Access, Call, Page, Reply, Route, status_of
+from duetime.domain.errors import DuetimeError, InvalidInput, NotFound, QuotaExceeded
 from duetime.service.context import Ports
 
 LIMIT_DIGITS = 4  # more cannot be a page size in range, and int() of a long string costs
@@ -24,10 +24,13 @@ LIMIT_DIGITS = 4  # more cannot be a page size in range, and int() of a long str
 def error_response(error: DuetimeError) -> Response[str]:
     status = status_of(error)
     body = ErrorResponse(error=ErrorDetail(code=error.code, message=error.message, field=error.field or None))
+    # A quota says when to try again.
+    headers = {RETRY_AFTER: str(error.retry_after)} if isinstance(error, QuotaExceeded) else None
     return Response(
         status_code=status,
         content_type="application/json",
         body=body.model_dump_json(by_alias=True, exclude_none=True),
+        headers=headers,
     )
 
 
@@ -65,12 +68,15 @@ def reply_response(route: Route, reply: Reply) -> Response[str]:
     return Response(status_code=reply.status, content_type="application/json", body=text)
 
 
-def build_app(ports: Ports, local_secret: str | None = None) -> APIGatewayRestResolver:
-    """The API Gateway resolver over `ports`; `local_secret` verifies tokens when no gateway does."""
+def build_app(
+    ports: Ports, local_secret: str | None = None, local_audience: str | None = None
+) -> APIGatewayRestResolver:
+    """The API Gateway resolver over `ports`; `local_secret` verifies tokens when no gateway does, and
+    `local_audience` (the data dir's instance id) is then the audience they must name."""
     app = APIGatewayRestResolver()
 
     def caller() -> Caller:
-        return caller_from_event(app.current_event.raw_event, local_secret)
+        return caller_from_event(app.current_event.raw_event, local_secret, local_audience)
 
     def raw_body() -> str:
         raw = app.current_event.body or ""

@@ -20,6 +20,11 @@ MAX_OWNER_CHARS = 256
 OWNER_SEPARATOR = "#"
 
 
+# A local token lasts a day unless `duetime token --ttl` asks otherwise; a leaked one is useful for that
+# long at most, and never after the data dir is reset (a new signing key).
+DEFAULT_TOKEN_TTL = timedelta(hours=24)
+MAX_TOKEN_TTL = timedelta(days=30)
+
 # The claim that carries a user's groups: Cognito's on AWS, and the same name in local tokens.
 GROUPS_CLAIM = "cognito:groups"
 MAX_GROUPS = 100
@@ -41,12 +46,25 @@ def check_owner_name(owner: str) -> str:
     return owner
 
 
-def issue_token(secret: str, owner: str, worker: bool = False, days: int = 30, groups: Sequence[str] = ()) -> str:
-    """A signed JWT the local API accepts (`duetime token`), carrying the owner's `groups` if any; raises
-    InvalidInput naming `owner` for a name no owner may have."""
+def issue_token(
+    secret: str,
+    owner: str,
+    worker: bool = False,
+    ttl: timedelta = DEFAULT_TOKEN_TTL,
+    groups: Sequence[str] = (),
+    audience: str | None = None,
+) -> str:
+    """A signed JWT the local API accepts (`duetime token`) for `ttl`, carrying the owner's `groups` if any
+    and, as its audience, the instance id of the data dir it was issued for (an API started with that
+    audience refuses tokens of other data dirs). Raises InvalidInput naming `owner` for a name no owner may
+    have, naming `ttl` for a lifetime outside 1 s..MAX_TOKEN_TTL."""
     check_owner_name(owner)
+    if not timedelta(seconds=1) <= ttl <= MAX_TOKEN_TTL:
+        raise InvalidInput(f"a token lives from 1 second to {MAX_TOKEN_TTL.days} days", field="ttl")
     now = datetime.now(UTC)
-    claims: dict[str, Any] = {"sub": owner, "iss": ISSUER, "iat": now, "exp": now + timedelta(days=days)}
+    claims: dict[str, Any] = {"sub": owner, "iss": ISSUER, "iat": now, "exp": now + ttl}
+    if audience:
+        claims["aud"] = audience
     if worker:
         claims["role"] = WORKER_ROLE
     if groups:
@@ -54,11 +72,12 @@ def issue_token(secret: str, owner: str, worker: bool = False, days: int = 30, g
     return jwt.encode(claims, secret, algorithm="HS256")
 
 
-def caller_from_event(event: dict[str, Any], local_secret: str | None) -> Caller:
+def caller_from_event(event: dict[str, Any], local_secret: str | None, local_audience: str | None = None) -> Caller:
     """The caller of an API Gateway event; raises Unauthorized.
 
     On AWS the gateway has verified the token already (JWT authorizer for owners, IAM for workers) and
-    the claims or IAM identity arrive in the request context. Locally the same JWT is verified here.
+    the claims or IAM identity arrive in the request context. Locally the same JWT is verified here, with
+    `local_audience` (the data dir's instance id) required as its audience when given.
     """
     context = event.get("requestContext") or {}
     authorizer = context.get("authorizer") or {}
@@ -83,7 +102,8 @@ def caller_from_event(event: dict[str, Any], local_secret: str | None) -> Caller
             local_secret,
             algorithms=["HS256"],
             issuer=ISSUER,
-            options={"require": ["sub", "exp"]},
+            audience=local_audience,
+            options={"require": ["sub", "exp", *(["aud"] if local_audience else [])]},
         )
     except (jwt.PyJWTError, ValueError, TypeError) as exc:  # ValueError: also a token that is not text
         raise Unauthorized(f"invalid token: {exc}") from exc

@@ -286,7 +286,7 @@ ROUTES: tuple[Route, ...] = (
         params=[IDEMPOTENCY_PARAM],
         body=JobSpec,
         example=JOB_EXAMPLE,
-        errors=(403, 422),
+        errors=(403, 422, 429),
     ),
     Route(
         "GET",
@@ -345,7 +345,7 @@ ROUTES: tuple[Route, ...] = (
         body=RunNowRequest,
         body_required=False,
         example={"payload": {"region": "EU"}},
-        errors=(409,),
+        errors=(409, 429),
     ),
     Route(
         "GET",

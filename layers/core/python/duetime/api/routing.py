@@ -27,6 +27,7 @@ from duetime.domain.errors import (
     IdempotencyMismatch,
     InvalidInput,
     NotFound,
+    QuotaExceeded,
     Unauthorized,
 )
 from duetime.service.context import Ports
@@ -61,7 +62,17 @@ ERROR_STATUSES = (
         "the change does not apply to the current state, or the attempt is stale; a calendar still in use",
     ),
     ErrorStatus(IdempotencyMismatch, 422, "the Idempotency-Key was used with a different body"),
+    ErrorStatus(
+        QuotaExceeded,
+        429,
+        "an owner quota is exceeded; `error.field` names it (activeJobs, jobCreatesPerMinute, runNowsPerMinute)",
+    ),
 )
+# A 429 says when to try again (RFC 9110 Retry-After, in seconds).
+RETRY_AFTER = "Retry-After"
+RETRY_AFTER_HEADER = {
+    RETRY_AFTER: {"description": "seconds until the request may succeed", "schema": {"type": "integer", "minimum": 1}}
+}
 ERROR_MEANINGS = {known.status: known.meaning for known in ERROR_STATUSES}
 
 
@@ -234,6 +245,8 @@ class Route:
         responses = {str(code): answer.openapi() for code, answer in self.ok.items()}
         for code in self.error_statuses():
             responses[str(code)] = Answer(ERROR_MEANINGS[code], ErrorResponse).openapi()
+            if code == 429:
+                responses[str(code)]["headers"] = RETRY_AFTER_HEADER
         operation: dict[str, Any] = {"operationId": self.operation_id, "summary": self.summary}
         parameters = [p.openapi() for p in self.params] + [p.openapi() for p in page_params if self.paged]
         if parameters:

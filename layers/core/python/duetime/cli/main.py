@@ -11,12 +11,12 @@ import signal
 import socket
 import sys
 import threading
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from duetime.api.auth import check_owner_name, issue_token
+from duetime.api.auth import DEFAULT_TOKEN_TTL, check_owner_name, issue_token
 from duetime.cli.audit import add_audit_command
 from duetime.cli.client import add_client_commands
 from duetime.config import RuntimeConfig, build_ports, build_targets
@@ -24,6 +24,7 @@ from duetime.definitions import DEFAULT_JOB_CLASS
 from duetime.domain.errors import DuetimeError, InvalidInput
 from duetime.domain.grants import Grants
 from duetime.domain.models import Schedule, format_time
+from duetime.domain.quotas import Quotas
 from duetime.local import BACKENDS as LOCAL_BACKENDS
 from duetime.local.backends import MOTO, attach_ports, config_from_state
 from duetime.local.state import load_state
@@ -74,6 +75,12 @@ def cmd_local(args: argparse.Namespace) -> int:
         grants=read_grants(args.grants),
         backend=args.backend,
         on_run=append_run_log(run_log) if run_log else None,
+        reset=args.reset,
+        quotas=Quotas(
+            max_active_jobs=args.max_active_jobs or None,
+            job_creates_per_minute=args.job_creates_per_minute or None,
+            run_nows_per_minute=args.run_nows_per_minute or None,
+        ),
     )
     system.start()
     token = system.token(FIRST_USER)
@@ -100,7 +107,9 @@ def cmd_token(args: argparse.Namespace) -> int:
     if args.owner:
         check_owner_name(args.owner)  # before reading local.json: a bad name is refused wherever it is asked
     state = load_state(args.data_dir)
-    print(issue_token(state.jwt_secret, args.owner or "worker", worker=args.worker, groups=args.group))
+    ttl = timedelta(hours=args.ttl)
+    owner = args.owner or "worker"
+    print(issue_token(state.jwt_secret, owner, args.worker, ttl, args.group, audience=state.instance_id))
     return 0
 
 
@@ -197,6 +206,17 @@ def parser() -> argparse.ArgumentParser:
         help="sqlite: one durable database file under --data-dir (default); moto: the AWS-faithful mode, the "
         "real Lambda handlers over an embedded moto server, in memory",
     )
+    local.add_argument(
+        "--reset",
+        action="store_true",
+        help="start on empty data: delete the data dir's database and signing key (every earlier token is refused)",
+    )
+    for flag, what in (
+        ("--max-active-jobs", "jobs (not cancelled) each owner may hold"),
+        ("--job-creates-per-minute", "jobs each owner may create per minute"),
+        ("--run-nows-per-minute", "run-now requests each owner may make per minute"),
+    ):
+        local.add_argument(flag, type=int, default=0, metavar="N", help=f"quota: {what}, HTTP 429 past it (0: none)")
     local.set_defaults(fn=cmd_local)
 
     token = sub.add_parser("token", help="print a bearer token the local system accepts")
@@ -204,6 +224,13 @@ def parser() -> argparse.ArgumentParser:
     token.add_argument("--worker", action="store_true")
     token.add_argument("--group", action="append", default=[], help="a group of the owner (repeatable)")
     token.add_argument("--data-dir", default=".duetime")
+    token.add_argument(
+        "--ttl",
+        type=float,
+        default=DEFAULT_TOKEN_TTL.total_seconds() / 3600,
+        metavar="HOURS",
+        help=f"how long the token is accepted (default {DEFAULT_TOKEN_TTL.total_seconds() / 3600:g} hours)",
+    )
     token.set_defaults(fn=cmd_token)
 
     worker = sub.add_parser("worker", help="run a worker process")

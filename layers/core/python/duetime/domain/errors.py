@@ -60,3 +60,14 @@ class IdempotencyMismatch(DuetimeError):
     """An Idempotency-Key reused with a different request body."""
 
     code = "idempotency_key_reused"
+
+
+class QuotaExceeded(DuetimeError):
+    """The owner is at one of its quotas (`field` names it); the request may succeed after `retry_after`
+    seconds (a rate's next window), or once the owner has deleted jobs (active jobs)."""
+
+    code = "quota_exceeded"
+
+    def __init__(self, message: str, field: str, retry_after: int) -> None:
+        super().__init__(message, field)
+        self.retry_after = retry_after

@@ -87,6 +87,10 @@ class JobStatus(StrEnum):
     COMPLETED = "completed"
 
 
+# A job in one of these is over: it no longer counts against its owner's active-jobs quota.
+ENDED_JOB_STATUSES = (JobStatus.CANCELLED, JobStatus.COMPLETED)
+
+
 class ExecutionStatus(StrEnum):
     SCHEDULED = "scheduled"
     RUNNING = "running"

@@ -135,6 +135,7 @@ def config_from_state(state: LocalState) -> RuntimeConfig:
         preload_window_seconds=state.preload_window_seconds,
         lease_seconds=state.lease_seconds,
         jwt_secret=state.jwt_secret,
+        jwt_audience=state.instance_id,
         handler_grants=state.handler_grants,
     )
 

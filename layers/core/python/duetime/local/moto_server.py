@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import secrets
 import subprocess
 import sys
 import threading
@@ -44,6 +45,31 @@ class SerializedDynamoDB:
         return self.app(environ, start_response)
 
 
+class SecretPath:
+    """WSGI middleware: only requests whose path starts with `/<secret>` reach moto (the prefix removed).
+
+    moto's server has no authentication, and its `/moto-api/reset` route wipes every table and queue: any
+    web page the developer opens could POST to it on loopback. The secret is part of the endpoint URL that
+    duetime's boto3 clients are given (botocore keeps an endpoint's path in front of every request path),
+    and lives only in this process and the 0600 local.json, so nobody else can address moto at all.
+    """
+
+    def __init__(self, app: Callable[[Environ, StartResponse], Iterable[bytes]], secret: str) -> None:
+        self.app = app
+        self.prefix = f"/{secret}"
+
+    def __call__(self, environ: Environ, start_response: StartResponse) -> Iterable[bytes]:
+        path = str(environ.get("PATH_INFO", ""))
+        if path != self.prefix and not path.startswith(self.prefix + "/"):
+            start_response("403 Forbidden", [("Content-Type", "text/plain"), ("Content-Length", "9")])
+            return [b"forbidden"]
+        environ["PATH_INFO"] = path[len(self.prefix) :] or "/"
+        for name in ("RAW_URI", "REQUEST_URI"):  # werkzeug's raw request line, which moto routes some services by
+            if name in environ:
+                environ[name] = str(environ[name])[len(self.prefix) :] or "/"
+        return self.app(environ, start_response)
+
+
 class KeepAliveHandler(MotoRequestHandler):
     """HTTP/1.1: boto3 keeps its connections open instead of connecting anew for every request."""
 
@@ -51,18 +77,20 @@ class KeepAliveHandler(MotoRequestHandler):
 
 
 class EmbeddedMoto:
-    """moto's server on 127.0.0.1 in a background thread of this process."""
+    """moto's server on 127.0.0.1 in a background thread of this process, reachable only through
+    `endpoint_url`, whose path carries a random secret (SecretPath)."""
 
-    def __init__(self, port: int = 0) -> None:
+    def __init__(self, port: int = 0, secret: str | None = None) -> None:
+        self.secret = secret or secrets.token_hex(16)
         self.app = SerializedDynamoDB(DomainDispatcherApplication(create_backend_app))
         self.server: BaseWSGIServer = make_server(
-            "127.0.0.1", port, self.app, threaded=True, request_handler=KeepAliveHandler
+            "127.0.0.1", port, SecretPath(self.app, self.secret), threaded=True, request_handler=KeepAliveHandler
         )
         self.thread = threading.Thread(target=self.server.serve_forever, name="moto", daemon=True)
 
     @property
     def endpoint_url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_port}"
+        return f"http://127.0.0.1:{self.server.server_port}/{self.secret}"
 
     def start(self) -> EmbeddedMoto:
         self.thread.start()

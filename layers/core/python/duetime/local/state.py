@@ -24,6 +24,10 @@ class LocalConnection(BaseModel):
 
     api_url: str
     jwt_secret: str
+    # Who this data dir is: the audience of its tokens, so a token of another data dir (or of this one
+    # before `duetime local --reset`) is refused even if it were signed with the same key. None: a
+    # local.json written before audiences were recorded (the next start gives it one).
+    instance_id: str | None = None
 
 
 class LocalState(LocalConnection):
@@ -50,11 +54,17 @@ class LocalState(LocalConnection):
     pid: int = 0
 
     def write(self, data_dir: str | Path) -> None:
-        """Write local.json readable by its owner alone (it holds the token secret)."""
+        """Write local.json readable by its owner alone (it holds the token secret and moto's endpoint).
+
+        The temporary file is created 0600 by the open call itself (never world-readable, even for an
+        instant or under a lax umask) and exclusively (a link planted under its name is not followed),
+        then renamed over local.json."""
         path = Path(data_dir) / STATE_FILE
         temporary = path.with_suffix(".tmp")
-        temporary.write_text(json.dumps(self.model_dump(by_alias=True), indent=2))
-        temporary.chmod(0o600)
+        temporary.unlink(missing_ok=True)  # left by a run killed between open and rename
+        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(descriptor, "w") as file:
+            file.write(json.dumps(self.model_dump(by_alias=True), indent=2))
         os.replace(temporary, path)  # a reader never sees half a file, even if we are killed mid-write
 
 

@@ -15,12 +15,14 @@ import os
 import secrets
 import threading
 from collections.abc import Callable, Sequence
+from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from duetime.adapters.sqlite.db import DATABASE_FILE
 from duetime.api.app import build_app
-from duetime.api.auth import issue_token
-from duetime.config import RuntimeConfig, function_environment, runtime_environment
+from duetime.api.auth import DEFAULT_TOKEN_TTL, issue_token
+from duetime.config import RuntimeConfig, function_environment, quota_environment, runtime_environment
 from duetime.definitions import (
     API_FUNCTION_TIMEOUT_SECONDS,
     DLQ_NOTIFIER_TIMEOUT_SECONDS,
@@ -30,12 +32,13 @@ from duetime.definitions import (
     Settings,
     lambda_worker_timeout_seconds,
 )
+from duetime.domain.quotas import UNLIMITED, Quotas
 from duetime.local import BACKENDS
 from duetime.local.backends import DEFAULT_BACKEND, MOTO, LocalBackend, local_settings, start_backend
 from duetime.local.http_bridge import ApiServer
 from duetime.local.lambda_mode import LambdaFunction, Schedule, SqsEventSource
 from duetime.local.notices import AlertRelay, create_alert_topic
-from duetime.local.state import LocalState, previous_state
+from duetime.local.state import STATE_FILE, LocalState, previous_state
 from duetime.notify import ConsoleNotifier
 from duetime.queue.sqs import DueQueues
 from duetime.service.context import Notifier, Ports
@@ -79,6 +82,13 @@ class Every:
         return self
 
 
+def reset_data(data_dir: Path) -> None:
+    """Forget what `duetime local` kept in `data_dir`: the SQLite database (with its journal files) and
+    local.json (so the next start makes a new signing key and instance id). Webhook secrets stay."""
+    for name in (DATABASE_FILE, f"{DATABASE_FILE}-wal", f"{DATABASE_FILE}-shm", STATE_FILE):
+        (data_dir / name).unlink(missing_ok=True)
+
+
 class LocalSystem:
     """The backend (a SQLite file, or moto) with the tables and queues of the shared definitions, the API on
     HTTP, the pre-loader and DLQ notifier on their schedules, and the workers of each job class."""
@@ -99,6 +109,8 @@ class LocalSystem:
         backend: str = DEFAULT_BACKEND,
         faithful: bool = True,
         on_run: Callable[[RunRecord], None] | None = None,
+        reset: bool = False,
+        quotas: Quotas = UNLIMITED,
     ) -> None:
         if backend not in BACKENDS:
             raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, not {backend!r}")
@@ -122,6 +134,9 @@ class LocalSystem:
         self.functions: dict[str, LambdaFunction] = {}
         self.relay: AlertRelay | None = None
         self.secret = ""
+        self.instance_id = ""
+        self.reset = reset  # `--reset`: start on empty data, with a new signing key and instance id
+        self.quotas = quotas  # each owner's limits (`--max-active-jobs`...): none unless asked for
         # Modules whose @handlers the worker threads serve (`--handlers`), and the grant rules in their
         # JSON form (`--grants FILE`; None: everyone may use everything).
         self.handler_modules = list(handler_modules)
@@ -132,8 +147,12 @@ class LocalSystem:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         # A restart on the same data dir keeps the secret (tokens stay valid) and the pre-loader's owner:
         # on SQLite its shard leases outlive a killed process, and the same owner resumes them at once.
+        # A reset forgets the data and the key: every token issued before it is refused.
+        if self.reset:
+            reset_data(self.data_dir)
         before = previous_state(self.data_dir)
         self.secret = before.jwt_secret if before else secrets.token_urlsafe(32)
+        self.instance_id = (before.instance_id if before else None) or f"duetime-local-{secrets.token_hex(8)}"
         resumed = before.preloader_id if before and before.backend == self.backend else None
         preloader_id = resumed or f"local-preloader-{secrets.token_hex(3)}"
         settings = local_settings(self.backend, self.prefix, self.shards, self.lease_seconds)
@@ -141,6 +160,7 @@ class LocalSystem:
             self.backend, self.data_dir, settings, self.notifier, self.moto_port, self.moto_in_process, self.grants
         )
         self.ports = ports = backend.ports
+        ports.quotas = self.quotas
         if self.faithful:
             assert backend.config is not None
             self._start_functions(backend.config, settings, ports)
@@ -167,7 +187,7 @@ class LocalSystem:
 
     def _start_direct(self, settings: Settings, ports: Ports, preloader_id: str) -> None:
         """The use-cases called directly: the API app behind the bridge, pre-load and DLQ drain on timers."""
-        app = build_app(ports, local_secret=self.secret)
+        app = build_app(ports, local_secret=self.secret, local_audience=self.instance_id)
         self.api = ApiServer(lambda event, context: dict(app.resolve(event, context)), port=self.port).start()
         self.timers = [
             Every("preloader", settings.preload_interval_seconds, lambda: preload(ports, preloader_id)).start(),
@@ -216,7 +236,8 @@ class LocalSystem:
 
         api = function("api", API_FUNCTION_TIMEOUT_SECONDS)
         # On AWS, Cognito's authorizer checks tokens.
-        api.environment.update(RuntimeConfig(jwt_secret=self.secret).to_env())
+        api.environment.update(RuntimeConfig(jwt_secret=self.secret, jwt_audience=self.instance_id).to_env())
+        api.environment.update(quota_environment(self.quotas))
         self.api = ApiServer(lambda event, context: dict(api.invoke(event)), port=self.port).start()
         preloader = function("preloader", settings.preload_interval_seconds)
         notifier = function("dlq_notifier", DLQ_NOTIFIER_TIMEOUT_SECONDS, alert_topic_arn=topic_arn)
@@ -261,13 +282,21 @@ class LocalSystem:
             preload_interval_seconds=settings.preload_interval_seconds,
             preload_window_seconds=settings.preload_window_seconds,
             jwt_secret=self.secret,
+            instance_id=self.instance_id,
             preloader_id=preloader_id,
             handler_grants=self.grants,
             pid=os.getpid(),
         ).write(self.data_dir)
 
-    def token(self, owner: str = FIRST_USER, worker: bool = False, groups: Sequence[str] = ()) -> str:
-        return issue_token(self.secret, owner, worker=worker, groups=groups)
+    def token(
+        self,
+        owner: str = FIRST_USER,
+        worker: bool = False,
+        groups: Sequence[str] = (),
+        ttl: timedelta = DEFAULT_TOKEN_TTL,
+    ) -> str:
+        """A token for `owner` this system's API accepts for `ttl` (and no other data dir's does)."""
+        return issue_token(self.secret, owner, worker=worker, groups=groups, ttl=ttl, audience=self.instance_id)
 
     @property
     def moto(self) -> EmbeddedMoto | MotoProcess | None:

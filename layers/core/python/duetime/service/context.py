@@ -11,6 +11,7 @@ from typing import Protocol
 
 from duetime.definitions import Settings
 from duetime.domain.grants import EVERYONE, Grants
+from duetime.domain.quotas import UNLIMITED, Quotas
 from duetime.service.ports import Queues, Store
 
 
@@ -39,6 +40,9 @@ class Ports:
     # handlers each job class's workers were built with ({jobClass: names}, computed at synth).
     grants: Grants = EVERYONE
     handler_manifest: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    # Each owner's limits (HTTP 429 past them): the deployed API and `duetime local` set DEFAULT_QUOTAS or
+    # what they are configured with; ports wired by hand (tests, benchmarks) have none.
+    quotas: Quotas = UNLIMITED
 
     def dispatch_horizon(self, now: datetime) -> datetime:
         """Executions due before this instant may already be past the pre-loader's cursor, so whoever

@@ -28,6 +28,7 @@ from duetime.domain.models import (
     JobStatus,
     Schedule,
 )
+from duetime.domain.quotas import JOB_CREATES_PER_MINUTE, RUN_NOWS_PER_MINUTE, rate_window
 from duetime.domain.recurrence import included_runs, next_included, recurrence_of
 from duetime.domain.spread import spread_due
 from duetime.domain.webhooks import is_webhook, parse_webhook_url
@@ -169,7 +170,8 @@ def submit_job(
     body returns the first job, with another body raises IdempotencyMismatch.
 
     The handler must be granted to the owner (or one of its `groups`), else Forbidden, and served by the
-    job class's workers, else InvalidInput listing what is served; both name the field `handler`.
+    job class's workers, else InvalidInput listing what is served; both name the field `handler`. An owner
+    at its activeJobs or jobCreatesPerMinute quota (ports.quotas) gets QuotaExceeded naming it.
     """
     now = ports.clock()
     spec, slot = validate_spec(ports, spec, now)
@@ -194,8 +196,13 @@ def submit_job(
     if idem_key:
         expires = int((now + IDEMPOTENCY_TTL).timestamp())
         idempotency = {"key": idem_key, "bodyHash": digest, "expiresAt": expires}
+    quotas = ports.quotas
+    rate = None
+    if quotas.job_creates_per_minute is not None:
+        rate = rate_window(owner, JOB_CREATES_PER_MINUTE, quotas.job_creates_per_minute, now)
     try:
-        ports.store.create_job(job, first, idempotency)
+        # The owner's counters are charged in the job's own transaction: a replay or a refused job costs none.
+        ports.store.create_job(job, first, idempotency, quotas.max_active_jobs, rate)
     except Conflict:
         if idem_key:
             existing = _idempotent_replay(ports, owner, idem_key, digest)
@@ -386,11 +393,14 @@ def cancel_job(ports: Ports, owner: str, job_id: str) -> None:
 
 def run_now(ports: Ports, owner: str, job_id: str, payload: dict[str, Any] | None = None) -> Execution:
     """An execution due now, outside the schedule; the schedule is not disturbed. A `payload` replaces the
-    job's for this execution only (stored on its row)."""
+    job's for this execution only (stored on its row). Raises QuotaExceeded past the owner's
+    runNowsPerMinute."""
     job = get_owned_job(ports, owner, job_id)
     if job.status != JobStatus.ACTIVE:
         raise Conflict(f"job is {job.status.value}; only an active job can run now", field="status")
     now = ports.clock()
+    if ports.quotas.run_nows_per_minute is not None:
+        ports.store.count_request(rate_window(owner, RUN_NOWS_PER_MINUTE, ports.quotas.run_nows_per_minute, now))
     execution = new_execution(job, now, kind="manual").model_copy(update={"payload": payload})
     if not ports.store.put_execution(execution):
         raise Conflict("a run was requested at this same instant already")

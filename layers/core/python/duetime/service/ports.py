@@ -13,6 +13,7 @@ from duetime.definitions import DEFAULT_JOB_CLASS
 from duetime.domain.exclusions import Calendar
 from duetime.domain.keys import ExecutionKey
 from duetime.domain.models import Execution, ExecutionStatus, Job, JobStatus, to_ms
+from duetime.domain.quotas import RateWindow
 
 T = TypeVar("T")
 
@@ -138,9 +139,18 @@ class Received:
 class JobStore(Protocol):
     """Jobs, written with their first execution and idempotency record in one transaction."""
 
-    def create_job(self, job: Job, first: Execution | None, idempotency: dict[str, Any] | None = None) -> None:
+    def create_job(
+        self,
+        job: Job,
+        first: Execution | None,
+        idempotency: dict[str, Any] | None = None,
+        max_active_jobs: int | None = None,
+        rate: RateWindow | None = None,
+    ) -> None:
         """Write the job, its first execution and the idempotency record ({"key", "bodyHash", "expiresAt"})
-        together; raises Conflict if the job, the execution's slot or the key exists already."""
+        together, with +1 on the owner's active-jobs counter and on `rate`'s window counter; raises Conflict
+        if the job, the execution's slot or the key exists already, QuotaExceeded if the owner holds
+        `max_active_jobs` already or the window `rate.limit` (nothing is written then)."""
         ...
 
     def get_job(self, job_id: str) -> Job | None: ...
@@ -155,7 +165,8 @@ class JobStore(Protocol):
 
     def update_job_status(self, job: Job, status: JobStatus, now: datetime, note: str | None = None) -> Job:
         """Set the status and the note (None clears it) if the version is still `job.version`; raises
-        Conflict otherwise."""
+        Conflict otherwise. Ending a job (cancelled or completed) takes it off its owner's active-jobs
+        counter in the same write."""
         ...
 
     def scan_jobs(self) -> Iterator[Job]:
@@ -313,6 +324,15 @@ class ControlStore(Protocol):
 
     def delete_calendar(self, owner: str, name: str) -> bool:
         """Forget the owner's calendar `name`; False if there was none."""
+        ...
+
+    def count_request(self, window: RateWindow) -> None:
+        """Count one request in an owner's fixed rate window (one conditional increment, so it holds across
+        API instances); raises QuotaExceeded if the window holds `window.limit` already."""
+        ...
+
+    def active_jobs(self, owner: str) -> int:
+        """The owner's jobs not cancelled, as its counter (kept by create_job and update_job_status) stands."""
         ...
 
 

@@ -47,18 +47,29 @@ class EcsSettings:
     subnets: list[str] = field(default_factory=list)
     security_groups: list[str] = field(default_factory=list)
     launch_type: str = "FARGATE"
+    # Where the task reads its payload (duetime.ecs_task): the deployment's prefix and region.
+    prefix: str = "duetime"
+    region: str = "us-east-1"
 
 
 class EcsTarget:
-    """Starts a task with the run's values in its environment, watches it, stops it, reads its exit code."""
+    """Starts a task with the run's references in its environment (never its payload: see duetime.ecs_task),
+    watches it, stops it, reads its exit code."""
 
     def __init__(self, client: Any, settings: EcsSettings) -> None:
         self.client = client
         self.settings = settings
+        self._containers: dict[str, str] = {}  # task definition -> the container its overrides address
+
+    def container_of(self, task_definition: str) -> str:
+        """The first container of `task_definition`, asked once per process (DescribeTaskDefinition)."""
+        if task_definition not in self._containers:
+            definition = self.client.describe_task_definition(taskDefinition=task_definition)["taskDefinition"]
+            self._containers[task_definition] = str(definition["containerDefinitions"][0]["name"])
+        return self._containers[task_definition]
 
     def start(self, task_definition: str, environment: dict[str, str], started_by: str) -> str:
-        definition = self.client.describe_task_definition(taskDefinition=task_definition)["taskDefinition"]
-        container = definition["containerDefinitions"][0]["name"]
+        container = self.container_of(task_definition)
         kwargs: dict[str, Any] = {
             "cluster": self.settings.cluster,
             "taskDefinition": task_definition,

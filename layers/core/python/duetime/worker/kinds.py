@@ -71,19 +71,26 @@ def _lambda_handler(target: LambdaTarget, function: str) -> HandlerFn:
     return run
 
 
+def ecs_task_environment(ctx: JobContext, prefix: str, region: str) -> dict[str, str]:
+    """What an `ecs:` task is told: which run it is and where to read its payload, never the payload itself.
+
+    RunTask's overrides are visible to anyone who may DescribeTasks in the account and are recorded by
+    CloudTrail (and capped at 8 KiB): the task reads the payload from the jobs table instead
+    (duetime.ecs_task.current_run, with a task role limited to that read)."""
+    return {
+        "DUETIME_EXECUTION_ID": ctx.execution_id,
+        "DUETIME_JOB_ID": ctx.job_id,
+        "DUETIME_ATTEMPT": str(ctx.attempt),
+        "DUETIME_SCHEDULED_AT": format_time(ctx.scheduled_at),
+        "DUETIME_OWNER": ctx.owner,
+        "DUETIME_PREFIX": prefix,
+        "DUETIME_REGION": region,
+    }
+
+
 def _ecs_handler(target: EcsTarget, task_definition: str) -> HandlerFn:
     def run(ctx: JobContext) -> Any:
-        values = run_values(ctx)
-        environment = {
-            "DUETIME_EXECUTION_ID": ctx.execution_id,
-            "DUETIME_JOB_ID": ctx.job_id,
-            "DUETIME_ATTEMPT": str(ctx.attempt),
-            "DUETIME_SCHEDULED_AT": values["scheduledAt"],
-            "DUETIME_PAYLOAD": json.dumps(ctx.payload),
-            "DUETIME_OWNER": ctx.owner,
-            "DUETIME_WORKER_ID": ctx.worker_id,
-            "DUETIME_CLAIM_TOKEN": ctx.claim_token,
-        }
+        environment = ecs_task_environment(ctx, target.settings.prefix, target.settings.region)
         task_arn = target.start(task_definition, environment, started_by=f"duetime-{ctx.attempt}")
         while True:
             status, exit_code = target.status(task_arn)

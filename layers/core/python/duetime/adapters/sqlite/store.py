@@ -34,6 +34,7 @@ from duetime.domain.keys import (
     served_names,
 )
 from duetime.domain.models import (
+    ENDED_JOB_STATUSES,
     AttemptRecord,
     Execution,
     ExecutionStatus,
@@ -43,6 +44,7 @@ from duetime.domain.models import (
     from_ms,
     to_ms,
 )
+from duetime.domain.quotas import COUNT_ATTR, RateWindow, active_jobs_exceeded, active_jobs_key, rate_exceeded
 from duetime.domain.results import truncate_error
 from duetime.service.ports import ClaimOutcome, JobFilter, OpenPage, Page, StoredExecution, new_claim_token
 
@@ -224,9 +226,17 @@ class SqliteStore:
 
     # -- jobs ----------------------------------------------------------------------------------------
 
-    def create_job(self, job: Job, first: Execution | None, idempotency: dict[str, Any] | None = None) -> None:
-        """The job, its first execution and its idempotency record in one transaction; raises Conflict if
-        any of them exists already (nothing is written then)."""
+    def create_job(
+        self,
+        job: Job,
+        first: Execution | None,
+        idempotency: dict[str, Any] | None = None,
+        max_active_jobs: int | None = None,
+        rate: RateWindow | None = None,
+    ) -> None:
+        """The job, its first execution, its idempotency record and the owner's quota counters (active jobs,
+        and `rate`'s window when given) in one transaction; raises Conflict if any record exists already,
+        QuotaExceeded if a counter is at its limit (nothing is written then)."""
         job_row = (job.job_id, job.owner, created_key(job), job_to_doc(job))
         first_row = None if first is None else self._new_row(first)
         with self.db.write() as conn:
@@ -240,6 +250,11 @@ class SqliteStore:
                 record = {**idempotency, "jobId": job.job_id}
                 if not self._insert_control(conn, str(record["key"]), record):
                     raise Conflict(f"job {job.job_id} already exists")
+            if not self._count(conn, active_jobs_key(job.owner), 1, max_active_jobs):
+                assert max_active_jobs is not None
+                raise active_jobs_exceeded(max_active_jobs)  # the transaction is rolled back: nothing written
+            if rate is not None and not self._count(conn, rate.key, 1, rate.limit, rate.ends_at_s):
+                raise rate_exceeded(rate)
 
     def get_job(self, job_id: str) -> Job | None:
         row = self.db.query_one("SELECT doc FROM jobs WHERE job_id = ?", (job_id,))
@@ -294,6 +309,8 @@ class SqliteStore:
                 raise Conflict(f"job {job.job_id} changed concurrently; try again")
             updated = stored.model_copy(update=change)
             conn.execute("UPDATE jobs SET doc = ? WHERE job_id = ?", (job_to_doc(updated), job.job_id))
+            if status in ENDED_JOB_STATUSES and stored.status not in ENDED_JOB_STATUSES:
+                self._count(conn, active_jobs_key(job.owner), -1)  # its place goes back to the owner
         return job.model_copy(update=change)
 
     def scan_jobs(self) -> Iterator[Job]:
@@ -800,3 +817,32 @@ class SqliteStore:
             count = gone.rowcount
             gone = conn.execute("DELETE FROM control WHERE expires_at IS NOT NULL AND expires_at <= ?", (now,))
             return count + gone.rowcount
+
+    # -- per-owner quotas: counter records in the control table, as on DynamoDB (issue 14) ----------------
+
+    def _count(
+        self, conn: sqlite3.Connection, key: str, delta: int, limit: int | None = None, expires_at: int | None = None
+    ) -> bool:
+        """Add `delta` to the counter record `key` inside the caller's transaction; False (nothing
+        written) if it stands at `limit` already."""
+        record = self._read_control(conn, key) or {"key": key}
+        count = int(record.get(COUNT_ATTR, 0))
+        if limit is not None and count >= limit:
+            return False
+        record[COUNT_ATTR] = count + delta
+        if expires_at is not None:
+            record["expiresAt"] = expires_at
+        self._write_control(conn, key, record)
+        return True
+
+    def count_request(self, window: RateWindow) -> None:
+        """Count one request in the owner's rate `window`; raises QuotaExceeded if it holds `window.limit`."""
+        with self.db.write() as conn:
+            counted = self._count(conn, window.key, 1, window.limit, window.ends_at_s)
+        if not counted:
+            raise rate_exceeded(window)
+
+    def active_jobs(self, owner: str) -> int:
+        """The owner's jobs not cancelled, as its counter record stands."""
+        record = self.get_control(active_jobs_key(owner)) or {}
+        return int(record.get(COUNT_ATTR, 0))

@@ -15,7 +15,8 @@ from duetime.store.dynamo.items import (
     job_to_item,
     open_shard_of,
 )
-from duetime.store.dynamo.jobs import DynamoJobs
+from duetime.store.dynamo.jobs import TASK_READABLE_JOB_ATTRIBUTES, DynamoJobs
+from duetime.store.dynamo.quotas import DynamoQuotas
 
 
 class DynamoStore(DynamoJobs, DynamoExecutions, DynamoControl):
@@ -23,9 +24,11 @@ class DynamoStore(DynamoJobs, DynamoExecutions, DynamoControl):
 
 
 __all__ = [
+    "TASK_READABLE_JOB_ATTRIBUTES",
     "DynamoControl",
     "DynamoExecutions",
     "DynamoJobs",
+    "DynamoQuotas",
     "DynamoStore",
     "Refused",
     "_deser",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
@@ -9,10 +10,12 @@ from typing import Any
 from duetime.adapters.cursors import decode_cursor, encode_cursor
 from duetime.definitions import JOBS_BY_OWNER_INDEX
 from duetime.domain.errors import Conflict
-from duetime.domain.models import Execution, Job, JobStatus, to_ms
+from duetime.domain.models import ENDED_JOB_STATUSES, Execution, Job, JobStatus, to_ms
+from duetime.domain.quotas import RateWindow
 from duetime.service.ports import JobFilter, Page
-from duetime.store.dynamo.base import DynamoTables, refused_as
+from duetime.store.dynamo.base import refused_as
 from duetime.store.dynamo.items import _deser, _ser, job_from_item, job_to_item
+from duetime.store.dynamo.quotas import DynamoQuotas
 
 # A filtered job listing reads at most this many index pages of at least FILTERED_PAGE jobs per request.
 FILTERED_ROUNDS = 10
@@ -24,14 +27,28 @@ def _owner_index_key(item: dict[str, Any]) -> dict[str, Any]:
     return {"owner": item["owner"], "jobId": item["jobId"], "createdKey": item["createdKey"]}
 
 
-class DynamoJobs(DynamoTables):
-    """The jobs table and its byOwner index."""
+# The jobs-table attributes an `ecs:` task may read to fetch its payload (job_payload, and the IAM condition
+# of the task roles in infra/permissions.py).
+TASK_READABLE_JOB_ATTRIBUTES = ("jobId", "owner", "definition")
 
-    def create_job(self, job: Job, first: Execution | None, idempotency: dict[str, Any] | None = None) -> None:
+
+class DynamoJobs(DynamoQuotas):
+    """The jobs table and its byOwner index (and the owner's quota counters written with them)."""
+
+    def create_job(
+        self,
+        job: Job,
+        first: Execution | None,
+        idempotency: dict[str, Any] | None = None,
+        max_active_jobs: int | None = None,
+        rate: RateWindow | None = None,
+    ) -> None:
         """Write a job and its first execution together: a job never exists without it.
 
         With `idempotency` ({"key", "bodyHash", "expiresAt"}) the key's record is written in the same
-        transaction, so concurrent duplicates create one job; raises Conflict if the key exists.
+        transaction, so concurrent duplicates create one job; raises Conflict if the key exists. The owner's
+        active-jobs counter is incremented in it too (refused at `max_active_jobs`), and so is the `rate`
+        window's counter when given: QuotaExceeded names the quota that refused it.
         """
         items: list[dict[str, Any]] = [
             {
@@ -55,8 +72,7 @@ class DynamoJobs(DynamoTables):
                     }
                 }
             )
-        with refused_as(Conflict(f"job {job.job_id} already exists")):
-            self.client.transact_write_items(TransactItems=items)
+        self._transact_with_quotas(items, job.owner, max_active_jobs, rate, f"job {job.job_id} already exists")
 
     def get_job(self, job_id: str) -> Job | None:
         response = self.client.get_item(TableName=self.jobs_table, Key=_ser({"jobId": job_id}), ConsistentRead=True)
@@ -103,7 +119,10 @@ class DynamoJobs(DynamoTables):
 
     def update_job_status(self, job: Job, status: JobStatus, now: datetime, note: str | None = None) -> Job:
         """Set a job's status and note (None removes it) if its version is still `job.version`; raises
-        Conflict otherwise."""
+        Conflict otherwise. Ending a job (cancelled or completed) also gives its place back to its owner's
+        active-jobs counter, in the same transaction."""
+        if status in ENDED_JOB_STATUSES and job.status not in ENDED_JOB_STATUSES:
+            return self._end_counted(job, status, now, note)
         values = {":s": status.value, ":u": to_ms(now), ":v": job.version, ":one": 1, ":n": note}
         with refused_as(Conflict(f"job {job.job_id} changed concurrently; try again")):
             self.client.update_item(
@@ -172,6 +191,23 @@ class DynamoJobs(DynamoTables):
             start_key = last
         jobs = [job_from_item(_ser(item)) for item in kept]
         return Page(items=jobs, cursor=encode_cursor(scope, last))
+
+    def job_payload(self, job_id: str) -> tuple[str, dict[str, Any]] | None:
+        """(owner, payload) of job `job_id`, reading only the attributes TASK_READABLE_JOB_ATTRIBUTES names
+        (the `ecs:` task roles may read no other: an IAM condition on dynamodb:Attributes); None if absent."""
+        names = {f"#a{i}": attr for i, attr in enumerate(TASK_READABLE_JOB_ATTRIBUTES)}
+        item = self.client.get_item(
+            TableName=self.jobs_table,
+            Key=_ser({"jobId": job_id}),
+            ProjectionExpression=", ".join(names),
+            ExpressionAttributeNames=names,
+            ConsistentRead=True,
+        ).get("Item")
+        if not item:
+            return None
+        values = _deser(item)
+        payload = json.loads(values["definition"]).get("payload") or {}
+        return str(values["owner"]), dict(payload)
 
     def scan_jobs(self) -> Iterator[Job]:
         """Every job: a full scan, for `duetime audit` only, never the hot path."""
