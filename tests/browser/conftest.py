@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import signal
 import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -21,6 +21,8 @@ SCREENSHOTS = Path(__file__).parent / "screenshots"
 CHROMIUM = os.environ.get("DUETIME_CHROMIUM", "/usr/bin/chromium")
 CHROMEDRIVER = os.environ.get("DUETIME_CHROMEDRIVER", "/usr/bin/chromedriver")
 START_TIMEOUT_SECONDS = 60
+WINDOW_WIDTH, WINDOW_HEIGHT = 1280, 900
+MAX_SCREENSHOT_HEIGHT = 4000
 
 
 def _browser_missing() -> str | None:
@@ -97,13 +99,18 @@ def local(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalProcess]:
 
 
 @pytest.fixture(scope="session")
-def browser() -> Iterator[object]:
+def browser() -> Iterator[Any]:
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
-    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1280,1000"):
+    for argument in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-dev-shm-usage",
+        f"--window-size={WINDOW_WIDTH},{WINDOW_HEIGHT}",
+    ):
         options.add_argument(argument)
     driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
     driver.implicitly_wait(0)
@@ -112,14 +119,17 @@ def browser() -> Iterator[object]:
 
 
 @pytest.fixture(scope="session")
-def screenshot() -> object:
-    """Saves the page as tests/browser/screenshots/NAME.png (gitignored); shutil copies one for the docs."""
+def screenshot() -> Callable[..., Path]:
+    """Saves the whole page (not just the window) as tests/browser/screenshots/NAME.png, which git ignores."""
     SCREENSHOTS.mkdir(exist_ok=True)
 
-    def save(driver: object, name: str) -> Path:
+    def save(driver: Any, name: str, width: int = WINDOW_WIDTH) -> Path:
         path = SCREENSHOTS / f"{name}.png"
-        driver.save_screenshot(str(path))  # type: ignore[attr-defined]
+        driver.set_window_size(width, WINDOW_HEIGHT)
+        height = int(driver.execute_script("return document.documentElement.scrollHeight"))
+        driver.set_window_size(width, min(max(height, WINDOW_HEIGHT), MAX_SCREENSHOT_HEIGHT))
+        driver.save_screenshot(str(path))
+        driver.set_window_size(WINDOW_WIDTH, WINDOW_HEIGHT)
         return path
 
-    save.copy = shutil.copyfile  # type: ignore[attr-defined]
     return save

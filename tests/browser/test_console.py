@@ -7,8 +7,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[2]
 WAIT_SECONDS = 20
 # A one-off due this far ahead: long enough to see it `scheduled` first, short enough to watch it run.
@@ -181,6 +179,7 @@ def test_pause_resume_and_run_now_confirm_what_they_did(browser: Any, local: Any
     wait_for(browser, visible_text("#history", "manual"))
     wait_for(browser, visible_text("#history", "succeeded"), RUN_WAIT_SECONDS)
     screenshot(browser, "job-run-now")
+    screenshot(browser, "job-run-now-phone", width=390)
     css(browser, "#cancel").click()
     css(browser, "#confirm-cancel").click()
     wait_for(browser, visible_text("#notice", "Cancelled"))
@@ -218,13 +217,3 @@ def test_the_jobs_list_filters_and_shows_last_results(browser: Any, local: Any, 
     fill(browser, "#search", "")
     wait_for(browser, visible_text("#jobs", "one-off-soon"))
     screenshot(browser, "jobs")
-
-
-@pytest.fixture(scope="module", autouse=True)
-def readme_screenshot() -> Any:
-    """After the module, the job page of the one-off is the README's picture (docs/console-job.png)."""
-    yield
-    source = Path(__file__).parent / "screenshots" / "job-succeeded.png"
-    if source.exists():
-        (ROOT / "docs").mkdir(exist_ok=True)
-        (ROOT / "docs" / "console-job.png").write_bytes(source.read_bytes())
