@@ -86,6 +86,17 @@ def create_job(browser: Any, name: str, handler: str = "demo.echo", payload: str
     return found.group(1)
 
 
+def unlabelled_controls(browser: Any) -> list[str]:
+    """The form controls and buttons on the page that a screen reader could not name."""
+    return list(
+        browser.execute_script(
+            """return [...document.querySelectorAll('input, select, textarea, button')]
+              .filter((c) => !(c.labels && c.labels.length) && !c.getAttribute('aria-label') && !c.textContent.trim())
+              .map((c) => c.outerHTML);"""
+        )
+    )
+
+
 def open_new_job_form(browser: Any) -> None:
     browser.get(browser.current_url.split("#")[0] + "#/new")
     wait_for(browser, visible_text("h1", "New job"))
@@ -133,6 +144,7 @@ def test_a_cron_job_in_new_york_shows_its_next_runs_with_the_zone_offsets(
     fill(browser, "#f-cron", "30 2 * * *")
     wait_for(browser, visible_text("#preview", "02:30"))
     screenshot(browser, "create-form")
+    assert unlabelled_controls(browser) == []
     create_job(browser, "nightly-report-ny", timeZone="America/New_York")
     wait_for(browser, visible_text("#next-runs", "02:30"))
     runs = css(browser, "#next-runs").text
@@ -157,6 +169,7 @@ def test_a_one_off_reaches_succeeded_without_reloading(browser: Any, local: Any,
     assert css(browser, "main") == page  # the same document: it polled, nothing reloaded
     assert "hello" in css(browser, "#history").text  # the result (demo.echo returns its payload)
     css(browser, "#chart")
+    assert unlabelled_controls(browser) == []
     screenshot(browser, "job-succeeded")
 
 
