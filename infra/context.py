@@ -33,6 +33,7 @@ duetime.definitions.JOB_CLASSES: the runtime reads the same table, so they are n
 | apiBurstLimit          | 2000                                 | API Gateway burst                                    |
 | longWorkerMinTasks     | 1                                    | ECS tasks of the `long` class when idle              |
 | longWorkerMaxTasks     | 10                                   | ECS tasks of the `long` class at most                |
+| console                | false                                | deploy the web console (S3, CloudFront, hosted UI)   |
 """
 
 from __future__ import annotations
@@ -150,6 +151,7 @@ class DeployContext:
     api_reserved_concurrency: int = DEFAULT_API_RESERVED_CONCURRENCY
     caller_rate_limit: int = DEFAULT_CALLER_RATE_LIMIT
     kms_key: str | None = None  # None: AWS managed keys; "create"; or an existing key's ARN
+    console: bool = False  # the web console: bucket, distribution and a user pool client (infra.console)
 
     @property
     def handler_modules(self) -> str:
@@ -218,4 +220,5 @@ class DeployContext:
             api_reserved_concurrency=_int(node, "apiReservedConcurrency", DEFAULT_API_RESERVED_CONCURRENCY, minimum=0),
             caller_rate_limit=_int(node, "callerRateLimit", DEFAULT_CALLER_RATE_LIMIT, minimum=10),
             kms_key=_kms_key(node),
+            console=str(node.try_get_context("console") or "").lower() in ("true", "1", "yes"),
         )
