@@ -128,6 +128,7 @@ def screenshot() -> Callable[..., Path]:
         driver.set_window_size(width, WINDOW_HEIGHT)
         height = int(driver.execute_script("return document.documentElement.scrollHeight"))
         driver.set_window_size(width, min(max(height, WINDOW_HEIGHT), MAX_SCREENSHOT_HEIGHT))
+        driver.execute_script("window.scrollTo(0, 0)")
         driver.save_screenshot(str(path))
         driver.set_window_size(WINDOW_WIDTH, WINDOW_HEIGHT)
         return path

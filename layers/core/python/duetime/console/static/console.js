@@ -638,6 +638,8 @@
     let pageIndex = 0;
     let job = null;
     let previewFor = null;
+    let shownHistory = null;
+    let shownJob = null;
 
     async function loadPreview() {
       const sched = job.schedule;
@@ -708,6 +710,10 @@
       const query = `limit=${HISTORY_PAGE}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`;
       const data = await api("GET", `/jobs/${jobId}/executions?${query}`);
       if (serial !== routeSerial) return;
+      // Polling redraws only what changed: a keyboard user's focus in the table survives a quiet refresh.
+      const shown = `${pageIndex}|${JSON.stringify(data)}`;
+      if (shown === shownHistory) return;
+      shownHistory = shown;
       cursors[pageIndex + 1] = data.nextCursor;
       history.replaceChildren(...data.executions.flatMap((e) => executionRows(jobId, e)));
       if (!data.executions.length) history.append(h("tr", {}, h("td", { colspan: "9" }, "No executions yet.")));
@@ -724,9 +730,12 @@
       if (serial !== routeSerial) return;
       const statusChanged = !job || job.status !== fresh.status;
       job = fresh;
-      title.textContent = job.name;
-      statusLine.replaceChildren(statusBadge(job.status), " ", scheduleWords(job.schedule));
-      spec.replaceChildren(specList(job));
+      if (JSON.stringify(job) !== shownJob) {
+        shownJob = JSON.stringify(job);
+        title.textContent = job.name;
+        statusLine.replaceChildren(statusBadge(job.status), " ", scheduleWords(job.schedule));
+        spec.replaceChildren(specList(job));
+      }
       if (statusChanged && !actions.querySelector(".confirm")) renderActions();
       await Promise.all([loadPreview(), loadHistory()]);
     }
