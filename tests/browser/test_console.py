@@ -173,6 +173,29 @@ def test_a_one_off_reaches_succeeded_without_reloading(browser: Any, local: Any,
     screenshot(browser, "job-succeeded")
 
 
+def test_every_attempt_of_a_retried_run_shows_with_its_error(browser: Any, local: Any, screenshot: Any) -> None:
+    signed_in(browser, local)
+    open_new_job_form(browser)
+    fill(browser, "#f-timeZone", "America/New_York")
+    fill(browser, "#f-cron", "0 6 * * 1-5")
+    wait_for(browser, visible_text("#preview", "06:00"))
+    create_job(
+        browser, "flaky-import", handler="demo.fail", payload='{"times": 1}', maxAttempts="3", baseDelaySeconds="1"
+    )
+    css(browser, "#run-now").click()
+    wait_for(browser, visible_text("#history", "succeeded"), RUN_WAIT_SECONDS)
+    attempts = browser.find_elements("css selector", "#history tr.attempt")
+    assert [row.text.split()[:3] for row in attempts] == [["↳", "attempt", "1"], ["↳", "attempt", "2"]], [
+        row.text for row in attempts
+    ]
+    assert "failed" in attempts[0].text and attempts[0].find_elements("css selector", "td")[7].text != "—"
+    for _ in range(2):  # more runs for the chart of the README's picture
+        css(browser, "#run-now").click()
+        wait_for(browser, visible_text("#notice", "Run now: execution"))
+    wait_for(browser, lambda d: len(d.find_elements("css selector", "#history tr[data-status=succeeded]")) == 3, 60)
+    screenshot(browser, "job-attempts")
+
+
 def test_pause_resume_and_run_now_confirm_what_they_did(browser: Any, local: Any, screenshot: Any) -> None:
     signed_in(browser, local)
     open_new_job_form(browser)

@@ -380,6 +380,7 @@
       timeZone: h("input", { type: "text", value: Intl.DateTimeFormat().resolvedOptions().timeZone || "UTC", list: "zones" }),
       payload: h("textarea", { rows: "3", spellcheck: "false" }, "{}"),
       maxAttempts: h("input", { type: "number", min: "1", max: "100", value: "3" }),
+      baseDelaySeconds: h("input", { type: "number", min: "0", value: "30" }),
       timeoutSeconds: h("input", { type: "number", min: "1", value: "600" }),
       overlap: h("select", {}, ["forbid", "allow", "replace"].map((v) => h("option", { value: v }, v))),
       catchUp: h("select", {}, ["latest", "all", "none"].map((v) => h("option", { value: v }, v))),
@@ -388,7 +389,7 @@
     const byField = {
       name: "name", handler: "handler", payload: "payload", "schedule.cron": "cron", cron: "cron",
       "schedule.every": "every", every: "every", "schedule.at": "at", at: "at", "schedule.timeZone": "timeZone",
-      timeZone: "timeZone", "retry.maxAttempts": "maxAttempts", timeoutSeconds: "timeoutSeconds",
+      timeZone: "timeZone", "retry.maxAttempts": "maxAttempts", "retry.baseDelaySeconds": "baseDelaySeconds", timeoutSeconds: "timeoutSeconds",
       overlap: "overlap", catchUp: "catchUp", schedule: "cron",
     };
     const idempotencyKey = crypto.randomUUID();
@@ -486,7 +487,7 @@
         handler: inputs.handler.value.trim(),
         payload,
         schedule: schedule(),
-        retry: { maxAttempts: Number(inputs.maxAttempts.value) },
+        retry: { maxAttempts: Number(inputs.maxAttempts.value), baseDelaySeconds: Number(inputs.baseDelaySeconds.value) },
         timeoutSeconds: Number(inputs.timeoutSeconds.value),
         overlap: inputs.overlap.value,
         catchUp: inputs.catchUp.value,
@@ -511,6 +512,7 @@
     field("f-payload", "Payload (JSON)", inputs.payload),
     h("div", { class: "grid" },
       field("f-maxAttempts", "Max attempts", inputs.maxAttempts),
+      field("f-baseDelaySeconds", "First retry after (seconds)", inputs.baseDelaySeconds),
       field("f-timeoutSeconds", "Timeout (seconds)", inputs.timeoutSeconds),
       field("f-overlap", "Overlap", inputs.overlap),
       field("f-catchUp", "Catch-up", inputs.catchUp)),
