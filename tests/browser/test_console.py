@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,8 @@ WAIT_SECONDS = 20
 # A one-off due this far ahead: long enough to see it `scheduled` first, short enough to watch it run.
 ONE_OFF_LEAD_SECONDS = 6
 RUN_WAIT_SECONDS = 90
+# An excluded slot is recorded skipped once its minute has passed and the pre-loader has looked.
+SKIP_WAIT_SECONDS = 150
 
 
 def wait_for(driver: Any, condition: Callable[[Any], Any], seconds: float = WAIT_SECONDS) -> Any:
@@ -194,6 +197,23 @@ def test_every_attempt_of_a_retried_run_shows_with_its_error(browser: Any, local
         wait_for(browser, visible_text("#notice", "Run now: execution"))
     wait_for(browser, lambda d: len(d.find_elements("css selector", "#history tr[data-status=succeeded]")) == 3, 60)
     screenshot(browser, "job-attempts")
+
+
+def test_slots_on_excluded_dates_show_as_skipped_with_the_reason(browser: Any, local: Any, screenshot: Any) -> None:
+    today = datetime.now(UTC).date()
+    excluded = f"{today.isoformat()}/{(today + timedelta(days=1)).isoformat()}"
+    signed_in(browser, local)
+    open_new_job_form(browser)
+    fill(browser, "#f-timeZone", "UTC")
+    fill(browser, "#f-cron", "* * * * *")
+    fill(browser, "#f-exclude", "not-a-date")
+    wait_for(browser, lambda d: css(d, "#f-exclude").get_attribute("aria-invalid") == "true")
+    fill(browser, "#f-exclude", excluded)
+    resumes = f"{(today + timedelta(days=2)).isoformat()} 00:00"
+    wait_for(browser, visible_text("#preview", resumes))  # the preview skips the excluded days
+    create_job(browser, "minutely-but-not-today")
+    wait_for(browser, visible_text("#history", "skipped: excluded"), SKIP_WAIT_SECONDS)
+    screenshot(browser, "job-skipped")
 
 
 def test_pause_resume_and_run_now_confirm_what_they_did(browser: Any, local: Any, screenshot: Any) -> None:

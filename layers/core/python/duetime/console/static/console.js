@@ -378,6 +378,7 @@
       every: h("input", { type: "text", value: "15m", spellcheck: "false" }),
       at: h("input", { type: "datetime-local", step: "1" }),
       timeZone: h("input", { type: "text", value: Intl.DateTimeFormat().resolvedOptions().timeZone || "UTC", list: "zones" }),
+      exclude: h("input", { type: "text", spellcheck: "false", placeholder: "2026-12-24/2026-12-26, 2027-01-01" }),
       payload: h("textarea", { rows: "3", spellcheck: "false" }, "{}"),
       maxAttempts: h("input", { type: "number", min: "1", max: "100", value: "3" }),
       baseDelaySeconds: h("input", { type: "number", min: "0", value: "30" }),
@@ -389,7 +390,7 @@
     const byField = {
       name: "name", handler: "handler", payload: "payload", "schedule.cron": "cron", cron: "cron",
       "schedule.every": "every", every: "every", "schedule.at": "at", at: "at", "schedule.timeZone": "timeZone",
-      timeZone: "timeZone", "retry.maxAttempts": "maxAttempts", "retry.baseDelaySeconds": "baseDelaySeconds", timeoutSeconds: "timeoutSeconds",
+      timeZone: "timeZone", exclude: "exclude", "retry.maxAttempts": "maxAttempts", "retry.baseDelaySeconds": "baseDelaySeconds", timeoutSeconds: "timeoutSeconds",
       overlap: "overlap", catchUp: "catchUp", schedule: "cron",
     };
     const idempotencyKey = crypto.randomUUID();
@@ -414,6 +415,9 @@
       // datetime-local has no zone: the value is read in the browser's zone, sent as UTC.
       return inputs.at.value ? new Date(inputs.at.value).toISOString() : "";
     }
+    function excluded() {
+      return inputs.exclude.value.split(",").map((x) => x.trim()).filter(Boolean);
+    }
     function schedule() {
       const zone = inputs.timeZone.value.trim() || "UTC";
       if (kind.value === "cron") return { cron: inputs.cron.value.trim(), timeZone: zone };
@@ -425,7 +429,7 @@
     async function refreshPreview() {
       const mine = ++previewSerial;
       const sched = schedule();
-      for (const key of ["cron", "every", "at", "timeZone"]) {
+      for (const key of ["cron", "every", "at", "timeZone", "exclude"]) {
         inputs[key].removeAttribute("aria-invalid");
         document.getElementById(`f-${key}-error`).textContent = "";
       }
@@ -434,7 +438,7 @@
         return;
       }
       try {
-        const data = await api("POST", "/schedules/preview", { ...sched, count: PREVIEW_COUNT });
+        const data = await api("POST", "/schedules/preview", { ...sched, exclude: excluded(), count: PREVIEW_COUNT });
         if (mine !== previewSerial) return;
         preview.replaceChildren(h("p", {}, `${scheduleWords(sched)} — next runs in ${sched.timeZone}:`),
           previewList(data.runs, sched.timeZone));
@@ -460,7 +464,7 @@
     const radios = h("div", { class: "radios" }, [["cron", "Cron"], ["every", "Interval"], ["at", "Once"]].map(([value, text]) =>
       h("label", {}, h("input", { type: "radio", name: "kind", value, id: `kind-${value}`, checked: value === "cron",
         onchange: () => { kind.value = value; showKind(); } }), text)));
-    for (const key of ["cron", "every", "at", "timeZone"]) inputs[key].addEventListener("input", schedulePreview);
+    for (const key of ["cron", "every", "at", "timeZone", "exclude"]) inputs[key].addEventListener("input", schedulePreview);
     inputs.payload.addEventListener("input", () => {
       try {
         JSON.parse(inputs.payload.value || "{}");
@@ -487,6 +491,7 @@
         handler: inputs.handler.value.trim(),
         payload,
         schedule: schedule(),
+        exclude: excluded(),
         retry: { maxAttempts: Number(inputs.maxAttempts.value), baseDelaySeconds: Number(inputs.baseDelaySeconds.value) },
         timeoutSeconds: Number(inputs.timeoutSeconds.value),
         overlap: inputs.overlap.value,
@@ -507,6 +512,8 @@
     h("datalist", { id: "handlers" }, ["demo.echo", "demo.sleep", "demo.fail"].map((v) => h("option", { value: v }))),
     h("fieldset", {}, h("legend", {}, "Schedule"), radios, kindFields.cron, kindFields.every, kindFields.at,
       field("f-timeZone", "Time zone", inputs.timeZone, "an IANA zone, e.g. America/New_York"),
+      field("f-exclude", "Excluded dates", inputs.exclude,
+        "optional: local dates or inclusive ranges in that zone, comma-separated; or calendar:NAME"),
       h("datalist", { id: "zones" }, ["UTC", "America/New_York", "Europe/London", "Asia/Kolkata", "Asia/Tokyo"].map((v) => h("option", { value: v }))),
       h("h2", {}, "Preview"), preview),
     field("f-payload", "Payload (JSON)", inputs.payload),
