@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
-WAIT_SECONDS = 20
+WAIT_SECONDS = 30
 # A one-off due this far ahead: long enough to see it `scheduled` first, short enough to watch it run.
 ONE_OFF_LEAD_SECONDS = 6
 RUN_WAIT_SECONDS = 90
