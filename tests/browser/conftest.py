@@ -105,6 +105,7 @@ def browser() -> Iterator[Any]:
 
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
+    # --no-sandbox: Chromium will not start its sandbox as root, and CI runs as root.
     for argument in (
         "--headless=new",
         "--no-sandbox",
@@ -112,6 +113,7 @@ def browser() -> Iterator[Any]:
         f"--window-size={WINDOW_WIDTH},{WINDOW_HEIGHT}",
     ):
         options.add_argument(argument)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})  # console errors, CSP violations included
     driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
     driver.implicitly_wait(0)
     yield driver
@@ -134,3 +136,19 @@ def screenshot() -> Callable[..., Path]:
         return path
 
     return save
+
+
+@pytest.fixture(autouse=True)
+def page_errors(request: pytest.FixtureRequest) -> Iterator[None]:
+    """After each browser test: no script error and no Content-Security-Policy violation in the page's console."""
+    yield
+    if "browser" not in request.fixturenames:
+        return
+    driver = request.getfixturevalue("browser")
+    entries = driver.get_log("browser")  # reading empties the buffer: each test sees its own
+    problems = [
+        e["message"]
+        for e in entries
+        if e["level"] == "SEVERE" and ("Content Security Policy" in e["message"] or "Uncaught" in e["message"])
+    ]
+    assert problems == [], problems

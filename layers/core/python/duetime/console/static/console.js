@@ -397,10 +397,12 @@
     const preview = h("div", { id: "preview", "aria-live": "polite" });
     const formError = h("p", { class: "error-text", role: "alert", id: "form-error" });
 
+    // The form's own error lines (not the document's): a preview answered after the user moved on finds none.
+    const errorOf = (key) => form.querySelector(`#f-${key}-error`) || document.createElement("p");
     function clearErrors() {
       for (const [key, input] of Object.entries(inputs)) {
         input.removeAttribute("aria-invalid");
-        document.getElementById(`f-${key}-error`).textContent = "";
+        errorOf(key).textContent = "";
       }
       formError.textContent = "";
     }
@@ -408,7 +410,7 @@
       const key = byField[err.field] || byField[(err.field || "").split(".").slice(0, 2).join(".")];
       if (key) {
         inputs[key].setAttribute("aria-invalid", "true");
-        document.getElementById(`f-${key}-error`).textContent = err.message;
+        errorOf(key).textContent = err.message;
       } else formError.textContent = errorText(err);
     }
     function atIso() {
@@ -427,11 +429,12 @@
     let previewSerial = 0;
     let previewTimer = null;
     async function refreshPreview() {
+      if (!form.isConnected) return; // the form was left before its debounce ran out
       const mine = ++previewSerial;
       const sched = schedule();
       for (const key of ["cron", "every", "at", "timeZone", "exclude"]) {
         inputs[key].removeAttribute("aria-invalid");
-        document.getElementById(`f-${key}-error`).textContent = "";
+        errorOf(key).textContent = "";
       }
       if ((kind.value === "at" && !sched.at) || (kind.value !== "at" && !sched[kind.value])) {
         preview.replaceChildren(h("p", { class: "hint" }, "Fill in the schedule to see its next runs."));
@@ -469,10 +472,10 @@
       try {
         JSON.parse(inputs.payload.value || "{}");
         inputs.payload.removeAttribute("aria-invalid");
-        document.getElementById("f-payload-error").textContent = "";
+        errorOf("payload").textContent = "";
       } catch (err) {
         inputs.payload.setAttribute("aria-invalid", "true");
-        document.getElementById("f-payload-error").textContent = `not JSON: ${err.message}`;
+        errorOf("payload").textContent = `not JSON: ${err.message}`;
       }
     });
     const submit = h("button", { type: "submit", id: "create" }, "Create job");
