@@ -8,7 +8,7 @@ export PYTHONDONTWRITEBYTECODE := 1
 PYTEST := $(PY) -m pytest -q -p no:cacheprovider
 LINTED := layers functions infra tests scripts app.py $(wildcard bench)
 
-.PHONY: dev local test test-tiers test-fast test-e2e lint format docs synth scan bench bench-quick bench-smoke bench-side redis-server chaos clean
+.PHONY: dev local test test-tiers test-fast test-e2e browser test-browser lint format docs synth scan bench bench-quick bench-smoke bench-side redis-server chaos clean
 
 $(VENV): pyproject.toml scripts/bootstrap.sh scripts/checkov-requirements.txt
 	./scripts/bootstrap.sh
@@ -31,10 +31,18 @@ local: $(VENV)  ## the whole system on this machine (SQLite under .duetime; BACK
 E2E_BACKENDS = $(shell $(PY) -c 'from duetime.local import BACKENDS; print(*BACKENDS)')
 
 test: dev lint  ## every test: unit, contract, integration, infrastructure, end-to-end on each backend
-	$(MAKE) --no-print-directory -j --output-sync=target test-tiers $(addprefix test-e2e-,$(E2E_BACKENDS))
+	$(MAKE) --no-print-directory -j --output-sync=target test-tiers test-browser $(addprefix test-e2e-,$(E2E_BACKENDS))
 
 test-tiers: $(VENV)
 	$(PYTEST) -m "not bench" tests/unit tests/contract tests/integration tests/infrastructure
+
+# Debian's chromium and chromium-driver for the console's browser tests (apt-get, as root); without them the
+# tests skip and say why.
+browser:
+	@./scripts/browser.sh
+
+test-browser: $(VENV) browser  ## the web console in headless Chromium against a real `duetime local`
+	$(PYTEST) tests/browser
 
 test-fast: $(VENV)  ## the inner loop: pure logic and adapters against moto and SQLite
 	$(PYTEST) -m "not bench" tests/unit tests/contract tests/integration

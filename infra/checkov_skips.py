@@ -36,3 +36,18 @@ WITHOUT_DATA_KEY = {
 def skipped(with_data_key: bool) -> dict[str, str]:
     """The skipped checks, with their reasons, of a stack deployed with or without a data key."""
     return dict(SKIPPED) if with_data_key else {**SKIPPED, **WITHOUT_DATA_KEY}
+
+
+# The web console's resources (context console=true, infra.console): checked by tests/infrastructure/test_console.py.
+CONSOLE = {
+    "CKV_AWS_18": "The console bucket holds the repository's static files, written only by the stack's deployment "
+    "and read only by CloudFront; there is no access worth a log of its own.",
+    "CKV_AWS_86": "CloudFront standard logs need a bucket with ACLs enabled; the console's files are public code and "
+    "every API call through the distribution is already in the API's access log.",
+    "CKV_AWS_68": "A WAF web ACL for CloudFront must live in us-east-1 while the stack deploys to any region; the "
+    "API behind the distribution keeps its regional web ACL (rate limits per IP and per token).",
+    "CKV_AWS_174": "The default *.cloudfront.net certificate takes no minimum protocol version; a custom domain and "
+    "certificate set TLSv1.2_2021.",
+    "CKV_AWS_111": "CDK's BucketDeployment handler creates CloudFront invalidations, an action with no resource ARN "
+    "narrower than '*' in its policy as CDK writes it.",
+}

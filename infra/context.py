@@ -36,6 +36,7 @@ duetime.definitions.JOB_CLASSES: the runtime reads the same table, so they are n
 | apiBurstLimit          | 2000                                 | API Gateway burst                                    |
 | longWorkerMinTasks     | 1                                    | ECS tasks of the `long` class when idle              |
 | longWorkerMaxTasks     | 10                                   | ECS tasks of the `long` class at most                |
+| console                | false                                | deploy the web console (S3, CloudFront, hosted UI)   |
 """
 
 from __future__ import annotations
@@ -163,6 +164,7 @@ class DeployContext:
     caller_rate_limit: int = DEFAULT_CALLER_RATE_LIMIT
     kms_key: str | None = None  # None: AWS managed keys; "create"; or an existing key's ARN
     quotas: Quotas = DEFAULT_QUOTAS
+    console: bool = False  # the web console: bucket, distribution and a user pool client (infra.console)
 
     @property
     def handler_modules(self) -> str:
@@ -237,4 +239,5 @@ class DeployContext:
                 or None,
                 run_nows_per_minute=_int(node, "runNowsPerMinute", DEFAULT_RUN_NOWS_PER_MINUTE, minimum=0) or None,
             ),
+            console=str(node.try_get_context("console") or "").lower() in ("true", "1", "yes"),
         )

@@ -12,6 +12,7 @@ from aws_cdk import Stack
 from constructs import Construct
 
 from infra.api import Api
+from infra.console import Console
 from infra.context import DeployContext
 from infra.encryption import data_key
 from infra.functions import Functions
@@ -86,6 +87,12 @@ class DuetimeStack(Stack):
         )
         self.api.admit_workers(
             [fn.role for fn in self.functions.workers.values() if fn.role is not None] + list(self.workers.task_roles)
+        )
+        # Context console=true: the web console on S3 and CloudFront, signing in through the user pool.
+        self.console = (
+            Console(self, "Console", ctx=self.ctx, user_pool=self.api.user_pool, rest_api=self.api.rest_api)
+            if self.ctx.console
+            else None
         )
         self.scheduling = Scheduling(
             self,

@@ -61,6 +61,7 @@ def read_grants(path: str | None) -> list[dict[str, Any]] | None:
 
 
 def cmd_local(args: argparse.Namespace) -> int:
+    from duetime.console import sign_in_link
     from duetime.local.system import FIRST_USER, LocalSystem
 
     importable_cwd()
@@ -88,6 +89,7 @@ def cmd_local(args: argparse.Namespace) -> int:
     where = f"{args.backend} ({Path(args.data_dir) / database})" if database else args.backend
     print(
         f"duetime local is running on {where}\n  API:   {system.api_url}\n  token: {token}\n"
+        f"  console: {sign_in_link(system.api_url, token)}\n"
         f"  (owner {FIRST_USER!r}; more with `duetime token --owner NAME --data-dir {args.data_dir}`)",
         flush=True,
     )

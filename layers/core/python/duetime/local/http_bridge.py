@@ -13,6 +13,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
+from duetime.console import console_file
 from duetime.definitions import API_MAX_BODY_BYTES
 
 log = logging.getLogger("duetime.local.http")
@@ -75,6 +76,20 @@ def body_length(values: list[str], limit: int = API_MAX_BODY_BYTES) -> tuple[int
     return length, None
 
 
+def send_console_file(request: BaseHTTPRequestHandler) -> bool:
+    """Answer a GET under /console with the console's static file; False for any other path."""
+    found = console_file(urlsplit(request.path).path)
+    if found is None:
+        return False
+    request.send_response(found.status)
+    for name, value in found.headers.items():
+        request.send_header(name, value)
+    request.send_header("Content-Length", str(len(found.body)))
+    request.end_headers()
+    request.wfile.write(found.body)
+    return True
+
+
 class ApiServer:
     """Serves `handler` (an API Gateway Lambda handler) on 127.0.0.1:`port`."""
 
@@ -130,7 +145,11 @@ class ApiServer:
                 self.end_headers()
                 self.wfile.write(data)
 
-            do_GET = do_POST = do_PATCH = do_DELETE = do_PUT = _serve
+            def do_GET(self) -> None:
+                if not send_console_file(self):
+                    self._serve()
+
+            do_POST = do_PATCH = do_DELETE = do_PUT = _serve
 
             def log_message(self, format: str, *args: Any) -> None:
                 log.debug(format, *args)

@@ -1,0 +1,95 @@
+"""The web console's deployment (context console=true): a private bucket read only through CloudFront's origin
+access control, HTTPS only with security headers, and a user pool client whose callback is the console."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aws_cdk.assertions import Match
+
+from infra.checkov_skips import CONSOLE, skipped
+from tests.infrastructure.conftest import Synthesized, synthesize
+from tests.infrastructure.test_checkov import run_checkov, verdict
+
+
+@pytest.fixture(scope="module")
+def with_console(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
+    return synthesize(tmp_path_factory, {"console": "true"})
+
+
+def only(synthesized: Synthesized, resource_type: str) -> dict[str, Any]:
+    found = synthesized.resources(resource_type)
+    assert len(found) == 1, list(found)
+    return next(iter(found.values()))["Properties"]
+
+
+def test_the_console_is_off_unless_asked_for(synthesized: Synthesized) -> None:
+    assert synthesized.resources("AWS::CloudFront::Distribution") == {}
+    assert synthesized.stack.console is None
+
+
+def test_the_bucket_is_private_and_readable_only_by_the_distribution(with_console: Synthesized) -> None:
+    bucket = only(with_console, "AWS::S3::Bucket")
+    assert bucket["PublicAccessBlockConfiguration"] == {
+        "BlockPublicAcls": True,
+        "BlockPublicPolicy": True,
+        "IgnorePublicAcls": True,
+        "RestrictPublicBuckets": True,
+    }
+    assert "WebsiteConfiguration" not in bucket
+    statements = only(with_console, "AWS::S3::BucketPolicy")["PolicyDocument"]["Statement"]
+    allowed = [s for s in statements if s["Effect"] == "Allow"]
+    # Only CloudFront may read, and only for this distribution; anyone else is only ever denied (plain HTTP).
+    assert allowed and all(s["Principal"] == {"Service": "cloudfront.amazonaws.com"} for s in allowed)
+    assert all("AWS:SourceArn" in json.dumps(s["Condition"]) for s in allowed)
+    assert all(s["Action"] == "s3:GetObject" for s in allowed)
+
+
+def test_cloudfront_uses_origin_access_control_and_https_only(with_console: Synthesized) -> None:
+    control = only(with_console, "AWS::CloudFront::OriginAccessControl")["OriginAccessControlConfig"]
+    assert control["OriginAccessControlOriginType"] == "s3" and control["SigningBehavior"] == "always"
+    config = only(with_console, "AWS::CloudFront::Distribution")["DistributionConfig"]
+    behaviors = [config["DefaultCacheBehavior"], *config["CacheBehaviors"]]
+    assert {b["ViewerProtocolPolicy"] for b in behaviors} == {"https-only"}
+    s3_origin = next(o for o in config["Origins"] if "S3OriginConfig" in o)
+    assert "OriginAccessControlId" in s3_origin and s3_origin["S3OriginConfig"].get("OriginAccessIdentity", "") == ""
+    assert {b["PathPattern"] for b in config["CacheBehaviors"]} >= {"/jobs", "/jobs/*", "/schedules/*"}
+
+
+def test_every_answer_carries_the_security_headers(with_console: Synthesized) -> None:
+    policy = only(with_console, "AWS::CloudFront::ResponseHeadersPolicy")["ResponseHeadersPolicyConfig"]
+    headers = policy["SecurityHeadersConfig"]
+    assert "script-src 'self'" in json.dumps(headers["ContentSecurityPolicy"])
+    assert headers["FrameOptions"]["FrameOption"] == "DENY"
+    assert headers["StrictTransportSecurity"]["AccessControlMaxAgeSec"] >= 31536000
+    assert headers["ContentTypeOptions"]["Override"] is True
+    config = only(with_console, "AWS::CloudFront::Distribution")["DistributionConfig"]
+    for behavior in [config["DefaultCacheBehavior"], *config["CacheBehaviors"]]:
+        assert "ResponseHeadersPolicyId" in behavior
+
+
+def test_the_console_signs_in_with_a_public_client_whose_callback_is_the_console(with_console: Synthesized) -> None:
+    with_console.template.has_resource_properties(
+        "AWS::Cognito::UserPoolClient",
+        {
+            "GenerateSecret": False,
+            "AllowedOAuthFlows": ["code"],
+            "AllowedOAuthFlowsUserPoolClient": True,
+            "CallbackURLs": [{"Fn::Join": ["", ["https://", {"Fn::GetAtt": [Match.any_value(), "DomainName"]}, "/"]]}],
+        },
+    )
+    with_console.template.resource_count_is("AWS::Cognito::UserPoolDomain", 1)
+    deployment = json.dumps(with_console.resources("Custom::CDKBucketDeployment"))
+    assert "DistributionId" in deployment  # a deploy invalidates what CloudFront cached
+
+
+def test_checkov_finds_nothing_in_the_console_that_is_not_skipped_with_a_reason(
+    with_console: Synthesized, tmp_path: Path
+) -> None:
+    report = run_checkov(with_console.raw, tmp_path)
+    _, unexpected, skips = verdict(report, {**skipped(with_data_key=False), **CONSOLE})
+    assert not unexpected, "\n".join(unexpected)
+    assert set(CONSOLE) <= set(skips), set(CONSOLE) - set(skips)  # no stale excuse
