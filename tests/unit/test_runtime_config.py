@@ -75,7 +75,7 @@ def test_the_stack_environment_is_the_config_written_out():
 
 def test_the_api_takes_a_result_on_the_terms_a_worker_stores_it():
     def complete(**values):
-        return CompleteRequest(attempt=1, workerId="w", result="succeeded", **values)
+        return CompleteRequest(attempt=1, workerId="w", claimToken="t", result="succeeded", **values)
 
     complete(output="x" * (MAX_RESULT_BYTES - 2))  # the quotes make it exactly the limit
     with pytest.raises(ValidationError, match=f"{MAX_RESULT_BYTES + 1} bytes"):
