@@ -198,6 +198,16 @@ def test_a_run_now_payload_is_stored_on_that_execution_only(ports, clock):
     assert scheduled.payload is None  # the scheduled run uses the job's
 
 
+def test_an_ecs_job_runs_now_only_with_its_own_payload(ports, clock):
+    # An ecs: task reads its job's payload from the jobs table (never its environment): one run's payload
+    # would not reach it, so it is refused rather than silently replaced by the job's.
+    job, _ = submit_job(ports, "alice", spec(handler="ecs:report-builder", payload={"region": "US"}))
+    with pytest.raises(InvalidInput) as refused:
+        run_now(ports, "alice", job.job_id, payload={"region": "EU"})
+    assert refused.value.field == "payload"
+    assert run_now(ports, "alice", job.job_id).payload is None
+
+
 # -- tags and filtered listings -------------------------------------------------------------------------
 
 

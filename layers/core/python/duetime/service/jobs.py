@@ -398,6 +398,10 @@ def run_now(ports: Ports, owner: str, job_id: str, payload: dict[str, Any] | Non
     job = get_owned_job(ports, owner, job_id)
     if job.status != JobStatus.ACTIVE:
         raise Conflict(f"job is {job.status.value}; only an active job can run now", field="status")
+    if payload is not None and job.handler.startswith("ecs:"):
+        # An ecs: task reads its job's payload itself (duetime.ecs_task), never from the task's environment,
+        # where DescribeTasks and CloudTrail would show it; a payload of one run only is out of its reach.
+        raise InvalidInput("an ecs: job runs with its own payload; run it now without one", field="payload")
     now = ports.clock()
     if ports.quotas.run_nows_per_minute is not None:
         ports.store.count_request(rate_window(owner, RUN_NOWS_PER_MINUTE, ports.quotas.run_nows_per_minute, now))
