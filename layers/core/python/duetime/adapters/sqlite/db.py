@@ -35,6 +35,7 @@ timeout; polling a counter SQLite already keeps has neither problem.
 from __future__ import annotations
 
 import logging
+import math
 import sqlite3
 import threading
 import time
@@ -130,6 +131,9 @@ class Database:
         self._changed = threading.Condition()
         self._generation = 0
         self._waiters = 0
+        # The wall-clock instant (epoch ms) each waiting thread wakes at by itself: a commit making a message
+        # visible only at or after all of them need wake no one (see notify_local).
+        self._wake_deadlines: list[int] = []
         self._watch_needed = threading.Event()
         self._closed = False
         self._watcher: threading.Thread | None = None
@@ -195,10 +199,11 @@ class Database:
                 cursor.close()
 
     @contextmanager
-    def write(self, wakes: bool = False) -> Iterator[sqlite3.Connection]:
+    def write(self, wakes: bool = False, visible_at_ms: int | None = None) -> Iterator[sqlite3.Connection]:
         """One `BEGIN IMMEDIATE` transaction: committed if the block ends normally, rolled back if it raises.
 
-        `wakes`: the change may make a message visible, so waiters of this process look again at once.
+        `wakes`: the change may make a message visible, so waiters of this process look again (at once, or
+        only if one would sleep past `visible_at_ms`, the earliest instant a message it wrote is visible).
         """
         with self._write_lock:
             if self._writer is None:
@@ -218,7 +223,7 @@ class Database:
             conn.execute("COMMIT")
         self._written.set()
         if wakes:
-            self.notify_local()
+            self.notify_local(visible_at_ms)
 
     # -- wake-ups ------------------------------------------------------------------------------------
 
@@ -227,11 +232,16 @@ class Database:
         """A number that grows whenever the file may have changed (read it before looking, then wait)."""
         return self._generation
 
-    def notify_local(self) -> None:
-        """Wake this process's waiters now (a commit that may have made a message visible)."""
+    def notify_local(self, visible_at_ms: int | None = None) -> None:
+        """Tell this process's waiters that a commit may have made a message visible (at `visible_at_ms`,
+        epoch ms; None: now or unknown). The generation always moves, so a thread about to wait looks again;
+        threads already asleep are woken only if one of them would sleep past that instant. At 500 jobs/s
+        submitted seconds ahead, waking every receiver on every send cost a tenth of the API's time in
+        thread hand-offs, each wake-up to find nothing visible yet."""
         with self._changed:
             self._generation += 1
-            self._changed.notify_all()
+            if visible_at_ms is None or any(deadline > visible_at_ms for deadline in self._wake_deadlines):
+                self._changed.notify_all()
 
     def wait_for_change(self, seen: int, timeout: float) -> None:
         """Wait up to `timeout` seconds unless the generation has moved past `seen` (a commit here or in
@@ -243,11 +253,14 @@ class Database:
             if self._generation != seen:
                 return
             self._waiters += 1
+            deadline = time.time_ns() // 1_000_000 + math.ceil(timeout * 1000)
+            self._wake_deadlines.append(deadline)
             self._watch_needed.set()
             try:
                 self._changed.wait(timeout)
             finally:
                 self._waiters -= 1
+                self._wake_deadlines.remove(deadline)
 
     def _ensure_watcher(self) -> None:
         """Start the watcher once, from its first baseline. A commit between a caller's look and that
