@@ -25,7 +25,7 @@ from duetime.domain.errors import DuetimeError, InvalidInput
 from duetime.domain.grants import Grants
 from duetime.domain.models import Schedule, format_time
 from duetime.local import BACKENDS as LOCAL_BACKENDS
-from duetime.local.backends import MOTO, attach_ports
+from duetime.local.backends import MOTO, SQLITE, attach_ports
 from duetime.local.state import config_from_state, load_state
 from duetime.queue.webhook import WebhookTarget
 from duetime.service.jobs import preview
@@ -61,6 +61,8 @@ def cmd_local(args: argparse.Namespace) -> int:
 
     importable_cwd()
     run_log = os.environ.get("DUETIME_RUN_LOG")  # opt-in: one JSON line per handler run (the restart test reads it)
+    # On SQLite the workers run in a child process beside the API (it reads DUETIME_RUN_LOG itself).
+    worker_process = args.backend == SQLITE
     system = LocalSystem(
         args.data_dir,
         port=args.port,
@@ -70,7 +72,8 @@ def cmd_local(args: argparse.Namespace) -> int:
         handler_modules=args.handlers,
         grants=read_grants(args.grants),
         backend=args.backend,
-        on_run=append_run_log(run_log) if run_log else None,
+        on_run=append_run_log(run_log) if run_log and not worker_process else None,
+        worker_process=worker_process,
     )
     system.start()
     token = system.token(FIRST_USER)
