@@ -8,13 +8,16 @@ processes open the database file as attached `duetime worker --data-dir` process
 a time, readers never blocked; wake-ups across processes from db.py's watcher).
 
 The child serves every job class with `concurrency` slots each, runs the `--handlers` modules the parent
-loaded, and honours DUETIME_RUN_LOG as `duetime worker` does. It stops when its stdin reaches end of file:
-the parent closes it to stop it, and a killed parent (SIGKILL) closes it too, so no worker outlives its
-`duetime local` for longer than the stop's grace.
+loaded, and honours DUETIME_RUN_LOG as `duetime worker` does. It stops gracefully (runs finish within the
+grace, the rest are handed back) when its stdin reaches end of file: the parent closes it to stop it. A
+killed `duetime local` (SIGKILL) takes its workers with it, as when they were threads of it: on Linux the
+kernel kills the child when the parent dies (PR_SET_PDEATHSIG; the parent's starting thread must live as
+long as the child, as `duetime local`'s main thread does), elsewhere it stops at end of its stdin.
 """
 
 from __future__ import annotations
 
+import ctypes
 import json
 import logging
 import os
@@ -37,6 +40,7 @@ from duetime.worker.runtime import Worker, append_run_log
 
 log = logging.getLogger("duetime.local")
 GRACE_SECONDS = 5.0
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
 # The child is a fresh interpreter given the parent's sys.path, as worker/isolation.py starts its children.
 _BOOTSTRAP = (
     "import json, sys; sys.path[:] = json.loads(sys.argv[1]); "
@@ -53,7 +57,8 @@ class WorkerProcess:
         self.process: subprocess.Popen[bytes] | None = None
 
     def start(self) -> WorkerProcess:
-        command = [sys.executable, "-c", _BOOTSTRAP, json.dumps(sys.path), str(self.data_dir), str(self.concurrency)]
+        command = [sys.executable, "-c", _BOOTSTRAP, json.dumps(sys.path), str(os.getpid()), str(self.data_dir)]
+        command.append(str(self.concurrency))
         self.process = subprocess.Popen([*command, *self.handler_modules], stdin=subprocess.PIPE)
         return self
 
@@ -74,8 +79,9 @@ class WorkerProcess:
 
 
 def main(argv: Sequence[str]) -> None:
-    """The child: DATA_DIR CONCURRENCY [HANDLER_MODULE ...]."""
-    data_dir, concurrency, modules = argv[0], int(argv[1]), list(argv[2:])
+    """The child: PARENT_PID DATA_DIR CONCURRENCY [HANDLER_MODULE ...]."""
+    parent, data_dir, concurrency, modules = int(argv[0]), argv[1], int(argv[2]), list(argv[3:])
+    _die_with(parent)
     logging.basicConfig(level=os.environ.get("DUETIME_LOG_LEVEL", "WARNING"))
     load_modules(modules)
     state = load_state(data_dir)
@@ -108,6 +114,18 @@ def main(argv: Sequence[str]) -> None:
     threading.Thread(target=_stop_at_end_of_input, args=(stop,), name="parent-watch", daemon=True).start()
     for thread in threads:
         thread.join()
+
+
+def _die_with(parent: int) -> None:
+    """Have the kernel SIGKILL this process when its parent dies (Linux), and exit now if it already has."""
+    if sys.platform.startswith("linux"):
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        except (OSError, AttributeError):  # no prctl: end of stdin still stops it
+            log.warning("could not tie the worker process to its parent's life")
+    if os.getppid() != parent:
+        os._exit(0)
 
 
 def _stop_at_end_of_input(stop: Callable[[], None]) -> None:
