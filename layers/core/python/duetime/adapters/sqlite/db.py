@@ -11,9 +11,11 @@ Settings, and why:
   fifth of the write time. A thread of each writing process checkpoints (PASSIVE: it never blocks a
   writer) every CHECKPOINT_INTERVAL_SECONDS instead; the automatic threshold stays, raised to
   CHECKPOINT_FALLBACK_PAGES, for when that thread falls behind.
-- busy_timeout: another process holding the write lock makes a writer wait, not fail. Within a process
-  writers queue on a lock of their own first, so SQLite's sleeping busy handler (steps of 1-100 ms) is
-  only met between processes.
+- Another process holding the write lock makes a writer wait, not fail. Within a process writers queue on
+  a lock of their own first. Between processes (`duetime local`'s API and its worker process write all the
+  time) the writer connection does not use SQLite's busy handler, which sleeps in steps growing to 100 ms
+  and made a busy API wait tens of milliseconds a write behind the workers: `BEGIN IMMEDIATE` is retried
+  every WRITE_RETRY_SECONDS instead (up to BUSY_TIMEOUT_SECONDS). Readers keep the busy timeout.
 - Connections: one writer connection per process (writes are serialized in the process anyway) and a
   small pool of reader connections lent to one thread at a time, so a server starting a thread per
   request does not hold the file open once per thread it ever ran. Every state change is one
@@ -47,6 +49,7 @@ from typing import Any
 log = logging.getLogger("duetime.sqlite")
 
 BUSY_TIMEOUT_SECONDS = 10.0
+WRITE_RETRY_SECONDS = (0.0002, 0.002)  # the first and the longest pause between tries for the write lock
 WATCH_INTERVAL_SECONDS = 0.002
 MAX_IDLE_READERS = 8
 CHECKPOINT_INTERVAL_SECONDS = 0.5
@@ -209,21 +212,37 @@ class Database:
             if self._writer is None:
                 self._writer = self._open()
                 self._writer.execute(f"PRAGMA wal_autocheckpoint={CHECKPOINT_FALLBACK_PAGES}")
+                self._writer.execute("PRAGMA busy_timeout=0")  # _begin waits for the lock (see the docstring)
                 self._checkpointer = threading.Thread(
                     target=self._checkpoint, name="duetime-sqlite-checkpoint", daemon=True
                 )
                 self._checkpointer.start()
             conn = self._writer
-            conn.execute("BEGIN IMMEDIATE")
+            self._retry_busy(conn, "BEGIN IMMEDIATE")
             try:
                 yield conn
             except BaseException:
                 conn.execute("ROLLBACK")
                 raise
-            conn.execute("COMMIT")
+            self._retry_busy(conn, "COMMIT")  # a busy COMMIT leaves the transaction open: try again
         self._written.set()
         if wakes:
             self.notify_local(visible_at_ms)
+
+    @staticmethod
+    def _retry_busy(conn: sqlite3.Connection, statement: str) -> None:
+        """Run `statement`, trying again after a short pause while another process holds the lock."""
+        pause, longest = WRITE_RETRY_SECONDS
+        deadline = time.monotonic() + BUSY_TIMEOUT_SECONDS
+        while True:
+            try:
+                conn.execute(statement)
+                return
+            except sqlite3.OperationalError as exc:
+                if exc.sqlite_errorcode & 0xFF != sqlite3.SQLITE_BUSY or time.monotonic() > deadline:
+                    raise
+            time.sleep(pause)
+            pause = min(pause * 2, longest)
 
     # -- wake-ups ------------------------------------------------------------------------------------
 
