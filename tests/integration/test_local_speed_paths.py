@@ -28,6 +28,7 @@ def wall_ms() -> int:
 def waiter(db: Database, timeout: float) -> tuple[threading.Thread, list[float]]:
     """A thread waiting for a change from the current generation; it records how long it slept."""
     slept: list[float] = []
+    db.wait_for_change(db.generation, 0.001)  # the first wait starts the watcher and counts as a change
     seen = db.generation
 
     def wait() -> None:
