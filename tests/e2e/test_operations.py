@@ -8,7 +8,7 @@ import json
 import secrets
 from typing import Any
 
-from duetime.cli import main
+from duetime.cli.main import main
 
 from tests.e2e.helpers import iso_in, wait_for, wait_terminal
 

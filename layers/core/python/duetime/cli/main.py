@@ -26,7 +26,7 @@ from duetime.domain.grants import Grants
 from duetime.domain.models import Schedule, format_time
 from duetime.domain.quotas import Quotas
 from duetime.local import BACKENDS as LOCAL_BACKENDS
-from duetime.local.backends import MOTO, attach_ports, config_from_state
+from duetime.local.backends import MOTO, SQLITE, attach_ports, config_from_state
 from duetime.local.state import load_state
 from duetime.service.jobs import preview
 from duetime.store.aws import make_client
@@ -34,10 +34,7 @@ from duetime.store.secrets import FileSecrets, SecretsManagerSecrets
 from duetime.targets.webhook import WebhookTarget
 from duetime.worker.kinds import Targets
 from duetime.worker.registry import load_modules, registered_names
-from duetime.worker.runtime import Worker, append_run_log
-
-# Opt-in: a file that gets one JSON line per handler run (the restart test and the chaos soak read it).
-RUN_LOG_ENV = "DUETIME_RUN_LOG"
+from duetime.worker.runtime import RUN_LOG_ENV, Worker, append_run_log
 
 
 def importable_cwd() -> None:
@@ -66,6 +63,8 @@ def cmd_local(args: argparse.Namespace) -> int:
 
     importable_cwd()
     run_log = os.environ.get(RUN_LOG_ENV)  # opt-in: one JSON line per handler run (the restart test reads it)
+    # On SQLite the workers run in a child process beside the API (it reads the run log's variable itself).
+    worker_process = args.backend == SQLITE
     system = LocalSystem(
         args.data_dir,
         port=args.port,
@@ -75,7 +74,8 @@ def cmd_local(args: argparse.Namespace) -> int:
         handler_modules=args.handlers,
         grants=read_grants(args.grants),
         backend=args.backend,
-        on_run=append_run_log(run_log) if run_log else None,
+        on_run=append_run_log(run_log) if run_log and not worker_process else None,
+        worker_process=worker_process,
         reset=args.reset,
         quotas=Quotas(
             max_active_jobs=args.max_active_jobs or None,

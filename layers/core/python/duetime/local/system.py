@@ -34,11 +34,12 @@ from duetime.definitions import (
 )
 from duetime.domain.quotas import UNLIMITED, Quotas
 from duetime.local import BACKENDS
-from duetime.local.backends import DEFAULT_BACKEND, MOTO, LocalBackend, local_settings, start_backend
+from duetime.local.backends import DEFAULT_BACKEND, MOTO, SQLITE, LocalBackend, local_settings, start_backend
 from duetime.local.http_bridge import ApiServer
 from duetime.local.lambda_mode import LambdaFunction, Schedule, SqsEventSource
 from duetime.local.notices import AlertRelay, create_alert_topic
 from duetime.local.state import STATE_FILE, LocalState, previous_state
+from duetime.local.worker_process import WorkerProcess
 from duetime.notify import ConsoleNotifier
 from duetime.queue.sqs import DueQueues
 from duetime.service.context import Notifier, Ports
@@ -111,9 +112,12 @@ class LocalSystem:
         on_run: Callable[[RunRecord], None] | None = None,
         reset: bool = False,
         quotas: Quotas = UNLIMITED,
+        worker_process: bool = False,
     ) -> None:
         if backend not in BACKENDS:
             raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, not {backend!r}")
+        if worker_process and (backend != SQLITE or on_run is not None):
+            raise ValueError("worker_process needs the sqlite backend and no on_run (the child logs DUETIME_RUN_LOG)")
         # `backend` is its name and `local_backend` the started one; `faithful` (moto only) runs the real
         # Lambda handlers, else the use-cases directly (the benchmarks count the system's own AWS calls).
         self.backend, self.faithful = backend, faithful and backend == MOTO
@@ -130,6 +134,10 @@ class LocalSystem:
         self.ports: Ports | None = None
         self.timers: list[Every | Schedule] = []
         self.worker_threads: list[tuple[Worker, threading.Thread]] = []
+        # SQLite: the workers in a child process of their own (local/worker_process.py says why), as
+        # `duetime local` runs them; in this process's threads otherwise (tests that register handlers here).
+        self.worker_process: WorkerProcess | None = None
+        self.use_worker_process = worker_process
         self.event_sources: list[SqsEventSource] = []
         self.functions: dict[str, LambdaFunction] = {}
         self.relay: AlertRelay | None = None
@@ -169,6 +177,9 @@ class LocalSystem:
         self.timers += [Every(name, seconds, fn).start() for name, seconds, fn in backend.housekeeping]
         self._write_state(preloader_id)
         # Webhooks signed with secrets under the data dir, which `duetime webhook-secret` prints.
+        if self.use_worker_process and self.workers > 0:
+            self.worker_process = WorkerProcess(self.data_dir, self.workers, self.handler_modules).start()
+            return self
         webhooks = WebhookTarget(FileSecrets(self.data_dir), allow_loopback=settings.allow_loopback_webhooks)
         for job_class in settings.job_classes.values():
             if self.workers > 0 and not (self.faithful and job_class.worker_kind == "lambda"):
@@ -315,6 +326,8 @@ class LocalSystem:
             timer.stopped.set()
         for source in self.event_sources:
             source.stop()
+        if self.worker_process:
+            self.worker_process.stop()
         for _, thread in self.worker_threads:
             thread.join(timeout=15)
         if self.relay:

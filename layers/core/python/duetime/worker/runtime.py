@@ -24,6 +24,7 @@ from duetime.worker.isolation import run_in_child
 from duetime.worker.kinds import Targets, resolve_handler
 from duetime.worker.observe import DEAD_LETTERED, RETRIED, SUCCEEDED, Observer, default_observer
 from duetime.worker.registry import JobContext, failure_of, get_registered, not_served, registered_names
+from duetime.worker.runners import RunnerThreads
 
 log = logging.getLogger("duetime.worker")
 
@@ -42,6 +43,11 @@ class RunRecord:
     started_ms: int
     ended_ms: int
     outcome: str
+
+
+# Opt-in: a file that gets one JSON line per handler run (the restart test and the chaos soak read it), named
+# by this variable to `duetime local`, `duetime worker` and the local worker process.
+RUN_LOG_ENV = "DUETIME_RUN_LOG"
 
 
 def append_run_log(path: str) -> Callable[[RunRecord], None]:
@@ -124,6 +130,9 @@ class Worker:
         # The SQS event source deletes the messages of records not reported as failures: no delete calls.
         self.deletes_by_event_source = deletes_by_event_source
         self._deleter: DeleteBatcher | None = None
+        # While the receive loop runs, handler threads are kept for the next run (worker/runners.py says why);
+        # a worker called once per batch (Lambda) starts one per run and keeps none.
+        self._runners = RunnerThreads(worker_id, max_idle=0)
         self._inflight = 0
         # Set whenever a run ends, so a worker with every slot busy receives again at once, not after a poll.
         self._slot_freed = threading.Event()
@@ -138,6 +147,7 @@ class Worker:
         """Receive and run until `stopping` is set, never holding more messages than free slots; then
         let runs finish within `grace_seconds` and release the rest so another worker continues at once."""
         self._deleter = DeleteBatcher(self.ports.queues, self.job_class)
+        self._runners = RunnerThreads(self.worker_id)
         announcer = self.announcer
         if announcer.last == -float("inf"):
             announcer.announce()  # before the first receive: the API accepts this worker's names from now on
@@ -148,6 +158,8 @@ class Worker:
         finally:
             self._deleter.close()
             self._deleter = None
+            self._runners.close()
+            self._runners = RunnerThreads(self.worker_id, max_idle=0)
             announcer.withdraw()
 
     def _receive_loop(self, grace_seconds: float) -> None:
@@ -319,8 +331,7 @@ class Worker:
             finally:
                 done.set()
 
-        thread = threading.Thread(target=target, name=f"run-{context.execution_id}", daemon=True)
-        thread.start()
+        self._runners.run(target)
         deadline = time.monotonic() + job.timeout_seconds
         interval = self.lease / 3
         while not done.wait(min(interval, max(0.0, deadline - time.monotonic()))):

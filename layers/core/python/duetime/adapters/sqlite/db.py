@@ -11,9 +11,11 @@ Settings, and why:
   fifth of the write time. A thread of each writing process checkpoints (PASSIVE: it never blocks a
   writer) every CHECKPOINT_INTERVAL_SECONDS instead; the automatic threshold stays, raised to
   CHECKPOINT_FALLBACK_PAGES, for when that thread falls behind.
-- busy_timeout: another process holding the write lock makes a writer wait, not fail. Within a process
-  writers queue on a lock of their own first, so SQLite's sleeping busy handler (steps of 1-100 ms) is
-  only met between processes.
+- Another process holding the write lock makes a writer wait, not fail. Within a process writers queue on
+  a lock of their own first. Between processes (`duetime local`'s API and its worker process write all the
+  time) the writer connection does not use SQLite's busy handler, which sleeps in steps growing to 100 ms
+  and made a busy API wait tens of milliseconds a write behind the workers: `BEGIN IMMEDIATE` is retried
+  every WRITE_RETRY_SECONDS instead (up to BUSY_TIMEOUT_SECONDS). Readers keep the busy timeout.
 - Connections: one writer connection per process (writes are serialized in the process anyway) and a
   small pool of reader connections lent to one thread at a time, so a server starting a thread per
   request does not hold the file open once per thread it ever ran. Every state change is one
@@ -35,6 +37,7 @@ timeout; polling a counter SQLite already keeps has neither problem.
 from __future__ import annotations
 
 import logging
+import math
 import sqlite3
 import threading
 import time
@@ -46,6 +49,7 @@ from typing import Any
 log = logging.getLogger("duetime.sqlite")
 
 BUSY_TIMEOUT_SECONDS = 10.0
+WRITE_RETRY_SECONDS = (0.0002, 0.002)  # the first and the longest pause between tries for the write lock
 WATCH_INTERVAL_SECONDS = 0.002
 MAX_IDLE_READERS = 8
 CHECKPOINT_INTERVAL_SECONDS = 0.5
@@ -130,6 +134,9 @@ class Database:
         self._changed = threading.Condition()
         self._generation = 0
         self._waiters = 0
+        # The wall-clock instant (epoch ms) each waiting thread wakes at by itself: a commit making a message
+        # visible only at or after all of them need wake no one (see notify_local).
+        self._wake_deadlines: list[int] = []
         self._watch_needed = threading.Event()
         self._closed = False
         self._watcher: threading.Thread | None = None
@@ -195,30 +202,47 @@ class Database:
                 cursor.close()
 
     @contextmanager
-    def write(self, wakes: bool = False) -> Iterator[sqlite3.Connection]:
+    def write(self, wakes: bool = False, visible_at_ms: int | None = None) -> Iterator[sqlite3.Connection]:
         """One `BEGIN IMMEDIATE` transaction: committed if the block ends normally, rolled back if it raises.
 
-        `wakes`: the change may make a message visible, so waiters of this process look again at once.
+        `wakes`: the change may make a message visible, so waiters of this process look again (at once, or
+        only if one would sleep past `visible_at_ms`, the earliest instant a message it wrote is visible).
         """
         with self._write_lock:
             if self._writer is None:
                 self._writer = self._open()
                 self._writer.execute(f"PRAGMA wal_autocheckpoint={CHECKPOINT_FALLBACK_PAGES}")
+                self._writer.execute("PRAGMA busy_timeout=0")  # _begin waits for the lock (see the docstring)
                 self._checkpointer = threading.Thread(
                     target=self._checkpoint, name="duetime-sqlite-checkpoint", daemon=True
                 )
                 self._checkpointer.start()
             conn = self._writer
-            conn.execute("BEGIN IMMEDIATE")
+            self._retry_busy(conn, "BEGIN IMMEDIATE")
             try:
                 yield conn
             except BaseException:
                 conn.execute("ROLLBACK")
                 raise
-            conn.execute("COMMIT")
+            self._retry_busy(conn, "COMMIT")  # a busy COMMIT leaves the transaction open: try again
         self._written.set()
         if wakes:
-            self.notify_local()
+            self.notify_local(visible_at_ms)
+
+    @staticmethod
+    def _retry_busy(conn: sqlite3.Connection, statement: str) -> None:
+        """Run `statement`, trying again after a short pause while another process holds the lock."""
+        pause, longest = WRITE_RETRY_SECONDS
+        deadline = time.monotonic() + BUSY_TIMEOUT_SECONDS
+        while True:
+            try:
+                conn.execute(statement)
+                return
+            except sqlite3.OperationalError as exc:
+                if exc.sqlite_errorcode & 0xFF != sqlite3.SQLITE_BUSY or time.monotonic() > deadline:
+                    raise
+            time.sleep(pause)
+            pause = min(pause * 2, longest)
 
     # -- wake-ups ------------------------------------------------------------------------------------
 
@@ -227,11 +251,16 @@ class Database:
         """A number that grows whenever the file may have changed (read it before looking, then wait)."""
         return self._generation
 
-    def notify_local(self) -> None:
-        """Wake this process's waiters now (a commit that may have made a message visible)."""
+    def notify_local(self, visible_at_ms: int | None = None) -> None:
+        """Tell this process's waiters that a commit may have made a message visible (at `visible_at_ms`,
+        epoch ms; None: now or unknown). The generation always moves, so a thread about to wait looks again;
+        threads already asleep are woken only if one of them would sleep past that instant. At 500 jobs/s
+        submitted seconds ahead, waking every receiver on every send cost a tenth of the API's time in
+        thread hand-offs, each wake-up to find nothing visible yet."""
         with self._changed:
             self._generation += 1
-            self._changed.notify_all()
+            if visible_at_ms is None or any(deadline > visible_at_ms for deadline in self._wake_deadlines):
+                self._changed.notify_all()
 
     def wait_for_change(self, seen: int, timeout: float) -> None:
         """Wait up to `timeout` seconds unless the generation has moved past `seen` (a commit here or in
@@ -243,11 +272,14 @@ class Database:
             if self._generation != seen:
                 return
             self._waiters += 1
+            deadline = time.time_ns() // 1_000_000 + math.ceil(timeout * 1000)
+            self._wake_deadlines.append(deadline)
             self._watch_needed.set()
             try:
                 self._changed.wait(timeout)
             finally:
                 self._waiters -= 1
+                self._wake_deadlines.remove(deadline)
 
     def _ensure_watcher(self) -> None:
         """Start the watcher once, from its first baseline. A commit between a caller's look and that

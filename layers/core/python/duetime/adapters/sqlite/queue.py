@@ -67,7 +67,7 @@ class SqliteQueues:
             rows.append((queue, message.to_body(), visible, sent_ms))
         if not rows:
             return 0
-        with self.db.write(wakes=True) as conn:
+        with self.db.write(wakes=True, visible_at_ms=min(row[2] for row in rows)) as conn:
             conn.executemany("INSERT INTO messages (queue, body, visible_at_ms, sent_ms) VALUES (?, ?, ?, ?)", rows)
         return len(rows)
 
@@ -162,7 +162,7 @@ class SqliteQueues:
         if message_id is None:
             return
         until = self.wall_ms() + round(max(0.0, min(SQS_MAX_VISIBILITY_SECONDS, seconds)) * 1000)
-        with self.db.write(wakes=seconds <= 0) as conn:
+        with self.db.write(wakes=seconds <= 0, visible_at_ms=until) as conn:
             conn.execute(
                 "UPDATE messages SET visible_at_ms = ? WHERE id = ? AND queue = ? AND receipt = ?",
                 (until, message_id, queue, receipt),

@@ -1,0 +1,138 @@
+"""`duetime local`'s workers in a process of their own beside the API, on the same SQLite file.
+
+Why a process: one Python process runs Python code on one core at a time (the GIL). With the API, the
+pre-loader and the workers in one process, 500 jobs/s submitted over HTTP while they run needed more than
+that core: measured on a 2-core machine, the API took ~350 jobs/s and the rest fell behind, while the
+same load with the workers in a second process was taken in full (p99 start lateness under 1 s). Both
+processes open the database file as attached `duetime worker --data-dir` processes do (WAL: one writer at
+a time, readers never blocked; wake-ups across processes from db.py's watcher).
+
+The child serves every job class with `concurrency` slots each, runs the `--handlers` modules the parent
+loaded, and honours DUETIME_RUN_LOG as `duetime worker` does. It stops gracefully (runs finish within the
+grace, the rest are handed back) when its stdin reaches end of file: the parent closes it to stop it. A
+killed `duetime local` (SIGKILL) takes its workers with it, as when they were threads of it: on Linux the
+kernel kills the child when the parent dies (PR_SET_PDEATHSIG; the parent's starting thread must live as
+long as the child, as `duetime local`'s main thread does), elsewhere it stops at end of its stdin.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import logging
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from types import FrameType
+
+from duetime.local.backends import attach_ports
+from duetime.local.state import load_state
+from duetime.store.secrets import FileSecrets
+from duetime.targets.webhook import WebhookTarget
+from duetime.worker.kinds import Targets
+from duetime.worker.registry import load_modules
+from duetime.worker.runtime import RUN_LOG_ENV, Worker, append_run_log
+
+log = logging.getLogger("duetime.local")
+GRACE_SECONDS = 5.0
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+# The child is a fresh interpreter given the parent's sys.path, as worker/isolation.py starts its children.
+_BOOTSTRAP = (
+    "import json, sys; sys.path[:] = json.loads(sys.argv[1]); "
+    "from duetime.local.worker_process import main; main(sys.argv[2:])"
+)
+
+
+class WorkerProcess:
+    """The workers of every job class in a child process on `data_dir`'s database (started after local.json
+    is written: the child reads it to attach)."""
+
+    def __init__(self, data_dir: Path, concurrency: int, handler_modules: Sequence[str] = ()) -> None:
+        self.data_dir, self.concurrency, self.handler_modules = data_dir, concurrency, list(handler_modules)
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> WorkerProcess:
+        command = [sys.executable, "-c", _BOOTSTRAP, json.dumps(sys.path), str(os.getpid()), str(self.data_dir)]
+        command.append(str(self.concurrency))
+        self.process = subprocess.Popen([*command, *self.handler_modules], stdin=subprocess.PIPE)
+        return self
+
+    def stop(self) -> None:
+        """Close its stdin (it lets runs finish within GRACE_SECONDS and hands back the rest), then wait; kill
+        it if it does not end."""
+        process = self.process
+        if process is None:
+            return
+        if process.stdin is not None:
+            process.stdin.close()
+        try:
+            process.wait(timeout=GRACE_SECONDS + 10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=10)
+        self.process = None
+
+
+def main(argv: Sequence[str]) -> None:
+    """The child: PARENT_PID DATA_DIR CONCURRENCY [HANDLER_MODULE ...]."""
+    parent, data_dir, concurrency, modules = int(argv[0]), argv[1], int(argv[2]), list(argv[3:])
+    _die_with(parent)
+    logging.basicConfig(level=os.environ.get("DUETIME_LOG_LEVEL", "WARNING"))
+    load_modules(modules)
+    state = load_state(data_dir)
+    ports = attach_ports(data_dir, state)
+    webhooks = WebhookTarget(FileSecrets(data_dir), allow_loopback=ports.settings.allow_loopback_webhooks)
+    run_log = os.environ.get(RUN_LOG_ENV)
+    on_run = append_run_log(run_log) if run_log else None
+    workers = [
+        Worker(
+            ports,
+            name,
+            f"local-{name}-{secrets.token_hex(2)}",
+            concurrency,
+            targets=Targets(webhook_target=webhooks),
+            on_run=on_run,
+        )
+        for name in ports.settings.job_classes
+    ]
+
+    def stop(signum: int = 0, frame: FrameType | None = None) -> None:
+        for worker in workers:
+            worker.stopping.set()
+
+    # SIGINT too: a Ctrl-C in the terminal reaches the whole process group, and the parent stops this one.
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    threads = [threading.Thread(target=w.run, args=(GRACE_SECONDS,), name=f"worker-{w.job_class}") for w in workers]
+    for thread in threads:
+        thread.start()
+    threading.Thread(target=_stop_at_end_of_input, args=(stop,), name="parent-watch", daemon=True).start()
+    for thread in threads:
+        thread.join()
+
+
+def _die_with(parent: int) -> None:
+    """Have the kernel SIGKILL this process when its parent dies (Linux), and exit now if it already has."""
+    if sys.platform.startswith("linux"):
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        except (OSError, AttributeError):  # no prctl: end of stdin still stops it
+            log.warning("could not tie the worker process to its parent's life")
+    if os.getppid() != parent:
+        os._exit(0)
+
+
+def _stop_at_end_of_input(stop: Callable[[], None]) -> None:
+    """Wait for end of file on stdin (the parent closed it, or died), then stop the workers."""
+    try:
+        while sys.stdin.buffer.read(4096):
+            pass
+    except OSError:
+        pass
+    stop()

@@ -1,0 +1,181 @@
+"""The pieces `duetime local` on SQLite is fast with, each doing what it must: a send wakes a sleeping
+receiver only when it would otherwise sleep past the message, handler threads are kept yet never make a
+run wait, the HTTP bridge answers in one send, and the worker process lives and dies with `duetime local`."""
+
+from __future__ import annotations
+
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import requests
+from duetime.adapters.sqlite.db import Database
+from duetime.local.http_bridge import ApiServer
+from duetime.worker.runners import RunnerThreads
+
+from tests.e2e.helpers import iso_in, wait_for
+
+
+def wall_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def waiter(db: Database, timeout: float) -> tuple[threading.Thread, list[float]]:
+    """A thread waiting for a change from the current generation; it records how long it slept."""
+    slept: list[float] = []
+    db.wait_for_change(db.generation, 0.001)  # the first wait starts the watcher and counts as a change
+    seen = db.generation
+
+    def wait() -> None:
+        started = time.monotonic()
+        db.wait_for_change(seen, timeout)
+        slept.append(time.monotonic() - started)
+
+    thread = threading.Thread(target=wait, daemon=True)
+    thread.start()
+    wait_for(lambda: db._waiters == 1, 5, interval=0.01, what="the waiter to sleep")
+    return thread, slept
+
+
+def test_a_send_visible_after_the_receivers_wake_up_leaves_them_asleep(tmp_path: Path) -> None:
+    db = Database(tmp_path / "duetime.sqlite3")
+    try:
+        # Given a receiver asleep for up to 1.5 s
+        thread, slept = waiter(db, 1.5)
+        # When a commit makes a message visible only after that (and another process would not be involved)
+        with db.write(wakes=True, visible_at_ms=wall_ms() + 60_000):
+            pass
+        thread.join(5)
+        # Then it slept its time out, and only the generation moved
+        assert slept and slept[0] >= 1.4
+
+        # Given a receiver asleep again, When a message becomes visible before its wake-up
+        thread, slept = waiter(db, 10)
+        with db.write(wakes=True, visible_at_ms=wall_ms() + 100):
+            pass
+        thread.join(5)
+        # Then it is woken at once
+        assert slept and slept[0] < 1
+    finally:
+        db.close()
+
+
+def test_a_send_without_a_visibility_wakes_every_receiver(tmp_path: Path) -> None:
+    db = Database(tmp_path / "duetime.sqlite3")
+    try:
+        thread, slept = waiter(db, 10)
+        db.notify_local()
+        thread.join(5)
+        assert slept and slept[0] < 1
+    finally:
+        db.close()
+
+
+def test_runner_threads_are_kept_and_a_stuck_run_blocks_no_other() -> None:
+    runners = RunnerThreads("test", max_idle=4)
+    names: list[str] = []
+    try:
+        # Given one run after another, Then the second runs in the thread the first ran in
+        for _ in range(2):
+            done = threading.Event()
+            runners.run(lambda done=done: (names.append(threading.current_thread().name), done.set()))
+            assert done.wait(5)
+            time.sleep(0.05)  # the thread puts itself back as idle after its run
+        assert names[0] == names[1]
+
+        # Given a run that never ends (a handler past its timeout runs on), When another is started
+        stuck, second = threading.Event(), threading.Event()
+        runners.run(lambda: stuck.wait(30))
+        runners.run(second.set)
+        # Then the other runs at once, in a thread of its own
+        assert second.wait(5)
+        stuck.set()
+    finally:
+        runners.close()
+
+
+def test_the_bridge_answers_headers_and_body_in_one_segment() -> None:
+    # The body used to follow the headers in a second send, held back by Nagle's algorithm until the
+    # client's delayed ACK (~40 ms a request on a kept-alive connection).
+    server = ApiServer(lambda event, context: {"statusCode": 200, "body": "x" * 50}, port=0).start()
+    try:
+        host, port = server.server.server_address[:2]
+        with socket.create_connection((str(host), int(port))) as sock:
+            sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+            first = sock.recv(65536)
+        assert first.startswith(b"HTTP/1.1 200") and first.endswith(b"x" * 50)
+    finally:
+        server.stop()
+
+
+@pytest.mark.timeout(120)
+def test_the_worker_process_runs_jobs_and_dies_with_duetime_local(tmp_path: Path) -> None:
+    command = [sys.executable, "-m", "duetime.cli", "local", "--port", "0", "--data-dir", str(tmp_path / "d")]
+    out = tmp_path / "local.out"
+    with open(out, "wb") as sink:
+        local = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT, cwd=tmp_path)
+    try:
+        text = wait_for(lambda: "token:" in out.read_text() and out.read_text(), 60, what="duetime local to serve")
+        url = text.split("API:", 1)[1].split()[0]
+        token = text.split("token:", 1)[1].split()[0]
+        # Given `duetime local` on SQLite, Then its workers are a child process of it
+        children = wait_for(lambda: child_pids(local.pid), 30, what="the worker process")
+        # And a job posted over the API runs there
+        headers = {"Authorization": f"Bearer {token}"}
+        job = {"name": "one", "handler": "demo.echo", "schedule": {"at": iso_in(0.2)}, "payload": {"n": 1}}
+        job_id = requests.post(f"{url}/jobs", json=job, headers=headers, timeout=10).json()["jobId"]
+
+        def finished() -> bool:
+            body = requests.get(f"{url}/jobs/{job_id}/executions", headers=headers, timeout=10).json()
+            return bool(body["executions"]) and body["executions"][0]["status"] == "succeeded"
+
+        wait_for(finished, 30, interval=0.2, what="the job to run")
+        # When `duetime local` is killed (SIGKILL), Then its worker process ends with it
+        local.kill()
+        local.wait(10)
+        wait_for(lambda: not any(alive(pid) for pid in children), 10, interval=0.1, what="the worker process to end")
+    finally:
+        if local.poll() is None:
+            local.kill()
+
+
+def test_a_stopped_duetime_local_stops_its_worker_process(tmp_path: Path) -> None:
+    command = [sys.executable, "-m", "duetime.cli", "local", "--port", "0", "--data-dir", str(tmp_path / "d")]
+    out = tmp_path / "local.out"
+    with open(out, "wb") as sink:
+        local = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT, cwd=tmp_path)
+    try:
+        wait_for(lambda: "token:" in out.read_text(), 60, what="duetime local to serve")
+        children = wait_for(lambda: child_pids(local.pid), 30, what="the worker process")
+        local.send_signal(signal.SIGTERM)
+        assert local.wait(30) == 0
+        assert not any(alive(pid) for pid in children)
+    finally:
+        if local.poll() is None:
+            local.kill()
+
+
+def child_pids(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid:
+                found.append(int(entry.name))
+    return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"  # a zombie has ended; its parent (killed) no longer reaps it
