@@ -82,7 +82,7 @@ def test_a_use_case_answering_a_status_its_route_does_not_declare_is_refused_not
 
 def test_the_machinery_adds_400_401_and_404_to_the_errors_a_route_declares():
     by_id = {r.operation_id: r for r in ROUTES}
-    assert by_id["createJob"].error_statuses() == [400, 401, 403, 404, 422]  # body; owner route
+    assert by_id["createJob"].error_statuses() == [400, 401, 403, 404, 422, 429]  # body; owner route; quotas
     assert by_id["getJob"].error_statuses() == [401, 404]
     assert by_id["previewSchedule"].error_statuses() == [400, 401]  # any caller: no 404 for the token kind
     assert by_id["openapi"].error_statuses() == []
