@@ -6,6 +6,7 @@ import json
 import os
 import socket
 import stat
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -324,6 +325,29 @@ def test_an_expired_token_and_one_for_another_data_dir_are_refused(ports):
             assert status == 401 and error is not None and error["error"]["code"] == "unauthorized"
     finally:
         bridge.stop()
+
+
+def test_a_token_verified_once_is_still_refused_once_it_expires_or_after_a_reset(ports):
+    # Verified tokens are kept (a client sends the same one on every request): keeping must not outlive them.
+    app = build_app(ports, local_secret=SECRET, local_audience="duetime-local-this")
+    bridge = ApiServer(app.resolve, port=0).start()
+    try:
+        short = issue_token(SECRET, "alice", ttl=timedelta(seconds=2), audience="duetime-local-this")
+        assert call(bridge, "GET", "/jobs", short)[0] == 200
+        assert call(bridge, "GET", "/jobs", short)[0] == 200  # from what was kept
+        deadline = jwt.decode(short, SECRET, algorithms=["HS256"], audience="duetime-local-this")["exp"]
+        while datetime.now(UTC).timestamp() < deadline + 0.1:
+            time.sleep(0.05)
+        assert call(bridge, "GET", "/jobs", short)[0] == 401
+    finally:
+        bridge.stop()
+    # The same token against a reset data dir (a new secret) is verified again, and refused.
+    reset = ApiServer(build_app(ports, local_secret="another-secret-of-thirty-two-bytes!").resolve, port=0).start()
+    try:
+        live = issue_token(SECRET, "alice", audience="duetime-local-this")
+        assert call(reset, "GET", "/jobs", live)[0] == 401
+    finally:
+        reset.stop()
 
 
 def test_tokens_last_a_day_by_default_and_no_longer_than_thirty_days():

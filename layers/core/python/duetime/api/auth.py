@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -96,19 +97,39 @@ def caller_from_event(event: dict[str, Any], local_secret: str | None, local_aud
     scheme, _, token = value.partition(" ")
     if scheme.lower() != "bearer" or not token:
         raise Unauthorized("Authorization: Bearer <token> is required")
+    return _verified_caller(token.strip(), local_secret, local_audience)
+
+
+def _verified_caller(token: str, secret: str, audience: str | None) -> Caller:
+    """The caller a local token names, verified once per token: a client sends the same token on every
+    request, and checking its signature is a fifth of a request's work (docs/performance.md). A cached
+    token is still refused the moment it expires; a new secret or audience (a reset) misses the cache."""
+    key = (token, secret, audience)
+    cached = _VERIFIED.get(key)
+    if cached is not None and time.time() < cached[1]:
+        return cached[0]
     try:
         verified = jwt.decode(
-            token.strip(),
-            local_secret,
+            token,
+            secret,
             algorithms=["HS256"],
             issuer=ISSUER,
-            audience=local_audience,
-            options={"require": ["sub", "exp", *(["aud"] if local_audience else [])]},
+            audience=audience,
+            options={"require": ["sub", "exp", *(["aud"] if audience else [])]},
         )
     except (jwt.PyJWTError, ValueError, TypeError) as exc:  # ValueError: also a token that is not text
         raise Unauthorized(f"invalid token: {exc}") from exc
     is_worker = verified.get("role") == WORKER_ROLE
-    return Caller(owner=_owner(verified["sub"]), is_worker=is_worker, groups=_groups(verified.get(GROUPS_CLAIM)))
+    caller = Caller(owner=_owner(verified["sub"]), is_worker=is_worker, groups=_groups(verified.get(GROUPS_CLAIM)))
+    if len(_VERIFIED) >= VERIFIED_TOKENS_KEPT:
+        _VERIFIED.clear()  # a few live tokens are the normal case; many distinct ones only refill it
+    _VERIFIED[key] = (caller, float(verified["exp"]))
+    return caller
+
+
+# Verified local tokens: (token, secret, audience) -> (caller, expiry in epoch seconds).
+VERIFIED_TOKENS_KEPT = 1024
+_VERIFIED: dict[tuple[str, str, str | None], tuple[Caller, float]] = {}
 
 
 def _groups(claim: Any) -> tuple[str, ...]:
