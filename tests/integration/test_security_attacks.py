@@ -417,8 +417,8 @@ def test_the_moto_server_refuses_a_plain_request_to_its_reset_route_and_serves_d
 
 @mock_aws
 def test_an_ecs_run_starts_its_task_without_the_payload_in_what_cloudtrail_records():
-    from duetime.targets.aws import EcsSettings, EcsTarget
     from duetime.store.aws import make_client
+    from duetime.targets.aws import EcsSettings, EcsTarget
     from duetime.worker.kinds import Targets, resolve_handler
     from duetime.worker.registry import JobContext
 
