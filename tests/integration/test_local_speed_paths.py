@@ -160,6 +160,30 @@ def test_a_stopped_duetime_local_stops_its_worker_process(tmp_path: Path) -> Non
             local.kill()
 
 
+def test_the_projects_handlers_are_accepted_as_soon_as_duetime_local_says_it_serves(tmp_path: Path) -> None:
+    # The workers announce their handlers from the child process: `duetime local` prints its API line only
+    # after they have, so the first request naming one is accepted (no window where it is "not served").
+    (tmp_path / "invoices.py").write_text(
+        "from duetime import handler\n\n\n@handler('invoices.send')\ndef send(ctx):\n    return ctx.payload\n"
+    )
+    command = [sys.executable, "-m", "duetime.cli", "local", "--port", "0", "--data-dir", str(tmp_path / "d")]
+    out = tmp_path / "local.out"
+    with open(out, "wb") as sink:
+        local = subprocess.Popen(
+            [*command, "--handlers", "invoices"], stdout=sink, stderr=subprocess.STDOUT, cwd=tmp_path
+        )
+    try:
+        text = wait_for(lambda: "token:" in out.read_text() and out.read_text(), 60, what="duetime local to serve")
+        url = text.split("API:", 1)[1].split()[0]
+        token = text.split("token:", 1)[1].split()[0]
+        job = {"name": "first", "handler": "invoices.send", "schedule": {"at": iso_in(0.2)}}
+        answer = requests.post(f"{url}/jobs", json=job, headers={"Authorization": f"Bearer {token}"}, timeout=10)
+        assert answer.status_code == 201, answer.text
+    finally:
+        local.send_signal(signal.SIGTERM)
+        local.wait(30)
+
+
 def child_pids(pid: int) -> list[int]:
     found = []
     for entry in Path("/proc").iterdir():

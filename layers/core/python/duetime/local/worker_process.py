@@ -13,6 +13,9 @@ grace, the rest are handed back) when its stdin reaches end of file: the parent 
 killed `duetime local` (SIGKILL) takes its workers with it, as when they were threads of it: on Linux the
 kernel kills the child when the parent dies (PR_SET_PDEATHSIG; the parent's starting thread must live as
 long as the child, as `duetime local`'s main thread does), elsewhere it stops at end of its stdin.
+
+`start` returns once the child has announced its handlers (a byte on a pipe of its own): from then on the
+API accepts jobs naming them, as it did when the workers were threads started before the API's first answer.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import json
 import logging
 import os
 import secrets
+import select
 import signal
 import subprocess
 import sys
@@ -40,6 +44,7 @@ from duetime.worker.runtime import RUN_LOG_ENV, Worker, append_run_log
 
 log = logging.getLogger("duetime.local")
 GRACE_SECONDS = 5.0
+READY_TIMEOUT_SECONDS = 60.0  # imports of the --handlers modules included
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
 # The child is a fresh interpreter given the parent's sys.path, as worker/isolation.py starts its children.
 _BOOTSTRAP = (
@@ -57,9 +62,25 @@ class WorkerProcess:
         self.process: subprocess.Popen[bytes] | None = None
 
     def start(self) -> WorkerProcess:
+        """Start the child and wait until it has announced its handlers; raises RuntimeError if it ends or
+        stays silent for READY_TIMEOUT_SECONDS instead."""
+        ready_read, ready_write = os.pipe()
         command = [sys.executable, "-c", _BOOTSTRAP, json.dumps(sys.path), str(os.getpid()), str(self.data_dir)]
-        command.append(str(self.concurrency))
-        self.process = subprocess.Popen([*command, *self.handler_modules], stdin=subprocess.PIPE)
+        command += [str(self.concurrency), str(ready_write)]
+        try:
+            self.process = subprocess.Popen(
+                [*command, *self.handler_modules], stdin=subprocess.PIPE, pass_fds=(ready_write,)
+            )
+        finally:
+            os.close(ready_write)
+        try:
+            readable, _, _ = select.select([ready_read], [], [], READY_TIMEOUT_SECONDS)
+            signalled = os.read(ready_read, 1) if readable else b""
+        finally:
+            os.close(ready_read)
+        if not signalled:  # end of file (the child died) or the timeout
+            self.stop()
+            raise RuntimeError("duetime local's worker process did not start (its errors are above)")
         return self
 
     def stop(self) -> None:
@@ -79,8 +100,9 @@ class WorkerProcess:
 
 
 def main(argv: Sequence[str]) -> None:
-    """The child: PARENT_PID DATA_DIR CONCURRENCY [HANDLER_MODULE ...]."""
-    parent, data_dir, concurrency, modules = int(argv[0]), argv[1], int(argv[2]), list(argv[3:])
+    """The child: PARENT_PID DATA_DIR CONCURRENCY READY_FD [HANDLER_MODULE ...]."""
+    parent, data_dir, concurrency, ready = int(argv[0]), argv[1], int(argv[2]), int(argv[3])
+    modules = list(argv[4:])
     _die_with(parent)
     logging.basicConfig(level=os.environ.get("DUETIME_LOG_LEVEL", "WARNING"))
     load_modules(modules)
@@ -108,6 +130,10 @@ def main(argv: Sequence[str]) -> None:
     # SIGINT too: a Ctrl-C in the terminal reaches the whole process group, and the parent stops this one.
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    for worker in workers:  # before the parent goes on: the API accepts these handlers' names from now on
+        worker.announcer.announce()
+    os.write(ready, b"1")
+    os.close(ready)
     threads = [threading.Thread(target=w.run, args=(GRACE_SECONDS,), name=f"worker-{w.job_class}") for w in workers]
     for thread in threads:
         thread.start()
