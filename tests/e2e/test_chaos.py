@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -41,6 +42,8 @@ CRON_JOBS = 3
 CHAOS_SECONDS = 130
 SETTLE_SECONDS = 75
 SEED = int(os.environ.get("DUETIME_CHAOS_SEED", "0")) or random.randrange(1, 10**6)
+# The worker's log line when a heartbeat finds its lease gone (worker/runtime.py): execution id and attempt.
+LOST_LEASE = re.compile(r"(\S+) attempt (\d+) lost its lease; stopping")
 FAST_RETRY = {"maxAttempts": 3, "baseDelaySeconds": 1, "maxDelaySeconds": 4}
 # Where the pre-loader may die: at an AWS call on moto, at a port method on SQLite (which makes no AWS calls).
 PRELOAD_CALLS = {
@@ -78,8 +81,19 @@ class Workers:
         cmd = [sys.executable, "-m", "duetime.cli", "worker", "--data-dir", str(self.data_dir)]
         cmd += ["--worker-id", worker_id, "--concurrency", "4", "--handlers", recording.MODULE]
         env = recording.worker_environment(self.run_log)
-        self.procs[worker_id] = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        # Its log (stderr): a run the worker was told it lost is named there, as an operator reads it.
+        with open(self.run_log.parent / f"{worker_id}.log", "wb") as log:
+            self.procs[worker_id] = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=log)
         return worker_id
+
+    def told_lost(self) -> set[tuple[str, int]]:
+        """The attempts whose worker found at a heartbeat that its lease had ended (it logs so, then stops the
+        run): a handler that ended just as the heartbeat was refused cannot tell, so it is read here."""
+        found = set()
+        for number in range(1, self.started + 1):
+            text = (self.run_log.parent / f"w{number}.log").read_text(errors="replace")
+            found |= {(execution, int(attempt)) for execution, attempt in LOST_LEASE.findall(text)}
+        return found
 
     def healthy(self) -> list[str]:
         return [w for w, p in self.procs.items() if p.poll() is None and w not in self.frozen]
@@ -335,6 +349,8 @@ def test_chaos_soak_loses_nothing_and_never_double_holds_an_attempt(tmp_path):
             key = (record["execution_id"], record["attempt"])
             assert key not in runs or runs[key]["worker_id"] == record["worker_id"], (record, runs.get(key))
             runs[key] = record
+        for key in workers.told_lost() & runs.keys():
+            runs[key] = {**runs[key], "outcome": "lost"}
         by_id = {e.execution_id: e for e in rows}
         doubled = {execution_id for execution_id, n in Counter(e.execution_id for e in rows).items() if n > 1}
         assert not doubled, (f"seed {SEED}: one execution on two rows", [e for e in rows if e.execution_id in doubled])
