@@ -3,9 +3,10 @@
 `record.echo`, `record.sleep` and `record.fail` behave as the built-in `demo.*` handlers of the same name and
 append one JSON line per invocation to the file the test names in RUN_LOG_ENV: execution id, attempt, the
 worker's id, when the run started and ended (epoch ms), and how it ended (`succeeded`, `failed`, or `lost`
-when the worker told it to stop: its lease was lost or handed back). A worker loads them as a user loads a
-project's handlers: `duetime local --handlers tests.e2e.recording` or `duetime worker --handlers ...`,
-with the repository root importable. A run whose worker is killed writes no line.
+when the worker told it to stop: its lease was lost or handed back, or its timeout came). A worker loads them
+as a user loads a project's handlers: `duetime local --handlers tests.e2e.recording` or `duetime worker
+--handlers ...`, with the repository root importable. A run whose worker is killed writes no line; a
+heartbeat refused just as the handler returned is only in the worker's log (test_chaos reads it there).
 """
 
 from __future__ import annotations
