@@ -6,9 +6,9 @@ no attempt ran on two workers, every repeated run is explained, the cron slots a
 
 from __future__ import annotations
 
-import json
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -30,6 +30,7 @@ from duetime.local.system import LocalSystem
 from duetime.service.context import Ports
 from duetime.service.dispatch import preload
 
+from tests.e2e import recording
 from tests.e2e.helpers import new_local_system, submit, wait_for
 from tests.faults import Crash, Faults, wrap_ports
 from tests.http_client import Api
@@ -41,6 +42,8 @@ CRON_JOBS = 3
 CHAOS_SECONDS = 130
 SETTLE_SECONDS = 75
 SEED = int(os.environ.get("DUETIME_CHAOS_SEED", "0")) or random.randrange(1, 10**6)
+# The worker's log line when a heartbeat finds its lease gone (worker/runtime.py): execution id and attempt.
+LOST_LEASE = re.compile(r"(\S+) attempt (\d+) lost its lease; stopping")
 FAST_RETRY = {"maxAttempts": 3, "baseDelaySeconds": 1, "maxDelaySeconds": 4}
 # Where the pre-loader may die: at an AWS call on moto, at a port method on SQLite (which makes no AWS calls).
 PRELOAD_CALLS = {
@@ -63,7 +66,7 @@ class Notices:
 
 
 class Workers:
-    """`duetime worker` processes that log every handler run, addressed by worker id."""
+    """`duetime worker` processes whose handlers record every run (tests/e2e/recording.py), by worker id."""
 
     def __init__(self, data_dir: Path, run_log: Path) -> None:
         self.data_dir, self.run_log = data_dir, run_log
@@ -76,10 +79,21 @@ class Workers:
         self.started += 1
         worker_id = f"w{self.started}"
         cmd = [sys.executable, "-m", "duetime.cli", "worker", "--data-dir", str(self.data_dir)]
-        cmd += ["--worker-id", worker_id, "--concurrency", "4"]
-        env = {**os.environ, "DUETIME_RUN_LOG": str(self.run_log)}
-        self.procs[worker_id] = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        cmd += ["--worker-id", worker_id, "--concurrency", "4", "--handlers", recording.MODULE]
+        env = recording.worker_environment(self.run_log)
+        # Its log (stderr): a run the worker was told it lost is named there, as an operator reads it.
+        with open(self.run_log.parent / f"{worker_id}.log", "wb") as log:
+            self.procs[worker_id] = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=log)
         return worker_id
+
+    def told_lost(self) -> set[tuple[str, int]]:
+        """The attempts whose worker found at a heartbeat that its lease had ended (it logs so, then stops the
+        run): a handler that ended just as the heartbeat was refused cannot tell, so it is read here."""
+        found = set()
+        for number in range(1, self.started + 1):
+            text = (self.run_log.parent / f"w{number}.log").read_text(errors="replace")
+            found |= {(execution, int(attempt)) for execution, attempt in LOST_LEASE.findall(text)}
+        return found
 
     def healthy(self) -> list[str]:
         return [w for w, p in self.procs.items() if p.poll() is None and w not in self.frozen]
@@ -194,21 +208,21 @@ def one_off_bodies(rng: random.Random, start: float) -> list[dict[str, Any]]:
         pick = rng.random()
         body: dict[str, Any] = {"name": f"one-off-{n}", "schedule": {"at": at}, "retry": FAST_RETRY}
         if pick < 0.55:
-            body.update(handler="demo.echo", payload={"n": n})
+            body.update(handler="record.echo", payload={"n": n})
         elif pick < 0.8:
-            body.update(handler="demo.sleep", payload={"seconds": round(rng.uniform(0.5, 4), 1)})
+            body.update(handler="record.sleep", payload={"seconds": round(rng.uniform(0.5, 4), 1)})
         elif pick < 0.9:
-            body.update(handler="demo.fail", payload={"times": 1})  # fails once, then succeeds
+            body.update(handler="record.fail", payload={"times": 1})  # fails once, then succeeds
         elif pick < 0.95:
-            body.update(handler="demo.fail", payload={"times": 9})  # exhausts its attempts: failed
+            body.update(handler="record.fail", payload={"times": 9})  # exhausts its attempts: failed
         else:
-            body.update(handler="demo.fail", payload={"times": 9, "permanent": True})  # failed at once
+            body.update(handler="record.fail", payload={"times": 9, "permanent": True})  # failed at once
         bodies.append(body)
     return bodies
 
 
 def expected_status(body: dict[str, Any]) -> ExecutionStatus:
-    failing = body["handler"] == "demo.fail" and body["payload"]["times"] > 1
+    failing = body["handler"] == "record.fail" and body["payload"]["times"] > 1
     return ExecutionStatus.FAILED if failing else ExecutionStatus.SUCCEEDED
 
 
@@ -222,14 +236,6 @@ def exhausted_by_lost_workers(execution: Execution, body: dict[str, Any]) -> boo
         and "stopped heartbeating" in (execution.error or "")
         and execution.attempts[-1].outcome in (None, "failed")
     )
-
-
-def run_log(path: Path) -> list[dict[str, Any]]:
-    """Every handler run the workers logged; the checks below read it, so it must be there (not passed as empty)."""
-    assert path.exists(), f"{path}: no worker logged a run, so nothing about runs could be checked"
-    records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    assert records, f"{path} is empty"
-    return records
 
 
 def why_repeated(
@@ -266,7 +272,6 @@ def test_chaos_soak_loses_nothing_and_never_double_holds_an_attempt(tmp_path):
     ).start()
     workers = Workers(data_dir, log_path)
     preloader = Preloader(system)
-    began = time.monotonic()
     try:
         for timer in system.timers:
             if timer.thread.name == "preloader":
@@ -274,12 +279,17 @@ def test_chaos_soak_loses_nothing_and_never_double_holds_an_attempt(tmp_path):
         preloader.start()
         for _ in range(WORKERS):
             workers.start()
+        ports = system.ports
+        assert ports is not None
+        # The API accepts jobs naming the recording handlers once a worker has announced them.
+        wait_for(lambda: recording.served(ports), 60, interval=0.2, what="the recording handlers to be announced")
+        began = time.monotonic()  # the jobs are due within the chaos: it runs from their submission, not the wait
         api = Api(system.api_url, system.token("chaos"))
         start = time.time()
         bodies = {submit(api, **body)["jobId"]: body for body in one_off_bodies(rng, start)}
         cron_ids = []
         for n in range(CRON_JOBS):
-            handler = {"handler": "demo.sleep", "payload": {"seconds": 1}} if n == 0 else {"handler": "demo.echo"}
+            handler = {"handler": "record.sleep", "payload": {"seconds": 1}} if n == 0 else {"handler": "record.echo"}
             job = submit(api, name=f"cron-{n}", schedule={"cron": "* * * * *", "timeZone": "UTC"}, **handler)
             cron_ids.append(job["jobId"])
 
@@ -305,9 +315,6 @@ def test_chaos_soak_loses_nothing_and_never_double_holds_an_attempt(tmp_path):
         cutoff = datetime.now(UTC) - timedelta(seconds=2)
 
         # Settle: every execution due before the chaos ended reaches an end.
-        ports = system.ports
-        assert ports is not None
-
         def open_due() -> list[Execution]:
             rows = [stored.execution for stored in ports.store.scan_open_executions()]
             return [e for e in rows if e.due_at <= cutoff and not e.status.is_terminal]
@@ -320,7 +327,7 @@ def test_chaos_soak_loses_nothing_and_never_double_holds_an_attempt(tmp_path):
         settled = time.monotonic()
 
         # The run log first: the cron jobs run on, and a run logged after the scan would be missing from its row.
-        logged = run_log(log_path)
+        logged = recording.read_runs(log_path)
         rows = list(every_execution(ports))
         jobs = {j.job_id: j for j in ports.store.scan_jobs()}
         by_job: dict[str, list[Execution]] = defaultdict(list)
@@ -342,6 +349,8 @@ def test_chaos_soak_loses_nothing_and_never_double_holds_an_attempt(tmp_path):
             key = (record["execution_id"], record["attempt"])
             assert key not in runs or runs[key]["worker_id"] == record["worker_id"], (record, runs.get(key))
             runs[key] = record
+        for key in workers.told_lost() & runs.keys():
+            runs[key] = {**runs[key], "outcome": "lost"}
         by_id = {e.execution_id: e for e in rows}
         doubled = {execution_id for execution_id, n in Counter(e.execution_id for e in rows).items() if n > 1}
         assert not doubled, (f"seed {SEED}: one execution on two rows", [e for e in rows if e.execution_id in doubled])

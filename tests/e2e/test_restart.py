@@ -10,7 +10,6 @@ from __future__ import annotations
 import itertools
 import json
 import math
-import os
 import random
 import signal
 import socket
@@ -28,7 +27,9 @@ import requests
 from duetime.domain.catchup import MISSED_AFTER
 from duetime.local.backends import attach_ports
 from duetime.local.state import load_state
+from duetime.service.context import Ports
 
+from tests.e2e import recording
 from tests.e2e.helpers import E2E_BACKEND, executions, iso_in, new_local_system, parse, submit, wait_for
 from tests.http_client import Api
 
@@ -55,9 +56,10 @@ class LocalProcess:
     def __init__(self, folder: Path) -> None:
         self.folder = folder
         self.port = free_port()
-        self.run_log = folder / "runs.jsonl"
+        self.run_log = folder / "runs.jsonl"  # every handler run, as tests/e2e/recording.py records them
         self.process: subprocess.Popen[bytes] | None = None
         self.starts = 0
+        self.ports: Ports | None = None  # its data, read to see which handlers its workers announced
 
     @property
     def url(self) -> str:
@@ -69,7 +71,8 @@ class LocalProcess:
         output = self.folder / f"local-{self.starts}.out"
         command = [sys.executable, "-m", "duetime.cli", "local", "--port", str(self.port), "--workers", "8"]
         command += ["--lease-seconds", str(LEASE), "--shards", "4", "--backend", E2E_BACKEND]
-        env = {**os.environ, "DUETIME_RUN_LOG": str(self.run_log)}
+        command += ["--handlers", recording.MODULE]
+        env = recording.worker_environment(self.run_log)
         with open(output, "wb") as out:
             self.process = subprocess.Popen(command, cwd=self.folder, env=env, stdout=out, stderr=subprocess.STDOUT)
 
@@ -80,7 +83,13 @@ class LocalProcess:
             lines = [line.split("token:", 1)[1].strip() for line in output.read_text().splitlines() if "token:" in line]
             return lines[0] if lines else None
 
-        return str(wait_for(token, 60, interval=0.1, what="duetime local to serve"))
+        printed = str(wait_for(token, 60, interval=0.1, what="duetime local to serve"))
+        # Its workers (a child process) announce the recording handlers; jobs naming them are accepted from then.
+        if self.ports is None:
+            self.ports = attach_ports(self.folder / DATA_DIR, load_state(self.folder / DATA_DIR))
+        ports = self.ports
+        wait_for(lambda: recording.served(ports), 30, interval=0.1, what="the recording handlers to be announced")
+        return printed
 
     def stop(self, sig: signal.Signals) -> float:
         """Send `sig`, wait for the process to end, return when it was sent."""
@@ -109,9 +118,9 @@ class Load(threading.Thread):
     def body(self, n: int) -> dict[str, Any]:
         body: dict[str, Any] = {"name": f"load-{n}", "schedule": {"at": iso_in(self.rng.uniform(0.5, 4))}}
         if self.rng.random() < 0.25:
-            body.update(handler="demo.sleep", payload={"seconds": round(self.rng.uniform(0.5, 2.5), 1)})
+            body.update(handler="record.sleep", payload={"seconds": round(self.rng.uniform(0.5, 2.5), 1)})
         else:
-            body.update(handler="demo.echo", payload={"n": n})
+            body.update(handler="record.echo", payload={"n": n})
         return body
 
     def run(self) -> None:
@@ -158,7 +167,7 @@ def test_kill_and_restart_under_load_loses_nothing(tmp_path):
                 "/jobs",
                 json={
                     "name": f"cron-{policy}",
-                    "handler": "demo.echo",
+                    "handler": "record.echo",
                     "catchUp": policy,
                     "overlap": "allow",  # a late slot and a catch-up run may overlap: this test is about restarts
                     "schedule": {"cron": "* * * * *", "timeZone": "UTC"},
@@ -184,7 +193,7 @@ def test_kill_and_restart_under_load_loses_nothing(tmp_path):
         time.sleep(max(0.0, kill_at - 2 - time.time()))
         long_run = api.post(
             "/jobs",
-            json={"name": "long", "handler": "demo.sleep", "payload": {"seconds": 6}, "schedule": {"at": iso_in(0)}},
+            json={"name": "long", "handler": "record.sleep", "payload": {"seconds": 6}, "schedule": {"at": iso_in(0)}},
         ).json()["jobId"]
         wait_for(lambda: executions(api, long_run)[0]["status"] == "running", 5, what="the long run to start")
         killed_at = local.stop(signal.SIGKILL)
@@ -239,7 +248,7 @@ def test_kill_and_restart_under_load_loses_nothing(tmp_path):
         assert first["outcome"] is None and parse(second["startedAt"]).timestamp() >= restarted_at
 
         # No attempt ran twice, and an execution ran again only after its holder was stopped.
-        runs = [json.loads(line) for line in local.run_log.read_text().splitlines() if line.strip()]
+        runs = recording.read_runs(local.run_log)
         holders: dict[tuple[str, int], str] = {}
         for run in runs:
             key = (run["execution_id"], run["attempt"])

@@ -34,7 +34,7 @@ from duetime.store.secrets import FileSecrets, SecretsManagerSecrets
 from duetime.targets.webhook import WebhookTarget
 from duetime.worker.kinds import Targets
 from duetime.worker.registry import load_modules, registered_names
-from duetime.worker.runtime import RUN_LOG_ENV, Worker, append_run_log
+from duetime.worker.runtime import Worker
 
 
 def importable_cwd() -> None:
@@ -62,8 +62,7 @@ def cmd_local(args: argparse.Namespace) -> int:
     from duetime.local.system import FIRST_USER, LocalSystem
 
     importable_cwd()
-    run_log = os.environ.get(RUN_LOG_ENV)  # opt-in: one JSON line per handler run (the restart test reads it)
-    # On SQLite the workers run in a child process beside the API (it reads the run log's variable itself).
+    # On SQLite the workers run in a child process beside the API (local/worker_process.py says why).
     worker_process = args.backend == SQLITE
     system = LocalSystem(
         args.data_dir,
@@ -74,7 +73,6 @@ def cmd_local(args: argparse.Namespace) -> int:
         handler_modules=args.handlers,
         grants=read_grants(args.grants),
         backend=args.backend,
-        on_run=append_run_log(run_log) if run_log and not worker_process else None,
         worker_process=worker_process,
         reset=args.reset,
         quotas=Quotas(
@@ -133,9 +131,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
         config = RuntimeConfig.from_env()
         ports, targets = build_ports(config), build_targets(config)
     worker_id = args.worker_id or f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(2)}"
-    run_log = os.environ.get(RUN_LOG_ENV)  # opt-in: one JSON line per handler run (the chaos soak reads it)
-    on_run = append_run_log(run_log) if run_log else None
-    worker = Worker(ports, args.job_class, worker_id, concurrency=args.concurrency, on_run=on_run, targets=targets)
+    worker = Worker(ports, args.job_class, worker_id, concurrency=args.concurrency, targets=targets)
 
     def on_term(signum: int, frame: FrameType | None) -> None:
         worker.stopping.set()

@@ -50,7 +50,7 @@ from duetime.store.secrets import FileSecrets
 from duetime.targets.webhook import WebhookTarget
 from duetime.worker.kinds import Targets
 from duetime.worker.registry import load_modules
-from duetime.worker.runtime import RunRecord, Worker
+from duetime.worker.runtime import Worker
 
 if TYPE_CHECKING:  # moto is imported only by the moto backend: SQLite needs none of it
     from duetime.local.moto_server import EmbeddedMoto, MotoProcess
@@ -109,20 +109,18 @@ class LocalSystem:
         grants: list[dict[str, Any]] | None = None,
         backend: str = DEFAULT_BACKEND,
         faithful: bool = True,
-        on_run: Callable[[RunRecord], None] | None = None,
         reset: bool = False,
         quotas: Quotas = UNLIMITED,
         worker_process: bool = False,
     ) -> None:
         if backend not in BACKENDS:
             raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, not {backend!r}")
-        if worker_process and (backend != SQLITE or on_run is not None):
-            raise ValueError("worker_process needs the sqlite backend and no on_run (the child logs DUETIME_RUN_LOG)")
+        if worker_process and backend != SQLITE:
+            raise ValueError("worker_process needs the sqlite backend")
         # `backend` is its name and `local_backend` the started one; `faithful` (moto only) runs the real
         # Lambda handlers, else the use-cases directly (the benchmarks count the system's own AWS calls).
         self.backend, self.faithful = backend, faithful and backend == MOTO
         self.local_backend: LocalBackend | None = None
-        self.on_run = on_run
         self.data_dir = Path(data_dir)
         self.port, self.workers, self.lease_seconds = port, workers, lease_seconds
         self.moto_port, self.shards = moto_port, shards
@@ -189,7 +187,6 @@ class LocalSystem:
                     f"local-{job_class.name}-{secrets.token_hex(2)}",
                     self.workers,
                     targets=Targets(webhook_target=webhooks),
-                    on_run=self.on_run,
                 )
                 thread = threading.Thread(target=worker.run, name=f"worker-{job_class.name}", daemon=True)
                 thread.start()

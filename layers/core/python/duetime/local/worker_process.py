@@ -7,12 +7,12 @@ same load with the workers in a second process was taken in full (p99 start late
 processes open the database file as attached `duetime worker --data-dir` processes do (WAL: one writer at
 a time, readers never blocked; wake-ups across processes from db.py's watcher).
 
-The child serves every job class with `concurrency` slots each, runs the `--handlers` modules the parent
-loaded, and honours DUETIME_RUN_LOG as `duetime worker` does. It stops gracefully (runs finish within the
-grace, the rest are handed back) when its stdin reaches end of file: the parent closes it to stop it. A
-killed `duetime local` (SIGKILL) takes its workers with it, as when they were threads of it: on Linux the
-kernel kills the child when the parent dies (PR_SET_PDEATHSIG; the parent's starting thread must live as
-long as the child, as `duetime local`'s main thread does), elsewhere it stops at end of its stdin.
+The child serves every job class with `concurrency` slots each and runs the `--handlers` modules the parent
+loaded. It stops gracefully (runs finish within the grace, the rest are handed back) when its stdin reaches
+end of file: the parent closes it to stop it. A killed `duetime local` (SIGKILL) takes its workers with it,
+as when they were threads of it: on Linux the kernel kills the child when the parent dies (PR_SET_PDEATHSIG;
+the parent's starting thread must live as long as the child, as `duetime local`'s main thread does),
+elsewhere it stops at end of its stdin.
 
 `start` returns once the child has announced its handlers (a byte on a pipe of its own): from then on the
 API accepts jobs naming them, as it did when the workers were threads started before the API's first answer.
@@ -40,7 +40,7 @@ from duetime.store.secrets import FileSecrets
 from duetime.targets.webhook import WebhookTarget
 from duetime.worker.kinds import Targets
 from duetime.worker.registry import load_modules
-from duetime.worker.runtime import RUN_LOG_ENV, Worker, append_run_log
+from duetime.worker.runtime import Worker
 
 log = logging.getLogger("duetime.local")
 GRACE_SECONDS = 5.0
@@ -109,8 +109,6 @@ def main(argv: Sequence[str]) -> None:
     state = load_state(data_dir)
     ports = attach_ports(data_dir, state)
     webhooks = WebhookTarget(FileSecrets(data_dir), allow_loopback=ports.settings.allow_loopback_webhooks)
-    run_log = os.environ.get(RUN_LOG_ENV)
-    on_run = append_run_log(run_log) if run_log else None
     workers = [
         Worker(
             ports,
@@ -118,7 +116,6 @@ def main(argv: Sequence[str]) -> None:
             f"local-{name}-{secrets.token_hex(2)}",
             concurrency,
             targets=Targets(webhook_target=webhooks),
-            on_run=on_run,
         )
         for name in ports.settings.job_classes
     ]

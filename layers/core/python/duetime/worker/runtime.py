@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
-import json
 import logging
 import threading
 import time
@@ -35,7 +33,7 @@ POLL_SECONDS = 1
 
 @dataclass
 class RunRecord:
-    """One handler run, as the chaos and fencing tests read them back."""
+    """One handler run as the worker saw it end, given to the `on_run` hook of whoever embeds a Worker."""
 
     execution_id: str
     attempt: int
@@ -43,23 +41,6 @@ class RunRecord:
     started_ms: int
     ended_ms: int
     outcome: str
-
-
-# Opt-in: a file that gets one JSON line per handler run (the restart test and the chaos soak read it), named
-# by this variable to `duetime local`, `duetime worker` and the local worker process.
-RUN_LOG_ENV = "DUETIME_RUN_LOG"
-
-
-def append_run_log(path: str) -> Callable[[RunRecord], None]:
-    """An `on_run` that appends each run to `path` as one JSON line (flushed, so a later kill loses none)."""
-    lock = threading.Lock()
-
-    def write(record: RunRecord) -> None:
-        line = json.dumps(dataclasses.asdict(record), separators=(",", ":")) + "\n"
-        with lock, open(path, "a", encoding="utf-8") as out:
-            out.write(line)
-
-    return write
 
 
 class HandlerAnnouncer:
