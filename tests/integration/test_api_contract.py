@@ -750,8 +750,10 @@ def test_an_edit_under_the_version_read_replaces_the_next_run_and_a_lost_update_
     assert alice.call("GET", path)[1]["payload"] == {}
     # Another owner cannot edit it
     assert_error(bob.call("PATCH", path, {"version": edited["version"], "name": "mine"}), 404, "jobId")
-    # Pause and resume still take status without a version
+    # Pause and resume still take status without a version; a version given with one is checked
     assert alice.call("PATCH", path, {"status": "paused"})[0] == 200
+    assert_error(alice.call("PATCH", path, {"status": "active", "version": edited["version"]}), 409, "version")
+    assert alice.call("PATCH", path, {"status": "active", "version": edited["version"] + 1})[0] == 200
 
 
 @pytest.mark.parametrize(
