@@ -533,3 +533,52 @@ def test_calendars_live_beside_other_control_records(ports):
     store.put_calendar("default", Calendar(name="x", dates=("2026-01-01",), updated_ms=1))
     assert store.announced_handlers("default", now_ms=1) == {"demo.echo"}
     assert store.get_calendars("default") == {"x": Calendar("x", ("2026-01-01",), 1)}
+
+
+# --- a job edited in place ------------------------------------------------------------------------
+
+
+def test_an_edit_stores_the_job_and_replaces_its_waiting_run_in_one_write(ports, clock):
+    store = ports.store
+    job = make_job(clock, schedule={"cron": "0 * * * *"})
+    old = new_execution(job, clock() + timedelta(minutes=60))
+    store.create_job(job, old)
+    edited = job.model_copy(update={"name": "edited", "version": job.version + 1, "jitter_seconds": 600})
+    new = new_execution(edited, clock() + timedelta(minutes=30))
+    store.edit_job(edited, [store.key_of(old)], new)
+    assert store.get_job(job.job_id) == edited
+    assert store.get_execution(store.key_of(old)) is None
+    assert store.get_execution(store.key_of(new)) == new
+    assert [e.execution_id for e in store.open_executions_of_job(job.job_id)] == [new.execution_id]
+
+
+def test_an_edit_may_put_its_first_run_where_the_replaced_one_was(ports, clock):
+    store = ports.store
+    job = make_job(clock, schedule={"cron": "0 * * * *"})
+    old = new_execution(job, clock() + timedelta(minutes=60))
+    store.create_job(job, old)
+    edited = job.model_copy(update={"job_class": "long", "version": job.version + 1})
+    same_slot = new_execution(edited, old.scheduled_at)
+    assert store.key_of(same_slot) == store.key_of(old)
+    store.edit_job(edited, [store.key_of(old)], same_slot)
+    assert store.get_execution(store.key_of(old)).job_class == "long"
+
+
+def test_an_edit_is_refused_whole_if_a_replaced_run_started_or_the_version_moved(ports, clock):
+    store = ports.store
+    job = make_job(clock, schedule={"cron": "0 * * * *"})
+    old = new_execution(job, clock() + timedelta(minutes=60))
+    store.create_job(job, old)
+    store.claim(store.key_of(old), "w1", clock(), clock() + timedelta(seconds=30))
+    edited = job.model_copy(update={"name": "edited", "version": job.version + 1})
+    new = new_execution(edited, clock() + timedelta(minutes=30))
+    with pytest.raises(Conflict) as started:
+        store.edit_job(edited, [store.key_of(old)], new)
+    assert started.value.field == "version"
+    stale = job.model_copy(update={"name": "stale", "version": job.version + 2})
+    with pytest.raises(Conflict) as lost:
+        store.edit_job(stale, [], None)
+    assert lost.value.field == "version"
+    assert store.get_job(job.job_id) == job
+    assert store.get_execution(store.key_of(new)) is None
+    assert store.get_execution(store.key_of(old)).status == ExecutionStatus.RUNNING

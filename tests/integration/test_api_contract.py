@@ -731,3 +731,43 @@ def test_a_job_shows_its_schedule_health(alice, clock):
     clock.advance(600)  # nothing dispatched it: the waiting run is past due
     late = alice.call("GET", f"/jobs/{job['jobId']}")[1]["pastDue"]
     assert late["status"] == "scheduled" and late["executionId"].startswith(job["jobId"])
+
+
+# --- PATCH /jobs/{id} edits a job in place ------------------------------------------------------------
+
+
+def test_an_edit_under_the_version_read_replaces_the_next_run_and_a_lost_update_gets_409(alice, bob):
+    job = created(alice, schedule={"cron": "0 * * * *"})
+    path = f"/jobs/{job['jobId']}"
+    read = alice.call("GET", path)[1]
+    code, edited = alice.call("PATCH", path, {"version": read["version"], "schedule": {"cron": "30 * * * *"}})
+    assert code == 200, edited
+    assert edited["schedule"]["cron"] == "30 * * * *" and edited["version"] == read["version"] + 1
+    assert edited["nextRunAt"].endswith(":30:00.000Z") and edited["nextRunAt"] < job["nextRunAt"]
+    assert edited["name"] == job["name"] and edited["jobId"] == job["jobId"]
+    # A second editor that read the same version loses, and nothing changes
+    assert_error(alice.call("PATCH", path, {"version": read["version"], "payload": {"a": 1}}), 409, "version")
+    assert alice.call("GET", path)[1]["payload"] == {}
+    # Another owner cannot edit it
+    assert_error(bob.call("PATCH", path, {"version": edited["version"], "name": "mine"}), 404, "jobId")
+    # Pause and resume still take status without a version; a version given with one is checked
+    assert alice.call("PATCH", path, {"status": "paused"})[0] == 200
+    assert_error(alice.call("PATCH", path, {"status": "active", "version": edited["version"]}), 409, "version")
+    assert alice.call("PATCH", path, {"status": "active", "version": edited["version"] + 1})[0] == 200
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"schedule": {"cron": "0 * * * *"}}, "version"),
+        ({"version": 1, "schedule": {"cron": "61 * * * *"}}, "schedule.cron"),
+        ({"version": 1, "timeoutSeconds": 0}, "timeoutSeconds"),
+        ({"version": 1, "name": None}, "name"),
+        ({"version": 1, "status": "paused", "name": "x"}, "status"),
+        ({"version": 1, "jobId": "j_1"}, "jobId"),
+        ({"version": 0, "name": "x"}, "version"),
+    ],
+)
+def test_an_edit_is_checked_as_a_post_naming_the_field(alice, body, field):
+    job = created(alice, schedule={"cron": "0 * * * *"})
+    assert_error(alice.call("PATCH", f"/jobs/{job['jobId']}", body), 400, field)

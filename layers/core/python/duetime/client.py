@@ -140,6 +140,11 @@ class DuetimeClient:
         body = {"status": "active", **({"note": note} if note else {})}
         return dict(self.request("PATCH", f"/jobs/{_segment(job_id)}", body))
 
+    def edit_job(self, job_id: str, version: int, changes: dict[str, Any]) -> dict[str, Any]:
+        """Replace the given spec fields of the job, if it is still at `version` (else ApiError 409)."""
+        body = {**changes, "version": version}
+        return dict(self.request("PATCH", f"/jobs/{_segment(job_id)}", body))
+
     def cancel_job(self, job_id: str) -> None:
         self.request("DELETE", f"/jobs/{_segment(job_id)}")
 

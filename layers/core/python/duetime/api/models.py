@@ -15,10 +15,14 @@ from duetime.domain.models import (
     MAX_NOTE_CHARS,
     MAX_RUNS,
     CamelModel,
+    CatchUp,
     Execution,
     ExecutionStatus,
     Job,
+    Overlap,
+    RetryPolicy,
     RunKind,
+    Schedule,
     UtcDatetime,
     check_payload_size,
     format_time,
@@ -82,13 +86,6 @@ class JobPage(CamelModel):
 class ExecutionPage(CamelModel):
     executions: list[Execution]
     next_cursor: str | None = None
-
-
-class StatusChange(CamelModel):
-    """PATCH /jobs/{jobId}: pause or resume (DELETE cancels), with an optional note saying why."""
-
-    status: Literal["paused", "active"]
-    note: str | None = Field(default=None, min_length=1, max_length=MAX_NOTE_CHARS)
 
 
 class RunNowRequest(CamelModel):
@@ -218,3 +215,33 @@ class ErrorResponse(CamelModel):
     """Every 4xx body: {"error": {"code", "message", "field"?}}."""
 
     error: ErrorDetail
+
+
+class JobChange(CamelModel):
+    """PATCH /jobs/{jobId}: pause or resume (`status`, with an optional `note`), or edit the job's spec: any
+    of its fields at the top level, each replacing the job's whole field (a `schedule` or `retry` is given
+    in full; null clears an optional one), under the `version` read from GET /jobs/{jobId}. The edited job
+    is checked as a POST body is, so each field's limits are JobSpec's. Not both in one request."""
+
+    status: Literal["paused", "active"] | None = None
+    note: str | None = Field(default=None, min_length=1, max_length=MAX_NOTE_CHARS)
+    version: int | None = Field(default=None, ge=1, description="the job's version as read; required with an edit")
+    name: str | None = None
+    handler: str | None = None
+    payload: dict[str, Any] | None = None
+    schedule: Schedule | None = None
+    retry: RetryPolicy | None = None
+    timeout_seconds: int | None = None
+    overlap: Overlap | None = None
+    catch_up: CatchUp | None = None
+    starting_deadline_seconds: int | None = None
+    job_class: str | None = None
+    exclude: list[str] | None = None
+    jitter_seconds: int | None = None
+    pause_after_failures: int | None = None
+    tags: dict[str, str] | None = None
+
+    @property
+    def spec_changes(self) -> dict[str, Any]:
+        """The spec fields the request gave (a null included), by their Python names."""
+        return {name: getattr(self, name) for name in self.model_fields_set - {"status", "note", "version"}}

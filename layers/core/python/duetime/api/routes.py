@@ -25,6 +25,7 @@ from duetime.api.models import (
     ExecutionPage,
     HeartbeatRequest,
     HeartbeatResponse,
+    JobChange,
     JobPage,
     JobResponse,
     PreviewRequest,
@@ -32,7 +33,6 @@ from duetime.api.models import (
     PreviewSlot,
     RunNowRequest,
     RunSummary,
-    StatusChange,
 )
 from duetime.api.parsing import validation_error
 from duetime.api.routing import Access, Answer, Api, Call, Param, Reply, Route
@@ -44,6 +44,7 @@ from duetime.domain.exclusions import CALENDAR_NAME_RULE
 from duetime.domain.keys import JOB_ID_PATTERN, parse_execution_id
 from duetime.domain.models import Execution, JobSpec, JobStatus, Schedule
 from duetime.service import calendars as calendar_cases
+from duetime.service import edit as edit_cases
 from duetime.service import executions as execution_cases
 from duetime.service import jobs as job_cases
 
@@ -168,9 +169,22 @@ def get_job(call: Call) -> Reply:
 
 
 def change_job(call: Call) -> Reply:
-    change = call.body_as(StatusChange)
+    change = call.body_as(JobChange)
+    job_id, edits = call.path["jobId"], change.spec_changes
+    if edits:
+        if change.status is not None or change.note is not None:
+            raise InvalidInput("give status (pause or resume) or spec fields to edit, not both", field="status")
+        if change.version is None:
+            raise InvalidInput("version (as read from the job) is required to edit it", field="version")
+        who = call.who  # with the groups its grants may name, as at POST
+        edited = edit_cases.edit_job(call.ports, who.owner, job_id, change.version, edits, who.groups)
+        return Reply(200, job_response(edited))
+    if change.status is None:
+        raise InvalidInput("give status, or version with the spec fields to edit", field="status")
+    if change.version is not None:  # optional for a pause or resume; checked when given
+        edit_cases.check_version(job_cases.get_owned_job(call.ports, call.owner, job_id), change.version)
     pause_or_resume = job_cases.pause_job if change.status == "paused" else job_cases.resume_job
-    return Reply(200, job_response(pause_or_resume(call.ports, call.owner, call.path["jobId"], change.note)))
+    return Reply(200, job_response(pause_or_resume(call.ports, call.owner, job_id, change.note)))
 
 
 def cancel_job(call: Call) -> Reply:
@@ -310,11 +324,13 @@ ROUTES: tuple[Route, ...] = (
         "PATCH",
         "/jobs/{jobId}",
         change_job,
-        "Pause or resume a job, with an optional note (shown on the job).",
+        "Pause or resume a job (status, with an optional note shown on the job), or edit its spec: any of its "
+        "fields, each replaced whole, under the version read (409 naming version on a lost update). A change "
+        "of schedule, jitterSeconds or jobClass replaces the waiting run by the new first slot at once.",
         {200: JOB},
         params=[JOB_ID_PARAM],
-        body=StatusChange,
-        example={"status": "paused"},
+        body=JobChange,
+        example={"version": 3, "schedule": {"cron": "30 2 * * *", "timeZone": "Asia/Kolkata"}},
         errors=(409,),
     ),
     Route(

@@ -1,4 +1,4 @@
-"""`duetime jobs create|list|get|pause|resume|cancel|run`, `duetime executions JOBID` and `duetime calendars
+"""`duetime jobs create|edit|list|get|pause|resume|cancel|run`, `duetime executions JOBID` and `duetime calendars
 list|get|put|delete`: the API from a shell, as readable tables or, with --json, the API's own JSON for scripts."""
 
 from __future__ import annotations
@@ -59,6 +59,7 @@ def job_detail(job: dict[str, Any]) -> str:
         ("overlap / catchUp", f"{job.get('overlap')} / {job.get('catchUp')}"),
         ("payload", json.dumps(job.get("payload", {}))),
         ("createdAt", job.get("createdAt")),
+        ("version", job.get("version")),
     ]
     fields += [(name, value) for name, value in operation_fields(job) if value is not None]
     text = table(fields, ("FIELD", "VALUE"))
@@ -185,6 +186,16 @@ def cmd_create(args: argparse.Namespace) -> None:
     _show(args, _client(args).create_job(spec, args.idempotency_key), job_detail)
 
 
+def cmd_edit(args: argparse.Namespace) -> None:
+    try:
+        changes = spec_from_args(args)
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"cannot read the edit: {exc}") from exc
+    if not changes:
+        raise ConfigError("nothing to edit: give --spec FILE or the flags of the fields to replace")
+    _show(args, _client(args).edit_job(args.job_id, args.version, changes), job_detail)
+
+
 def cmd_list(args: argparse.Namespace) -> None:
     client = _client(args)
     filters = {"status": args.status, "handler": args.handler, "tags": args.tag or ()}
@@ -293,6 +304,41 @@ def _connection_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the API's JSON instead of a table")
 
 
+def _spec_flags(parser: argparse.ArgumentParser) -> None:
+    """The job spec's flags, as `jobs create` and `jobs edit` take them."""
+    parser.add_argument("--name")
+    parser.add_argument("--handler", help="a registered handler name, or lambda:/ecs: kinds")
+    when = parser.add_mutually_exclusive_group()
+    when.add_argument("--cron", help="a 5-field cron expression")
+    when.add_argument("--at", help="one run at this ISO 8601 time")
+    when.add_argument("--every", help="an interval of elapsed time: 90m, 1h30m, 2d or rate(90 minutes)")
+    parser.add_argument(
+        "--start-at", dest="start_at", help="an interval's anchor (default: now); a cron's first run is not before it"
+    )
+    parser.add_argument("--end-at", dest="end_at", help="no run after this ISO 8601 time (the job then completes)")
+    parser.add_argument("--max-runs", dest="max_runs", type=int, help="at most this many runs (then completed)")
+    parser.add_argument("--jitter", type=int, help="jitterSeconds: spread each run up to this many seconds late")
+    parser.add_argument(
+        "--pause-after-failures", dest="pause_after_failures", type=int, help="pause after N failed runs in a row"
+    )
+    parser.add_argument("--tag", action="append", help="a tag key:value (repeatable)")
+    parser.add_argument(
+        "--exclude",
+        action="append",
+        help="a date YYYY-MM-DD, range YYYY-MM-DD/YYYY-MM-DD or calendar:NAME to skip (repeatable)",
+    )
+    parser.add_argument("--tz", help="the schedule's IANA time zone (default UTC)")
+    parser.add_argument("--payload", help="a JSON object handed to the handler")
+    parser.add_argument("--timeout", type=int, help="timeoutSeconds")
+    parser.add_argument("--max-attempts", type=int)
+    parser.add_argument("--base-delay", type=float, help="retry baseDelaySeconds")
+    parser.add_argument("--max-delay", type=float, help="retry maxDelaySeconds")
+    parser.add_argument("--overlap", choices=("allow", "forbid", "replace"))
+    parser.add_argument("--catch-up", choices=("latest", "all", "none"))
+    parser.add_argument("--starting-deadline", type=int, help="startingDeadlineSeconds")
+    parser.add_argument("--job-class")
+
+
 def add_client_commands(sub: Any) -> None:
     """Register `jobs ...`, `executions` and `calendars ...` on the `duetime` command's subparsers."""
     jobs = sub.add_parser("jobs", help="create, list, inspect and control jobs over the API")
@@ -300,40 +346,20 @@ def add_client_commands(sub: Any) -> None:
 
     create = actions.add_parser("create", help="submit a job")
     create.add_argument("--file", help="a JSON job spec (POST /jobs body); flags override its fields")
-    create.add_argument("--name")
-    create.add_argument("--handler", help="a registered handler name, or lambda:/ecs: kinds")
-    when = create.add_mutually_exclusive_group()
-    when.add_argument("--cron", help="a 5-field cron expression")
-    when.add_argument("--at", help="one run at this ISO 8601 time")
-    when.add_argument("--every", help="an interval of elapsed time: 90m, 1h30m, 2d or rate(90 minutes)")
-    create.add_argument(
-        "--start-at", dest="start_at", help="an interval's anchor (default: now); a cron's first run is not before it"
-    )
-    create.add_argument("--end-at", dest="end_at", help="no run after this ISO 8601 time (the job then completes)")
-    create.add_argument("--max-runs", dest="max_runs", type=int, help="at most this many runs (then completed)")
-    create.add_argument("--jitter", type=int, help="jitterSeconds: spread each run up to this many seconds late")
-    create.add_argument(
-        "--pause-after-failures", dest="pause_after_failures", type=int, help="pause after N failed runs in a row"
-    )
-    create.add_argument("--tag", action="append", help="a tag key:value (repeatable)")
-    create.add_argument(
-        "--exclude",
-        action="append",
-        help="a date YYYY-MM-DD, range YYYY-MM-DD/YYYY-MM-DD or calendar:NAME to skip (repeatable)",
-    )
-    create.add_argument("--tz", help="the schedule's IANA time zone (default UTC)")
-    create.add_argument("--payload", help="a JSON object handed to the handler")
-    create.add_argument("--timeout", type=int, help="timeoutSeconds")
-    create.add_argument("--max-attempts", type=int)
-    create.add_argument("--base-delay", type=float, help="retry baseDelaySeconds")
-    create.add_argument("--max-delay", type=float, help="retry maxDelaySeconds")
-    create.add_argument("--overlap", choices=("allow", "forbid", "replace"))
-    create.add_argument("--catch-up", choices=("latest", "all", "none"))
-    create.add_argument("--starting-deadline", type=int, help="startingDeadlineSeconds")
-    create.add_argument("--job-class")
+    _spec_flags(create)
     create.add_argument("--idempotency-key", help="resending with the same key returns the first job")
     _connection_flags(create)
     create.set_defaults(fn=_run(cmd_create))
+
+    edit = actions.add_parser(
+        "edit", help="edit a job in place under the version read (`jobs get`); flags replace those fields whole"
+    )
+    edit.add_argument("job_id", metavar="JOBID")
+    edit.add_argument("--version", type=int, required=True, help="the job's version as read: a lost update is 409")
+    edit.add_argument("--spec", "--file", dest="file", help="a JSON object of the spec fields to replace")
+    _spec_flags(edit)
+    _connection_flags(edit)
+    edit.set_defaults(fn=_run(cmd_edit))
 
     listing = actions.add_parser("list", help="list your jobs, newest first")
     listing.add_argument("--limit", type=int)

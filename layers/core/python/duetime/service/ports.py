@@ -173,6 +173,14 @@ class JobStore(Protocol):
         """Every job (`duetime audit` only)."""
         ...
 
+    def edit_job(self, edited: Job, replaced: list[ExecutionKey], first: Execution | None) -> None:
+        """Store `edited` (its version one past the stored one) in one transaction with its waiting rows
+        `replaced` by `first`: the job only if its stored version is still `edited.version - 1`, each replaced
+        row deleted only if still `scheduled` (`first` may reuse one's key: it then takes that row's place),
+        `first` put only if its key is free. Raises Conflict(field="version") and writes nothing otherwise.
+        The owner's counters are untouched: an edit neither adds nor ends a job."""
+        ...
+
 
 class ExecutionStore(Protocol):
     """Executions by due partition (`hour#shard`) and due time; every state change is conditional and a

@@ -846,3 +846,23 @@ class SqliteStore:
         """The owner's jobs not cancelled, as its counter record stands."""
         record = self.get_control(active_jobs_key(owner)) or {}
         return int(record.get(COUNT_ATTR, 0))
+
+    # -- a job edited in place (PATCH /jobs/{id} with spec fields) ---------------------------------------
+
+    def edit_job(self, edited: Job, replaced: list[ExecutionKey], first: Execution | None) -> None:
+        """The edited job (if its stored version is still `edited.version - 1`), the replaced waiting rows
+        deleted (each only if still `scheduled`) and `first` inserted, in one transaction; Conflict naming
+        `version` and nothing written otherwise."""
+        first_row = None if first is None else self._new_row(first)
+        with self.db.write() as conn:
+            row = conn.execute("SELECT doc FROM jobs WHERE job_id = ?", (edited.job_id,)).fetchone()
+            if row is None or job_from_doc(row[0]).version != edited.version - 1:
+                raise Conflict(f"job {edited.job_id} changed since version {edited.version - 1}", field="version")
+            for key in replaced:
+                loaded = self._values(conn, key)
+                if loaded is None or loaded[0]["status"] != SCHEDULED:
+                    raise Conflict("a waiting run of the job started meanwhile; read it again", field="version")
+                conn.execute("DELETE FROM executions WHERE pk = ? AND sk = ?", (key.pk, key.sk))
+            if first_row is not None and not self._insert(conn, first_row):
+                raise Conflict("the edited job's first run exists already", field="version")
+            conn.execute("UPDATE jobs SET doc = ? WHERE job_id = ?", (job_to_doc(edited), edited.job_id))

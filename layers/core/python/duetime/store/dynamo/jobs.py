@@ -7,13 +7,16 @@ from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 
+from botocore.exceptions import ClientError
+
 from duetime.adapters.cursors import decode_cursor, encode_cursor
 from duetime.definitions import JOBS_BY_OWNER_INDEX
 from duetime.domain.errors import Conflict
-from duetime.domain.models import ENDED_JOB_STATUSES, Execution, Job, JobStatus, to_ms
+from duetime.domain.keys import ExecutionKey
+from duetime.domain.models import ENDED_JOB_STATUSES, Execution, ExecutionStatus, Job, JobStatus, to_ms
 from duetime.domain.quotas import RateWindow
 from duetime.service.ports import JobFilter, Page
-from duetime.store.dynamo.base import refused_as
+from duetime.store.dynamo.base import is_refused, refused_as
 from duetime.store.dynamo.items import _deser, _ser, job_from_item, job_to_item
 from duetime.store.dynamo.quotas import DynamoQuotas
 
@@ -212,3 +215,47 @@ class DynamoJobs(DynamoQuotas):
     def scan_jobs(self) -> Iterator[Job]:
         """Every job: a full scan, for `duetime audit` only, never the hot path."""
         return (job_from_item(i) for i in self._scan(self.jobs_table))
+
+    # -- a job edited in place (PATCH /jobs/{id} with spec fields) ---------------------------------------
+
+    def edit_job(self, edited: Job, replaced: list[ExecutionKey], first: Execution | None) -> None:
+        """One TransactWriteItems: the job put back conditioned on its stored version being
+        `edited.version - 1`, each replaced waiting row deleted conditioned on still being `scheduled`, and
+        `first` put where no row is (or, when it has a replaced row's key, over that row, conditioned as the
+        delete would be: one transaction may touch an item once). Conflict naming `version` otherwise."""
+        scheduled = {":scheduled": {"S": ExecutionStatus.SCHEDULED.value}}
+        still_waiting = {
+            "ConditionExpression": "#s = :scheduled",
+            "ExpressionAttributeNames": {"#s": "status"},
+            "ExpressionAttributeValues": scheduled,
+        }
+        items: list[dict[str, Any]] = [
+            {
+                "Put": {
+                    "TableName": self.jobs_table,
+                    "Item": _ser(job_to_item(edited)),
+                    "ConditionExpression": "version = :v",
+                    "ExpressionAttributeValues": _ser({":v": edited.version - 1}),
+                }
+            }
+        ]
+        first_key = None if first is None else self.key_of(first)
+        for key in replaced:
+            if key != first_key:
+                row = _ser({"pk": key.pk, "sk": key.sk})
+                items.append({"Delete": {"TableName": self.executions_table, "Key": row, **still_waiting}})
+        if first is not None:
+            put = self._put_execution_op(first)
+            if first_key in replaced:
+                put["Put"].update(still_waiting)
+            items.append(put)
+        try:
+            self.client.transact_write_items(TransactItems=items)
+        except ClientError as exc:
+            if not is_refused(exc):
+                raise
+            codes = [r.get("Code") for r in exc.response.get("CancellationReasons") or []]
+            if codes and codes[0] == "ConditionalCheckFailed":
+                lost = f"job {edited.job_id} changed since version {edited.version - 1}"
+                raise Conflict(lost, field="version") from exc
+            raise Conflict("a waiting run of the job started meanwhile; read it again", field="version") from exc
