@@ -138,7 +138,9 @@ def test_a_filtered_redrive_retries_the_owners_matching_dead_letters_page_by_pag
     _, bobs = fail_for_good(ports, clock, owner="bob", schedule={"at": "2026-12-01T10:00:15Z"})
     report = redrive(ports, "alice", selection=DeadLetterFilter(job_id=first.job_id), limit=1)
     assert report.retried == [] and report.next_cursor is not None  # the newest (the second job's) did not match
-    report = redrive(ports, "alice", selection=DeadLetterFilter(job_id=first.job_id), limit=1, cursor=report.next_cursor)
+    report = redrive(
+        ports, "alice", selection=DeadLetterFilter(job_id=first.job_id), limit=1, cursor=report.next_cursor
+    )
     assert [e.execution_id for e in report.retried] == [failed_first.execution_id]
     assert [e.job_id for e in list_dead_letters(ports, "alice", 10, None).items] == [second.job_id]
     assert [e.execution_id for e in list_dead_letters(ports, "bob", 10, None).items] == [bobs.execution_id]

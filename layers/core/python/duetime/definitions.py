@@ -326,3 +326,6 @@ LOCAL_FIRST_USER = "local-user"
 # long past its dueAt a waiting run may be (a pre-load cycle or two late) before the job shows `pastDue`.
 HEALTH_HISTORY_ROWS = 20
 PAST_DUE_GRACE_SECONDS = 120
+
+# POST /dead-letters/redrive retries at most this many executions per request (a read and a transaction each).
+MAX_REDRIVE = 100

@@ -4,18 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import partial
 from datetime import datetime, timedelta
+from functools import partial
 
+from duetime.definitions import MAX_REDRIVE
 from duetime.domain.errors import Conflict, DuetimeError, InvalidInput, NotFound
 from duetime.domain.keys import parse_execution_id
 from duetime.domain.models import Execution, ExecutionStatus, Job, JobStatus
 from duetime.service.context import Ports
 from duetime.service.jobs import get_owned_job
 from duetime.service.ports import DueMessage, Page
-
-# A redrive retries at most this many executions per request (each is a read and a transaction).
-MAX_REDRIVE = 100
 
 
 @dataclass(frozen=True)

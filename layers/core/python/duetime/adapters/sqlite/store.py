@@ -27,10 +27,10 @@ from duetime.domain.keys import (
     CALENDAR_ATTR_PREFIX,
     ExecutionKey,
     announcements_key,
-    dead_letter_key,
     calendar_entry,
     calendars_from_record,
     calendars_key,
+    dead_letter_key,
     ended_announcers,
     served_names,
 )
