@@ -154,7 +154,8 @@ class Api(Construct):
 
         def model(route: str) -> dict[str, apigw.IModel]:
             # API Gateway model names are alphanumeric: /dead-letters/redrive -> PostDeadlettersRedrive
-            name = re.sub("[^A-Za-z0-9]", "", "".join(part.capitalize() for part in route.replace("/", " ").split()))
+            parts = (part.strip("{}").capitalize() for part in route.replace("/", " ").split())
+            name = re.sub("[^A-Za-z0-9]", "", "".join(parts))
             created = self.rest_api.add_model(
                 name, content_type="application/json", model_name=name, schema=_schema(REQUEST_SCHEMAS[route])
             )
