@@ -19,6 +19,15 @@ def run(capsys, *argv: str) -> tuple[int, str, str]:
     return code, out, err
 
 
+def cli_json(out: str) -> Any:
+    """The CLI's --json document (indented, from a line that is just `{`): on the moto backend the emulated
+    Lambdas' one-line JSON logs are printed to the same stdout around it."""
+    lines = out.splitlines()
+    start = max(i for i, line in enumerate(lines) if line == "{")
+    end = next(i for i in range(start, len(lines)) if lines[i] == "}")
+    return json.loads("\n".join(lines[start : end + 1]))
+
+
 def test_a_failed_execution_is_listed_retried_and_redriven_with_attempts_going_on(local_system, capsys):
     owner = f"redrive-{secrets.token_hex(3)}"  # an owner of its own: its dead letters are this test's only
     conn = ["--data-dir", str(local_system.data_dir), "--owner", owner]
@@ -28,12 +37,12 @@ def test_a_failed_execution_is_listed_retried_and_redriven_with_attempts_going_o
         "--at", iso_in(1), "--max-attempts", "2", "--base-delay", "0.5", "--max-delay", "1", "--json", *conn,
     )  # fmt: skip
     assert code == 0, err
-    job_id = json.loads(out)["jobId"]
+    job_id = cli_json(out)["jobId"]
 
     def dead_letter(attempt: int) -> dict[str, Any] | None:
         code, text, _ = run(capsys, "dead-letters", "--json", *conn)
         assert code == 0
-        listed = json.loads(text)["executions"]
+        listed = cli_json(text)["executions"]
         return listed[0] if listed and listed[0]["attempt"] == attempt else None
 
     # It fails for good after attempts 1 and 2 and shows among the owner's dead letters, with its error
@@ -44,7 +53,7 @@ def test_a_failed_execution_is_listed_retried_and_redriven_with_attempts_going_o
     # Retried: waiting again, same id, its budget counted from attempt 2
     code, out, err = run(capsys, "executions", "retry", failed["executionId"], "--json", *conn)
     assert code == 0, err
-    retried = json.loads(out)
+    retried = cli_json(out)
     assert (retried["executionId"], retried["status"], retried["retryBase"]) == (failed["executionId"], "scheduled", 2)
     # ...and it fails for good again, after attempts 3 and 4
     again = wait_for(lambda: dead_letter(4), 30, what="the retried execution to fail again")
@@ -53,7 +62,7 @@ def test_a_failed_execution_is_listed_retried_and_redriven_with_attempts_going_o
     # A second retry of it while it is not failed any more is refused (exit 1, 409 naming the status)
     code, out, err = run(capsys, "dead-letters", "redrive", "--job", job_id, "--json", *conn)
     assert code == 0, err
-    assert [e["executionId"] for e in json.loads(out)["retried"]] == [failed["executionId"]]
+    assert [e["executionId"] for e in cli_json(out)["retried"]] == [failed["executionId"]]
     code, _, err = run(capsys, "executions", "retry", failed["executionId"], "--json", *conn)
     assert code == 1 and json.loads(err)["error"]["status"] == 409
     third = wait_for(lambda: dead_letter(6), 30, what="the redriven execution to fail again")
