@@ -153,7 +153,9 @@ class Api(Construct):
         owner = {"authorizer": self.authorizer, "authorization_type": apigw.AuthorizationType.COGNITO}
 
         def model(route: str) -> dict[str, apigw.IModel]:
-            name = "".join(part.strip("{}").capitalize() for part in route.replace("/", " ").split())
+            # API Gateway model names are alphanumeric: /dead-letters/redrive -> PostDeadlettersRedrive
+            parts = (part.strip("{}").capitalize() for part in route.replace("/", " ").split())
+            name = re.sub("[^A-Za-z0-9]", "", "".join(parts))
             created = self.rest_api.add_model(
                 name, content_type="application/json", model_name=name, schema=_schema(REQUEST_SCHEMAS[route])
             )

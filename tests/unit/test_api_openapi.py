@@ -139,6 +139,7 @@ def test_gateway_models_are_draft_4_without_refs_and_accept_the_api_md_example()
         "PUT /calendars/{name}",
         "POST /executions/{executionId}/heartbeat",
         "POST /executions/{executionId}/complete",
+        "POST /dead-letters/redrive",
     }
     for schema in models.values():
         jsonschema.Draft4Validator.check_schema(schema)

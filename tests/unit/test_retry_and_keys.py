@@ -35,6 +35,15 @@ def test_retry_only_while_attempts_remain_and_the_failure_is_retryable():
     assert not should_retry(policy, 1, False)
 
 
+def test_after_a_manual_retry_the_budget_counts_from_its_retry_base():
+    policy = RetryPolicy(max_attempts=2)
+    # failed for good at attempt 2, retried with retryBase 2: attempt 3 retries, attempt 4 is the last
+    assert not should_retry(policy, 2, True)
+    assert should_retry(policy, 3, True, retry_base=2)
+    assert not should_retry(policy, 4, True, retry_base=2)
+    assert not should_retry(policy, 3, False, retry_base=2)
+
+
 def test_execution_ids_are_deterministic_per_slot_and_sort_by_time():
     slot = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
     later = datetime(2026, 12, 1, 9, 1, tzinfo=UTC)

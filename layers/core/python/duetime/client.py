@@ -160,6 +160,20 @@ class DuetimeClient:
     def preview(self, schedule: dict[str, Any]) -> list[str]:
         return list(self.request("POST", "/schedules/preview", schedule)["runs"])
 
+    # -- failed executions --------------------------------------------------------------------
+
+    def retry_execution(self, execution_id: str) -> dict[str, Any]:
+        """Put a failed execution back, due now, with a fresh retry budget."""
+        return dict(self.request("POST", f"/executions/{_segment(execution_id)}/retry"))
+
+    def list_dead_letters(self, limit: int | None = None, cursor: str | None = None) -> dict[str, Any]:
+        """A page of the caller's executions that failed for good, newest first."""
+        return dict(self.request("GET", "/dead-letters", query={"limit": limit, "cursor": cursor}))
+
+    def redrive(self, selection: dict[str, Any]) -> dict[str, Any]:
+        """Retry failed executions: {"executionIds": [...]} or a filter (jobId, failedAfter, failedBefore, all)."""
+        return dict(self.request("POST", "/dead-letters/redrive", selection))
+
     # -- named calendars ------------------------------------------------------------------------
 
     def list_calendars(self) -> list[dict[str, Any]]:

@@ -63,11 +63,21 @@ EXECUTIONS_OPEN_INDEX = IndexDef(name="open", partition_key="openShard", sort_ke
 # A sparse index of one job's executions that have not ended (`openJob` = jobId while scheduled or
 # running, paused or not), so cancel, pause and resume touch only those, never the job's history.
 EXECUTIONS_OPEN_BY_JOB_INDEX = IndexDef(name="openByJob", partition_key="openJob", sort_key="sk")
+# A sparse index of an owner's dead letters: `deadOwner` (the job's owner) and `deadKey`
+# ("finishedMs#executionId") are set on a failed execution by the write that records its owner was told
+# (mark_notified, a write every failure makes anyway), so GET /dead-letters reads one owner's failures,
+# newest first, and a normal run never writes to it. A retry moves the row and the new row has neither.
+EXECUTIONS_DEAD_BY_OWNER_INDEX = IndexDef(name="deadByOwner", partition_key="deadOwner", sort_key="deadKey")
 EXECUTIONS_TABLE = TableDef(
     logical_name="executions",
     partition_key="pk",
     sort_key="sk",
-    indexes=(EXECUTIONS_BY_JOB_INDEX, EXECUTIONS_OPEN_INDEX, EXECUTIONS_OPEN_BY_JOB_INDEX),
+    indexes=(
+        EXECUTIONS_BY_JOB_INDEX,
+        EXECUTIONS_OPEN_INDEX,
+        EXECUTIONS_OPEN_BY_JOB_INDEX,
+        EXECUTIONS_DEAD_BY_OWNER_INDEX,
+    ),
     ttl_attribute="expiresAt",
 )
 
@@ -316,3 +326,6 @@ LOCAL_FIRST_USER = "local-user"
 # long past its dueAt a waiting run may be (a pre-load cycle or two late) before the job shows `pastDue`.
 HEALTH_HISTORY_ROWS = 20
 PAST_DUE_GRACE_SECONDS = 120
+
+# POST /dead-letters/redrive retries at most this many executions per request (a read and a transaction each).
+MAX_REDRIVE = 100

@@ -6,9 +6,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import ConfigDict, Field, field_serializer, field_validator
+from pydantic import ConfigDict, Field, field_serializer, field_validator, model_validator
 
-from duetime.definitions import MAX_RESULT_BYTES
+from duetime.definitions import MAX_REDRIVE, MAX_RESULT_BYTES
 from duetime.domain.exclusions import MAX_EXCLUSIONS, Calendar, check_exclude_entry, parse_exclusion
 from duetime.domain.models import (
     MAX_JITTER_SECONDS,
@@ -245,3 +245,46 @@ class JobChange(CamelModel):
     def spec_changes(self) -> dict[str, Any]:
         """The spec fields the request gave (a null included), by their Python names."""
         return {name: getattr(self, name) for name in self.model_fields_set - {"status", "note", "version"}}
+
+
+class RedriveRequest(CamelModel):
+    """POST /dead-letters/redrive: the failed executions to retry, by id, or the caller's dead letters that
+    match a filter (`jobId`, `failedAfter` <= finishedAt < `failedBefore`, or `all`), `limit` of them per
+    request from `cursor` (the answer's `nextCursor` goes on)."""
+
+    execution_ids: list[str] | None = Field(default=None, min_length=1, max_length=MAX_REDRIVE)
+    job_id: str | None = Field(default=None, min_length=1, max_length=80)
+    failed_after: UtcDatetime | None = None
+    failed_before: UtcDatetime | None = None
+    all: bool = False
+    limit: int = Field(default=MAX_REDRIVE, ge=1, le=MAX_REDRIVE)
+    cursor: str | None = Field(default=None, min_length=1)
+
+    @field_validator("execution_ids")
+    @classmethod
+    def _ids(cls, value: list[str] | None) -> list[str] | None:
+        if value is not None and any(not 0 < len(v) <= 300 for v in value):
+            raise ValueError("each execution id must be 1 to 300 characters")
+        return value
+
+    @model_validator(mode="after")
+    def _one_selection(self) -> RedriveRequest:
+        filtered = self.all or any(v is not None for v in (self.job_id, self.failed_after, self.failed_before))
+        if (self.execution_ids is not None) == filtered:
+            raise ValueError("give either executionIds, or a filter: jobId, failedAfter, failedBefore or all")
+        return self
+
+
+class RedriveRefusal(CamelModel):
+    """An execution a redrive did not retry, with the error a retry of it alone answers."""
+
+    execution_id: str
+    code: str
+    message: str
+
+
+class RedriveResponse(CamelModel):
+    retried: list[Execution]
+    refused: list[RedriveRefusal]
+    # A filtered redrive: where the next request goes on among the caller's dead letters (None: at the end).
+    next_cursor: str | None = None

@@ -31,6 +31,9 @@ from duetime.api.models import (
     PreviewRequest,
     PreviewResponse,
     PreviewSlot,
+    RedriveRefusal,
+    RedriveRequest,
+    RedriveResponse,
     RunNowRequest,
     RunSummary,
 )
@@ -47,6 +50,7 @@ from duetime.service import calendars as calendar_cases
 from duetime.service import edit as edit_cases
 from duetime.service import executions as execution_cases
 from duetime.service import jobs as job_cases
+from duetime.service import redrive as redrive_cases
 
 DEFAULT_PAGE = 50
 # Anything but a job id (domain.keys) cannot name a job, so it is 404 before it reaches the store
@@ -285,6 +289,27 @@ def complete(call: Call) -> Reply:
     return Reply(200, ended)
 
 
+def retry_execution(call: Call) -> Reply:
+    return Reply(200, redrive_cases.retry_execution(call.ports, call.owner, call.path["executionId"]))
+
+
+def list_dead_letters(call: Call) -> Reply:
+    page = redrive_cases.list_dead_letters(call.ports, call.owner, call.page.limit, call.page.cursor)
+    return Reply(200, ExecutionPage(executions=page.items, next_cursor=page.cursor))
+
+
+def redrive_dead_letters(call: Call) -> Reply:
+    request = call.body_as(RedriveRequest)
+    selection = None
+    if request.execution_ids is None:
+        selection = redrive_cases.DeadLetterFilter(request.job_id, request.failed_after, request.failed_before)
+    report = redrive_cases.redrive(
+        call.ports, call.owner, request.execution_ids, selection, request.limit, request.cursor
+    )
+    refused = [RedriveRefusal(execution_id=r.execution_id, code=r.code, message=r.message) for r in report.refused]
+    return Reply(200, RedriveResponse(retried=report.retried, refused=refused, next_cursor=report.next_cursor))
+
+
 JOB = Answer("the job", JobResponse)
 CALENDAR = Answer("the calendar", CalendarResponse)
 EXECUTION = Answer("the execution", Execution)
@@ -424,6 +449,33 @@ ROUTES: tuple[Route, ...] = (
         body=CompleteRequest,
         example={**WORKER_EXAMPLE, "result": "succeeded"},
         errors=(409,),
+    ),
+    Route(
+        "POST",
+        "/executions/{executionId}/retry",
+        retry_execution,
+        "Put a failed execution back, due now, with a fresh retry budget: same id, attempt numbers going on.",
+        {200: EXECUTION},
+        params=[EXECUTION_ID_PARAM],
+        errors=(409,),
+    ),
+    Route(
+        "GET",
+        "/dead-letters",
+        list_dead_letters,
+        "The caller's executions that failed for good (its owner told), newest first.",
+        {200: Answer("a page of failed executions", ExecutionPage)},
+        paged=True,
+    ),
+    Route(
+        "POST",
+        "/dead-letters/redrive",
+        redrive_dead_letters,
+        "Retry failed executions by id, or the caller's dead letters matching a filter, a bounded number per "
+        "request; reports each retried and each refused.",
+        {200: Answer("what was retried and what was not", RedriveResponse)},
+        body=RedriveRequest,
+        example={"jobId": "j_3f2a9c0d41b7e655", "failedAfter": "2026-11-30T00:00:00Z", "limit": 50},
     ),
     Route(
         "GET",

@@ -1,5 +1,6 @@
-"""`duetime jobs create|edit|list|get|pause|resume|cancel|run`, `duetime executions JOBID` and `duetime calendars
-list|get|put|delete`: the API from a shell, as readable tables or, with --json, the API's own JSON for scripts."""
+"""`duetime jobs create|edit|list|get|pause|resume|cancel|run`, `duetime executions JOBID`, `duetime executions
+retry ID`, `duetime dead-letters [redrive]` and `duetime calendars list|get|put|delete`: the API from a shell,
+as readable tables or, with --json, the API's own JSON for scripts."""
 
 from __future__ import annotations
 
@@ -247,6 +248,59 @@ def cmd_executions(args: argparse.Namespace) -> None:
     _show(args, page, text)
 
 
+def cmd_retry(args: argparse.Namespace) -> None:
+    _show(args, _client(args).retry_execution(args.execution_id), lambda e: execution_rows([e]))
+
+
+def cmd_dead_letters(args: argparse.Namespace) -> None:
+    page = _client(args).list_dead_letters(args.limit, args.cursor)
+
+    def text(value: dict[str, Any]) -> str:
+        more = f"\n(more: --cursor {value['nextCursor']})" if value.get("nextCursor") else ""
+        return execution_rows(value["executions"]) + more
+
+    _show(args, page, text)
+
+
+def cmd_redrive(args: argparse.Namespace) -> None:
+    optional = {
+        "jobId": args.job,
+        "failedAfter": args.failed_after,
+        "failedBefore": args.failed_before,
+        "limit": args.limit,
+        "cursor": args.cursor,
+    }
+    selection: dict[str, Any] = {k: v for k, v in optional.items() if v is not None}
+    if args.execution_id:
+        selection["executionIds"] = args.execution_id
+    if args.all:
+        selection["all"] = True
+    report = _client(args).redrive(selection)
+
+    def text(value: dict[str, Any]) -> str:
+        lines = [f"retried {len(value['retried'])}"]
+        lines += [f"  {e['executionId']}" for e in value["retried"]]
+        lines += [f"refused {r['executionId']}: {r['code']}: {r['message']}" for r in value["refused"]]
+        if value.get("nextCursor"):
+            lines.append(f"(more: --cursor {value['nextCursor']})")
+        return "\n".join(lines)
+
+    _show(args, report, text)
+
+
+def cmd_executions_or_retry(args: argparse.Namespace) -> None:
+    """`executions JOBID` lists a job's executions; `executions retry ID` retries a failed one (no job id is
+    `retry`: ids start with j_)."""
+    if args.job_id == "retry":
+        if not args.execution_id:
+            raise ConfigError("give the execution to retry: duetime executions retry EXECUTIONID")
+        cmd_retry(args)
+        return
+    if args.execution_id:
+        raise ConfigError(f"unexpected argument {args.execution_id!r}")
+    cmd_executions(args)
+
+
 def calendar_rows(calendars: Sequence[dict[str, Any]]) -> str:
     rows = [(c["name"], len(c["dates"]), c["updatedAt"], " ".join(c["dates"])) for c in calendars]
     return table(rows, ("NAME", "ENTRIES", "UPDATED", "DATES"))
@@ -387,12 +441,32 @@ def add_client_commands(sub: Any) -> None:
         _connection_flags(action)
         action.set_defaults(fn=_run(fn))
 
-    executions = sub.add_parser("executions", help="a job's executions, newest scheduled first")
-    executions.add_argument("job_id", metavar="JOBID")
+    executions = sub.add_parser(
+        "executions", help="a job's executions, newest scheduled first; `executions retry ID` retries a failed one"
+    )
+    executions.add_argument("job_id", metavar="JOBID", help="a job id, or `retry` followed by an execution id")
+    executions.add_argument("execution_id", metavar="EXECUTIONID", nargs="?", help="after `retry`: the execution")
     executions.add_argument("--limit", type=int)
     executions.add_argument("--cursor")
     _connection_flags(executions)
-    executions.set_defaults(fn=_run(cmd_executions))
+    executions.set_defaults(fn=_run(cmd_executions_or_retry))
+
+    dead = sub.add_parser("dead-letters", help="your executions that failed for good, newest first; `redrive` them")
+    dead.add_argument("--limit", type=int)
+    dead.add_argument("--cursor")
+    _connection_flags(dead)
+    dead.set_defaults(fn=_run(cmd_dead_letters))
+    dead_actions = dead.add_subparsers(dest="action")
+    redrive = dead_actions.add_parser("redrive", help="retry failed executions by id, or those matching a filter")
+    redrive.add_argument("execution_id", metavar="EXECUTIONID", nargs="*", help="executions to retry (at most 100)")
+    redrive.add_argument("--job", help="retry the dead letters of this job")
+    redrive.add_argument("--failed-after", dest="failed_after", help="retry those that failed at or after this time")
+    redrive.add_argument("--failed-before", dest="failed_before", help="retry those that failed before this time")
+    redrive.add_argument("--all", action="store_true", help="retry every dead letter (a page of --limit at a time)")
+    redrive.add_argument("--limit", type=int, help="how many dead letters one request looks at (1..100)")
+    redrive.add_argument("--cursor", help="go on from the nextCursor of the last redrive")
+    _connection_flags(redrive)
+    redrive.set_defaults(fn=_run(cmd_redrive))
 
     calendars = sub.add_parser("calendars", help="named calendars of dates that jobs exclude (calendar:NAME)")
     calendar_actions = calendars.add_subparsers(dest="action", required=True)

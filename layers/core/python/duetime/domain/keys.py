@@ -138,3 +138,9 @@ def calendars_from_record(record: dict[str, Any]) -> dict[str, Calendar]:
         for attr, entry in record.items()
         if attr.startswith(CALENDAR_ATTR_PREFIX)
     }
+
+
+def dead_letter_key(key: ExecutionKey, told_at: datetime) -> str:
+    """The dead-letter index's sort key of a failed row: when its owner was told, then its execution id
+    (the part of `sk` after `dueMs#`), so an owner's dead letters list newest first, each once."""
+    return f"{to_ms(told_at):013d}#{key.sk.split('#', 1)[1]}"

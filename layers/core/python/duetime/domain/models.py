@@ -283,6 +283,9 @@ class Execution(CamelModel):
     payload: dict[str, Any] | None = None
     # The slot's number in a schedule with maxRuns (1 for the first): carried from row to row, no count kept.
     run_number: int | None = None
+    # The attempt a retry of a failed execution restarted from (POST /executions/{id}/retry): attempt numbers
+    # go on from it (the fencing token stays monotonic) while the retry budget counts attempt - retryBase.
+    retry_base: int = 0
 
     def lease_live(self, now: datetime) -> bool:
         return self.status == ExecutionStatus.RUNNING and self.lease_until is not None and self.lease_until > now

@@ -20,6 +20,7 @@ def compute_backoff(policy: RetryPolicy, attempt: int, uniform: Callable[[float,
     return uniform(0.0, backoff_cap_seconds(policy, attempt))
 
 
-def should_retry(policy: RetryPolicy, attempt: int, retryable: bool) -> bool:
-    """True if a failure of attempt `attempt` gets another attempt under `policy`."""
-    return retryable and attempt < policy.max_attempts
+def should_retry(policy: RetryPolicy, attempt: int, retryable: bool, retry_base: int = 0) -> bool:
+    """True if a failure of attempt `attempt` gets another attempt under `policy`: the budget counts the
+    attempts since `retry_base` (0, or the attempt a manual retry of a failed execution restarted from)."""
+    return retryable and attempt - retry_base < policy.max_attempts

@@ -34,7 +34,9 @@ def drain_dead_letters(ports: Ports, job_class: str) -> int:
                 owner = str(notice.get("owner") or "unknown")
                 ports.notifier.notify(owner, f"duetime: execution {notice.get('executionId')} failed", notice)
                 if notice.get("pk") and notice.get("sk"):
-                    ports.store.mark_notified(ExecutionKey(pk=notice["pk"], sk=notice["sk"]), ports.clock())
+                    # The row stays, with its error, and enters its owner's dead letters (GET /dead-letters).
+                    key = ExecutionKey(pk=notice["pk"], sk=notice["sk"])
+                    ports.store.mark_notified(key, ports.clock(), notice.get("owner"))
             ports.queues.delete_dead_letter(job_class, receipt)
             handled += 1
 

@@ -79,8 +79,10 @@ def claim_execution(
     if checks_overlap and message.kind == "catchup" and _live_others(ports, job, message.execution_id, now):
         # Catch-up runs of one job go one after another: wait for the running one, never skip.
         return Claim(ClaimVerdict.BUSY, job=job, hide_seconds=max(1, lease // 3))
+    # The retry budget counts from the row's retryBase (carried on its message, so the claim reads nothing more).
+    max_attempts = job.retry.max_attempts + message.retry_base
     outcome = ports.store.claim(
-        message.key, worker_id, now, lease_until or now + timedelta(seconds=lease), max_attempts=job.retry.max_attempts
+        message.key, worker_id, now, lease_until or now + timedelta(seconds=lease), max_attempts=max_attempts
     )
     if outcome.claimed is None:
         current = outcome.current
@@ -251,7 +253,7 @@ def complete(
         return ports.store.finish(key, attempt, ExecutionStatus.FAILED, now, error=error, claim_token=claim_token)
     job = job or ports.store.get_job(current.job_id)
     runnable = (JobStatus.ACTIVE, JobStatus.COMPLETED)  # a completed job's last run still retries
-    if job is not None and job.status in runnable and should_retry(job.retry, attempt, retryable):
+    if job is not None and job.status in runnable and should_retry(job.retry, attempt, retryable, current.retry_base):
         return _retry(ports, key, current, attempt, error, now, job, claim_token)
     failed = ports.store.finish(key, attempt, ExecutionStatus.FAILED, now, error=error, claim_token=claim_token)
     # A crash here loses no notice: the row stays in the open index until the DLQ drain has told the
@@ -296,7 +298,7 @@ def _retry(
     job: Job,
     claim_token: str | None,
 ) -> Execution:
-    delay = compute_backoff(job.retry, attempt, ports.uniform)
+    delay = compute_backoff(job.retry, attempt - current.retry_base, ports.uniform)
     due = now + timedelta(seconds=delay)
     history = list(current.attempts)
     if history:

@@ -88,8 +88,11 @@ class DueMessage:
     due_ms: int
     job_class: str
     kind: str = "scheduled"
+    # The row's retryBase (a failed execution retried by hand): the claim's attempt limit counts from it.
+    retry_base: int = 0
 
     def to_body(self) -> str:
+        extra = {"retryBase": self.retry_base} if self.retry_base else {}
         return json.dumps(
             {
                 "pk": self.key.pk,
@@ -99,6 +102,7 @@ class DueMessage:
                 "dueMs": self.due_ms,
                 "jobClass": self.job_class,
                 "kind": self.kind,
+                **extra,
             },
             separators=(",", ":"),
         )
@@ -113,6 +117,7 @@ class DueMessage:
             due_ms=int(v["dueMs"]),
             job_class=v.get("jobClass", DEFAULT_JOB_CLASS),
             kind=v.get("kind", "scheduled"),
+            retry_base=int(v.get("retryBase", 0)),
         )
 
     @classmethod
@@ -124,6 +129,7 @@ class DueMessage:
             due_ms=to_ms(execution.due_at),
             job_class=execution.job_class,
             kind=execution.kind,
+            retry_base=execution.retry_base,
         )
 
 
@@ -291,7 +297,22 @@ class ExecutionStore(Protocol):
         claim_token: str | None = None,
     ) -> Execution: ...
 
-    def mark_notified(self, key: ExecutionKey, now: datetime) -> None: ...
+    def mark_notified(self, key: ExecutionKey, now: datetime, owner: str | None = None) -> None:
+        """Record that the owner was told of this failed execution: it leaves the open set and, with `owner`,
+        enters that owner's dead letters (list_dead_letters), in one write. No row: nothing to do."""
+        ...
+
+    def retry_failed(self, key: ExecutionKey, attempt: int, retried: Execution) -> bool:
+        """Replace the failed row at `key` (still `failed` after `attempt`) by `retried` (waiting, in the
+        partition of its new due time, out of the dead letters) in one transaction; False, with nothing
+        written, if the row is no longer that failed one or the new key is taken."""
+        ...
+
+    def list_dead_letters(self, owner: str, limit: int, cursor: str | None) -> Page[Execution]:
+        """The owner's executions that failed for good and were told, newest first (by when they were told),
+        from an index of that owner's dead letters only; raises InvalidInput(field="cursor") for a cursor
+        not of this owner."""
+        ...
 
 
 class ControlStore(Protocol):

@@ -107,7 +107,13 @@ CREATE TABLE IF NOT EXISTS messages (
 );
 CREATE INDEX IF NOT EXISTS messages_visible ON messages (queue, visible_at_ms);
 """
-MIGRATIONS: tuple[str, ...] = (SCHEMA,)
+# An owner's dead letters (the deadByOwner index): set on a failed row when its owner is told.
+DEAD_LETTERS = """
+ALTER TABLE executions ADD COLUMN dead_owner TEXT;
+ALTER TABLE executions ADD COLUMN dead_key TEXT;
+CREATE INDEX IF NOT EXISTS executions_dead_by_owner ON executions (dead_owner, dead_key) WHERE dead_owner IS NOT NULL;
+"""
+MIGRATIONS: tuple[str, ...] = (SCHEMA, DEAD_LETTERS)
 
 # Threads of one process that opened the same file write one at a time (see the module docstring).
 _process_write_locks: dict[str, threading.Lock] = {}

@@ -30,6 +30,7 @@ from duetime.domain.keys import (
     calendar_entry,
     calendars_from_record,
     calendars_key,
+    dead_letter_key,
     ended_announcers,
     served_names,
 )
@@ -139,6 +140,7 @@ def execution_to_doc(execution: Execution, notified_ms: int | None = None) -> st
             "claimToken": execution.claim_token,
             "payload": execution.payload,
             "runNumber": execution.run_number,
+            "retryBase": execution.retry_base or None,
         },
         separators=(",", ":"),
     )
@@ -180,6 +182,7 @@ def execution_from_values(v: dict[str, Any]) -> Execution:
         claim_token=v.get("claimToken"),
         payload=v.get("payload"),
         run_number=v.get("runNumber"),
+        retry_base=int(v.get("retryBase") or 0),
     )
 
 
@@ -557,14 +560,20 @@ class SqliteStore:
 
         return self._fenced(key, attempt, end, claim_token)
 
-    def mark_notified(self, key: ExecutionKey, now: datetime) -> None:
-        """The owner has been told of this failed execution: it leaves the open set (no row: nothing to do)."""
+    def mark_notified(self, key: ExecutionKey, now: datetime, owner: str | None = None) -> None:
+        """The owner has been told of this failed execution: it leaves the open set and, with `owner`, enters
+        that owner's dead letters (no row: nothing to do)."""
         with self.db.write() as conn:
             loaded = self._values(conn, key)
             if loaded is not None:
                 values, expires = loaded
                 values["notifiedMs"] = to_ms(now)
                 self._write_values(conn, key, values, expires, shard=False)
+                if owner:
+                    conn.execute(
+                        "UPDATE executions SET dead_owner = ?, dead_key = ? WHERE pk = ? AND sk = ?",
+                        (owner, dead_letter_key(key, now), key.pk, key.sk),
+                    )
 
     def hold_waiting(self, key: ExecutionKey) -> bool:
         """Take a waiting execution of a paused job out of the `open` set (the reconciler skips it); False
@@ -866,3 +875,36 @@ class SqliteStore:
             if first_row is not None and not self._insert(conn, first_row):
                 raise Conflict("the edited job's first run exists already", field="version")
             conn.execute("UPDATE jobs SET doc = ? WHERE job_id = ?", (job_to_doc(edited), edited.job_id))
+
+    # -- dead letters ----------------------------------------------------------------------------------
+
+    def retry_failed(self, key: ExecutionKey, attempt: int, retried: Execution) -> bool:
+        """Replace the failed row at `key` (still `failed` after `attempt`) by `retried`, in the partition of
+        its new due time, in one transaction; False (nothing written) if it is no longer that failed row."""
+        row = self._new_row(retried)
+        with self.db.write() as conn:
+            loaded = self._values(conn, key)
+            if loaded is None or loaded[0]["status"] != ExecutionStatus.FAILED.value or loaded[0]["attempt"] != attempt:
+                return False
+            if (row[0], row[1]) != (key.pk, key.sk) and self._values(conn, ExecutionKey(pk=row[0], sk=row[1])):
+                return False  # the new key is taken: as DynamoDB's conditional put refuses the transaction
+            conn.execute("DELETE FROM executions WHERE pk = ? AND sk = ?", (key.pk, key.sk))
+            return self._insert(conn, row)
+
+    def list_dead_letters(self, owner: str, limit: int, cursor: str | None) -> Page[Execution]:
+        """The owner's executions that failed for good (and were told), newest first, from the
+        executions_dead_by_owner index; the cursor names the last one shown and is bound to the owner."""
+        scope = f"dead:{owner}"
+        start = decode_cursor(scope, cursor, {"deadOwner": owner, "deadKey": None, "pk": None, "sk": None})
+        sql = f"SELECT doc, dead_key, pk, sk FROM executions WHERE dead_owner = ? AND {LIVE}"
+        args: list[Any] = [owner, self.epoch_seconds()]
+        if start is not None:
+            sql += " AND (dead_key, pk, sk) < (?, ?, ?)"
+            args.extend([start["deadKey"], start["pk"], start["sk"]])
+        sql += " ORDER BY dead_key DESC, pk DESC, sk DESC LIMIT ?"
+        rows = self.db.query(sql, [*args, limit + 1])
+        page = rows[:limit]
+        last = None
+        if len(rows) > limit and page:
+            last = {"deadOwner": owner, "deadKey": page[-1][1], "pk": page[-1][2], "sk": page[-1][3]}
+        return Page(items=[execution_from_doc(r[0]) for r in page], cursor=encode_cursor(scope, last))

@@ -9,9 +9,14 @@ from datetime import datetime
 from typing import Any
 
 from duetime.adapters.cursors import decode_cursor, encode_cursor
-from duetime.definitions import EXECUTIONS_BY_JOB_INDEX, EXECUTIONS_OPEN_BY_JOB_INDEX, EXECUTIONS_OPEN_INDEX
+from duetime.definitions import (
+    EXECUTIONS_BY_JOB_INDEX,
+    EXECUTIONS_DEAD_BY_OWNER_INDEX,
+    EXECUTIONS_OPEN_BY_JOB_INDEX,
+    EXECUTIONS_OPEN_INDEX,
+)
 from duetime.domain.errors import StaleAttempt
-from duetime.domain.keys import ExecutionKey
+from duetime.domain.keys import ExecutionKey, dead_letter_key
 from duetime.domain.models import Execution, ExecutionStatus, to_ms
 from duetime.domain.results import truncate_error
 from duetime.service.ports import ClaimOutcome, OpenPage, Page, StoredExecution, new_claim_token
@@ -479,12 +484,67 @@ class DynamoExecutions(DynamoTables):
             return None
         return execution_from_item(response["Attributes"])
 
-    def mark_notified(self, key: ExecutionKey, now: datetime) -> None:
-        """The owner has been told of this failed execution: it leaves the open index."""
-        self.client.update_item(
-            TableName=self.executions_table,
-            Key=_ser({"pk": key.pk, "sk": key.sk}),
-            UpdateExpression="SET notifiedMs = :now REMOVE openShard",
-            ConditionExpression="attribute_exists(pk)",
-            ExpressionAttributeValues=_ser({":now": to_ms(now)}),
-        )
+    def mark_notified(self, key: ExecutionKey, now: datetime, owner: str | None = None) -> None:
+        """The owner has been told of this failed execution: it leaves the open index and, with `owner`, enters
+        that owner's dead letters (the deadByOwner index, sorted by when it was told) in the same write. No
+        row (retried meanwhile, or expired): nothing to do."""
+        sets, values = ["notifiedMs = :now"], dict[str, Any]({":now": to_ms(now)})
+        if owner:
+            sets.append("deadOwner = :owner, deadKey = :dead")
+            values.update({":owner": owner, ":dead": dead_letter_key(key, now)})
+        try:
+            with refused_as():
+                self.client.update_item(
+                    TableName=self.executions_table,
+                    Key=_ser({"pk": key.pk, "sk": key.sk}),
+                    UpdateExpression=f"SET {', '.join(sets)} REMOVE openShard",
+                    ConditionExpression="attribute_exists(pk)",
+                    ExpressionAttributeValues=_ser(values),
+                )
+        except Refused:
+            return
+
+    def retry_failed(self, key: ExecutionKey, attempt: int, retried: Execution) -> bool:
+        """Replace the failed row at `key` (still `failed` after `attempt`) by `retried`, in the partition of
+        its new due time, in one transaction; False (nothing written) if it is no longer that failed row."""
+        try:
+            with refused_as():
+                self.client.transact_write_items(
+                    TransactItems=[
+                        {
+                            "Delete": {
+                                "TableName": self.executions_table,
+                                "Key": _ser({"pk": key.pk, "sk": key.sk}),
+                                "ConditionExpression": "#s = :failed AND attempt = :a",
+                                "ExpressionAttributeNames": {"#s": "status"},
+                                "ExpressionAttributeValues": _ser(
+                                    {":failed": ExecutionStatus.FAILED.value, ":a": attempt}
+                                ),
+                            }
+                        },
+                        self._put_execution_op(retried),
+                    ]
+                )
+        except Refused:
+            return False
+        return True
+
+    def list_dead_letters(self, owner: str, limit: int, cursor: str | None) -> Page[Execution]:
+        """The owner's executions that failed for good (and were told), newest first, from the sparse
+        deadByOwner index: one query of the owner's partition, then the rows behind it."""
+        scope = f"dead:{owner}"
+        start_key = decode_cursor(scope, cursor, {"deadOwner": owner, "deadKey": None, "pk": None, "sk": None})
+        kwargs: dict[str, Any] = {
+            "TableName": self.executions_table,
+            "IndexName": EXECUTIONS_DEAD_BY_OWNER_INDEX.name,
+            "KeyConditionExpression": "deadOwner = :o",
+            "ExpressionAttributeValues": _ser({":o": owner}),
+            "ScanIndexForward": False,
+            "Limit": limit,
+        }
+        if start_key:
+            kwargs["ExclusiveStartKey"] = _ser(start_key)
+        response = self.client.query(**kwargs)
+        last = response.get("LastEvaluatedKey")
+        rows = [execution_from_item(i) for i in self._rows(response.get("Items", []))]
+        return Page(items=rows, cursor=encode_cursor(scope, _deser(last) if last else None))

@@ -127,6 +127,7 @@ def execution_to_item(execution: Execution, shards: int, expires_at: int | None 
         "payload": None if execution.payload is None else json.dumps(execution.payload),
         "runNumber": execution.run_number,
         "claimToken": execution.claim_token,
+        "retryBase": execution.retry_base or None,  # absent on a row never retried by hand
     }
 
 
@@ -169,4 +170,5 @@ def execution_from_item(item: dict[str, Any]) -> Execution:
         payload=None if v.get("payload") is None else json.loads(v["payload"]),
         run_number=None if v.get("runNumber") is None else int(v["runNumber"]),
         claim_token=v.get("claimToken"),
+        retry_base=int(v.get("retryBase") or 0),
     )
