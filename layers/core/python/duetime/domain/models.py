@@ -251,7 +251,7 @@ class AttemptRecord(CamelModel):
 
 
 # scheduled: a slot of the schedule; manual: "run now"; catchup: a missed slot run late by catch-up `all`.
-RunKind = Literal["scheduled", "manual", "catchup"]
+RunKind = Literal["scheduled", "manual", "catchup", "backfill"]
 
 
 class Execution(CamelModel):
@@ -283,6 +283,9 @@ class Execution(CamelModel):
     payload: dict[str, Any] | None = None
     # The slot's number in a schedule with maxRuns (1 for the first): carried from row to row, no count kept.
     run_number: int | None = None
+    # A backfilled run's overlap policy (POST /jobs/{jobId}/backfill): `forbid` waits for the job's other
+    # running runs, `allow` does not. None on every other run (they follow the job's own policy).
+    overlap: Overlap | None = None
 
     def lease_live(self, now: datetime) -> bool:
         return self.status == ExecutionStatus.RUNNING and self.lease_until is not None and self.lease_until > now

@@ -79,6 +79,9 @@ def claim_execution(
     if checks_overlap and message.kind == "catchup" and _live_others(ports, job, message.execution_id, now):
         # Catch-up runs of one job go one after another: wait for the running one, never skip.
         return Claim(ClaimVerdict.BUSY, job=job, hide_seconds=max(1, lease // 3))
+    if message.kind == "backfill" and message.overlap == Overlap.FORBID and _live_others(ports, job, message.execution_id, now):
+        # A serial backfill runs alone: after the job's running run (live or backfilled), never beside it.
+        return Claim(ClaimVerdict.BUSY, job=job, hide_seconds=max(1, lease // 3))
     outcome = ports.store.claim(
         message.key, worker_id, now, lease_until or now + timedelta(seconds=lease), max_attempts=job.retry.max_attempts
     )
@@ -119,7 +122,7 @@ def claim_execution(
 def _past_starting_deadline(job: Job, message: DueMessage, now: datetime) -> bool:
     """A first attempt that would start more than startingDeadlineSeconds after its slot is skipped (a
     retry is not: its due time moved on purpose)."""
-    if job.starting_deadline_seconds is None or message.kind == "manual":
+    if job.starting_deadline_seconds is None or message.kind in ("manual", "backfill"):
         return False
     _, slot = parse_execution_id(message.execution_id)
     due = spread_due(job.job_id, slot, job.jitter_seconds)  # a first attempt is due at its slot's spread

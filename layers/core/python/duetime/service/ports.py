@@ -88,20 +88,22 @@ class DueMessage:
     due_ms: int
     job_class: str
     kind: str = "scheduled"
+    # A backfilled run's overlap policy ("allow" or "forbid"), None for every other run.
+    overlap: str | None = None
 
     def to_body(self) -> str:
-        return json.dumps(
-            {
-                "pk": self.key.pk,
-                "sk": self.key.sk,
-                "executionId": self.execution_id,
-                "jobId": self.job_id,
-                "dueMs": self.due_ms,
-                "jobClass": self.job_class,
-                "kind": self.kind,
-            },
-            separators=(",", ":"),
-        )
+        body: dict[str, Any] = {
+            "pk": self.key.pk,
+            "sk": self.key.sk,
+            "executionId": self.execution_id,
+            "jobId": self.job_id,
+            "dueMs": self.due_ms,
+            "jobClass": self.job_class,
+            "kind": self.kind,
+        }
+        if self.overlap is not None:
+            body["overlap"] = self.overlap
+        return json.dumps(body, separators=(",", ":"))
 
     @classmethod
     def from_body(cls, body: str) -> DueMessage:
@@ -113,6 +115,7 @@ class DueMessage:
             due_ms=int(v["dueMs"]),
             job_class=v.get("jobClass", DEFAULT_JOB_CLASS),
             kind=v.get("kind", "scheduled"),
+            overlap=v.get("overlap"),
         )
 
     @classmethod
@@ -124,6 +127,7 @@ class DueMessage:
             due_ms=to_ms(execution.due_at),
             job_class=execution.job_class,
             kind=execution.kind,
+            overlap=None if execution.overlap is None else execution.overlap.value,
         )
 
 
@@ -284,6 +288,11 @@ class ExecutionStore(Protocol):
     ) -> Execution: ...
 
     def mark_notified(self, key: ExecutionKey, now: datetime) -> None: ...
+
+    def execution_ids_between(self, job_id: str, from_ms: int, to_ms: int) -> set[str]:
+        """The ids of the job's stored executions (any status) whose slot is in [from_ms, to_ms): what a
+        backfill must not create again, bounded by the range, not by the job's history."""
+        ...
 
 
 class ControlStore(Protocol):

@@ -41,6 +41,7 @@ from duetime.domain.models import (
     Job,
     JobSpec,
     JobStatus,
+    Overlap,
     from_ms,
     to_ms,
 )
@@ -139,6 +140,7 @@ def execution_to_doc(execution: Execution, notified_ms: int | None = None) -> st
             "claimToken": execution.claim_token,
             "payload": execution.payload,
             "runNumber": execution.run_number,
+            "overlap": None if execution.overlap is None else execution.overlap.value,
         },
         separators=(",", ":"),
     )
@@ -180,6 +182,7 @@ def execution_from_values(v: dict[str, Any]) -> Execution:
         claim_token=v.get("claimToken"),
         payload=v.get("payload"),
         run_number=v.get("runNumber"),
+        overlap=None if v.get("overlap") is None else Overlap(v["overlap"]),
     )
 
 
@@ -846,3 +849,12 @@ class SqliteStore:
         """The owner's jobs not cancelled, as its counter record stands."""
         record = self.get_control(active_jobs_key(owner)) or {}
         return int(record.get(COUNT_ATTR, 0))
+
+    def execution_ids_between(self, job_id: str, from_ms: int, to_ms: int) -> set[str]:
+        """The ids of the job's stored executions whose slot is in [from_ms, to_ms), wherever their rows are
+        (ids sort by slot: one range of the by-job index)."""
+        rows = self.db.query(
+            f"SELECT execution_id FROM executions WHERE job_id = ? AND execution_id BETWEEN ? AND ? AND {LIVE}",
+            (job_id, f"{job_id}.{from_ms:013d}", f"{job_id}.{to_ms - 1:013d}.~", self.epoch_seconds()),
+        )
+        return {execution_id for (execution_id,) in rows}
