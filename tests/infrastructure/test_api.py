@@ -18,6 +18,7 @@ OWNER_ROUTES = {
     ("GET", "{name}"),
     ("PUT", "{name}"),
     ("DELETE", "{name}"),
+    ("POST", "backfill"),
 }
 WORKER_ROUTES = {("POST", "heartbeat"), ("POST", "complete")}
 
@@ -82,6 +83,7 @@ def test_request_bodies_and_parameters_are_validated(synthesized):
         "PutCalendarsName",
         "PostExecutionsExecutionidHeartbeat",
         "PostExecutionsExecutionidComplete",
+        "PostJobsJobidBackfill",
     }
     assert models["PostJobs"]["Schema"]["required"] == ["name", "handler", "schedule"]
     assert models["PostJobs"]["Schema"]["properties"] == generated["POST /jobs"]["properties"]

@@ -150,7 +150,9 @@ def test_more_slots_than_one_request_may_cover_is_refused_and_nothing_is_written
 def test_only_an_active_recurring_job_of_the_owner_is_backfilled(ports, clock):
     job = hourly_job(ports)
     one_off, _ = submit_job(
-        ports, "alice", JobSpec.model_validate({"name": "o", "handler": "demo.echo", "schedule": {"at": "2026-12-01T10:00:00Z"}})
+        ports,
+        "alice",
+        JobSpec.model_validate({"name": "o", "handler": "demo.echo", "schedule": {"at": "2026-12-01T10:00:00Z"}}),
     )
     clock.advance(3 * 86400)
     with pytest.raises(Conflict):

@@ -79,7 +79,11 @@ def claim_execution(
     if checks_overlap and message.kind == "catchup" and _live_others(ports, job, message.execution_id, now):
         # Catch-up runs of one job go one after another: wait for the running one, never skip.
         return Claim(ClaimVerdict.BUSY, job=job, hide_seconds=max(1, lease // 3))
-    if message.kind == "backfill" and message.overlap == Overlap.FORBID and _live_others(ports, job, message.execution_id, now):
+    if (
+        message.kind == "backfill"
+        and message.overlap == Overlap.FORBID
+        and _live_others(ports, job, message.execution_id, now)
+    ):
         # A serial backfill runs alone: after the job's running run (live or backfilled), never beside it.
         return Claim(ClaimVerdict.BUSY, job=job, hide_seconds=max(1, lease // 3))
     outcome = ports.store.claim(
