@@ -54,6 +54,7 @@ def test_a_day_of_an_hourly_job_creates_24_runs_once_and_they_run_as_backfill(po
         cases.complete(ports, r.message.key, 1, succeeded=True)
     runs = [e for e in ports.store.executions_of_job(job.job_id, limit=100) if e.kind == "backfill"]
     assert len(runs) == 24 and {e.status for e in runs} == {ExecutionStatus.SUCCEEDED}
+    assert {e.overlap for e in runs} == {Overlap.FORBID}  # stored on the row: a resent message keeps it
     assert sorted(e.scheduled_at for e in runs) == [DAY + timedelta(hours=h) for h in range(24)]
 
 
