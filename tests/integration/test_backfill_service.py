@@ -12,6 +12,7 @@ from duetime.domain.models import ExecutionStatus, JobSpec, Overlap
 from duetime.service import executions as cases
 from duetime.service.backfill import backfill
 from duetime.service.jobs import pause_job, submit_job
+from duetime.service.ports import DueMessage
 
 from tests.conftest import BOTH_BACKENDS
 
@@ -161,3 +162,20 @@ def test_only_an_active_recurring_job_of_the_owner_is_backfilled(ports, clock):
     pause_job(ports, "alice", job.job_id)
     with pytest.raises(Conflict):
         backfill(ports, "alice", job.job_id, DAY, DAY + timedelta(hours=1))
+
+
+def test_a_slot_whose_run_was_retried_elsewhere_is_present_not_run_again(ports, clock):
+    # Given the 10:00 live run failed once and was moved to its retry's partition (due later)
+    job = hourly_job(ports, retry={"maxAttempts": 3, "baseDelaySeconds": 3600, "maxDelaySeconds": 3600})
+    live = ports.store.open_executions_of_job(job.job_id)[0]
+    clock.advance(3600)
+    key = ports.store.key_of(live)
+    assert cases.claim_execution(ports, DueMessage.for_execution(live, key), "w1").verdict == cases.ClaimVerdict.CLAIMED
+    retried = cases.complete(ports, key, 1, succeeded=False, error="boom")
+    assert retried.status == ExecutionStatus.SCHEDULED and ports.store.key_of(retried) != key
+    # When the hour of that slot is backfilled
+    clock.advance(3600)
+    result = backfill(ports, "alice", job.job_id, live.scheduled_at, live.scheduled_at + timedelta(hours=1))
+    # Then it is present, and no second row of the slot exists
+    assert (result.created, result.present) == (0, 1)
+    assert [e.execution_id for e in ports.store.executions_of_job(job.job_id, limit=10)].count(live.execution_id) == 1
