@@ -100,7 +100,9 @@ def test_forbid_runs_backfilled_slots_one_at_a_time_and_allow_together(ports, cl
     received = drain(ports)
     serial_runs = sorted((r for r in received if r.message.job_id == serial.job_id), key=lambda r: r.message.due_ms)
     together_runs = [r for r in received if r.message.job_id == together.job_id]
-    # forbid: the second waits while the first runs, then runs once it has ended
+    # forbid: oldest first (the second waits for the first even before it starts), and the second waits
+    # while the first runs, then runs once it has ended
+    assert cases.claim_execution(ports, serial_runs[1].message, "w2").verdict == cases.ClaimVerdict.BUSY
     assert cases.claim_execution(ports, serial_runs[0].message, "w1").verdict == cases.ClaimVerdict.CLAIMED
     assert cases.claim_execution(ports, serial_runs[1].message, "w2").verdict == cases.ClaimVerdict.BUSY
     cases.complete(ports, serial_runs[0].message.key, 1, succeeded=True)

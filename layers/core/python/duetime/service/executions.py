@@ -79,12 +79,7 @@ def claim_execution(
     if checks_overlap and message.kind == "catchup" and _live_others(ports, job, message.execution_id, now):
         # Catch-up runs of one job go one after another: wait for the running one, never skip.
         return Claim(ClaimVerdict.BUSY, job=job, hide_seconds=max(1, lease // 3))
-    if (
-        message.kind == "backfill"
-        and message.overlap == Overlap.FORBID
-        and _live_others(ports, job, message.execution_id, now)
-    ):
-        # A serial backfill runs alone: after the job's running run (live or backfilled), never beside it.
+    if message.kind == "backfill" and message.overlap == Overlap.FORBID and _backfill_waits(ports, job, message, now):
         return Claim(ClaimVerdict.BUSY, job=job, hide_seconds=max(1, lease // 3))
     outcome = ports.store.claim(
         message.key, worker_id, now, lease_until or now + timedelta(seconds=lease), max_attempts=job.retry.max_attempts
@@ -160,6 +155,22 @@ def _live_others(ports: Ports, job: Job, execution_id: str, now: datetime) -> li
     """The job's other executions running under a live lease (a read of its open rows only)."""
     open_rows = ports.store.open_executions_of_job(job.job_id)
     return [e for e in open_rows if e.execution_id != execution_id and e.lease_live(now)]
+
+
+def _backfill_waits(ports: Ports, job: Job, message: DueMessage, now: datetime) -> bool:
+    """Whether a serial (`forbid`) backfilled run must wait: while another run of the job runs under a live
+    lease, or while an earlier backfilled slot of it still waits. They run oldest first, so two workers
+    receiving two of them at once never start both: the later one sees the earlier waiting or running.
+    One read of the job's open rows, on backfilled runs only."""
+    for other in ports.store.open_executions_of_job(job.job_id):
+        if other.execution_id == message.execution_id:
+            continue
+        if other.lease_live(now):
+            return True
+        earlier_backfill = other.kind == "backfill" and other.overlap == Overlap.FORBID
+        if earlier_backfill and other.status == ExecutionStatus.SCHEDULED and other.execution_id < message.execution_id:
+            return True
+    return False
 
 
 def live_others(ports: Ports, job: Job, execution_id: str, now: datetime) -> list[Execution]:
