@@ -582,3 +582,23 @@ def test_an_edit_is_refused_whole_if_a_replaced_run_started_or_the_version_moved
     assert store.get_job(job.job_id) == job
     assert store.get_execution(store.key_of(new)) is None
     assert store.get_execution(store.key_of(old)).status == ExecutionStatus.RUNNING
+
+
+# --- backfill ------------------------------------------------------------------------------------
+
+
+def test_the_ids_of_a_jobs_executions_in_a_slot_range_are_found_wherever_their_rows_are(ports, clock):
+    store = ports.store
+    job, other = make_job(clock), make_job(clock, job_id="j_0000000000000002")
+    slots = [clock() + timedelta(minutes=m) for m in range(4)]
+    rows = [new_execution(job, s) for s in slots]
+    manual = new_execution(job, slots[1], kind="manual")
+    store.put_executions([*rows, manual, new_execution(other, slots[1])])
+    # A retried row lives in another partition (its due time moved) and an ended one is still there
+    key = store.key_of(rows[1])
+    store.claim(key, "w1", clock(), clock() + timedelta(seconds=30))
+    store.move_for_retry(key, 1, rows[1].model_copy(update={"due_at": clock() + timedelta(hours=3), "attempt": 1}))
+    store.end_waiting(store.key_of(rows[2]), ExecutionStatus.SKIPPED, clock(), "excluded")
+    found = store.execution_ids_between(job.job_id, to_ms(slots[1]), to_ms(slots[3]))
+    assert found == {rows[1].execution_id, manual.execution_id, rows[2].execution_id}
+    assert store.execution_ids_between(job.job_id, to_ms(slots[3]) + 1, to_ms(slots[3]) + 60_000) == set()

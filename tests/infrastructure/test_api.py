@@ -21,6 +21,7 @@ OWNER_ROUTES = {
     ("POST", "retry"),
     ("GET", "dead-letters"),
     ("POST", "redrive"),
+    ("POST", "backfill"),
 }
 WORKER_ROUTES = {("POST", "heartbeat"), ("POST", "complete")}
 
@@ -86,6 +87,7 @@ def test_request_bodies_and_parameters_are_validated(synthesized):
         "PostExecutionsExecutionidHeartbeat",
         "PostExecutionsExecutionidComplete",
         "PostDeadlettersRedrive",
+        "PostJobsJobidBackfill",
     }
     assert models["PostJobs"]["Schema"]["required"] == ["name", "handler", "schedule"]
     assert models["PostJobs"]["Schema"]["properties"] == generated["POST /jobs"]["properties"]

@@ -771,3 +771,34 @@ def test_an_edit_under_the_version_read_replaces_the_next_run_and_a_lost_update_
 def test_an_edit_is_checked_as_a_post_naming_the_field(alice, body, field):
     job = created(alice, schedule={"cron": "0 * * * *"})
     assert_error(alice.call("PATCH", f"/jobs/{job['jobId']}", body), 400, field)
+
+
+# --- backfill --------------------------------------------------------------------------------------------
+
+
+def test_a_backfill_answers_what_it_created_and_a_second_creates_nothing(alice, bob, clock):
+    job = created(alice, schedule={"cron": "0 * * * *", "timeZone": "UTC"})
+    clock.advance(3 * 86400)
+    path = f"/jobs/{job['jobId']}/backfill"
+    day = {"from": "2026-12-02T00:00:00Z", "to": "2026-12-03T00:00:00Z"}
+    status, first = alice.call("POST", path, day)
+    assert status == 200, first
+    assert first == {
+        "created": 24,
+        "present": 0,
+        "skipped": 0,
+        "firstSlot": "2026-12-02T00:00:00.000Z",
+        "lastSlot": "2026-12-02T23:00:00.000Z",
+        "overlap": "forbid",
+    }
+    status, again = alice.call("POST", path, {**day, "overlap": "allow"})
+    assert status == 200 and (again["created"], again["present"]) == (0, 24)
+    status, page = alice.call("GET", f"/jobs/{job['jobId']}/executions?limit=100")
+    assert sum(1 for e in page["executions"] if e["kind"] == "backfill") == 24
+    # Bad input names the field; another owner's job is 404
+    assert_error(alice.call("POST", path, {"to": day["to"]}), 400, "from")
+    assert_error(alice.call("POST", path, {**day, "to": "2026-12-30T00:00:00Z"}), 400, "to")
+    assert_error(alice.call("POST", path, {**day, "to": day["from"]}), 400, "to")
+    assert_error(alice.call("POST", path, {**day, "overlap": "replace"}), 400, "overlap")
+    assert_error(alice.call("POST", path, {"from": "2026-10-01T00:00:00Z", "to": day["to"]}), 400, "to")  # > 1000 slots
+    assert_error(bob.call("POST", path, day), 404, "jobId")

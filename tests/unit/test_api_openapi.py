@@ -140,6 +140,7 @@ def test_gateway_models_are_draft_4_without_refs_and_accept_the_api_md_example()
         "POST /executions/{executionId}/heartbeat",
         "POST /executions/{executionId}/complete",
         "POST /dead-letters/redrive",
+        "POST /jobs/{jobId}/backfill",
     }
     for schema in models.values():
         jsonschema.Draft4Validator.check_schema(schema)
@@ -153,6 +154,10 @@ def test_gateway_models_are_draft_4_without_refs_and_accept_the_api_md_example()
     calendar = jsonschema.Draft4Validator(models["PUT /calendars/{name}"])
     assert calendar.is_valid({"dates": ["2026-12-25", "2026-12-24/2026-12-26"]})
     assert not calendar.is_valid({"dates": ["2026-12-25"], "name": "x"})
+    backfill = jsonschema.Draft4Validator(models["POST /jobs/{jobId}/backfill"])
+    assert backfill.is_valid({"from": "2026-11-01T00:00:00Z", "to": "2026-11-02T00:00:00Z", "overlap": "allow"})
+    assert not backfill.is_valid({"from": "2026-11-01T00:00:00Z", "to": "2026-11-02T00:00:00Z", "overlap": "replace"})
+    assert not backfill.is_valid({"to": "2026-11-02T00:00:00Z"})
 
 
 def test_every_operation_documents_401_and_every_job_or_execution_route_404_with_the_error_schema():

@@ -188,6 +188,11 @@ class DuetimeClient:
     def delete_calendar(self, name: str) -> None:
         self.request("DELETE", f"/calendars/{_segment(name)}")
 
+    def backfill(self, job_id: str, start: str, end: str, overlap: str | None = None) -> dict[str, Any]:
+        """Run every slot of the job's schedule in [start, end) once (POST /jobs/{jobId}/backfill)."""
+        body = {"from": start, "to": end, **({"overlap": overlap} if overlap else {})}
+        return dict(self.request("POST", f"/jobs/{_segment(job_id)}/backfill", body))
+
 
 def _segment(value: str) -> str:
     return urllib.parse.quote(value, safe="")

@@ -298,6 +298,11 @@ MAX_CURSOR_CHARS = 24 * 1024
 # holds at most MAX_EXCLUSIONS (366) entries of <= 21 bytes, so 32 of them stay well under the item limit.
 MAX_CALENDARS_PER_OWNER = 32
 
+# --- backfill -------------------------------------------------------------------------------------------
+# The most slots one POST /jobs/{jobId}/backfill may cover (runs, excluded slots and slots already present
+# alike): a bigger range is refused (400 naming `to`) and is backfilled in several requests.
+MAX_BACKFILL_SLOTS = 1000
+
 # --- metrics ---------------------------------------------------------------------------------------------
 # What the code emits (Powertools Metrics, CloudWatch EMF) and the CDK monitoring construct alarms and graphs
 # on: one namespace, the emitting service as the "service" dimension.

@@ -288,3 +288,26 @@ class RedriveResponse(CamelModel):
     refused: list[RedriveRefusal]
     # A filtered redrive: where the next request goes on among the caller's dead letters (None: at the end).
     next_cursor: str | None = None
+
+
+class BackfillRequest(CamelModel):
+    """POST /jobs/{jobId}/backfill: run every slot of the job's schedule in [from, to) (UTC, to <= now, at
+    most MAX_BACKFILL_SLOTS slots). `overlap`: `forbid` (default) runs them one at a time and never beside
+    another running run of the job; `allow` lets them run together and beside the live schedule."""
+
+    start: UtcDatetime = Field(alias="from")
+    end: UtcDatetime = Field(alias="to")
+    overlap: Literal["allow", "forbid"] = "forbid"
+
+
+class BackfillResponse(CamelModel):
+    """What a backfill did: runs created (kind `backfill`, due now), slots whose execution existed already
+    (left as they were: a second identical request creates nothing), excluded slots recorded skipped, and
+    the range's first and last slot of the schedule (absent when it holds none)."""
+
+    created: int
+    present: int
+    skipped: int
+    first_slot: UtcDatetime | None = None
+    last_slot: UtcDatetime | None = None
+    overlap: Literal["allow", "forbid"]

@@ -18,6 +18,8 @@ from duetime.api.idempotency import HEADER as IDEMPOTENCY_HEADER
 from duetime.api.idempotency import MAX_KEY_CHARS, idempotency_key
 from duetime.api.models import (
     MAX_PAGE,
+    BackfillRequest,
+    BackfillResponse,
     CalendarList,
     CalendarRequest,
     CalendarResponse,
@@ -39,13 +41,14 @@ from duetime.api.models import (
 )
 from duetime.api.parsing import validation_error
 from duetime.api.routing import Access, Answer, Api, Call, Param, Reply, Route
-from duetime.definitions import DEFAULT_JOB_CLASS
+from duetime.definitions import DEFAULT_JOB_CLASS, MAX_BACKFILL_SLOTS
 from duetime.domain.bounds import first_run_number
 from duetime.domain.errors import Conflict, InvalidInput, InvalidSchedule, NotFound
 from duetime.domain.exclusions import CALENDAR_NAME as CALENDAR_NAME_PATTERN
 from duetime.domain.exclusions import CALENDAR_NAME_RULE
 from duetime.domain.keys import JOB_ID_PATTERN, parse_execution_id
-from duetime.domain.models import Execution, JobSpec, JobStatus, Schedule
+from duetime.domain.models import Execution, JobSpec, JobStatus, Overlap, Schedule
+from duetime.service import backfill as backfill_cases
 from duetime.service import calendars as calendar_cases
 from duetime.service import edit as edit_cases
 from duetime.service import executions as execution_cases
@@ -207,6 +210,24 @@ def run_job_now(call: Call) -> Reply:
     override = call.optional_body(RunNowRequest)
     payload = None if override is None else override.payload
     return Reply(201, job_cases.run_now(call.ports, call.owner, call.path["jobId"], payload))
+
+
+def backfill_job(call: Call) -> Reply:
+    request = call.body_as(BackfillRequest)
+    done = backfill_cases.backfill(
+        call.ports, call.owner, call.path["jobId"], request.start, request.end, Overlap(request.overlap)
+    )
+    return Reply(
+        200,
+        BackfillResponse(
+            created=done.created,
+            present=done.present,
+            skipped=done.skipped,
+            first_slot=done.first_slot,
+            last_slot=done.last_slot,
+            overlap=request.overlap,
+        ),
+    )
 
 
 def list_calendars(call: Call) -> Reply:
@@ -484,6 +505,18 @@ ROUTES: tuple[Route, ...] = (
         "This document.",
         {200: Answer("the OpenAPI document", schema={"type": "object"})},
         access=Access.PUBLIC,
+    ),
+    Route(
+        "POST",
+        "/jobs/{jobId}/backfill",
+        backfill_job,
+        f"Run every slot of the job's schedule in [from, to) once (kind backfill, at most {MAX_BACKFILL_SLOTS}"
+        " slots a request); slots that have an execution already are left as they are.",
+        {200: Answer("what was created and what was there already", BackfillResponse)},
+        params=[JOB_ID_PARAM],
+        body=BackfillRequest,
+        example={"from": "2026-11-01T00:00:00Z", "to": "2026-11-02T00:00:00Z", "overlap": "forbid"},
+        errors=(409,),
     ),
 )
 

@@ -238,6 +238,14 @@ def cmd_run(args: argparse.Namespace) -> None:
     _show(args, _client(args).run_now(args.job_id, payload), lambda e: execution_rows([e]))
 
 
+def cmd_backfill(args: argparse.Namespace) -> None:
+    def text(value: dict[str, Any]) -> str:
+        rows = [(value["created"], value["present"], value["skipped"], value.get("firstSlot"), value.get("lastSlot"))]
+        return table(rows, ("CREATED", "PRESENT", "SKIPPED", "FIRST SLOT", "LAST SLOT"))
+
+    _show(args, _client(args).backfill(args.job_id, args.start, args.end, args.overlap), text)
+
+
 def cmd_executions(args: argparse.Namespace) -> None:
     page = _client(args).list_executions(args.job_id, args.limit, args.cursor)
 
@@ -446,6 +454,18 @@ def add_client_commands(sub: Any) -> None:
     )
     executions.add_argument("job_id", metavar="JOBID", help="a job id, or `retry` followed by an execution id")
     executions.add_argument("execution_id", metavar="EXECUTIONID", nargs="?", help="after `retry`: the execution")
+    backfill = actions.add_parser("backfill", help="run every slot of a past range once (kind backfill)")
+    backfill.add_argument("job_id", metavar="JOBID")
+    backfill.add_argument("--from", dest="start", required=True, help="the range's start, ISO 8601 (included)")
+    backfill.add_argument("--to", dest="end", required=True, help="the range's end, ISO 8601, not after now (excluded)")
+    backfill.add_argument(
+        "--overlap", choices=("allow", "forbid"), help="forbid (default): one run at a time; allow: run together"
+    )
+    _connection_flags(backfill)
+    backfill.set_defaults(fn=_run(cmd_backfill))
+
+    executions = sub.add_parser("executions", help="a job's executions, newest scheduled first")
+    executions.add_argument("job_id", metavar="JOBID")
     executions.add_argument("--limit", type=int)
     executions.add_argument("--cursor")
     _connection_flags(executions)

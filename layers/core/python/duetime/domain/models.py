@@ -251,7 +251,7 @@ class AttemptRecord(CamelModel):
 
 
 # scheduled: a slot of the schedule; manual: "run now"; catchup: a missed slot run late by catch-up `all`.
-RunKind = Literal["scheduled", "manual", "catchup"]
+RunKind = Literal["scheduled", "manual", "catchup", "backfill"]
 
 
 class Execution(CamelModel):
@@ -286,6 +286,9 @@ class Execution(CamelModel):
     # The attempt a retry of a failed execution restarted from (POST /executions/{id}/retry): attempt numbers
     # go on from it (the fencing token stays monotonic) while the retry budget counts attempt - retryBase.
     retry_base: int = 0
+    # A backfilled run's overlap policy (POST /jobs/{jobId}/backfill): `forbid` waits for the job's other
+    # running runs, `allow` does not. None on every other run (they follow the job's own policy).
+    overlap: Overlap | None = None
 
     def lease_live(self, now: datetime) -> bool:
         return self.status == ExecutionStatus.RUNNING and self.lease_until is not None and self.lease_until > now

@@ -81,6 +81,8 @@ def claim_execution(
         return Claim(ClaimVerdict.BUSY, job=job, hide_seconds=max(1, lease // 3))
     # The retry budget counts from the row's retryBase (carried on its message, so the claim reads nothing more).
     max_attempts = job.retry.max_attempts + message.retry_base
+    if message.kind == "backfill" and message.overlap == Overlap.FORBID and _backfill_waits(ports, job, message, now):
+        return Claim(ClaimVerdict.BUSY, job=job, hide_seconds=max(1, lease // 3))
     outcome = ports.store.claim(
         message.key, worker_id, now, lease_until or now + timedelta(seconds=lease), max_attempts=max_attempts
     )
@@ -121,7 +123,7 @@ def claim_execution(
 def _past_starting_deadline(job: Job, message: DueMessage, now: datetime) -> bool:
     """A first attempt that would start more than startingDeadlineSeconds after its slot is skipped (a
     retry is not: its due time moved on purpose)."""
-    if job.starting_deadline_seconds is None or message.kind == "manual":
+    if job.starting_deadline_seconds is None or message.kind in ("manual", "backfill"):
         return False
     _, slot = parse_execution_id(message.execution_id)
     due = spread_due(job.job_id, slot, job.jitter_seconds)  # a first attempt is due at its slot's spread
@@ -155,6 +157,22 @@ def _live_others(ports: Ports, job: Job, execution_id: str, now: datetime) -> li
     """The job's other executions running under a live lease (a read of its open rows only)."""
     open_rows = ports.store.open_executions_of_job(job.job_id)
     return [e for e in open_rows if e.execution_id != execution_id and e.lease_live(now)]
+
+
+def _backfill_waits(ports: Ports, job: Job, message: DueMessage, now: datetime) -> bool:
+    """Whether a serial (`forbid`) backfilled run must wait: while another run of the job runs under a live
+    lease, or while an earlier backfilled slot of it still waits. They run oldest first, so two workers
+    receiving two of them at once never start both: the later one sees the earlier waiting or running.
+    One read of the job's open rows, on backfilled runs only."""
+    for other in ports.store.open_executions_of_job(job.job_id):
+        if other.execution_id == message.execution_id:
+            continue
+        if other.lease_live(now):
+            return True
+        earlier_backfill = other.kind == "backfill" and other.overlap == Overlap.FORBID
+        if earlier_backfill and other.status == ExecutionStatus.SCHEDULED and other.execution_id < message.execution_id:
+            return True
+    return False
 
 
 def live_others(ports: Ports, job: Job, execution_id: str, now: datetime) -> list[Execution]:

@@ -90,22 +90,25 @@ class DueMessage:
     kind: str = "scheduled"
     # The row's retryBase (a failed execution retried by hand): the claim's attempt limit counts from it.
     retry_base: int = 0
+    # A backfilled run's overlap policy ("allow" or "forbid"), None for every other run.
+    overlap: str | None = None
 
     def to_body(self) -> str:
-        extra = {"retryBase": self.retry_base} if self.retry_base else {}
-        return json.dumps(
-            {
-                "pk": self.key.pk,
-                "sk": self.key.sk,
-                "executionId": self.execution_id,
-                "jobId": self.job_id,
-                "dueMs": self.due_ms,
-                "jobClass": self.job_class,
-                "kind": self.kind,
-                **extra,
-            },
-            separators=(",", ":"),
-        )
+        body: dict[str, Any] = {
+            "pk": self.key.pk,
+            "sk": self.key.sk,
+            "executionId": self.execution_id,
+            "jobId": self.job_id,
+            "dueMs": self.due_ms,
+            "jobClass": self.job_class,
+            "kind": self.kind,
+        }
+        # Only when set: a normal run's message stays byte for byte what it was.
+        if self.retry_base:
+            body["retryBase"] = self.retry_base
+        if self.overlap is not None:
+            body["overlap"] = self.overlap
+        return json.dumps(body, separators=(",", ":"))
 
     @classmethod
     def from_body(cls, body: str) -> DueMessage:
@@ -118,6 +121,7 @@ class DueMessage:
             job_class=v.get("jobClass", DEFAULT_JOB_CLASS),
             kind=v.get("kind", "scheduled"),
             retry_base=int(v.get("retryBase", 0)),
+            overlap=v.get("overlap"),
         )
 
     @classmethod
@@ -130,6 +134,7 @@ class DueMessage:
             job_class=execution.job_class,
             kind=execution.kind,
             retry_base=execution.retry_base,
+            overlap=None if execution.overlap is None else execution.overlap.value,
         )
 
 
@@ -312,6 +317,11 @@ class ExecutionStore(Protocol):
         """The owner's executions that failed for good and were told, newest first (by when they were told),
         from an index of that owner's dead letters only; raises InvalidInput(field="cursor") for a cursor
         not of this owner."""
+        ...
+
+    def execution_ids_between(self, job_id: str, from_ms: int, to_ms: int) -> set[str]:
+        """The ids of the job's stored executions (any status) whose slot is in [from_ms, to_ms): what a
+        backfill must not create again, bounded by the range, not by the job's history."""
         ...
 
 

@@ -42,6 +42,7 @@ from duetime.domain.models import (
     Job,
     JobSpec,
     JobStatus,
+    Overlap,
     from_ms,
     to_ms,
 )
@@ -141,6 +142,7 @@ def execution_to_doc(execution: Execution, notified_ms: int | None = None) -> st
             "payload": execution.payload,
             "runNumber": execution.run_number,
             "retryBase": execution.retry_base or None,
+            "overlap": None if execution.overlap is None else execution.overlap.value,
         },
         separators=(",", ":"),
     )
@@ -183,6 +185,7 @@ def execution_from_values(v: dict[str, Any]) -> Execution:
         payload=v.get("payload"),
         run_number=v.get("runNumber"),
         retry_base=int(v.get("retryBase") or 0),
+        overlap=None if v.get("overlap") is None else Overlap(v["overlap"]),
     )
 
 
@@ -908,3 +911,12 @@ class SqliteStore:
         if len(rows) > limit and page:
             last = {"deadOwner": owner, "deadKey": page[-1][1], "pk": page[-1][2], "sk": page[-1][3]}
         return Page(items=[execution_from_doc(r[0]) for r in page], cursor=encode_cursor(scope, last))
+
+    def execution_ids_between(self, job_id: str, from_ms: int, to_ms: int) -> set[str]:
+        """The ids of the job's stored executions whose slot is in [from_ms, to_ms), wherever their rows are
+        (ids sort by slot: one range of the by-job index)."""
+        rows = self.db.query(
+            f"SELECT execution_id FROM executions WHERE job_id = ? AND execution_id BETWEEN ? AND ? AND {LIVE}",
+            (job_id, f"{job_id}.{from_ms:013d}", f"{job_id}.{to_ms - 1:013d}.~", self.epoch_seconds()),
+        )
+        return {execution_id for (execution_id,) in rows}

@@ -548,3 +548,24 @@ class DynamoExecutions(DynamoTables):
         last = response.get("LastEvaluatedKey")
         rows = [execution_from_item(i) for i in self._rows(response.get("Items", []))]
         return Page(items=rows, cursor=encode_cursor(scope, _deser(last) if last else None))
+
+    def execution_ids_between(self, job_id: str, from_ms: int, to_ms: int) -> set[str]:
+        """The ids of the job's stored executions whose slot is in [from_ms, to_ms), wherever their rows are
+        (a retried run's row moved to another partition): one keys-only Query of the byJob index (ids sort
+        by slot), paged."""
+        ids: set[str] = set()
+        kwargs: dict[str, Any] = {
+            "TableName": self.executions_table,
+            "IndexName": EXECUTIONS_BY_JOB_INDEX.name,
+            "KeyConditionExpression": "jobId = :j AND executionId BETWEEN :lo AND :hi",
+            "ExpressionAttributeValues": _ser(
+                {":j": job_id, ":lo": f"{job_id}.{from_ms:013d}", ":hi": f"{job_id}.{to_ms - 1:013d}.~"}
+            ),
+        }
+        while True:
+            response = self.client.query(**kwargs)
+            ids.update(item["executionId"]["S"] for item in response.get("Items", []))
+            last = response.get("LastEvaluatedKey")
+            if not last:
+                return ids
+            kwargs["ExclusiveStartKey"] = last

@@ -11,7 +11,7 @@ from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 
 from duetime.definitions import DEFAULT_JOB_CLASS
 from duetime.domain.keys import ExecutionKey
-from duetime.domain.models import AttemptRecord, Execution, ExecutionStatus, Job, JobSpec, from_ms, to_ms
+from duetime.domain.models import AttemptRecord, Execution, ExecutionStatus, Job, JobSpec, Overlap, from_ms, to_ms
 
 _serializer = TypeSerializer()
 _deserializer = TypeDeserializer()
@@ -128,6 +128,7 @@ def execution_to_item(execution: Execution, shards: int, expires_at: int | None 
         "runNumber": execution.run_number,
         "claimToken": execution.claim_token,
         "retryBase": execution.retry_base or None,  # absent on a row never retried by hand
+        "overlap": None if execution.overlap is None else execution.overlap.value,
     }
 
 
@@ -171,4 +172,5 @@ def execution_from_item(item: dict[str, Any]) -> Execution:
         run_number=None if v.get("runNumber") is None else int(v["runNumber"]),
         claim_token=v.get("claimToken"),
         retry_base=int(v.get("retryBase") or 0),
+        overlap=None if v.get("overlap") is None else Overlap(v["overlap"]),
     )

@@ -1,0 +1,122 @@
+"""Backfill: run every slot of a job's schedule in a past range once, recorded as kind `backfill`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from duetime.definitions import MAX_BACKFILL_SLOTS
+from duetime.domain.errors import Conflict, InvalidInput
+from duetime.domain.exclusions import Exclusions
+from duetime.domain.models import Execution, ExecutionStatus, Job, JobStatus, Overlap, Schedule, to_ms
+from duetime.domain.recurrence import Recurrence, recurrence_of
+from duetime.service.calendars import CalendarCache
+from duetime.service.context import Ports
+from duetime.service.dispatch import EXCLUDED, new_execution
+from duetime.service.jobs import get_owned_job
+from duetime.service.ports import DueMessage
+
+# The policies a backfill may ask for: `replace` would cancel live runs of the schedule, never wanted here.
+BACKFILL_OVERLAPS = (Overlap.ALLOW, Overlap.FORBID)
+# Rows created per store call: one SQLite transaction, or that many conditional puts on DynamoDB.
+PUT_BATCH = 100
+
+
+@dataclass(frozen=True)
+class BackfillResult:
+    """What one backfill request did: runs created, slots whose execution existed already (ran, waiting or
+    backfilled before: left as they are), excluded slots recorded as skipped, and the range's first and last
+    slot (None when the range holds none)."""
+
+    created: int
+    present: int
+    skipped: int
+    first_slot: datetime | None
+    last_slot: datetime | None
+    overlap: Overlap
+
+
+def backfill(
+    ports: Ports, owner: str, job_id: str, start: datetime, end: datetime, overlap: Overlap = Overlap.FORBID
+) -> BackfillResult:
+    """Create one execution of kind `backfill` for each slot of the job's schedule in [start, end) and send
+    it to run at once, as docs/schedules.md's "Backfill" says.
+
+    A slot's execution id derives from the job and the slot, and its row is keyed where the slot's live run
+    would be (due at the slot plus the job's spread, already past): a slot whose execution exists, by id
+    anywhere in the job's history or by key (a concurrent request, the live chain), is counted `present` and
+    not touched, so a second identical request creates nothing. Slots outside startAt/endAt are not slots;
+    a slot on an excluded date is recorded skipped (`excluded`) and not run. At most MAX_BACKFILL_SLOTS slots
+    per request (400 naming `to` beyond). `overlap`: `forbid` runs them one at a time, never beside another
+    running run of the job; `allow` lets them run together and beside the live schedule.
+    """
+    job = get_owned_job(ports, owner, job_id)
+    if overlap not in BACKFILL_OVERLAPS:
+        raise InvalidInput("a backfill's overlap is allow or forbid", field="overlap")
+    if job.status != JobStatus.ACTIVE:
+        raise Conflict(f"job is {job.status.value}; only an active job can be backfilled", field="status")
+    recurrence = recurrence_of(job.schedule, job.created_at)
+    if recurrence is None:
+        raise Conflict("a one-off (at) job has no schedule to backfill", field="schedule")
+    now = ports.clock()
+    if start >= end:
+        raise InvalidInput("`to` must be after `from`", field="to")
+    if end > now:
+        raise InvalidInput("`to` must not be in the future: a backfill runs past slots only", field="to")
+    slots = slots_between(recurrence, job.schedule, start, end)
+    if not slots:
+        return BackfillResult(0, 0, 0, None, None, overlap)
+    exclusions = Exclusions(job.exclude, job.schedule.time_zone, CalendarCache(ports).of(job)) if job.exclude else None
+    present_ids = ports.store.execution_ids_between(job.job_id, to_ms(slots[0]), to_ms(slots[-1]) + 1)
+    rows = [_row(job, slot, overlap, exclusions, now) for slot in slots]
+    new_rows = [row for row in rows if row.execution_id not in present_ids]
+    created: list[Execution] = []
+    for first in range(0, len(new_rows), PUT_BATCH):
+        created.extend(ports.store.put_executions(new_rows[first : first + PUT_BATCH]))
+    runs = [e for e in created if e.status == ExecutionStatus.SCHEDULED]
+    if runs:
+        ports.queues.send([DueMessage.for_execution(e, ports.store.key_of(e)) for e in runs], now)
+    return BackfillResult(
+        created=len(runs),
+        present=len(rows) - len(created),
+        skipped=len(created) - len(runs),
+        first_slot=slots[0],
+        last_slot=slots[-1],
+        overlap=overlap,
+    )
+
+
+def slots_between(recurrence: Recurrence, schedule: Schedule, start: datetime, end: datetime) -> list[datetime]:
+    """The schedule's slots in [start, end) within its startAt/endAt bounds, excluded dates included; raises
+    InvalidInput(field="to") past MAX_BACKFILL_SLOTS of them."""
+    if schedule.start_at is not None:
+        start = max(start, schedule.start_at)
+    if schedule.end_at is not None:
+        end = min(end, schedule.end_at + timedelta(microseconds=1))  # endAt itself is a slot of the schedule
+    slots: list[datetime] = []
+    slot = recurrence.next_after(start - timedelta(microseconds=1))
+    while slot < end:
+        if len(slots) == MAX_BACKFILL_SLOTS:
+            raise InvalidInput(
+                f"the range holds more than {MAX_BACKFILL_SLOTS} slots of the schedule; backfill it in parts"
+                f" (the first {MAX_BACKFILL_SLOTS} end before {slot.isoformat()})",
+                field="to",
+            )
+        slots.append(slot)
+        slot = recurrence.next_after(slot)
+    return slots
+
+
+def _row(job: Job, slot: datetime, overlap: Overlap, exclusions: Exclusions | None, now: datetime) -> Execution:
+    """The backfill row of `slot`: a run waiting to be sent, or, on an excluded date, a skip record."""
+    row = new_execution(job, slot, kind="backfill")
+    if exclusions is not None and exclusions.excludes(slot):
+        return row.model_copy(
+            update={
+                "status": ExecutionStatus.SKIPPED,
+                "skip_reason": EXCLUDED,
+                "skipped_count": 1,
+                "finished_at": now,
+            }
+        )
+    return row.model_copy(update={"overlap": overlap})
