@@ -449,11 +449,6 @@ def add_client_commands(sub: Any) -> None:
         _connection_flags(action)
         action.set_defaults(fn=_run(fn))
 
-    executions = sub.add_parser(
-        "executions", help="a job's executions, newest scheduled first; `executions retry ID` retries a failed one"
-    )
-    executions.add_argument("job_id", metavar="JOBID", help="a job id, or `retry` followed by an execution id")
-    executions.add_argument("execution_id", metavar="EXECUTIONID", nargs="?", help="after `retry`: the execution")
     backfill = actions.add_parser("backfill", help="run every slot of a past range once (kind backfill)")
     backfill.add_argument("job_id", metavar="JOBID")
     backfill.add_argument("--from", dest="start", required=True, help="the range's start, ISO 8601 (included)")
@@ -464,8 +459,11 @@ def add_client_commands(sub: Any) -> None:
     _connection_flags(backfill)
     backfill.set_defaults(fn=_run(cmd_backfill))
 
-    executions = sub.add_parser("executions", help="a job's executions, newest scheduled first")
-    executions.add_argument("job_id", metavar="JOBID")
+    executions = sub.add_parser(
+        "executions", help="a job's executions, newest scheduled first; `executions retry ID` retries a failed one"
+    )
+    executions.add_argument("job_id", metavar="JOBID", help="a job id, or `retry` followed by an execution id")
+    executions.add_argument("execution_id", metavar="EXECUTIONID", nargs="?", help="after `retry`: the execution")
     executions.add_argument("--limit", type=int)
     executions.add_argument("--cursor")
     _connection_flags(executions)
