@@ -16,6 +16,17 @@ from duetime.local.system import LocalSystem
 E2E_BACKEND = os.environ.get("DUETIME_E2E_BACKEND", DEFAULT_BACKEND)
 
 
+# What the in-process `duetime local` prints meanwhile: on moto its emulated Lambda functions log and emit
+# metrics as one-line JSON (as on AWS) to the stdout a CLI command run in the same process writes to.
+SYSTEM_LINES = ('{"_aws"', '{"level"')
+
+
+def command_output(capsys: Any) -> tuple[str, str]:
+    """(stdout, stderr) of a `duetime` command run in this process, without the system's lines beside it."""
+    out, err = capsys.readouterr()
+    return "".join(line for line in out.splitlines(keepends=True) if not line.startswith(SYSTEM_LINES)), err
+
+
 def new_local_system(data_dir: str | Path, **options: Any) -> LocalSystem:
     """A `duetime local` on the e2e backend (not started)."""
     return LocalSystem(data_dir, backend=E2E_BACKEND, **options)

@@ -12,20 +12,15 @@ from pathlib import Path
 
 from duetime.cli.main import main
 
-from tests.e2e.helpers import iso_in, wait_for
+from tests.e2e.helpers import command_output, iso_in, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-# What the in-process `duetime local` prints meanwhile (on moto its emulated Lambda functions log and emit
-# metrics as one-line JSON, as on AWS) shares this process's stdout with the command under test.
-SYSTEM_LINES = ('{"_aws"', '{"level"')
-
-
 def run(capsys, *argv: str) -> tuple[int, str, str]:
     code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, "".join(line for line in out.splitlines(keepends=True) if not line.startswith(SYSTEM_LINES)), err
+    out, err = command_output(capsys)
+    return code, out, err
 
 
 def test_the_job_commands_drive_a_job_through_its_life(local_system, capsys):

@@ -9,7 +9,7 @@ from itertools import pairwise
 
 from duetime.cli.main import main
 
-from tests.e2e.helpers import executions, parse, submit, wait_terminal
+from tests.e2e.helpers import command_output, executions, parse, submit, wait_terminal
 
 
 def iso(value: datetime) -> str:
@@ -34,7 +34,7 @@ def test_a_past_day_of_an_hourly_job_runs_once_as_backfill(api, local_system, ca
         ["jobs", "backfill", job["jobId"], "--from", day["from"], "--to", day["to"], "--json",
          "--data-dir", str(local_system.data_dir), "--owner", "alice"]
     )  # fmt: skip
-    again = json.loads(capsys.readouterr().out)
+    again = json.loads(command_output(capsys)[0])
     assert code == 0 and (again["created"], again["present"]) == (0, 24)
     assert len([e for e in executions(api, job["jobId"]) if e["kind"] == "backfill"]) == 24
     # A range reaching into the future is refused naming `to`

@@ -9,7 +9,7 @@ from typing import Any
 
 from duetime.cli.main import main
 
-from tests.e2e.helpers import executions, iso_in, submit, wait_terminal
+from tests.e2e.helpers import command_output, executions, iso_in, submit, wait_terminal
 
 
 def test_an_edited_job_runs_its_new_first_slot_with_its_new_payload_and_keeps_its_id(api):
@@ -32,7 +32,7 @@ def test_an_edited_job_runs_its_new_first_slot_with_its_new_payload_and_keeps_it
 
 def cli(capsys: Any, *argv: str) -> tuple[int, Any]:
     code = main(list(argv))
-    out, err = capsys.readouterr()
+    out, err = command_output(capsys)
     return code, json.loads(out) if code == 0 and out.strip() else err
 
 

@@ -10,12 +10,12 @@ from typing import Any
 
 from duetime.cli.main import main
 
-from tests.e2e.helpers import iso_in, wait_for, wait_terminal
+from tests.e2e.helpers import command_output, iso_in, wait_for, wait_terminal
 
 
 def cli(capsys: Any, *argv: str) -> tuple[int, Any]:
     code = main(list(argv))
-    out, err = capsys.readouterr()
+    out, err = command_output(capsys)
     return code, json.loads(out) if code == 0 and out.strip() else err
 
 
@@ -57,7 +57,7 @@ def test_tags_filters_run_now_payload_notes_and_health_through_the_cli(local_sys
     assert code == 0 and (resumed["status"], resumed["note"]) == ("active", "reopened")
     # The table view shows the health lines too
     assert main(["jobs", "get", search["jobId"], *conn[:-1]]) == 0
-    assert "lastSuccess" in capsys.readouterr().out
+    assert "lastSuccess" in command_output(capsys)[0]
 
 
 def test_a_bounded_job_completes_and_a_failing_one_pauses_itself(api):
