@@ -9,7 +9,7 @@ from duetime.domain.errors import Conflict, Forbidden, InvalidInput
 from duetime.domain.grants import Grants
 from duetime.domain.models import ExecutionStatus, JobSpec, JobStatus, Schedule
 from duetime.service import executions as cases
-from duetime.service.dispatch import preload
+from duetime.service.dispatch import dispatch, preload
 from duetime.service.edit import edit_job
 from duetime.service.jobs import get_job, pause_job, submit_job
 from duetime.service.ports import DueMessage
@@ -143,3 +143,55 @@ def test_a_one_off_that_has_run_cannot_be_rescheduled(ports, clock):
     with pytest.raises(Conflict) as refused:
         edit_job(ports, "alice", job.job_id, current.version, {"schedule": Schedule(at=clock.now + timedelta(hours=1))})
     assert refused.value.field == "status"
+
+
+def test_a_slot_planned_by_a_preloader_that_read_the_job_before_an_edit_never_runs(ports, clock):
+    # Given an hourly job whose 10:00 run waits, and a pre-loader that has read the job as it stands
+    job = submit(ports, schedule={"cron": "0 * * * *"})
+    clock.advance(3600 - clock.now.minute * 60 - clock.now.second - 30)  # 30 s before the hour
+    [old_row] = waiting(ports, job.job_id)
+    read_before = ports.store.get_job(job.job_id)
+    # When the job is edited to half past meanwhile, and that pre-loader then dispatches what it read
+    edit_job(ports, "alice", job.job_id, read_before.version, {"schedule": Schedule(cron="30 * * * *")})
+    dispatch(ports, [old_row], clock.now, known_jobs={job.job_id: read_before})
+    stale = next(e for e in ports.store.open_executions_of_job(job.job_id) if e.scheduled_at.minute == 0)
+    assert stale.scheduled_at == old_row.scheduled_at + timedelta(hours=1)  # the old schedule's next slot
+    # Then neither old slot runs: the sent one's row is gone, the stale follower ends skipped when its
+    # message is claimed and when a later pre-load finds it
+    sent = [r.message for r in drain(ports) if r.message.job_id == job.job_id]
+    assert [cases.claim_execution(ports, m, "w").verdict for m in sent] == [cases.ClaimVerdict.DONE] * len(sent)
+    stale_message = DueMessage.for_execution(stale, ports.store.key_of(stale))
+    claim = cases.claim_execution(ports, stale_message, "w")
+    assert claim.verdict == cases.ClaimVerdict.DONE
+    assert claim.execution.status == ExecutionStatus.SKIPPED and claim.execution.skip_reason == "schedule edited"
+    # And over the next hours only the half-past slots run, one chain
+    ran = []
+    for _ in range(3):
+        clock.advance(3600)
+        preload(ports, "p")
+        for received in drain(ports):
+            if cases.claim_execution(ports, received.message, "w").verdict == cases.ClaimVerdict.CLAIMED:
+                cases.complete(ports, received.message.key, 1, True, result={})
+                ran.append(received.message)
+    assert ran
+    runs = [e for e in ports.store.executions_of_job(job.job_id, limit=20) if e.status == ExecutionStatus.SUCCEEDED]
+    assert runs and {e.scheduled_at.minute for e in runs} == {30}
+    assert len({e.scheduled_at for e in runs}) == len(runs)
+    assert len(waiting(ports, job.job_id)) == 1
+
+
+def test_a_later_preload_ends_a_stale_slot_skipped_without_a_follower(ports, clock):
+    # Given a stale row of the old schedule left by a pre-loader's race with an edit
+    job = submit(ports, schedule={"cron": "0 * * * *"})
+    read_before = ports.store.get_job(job.job_id)
+    [old_row] = waiting(ports, job.job_id)
+    edit_job(ports, "alice", job.job_id, read_before.version, {"schedule": Schedule(cron="30 * * * *")})
+    dispatch(ports, [old_row], clock.now, known_jobs={job.job_id: read_before})
+    stale = next(e for e in ports.store.open_executions_of_job(job.job_id) if e.scheduled_at.minute == 0)
+    # When a pre-load under the edited job dispatches it
+    report = dispatch(ports, [stale], clock.now)
+    # Then it ends skipped and plans nothing after it
+    assert report.skipped == 1 and report.created == 0 and report.sent == 0
+    ended = ports.store.get_execution(ports.store.key_of(stale))
+    assert ended.status == ExecutionStatus.SKIPPED and ended.skip_reason == "schedule edited"
+    assert [e.scheduled_at.minute for e in waiting(ports, job.job_id)] == [30]

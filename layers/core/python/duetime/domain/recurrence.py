@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Protocol
 
 from duetime.domain.cron import CronSchedule
@@ -32,6 +32,18 @@ def recurrence_of(schedule: Schedule, created_at: datetime | None = None) -> Rec
             raise ValueError("an interval schedule needs startAt or the job's creation time")
         return IntervalSchedule(schedule.every, anchor)
     return None
+
+
+# How far a stored slot may sit from the schedule's instant and still be that slot: rows keep milliseconds,
+# and slots are at least a minute apart (MIN_INTERVAL, cron's minute field).
+SLOT_TOLERANCE = timedelta(milliseconds=1)
+# The skip reason of a row planned under the schedule a job had before an edit.
+SCHEDULE_EDITED = "schedule edited"
+
+
+def is_slot(recurrence: Recurrence, instant: datetime) -> bool:
+    """Whether `instant` is one of the schedule's slots (a row planned under an older schedule may not be)."""
+    return abs(recurrence.next_after(instant - timedelta(seconds=1)) - instant) <= SLOT_TOLERANCE
 
 
 def next_included(recurrence: Recurrence, exclusions: Exclusions, after: datetime) -> datetime:

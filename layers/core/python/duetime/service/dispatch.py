@@ -15,7 +15,7 @@ from duetime.domain.catchup import MAX_SCAN, CatchUpPlan, first_slot_only, plan_
 from duetime.domain.exclusions import Exclusions
 from duetime.domain.keys import due_partition, execution_id
 from duetime.domain.models import Execution, ExecutionStatus, Job, JobStatus, RunKind, from_ms, to_ms
-from duetime.domain.recurrence import Recurrence, next_included, recurrence_of
+from duetime.domain.recurrence import SCHEDULE_EDITED, Recurrence, is_slot, next_included, recurrence_of
 from duetime.domain.spread import spread, spread_due
 from duetime.service.calendars import CalendarCache
 from duetime.service.context import Ports
@@ -126,6 +126,13 @@ def dispatch(
         schedule = recurrence_of(job.schedule, job.created_at)
         if schedule is None or execution.kind != "scheduled" or execution.attempt > 0:
             to_send.append(execution)
+            continue
+        if not is_slot(schedule, execution.scheduled_at):
+            # Planned under the schedule the job had before an edit, by a pre-loader that read the job just
+            # before it: the edit's own first slot carries the job on, so this row ends here, with no follower.
+            key = ports.store.key_of(execution)
+            if ports.store.end_waiting(key, ExecutionStatus.SKIPPED, now, SCHEDULE_EDITED) is not None:
+                report.skipped += 1
             continue
         exclusions = Exclusions(job.exclude, job.schedule.time_zone, calendars.of(job)) if job.exclude else None
         next_slot: datetime | None

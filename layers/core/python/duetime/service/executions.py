@@ -15,7 +15,7 @@ from duetime.domain.errors import Conflict, NotFound, StaleAttempt
 from duetime.domain.exclusions import Exclusions
 from duetime.domain.keys import ExecutionKey, parse_execution_id
 from duetime.domain.models import CatchUp, Execution, ExecutionStatus, Job, JobStatus, Overlap, format_time, to_ms
-from duetime.domain.recurrence import recurrence_of
+from duetime.domain.recurrence import SCHEDULE_EDITED, is_slot, recurrence_of
 from duetime.domain.results import ResultRejected, encode_result, truncate_error
 from duetime.domain.retry import compute_backoff, should_retry
 from duetime.domain.spread import spread, spread_due
@@ -67,6 +67,10 @@ def claim_execution(
         ended = ports.store.end_waiting(message.key, ExecutionStatus.SKIPPED, now, "starting deadline")
         if ended is not None:
             complete_if_last(ports, job, ended, now)
+            return Claim(ClaimVerdict.DONE, execution=ended, job=job)
+    if _planned_before_an_edit(job, message):
+        ended = ports.store.end_waiting(message.key, ExecutionStatus.SKIPPED, now, SCHEDULE_EDITED)
+        if ended is not None:
             return Claim(ClaimVerdict.DONE, execution=ended, job=job)
     skip_reason = _skipped_by_catch_up(job, message, now)
     if skip_reason is not None:
@@ -129,6 +133,18 @@ def _past_starting_deadline(job: Job, message: DueMessage, now: datetime) -> boo
     due = spread_due(job.job_id, slot, job.jitter_seconds)  # a first attempt is due at its slot's spread
     first_attempt = message.due_ms == to_ms(due)
     return first_attempt and (now - due).total_seconds() > job.starting_deadline_seconds
+
+
+def _planned_before_an_edit(job: Job, message: DueMessage) -> bool:
+    """Whether this first attempt is of a slot the job's schedule no longer has: a pre-loader that read the
+    job just before an edit planned and sent it. No I/O (the job is read anyway); a retry is never judged so
+    (its due time moved on purpose), nor a run-now, backfill or catch-up run."""
+    schedule = recurrence_of(job.schedule, job.created_at)
+    if message.kind != "scheduled" or schedule is None:
+        return False
+    _, slot = parse_execution_id(message.execution_id)
+    first_attempt = message.due_ms == to_ms(spread_due(job.job_id, slot, job.jitter_seconds))
+    return first_attempt and not is_slot(schedule, slot)
 
 
 def _skipped_by_catch_up(job: Job, message: DueMessage, now: datetime) -> str | None:
