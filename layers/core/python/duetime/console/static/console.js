@@ -1107,7 +1107,7 @@
         shownJob = JSON.stringify(job);
         title.textContent = job.name;
         statusLine.replaceChildren(statusBadge(job.status), " ", scheduleWords(job.schedule),
-          job.note ? h("span", { id: "job-note", class: "note" }, h("strong", {}, "Note: "), job.note) : null);
+          ...(job.note ? [h("span", { id: "job-note", class: "note" }, h("strong", {}, "Note: "), job.note)] : []));
         spec.replaceChildren(specList(job));
         health.replaceChildren(healthList(job));
         payloadBox.textContent = JSON.stringify(job.payload, null, 2);
