@@ -112,6 +112,11 @@ def test_run_now_with_a_payload_shows_errors_at_the_field_and_runs_with_it(
     open_job(browser, local, job)
     css(browser, "#run-payload-open").click()
     assert '"IN"' in css(browser, "#run-payload").get_attribute("value")  # the job's payload to start from
+    from selenium.webdriver.common.keys import Keys
+
+    css(browser, "#run-payload").send_keys(Keys.ESCAPE)  # the keyboard closes the form
+    assert not browser.find_elements("css selector", "#run-payload-form")
+    css(browser, "#run-payload-open").click()
     fill(browser, "#run-payload", "{not json")
     css(browser, "#confirm-run-payload").click()
     assert "not JSON" in field_error(browser, "run-payload")
@@ -241,3 +246,23 @@ def test_the_jobs_list_filters_by_tag_status_and_handler_on_the_server_and_pages
     fill(browser, "#tag-filter", "no-colon")  # the API refuses a tag that is not key:value, naming the field
     field_error(browser, "tag-filter")
     assert fits_a_phone(browser)
+
+
+def test_an_auto_paused_job_shows_why_on_its_page(browser: Any, local: Any, screenshot: Any) -> None:
+    api = Api(local)
+    job = cron_job(
+        api,
+        "pauses-itself",
+        handler="demo.fail",
+        payload={"times": 1, "permanent": True},
+        retry={"maxAttempts": 1},
+        pauseAfterFailures=1,
+    )
+    open_job(browser, local, job)
+    css(browser, "#run-now").click()
+    wait_for(browser, visible_text("#job-status", "paused"), RUN_WAIT_SECONDS)  # polled: no reload
+    wait_for(browser, visible_text("#job-note", "paused after 1 consecutive failed runs"))
+    assert "after 1 failures in a row" in css(browser, "#spec").text
+    wait_for(browser, visible_text("#health", "PermanentFailure"))  # the last failure, with its error
+    assert browser.find_elements("css selector", "#resume")
+    screenshot(browser, "job-auto-paused")

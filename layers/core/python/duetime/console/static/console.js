@@ -961,8 +961,10 @@
       };
     }
     function openPanel(heading, form, first) {
-      panel.replaceChildren(h("section", { class: "panel action", "aria-labelledby": "panel-h" },
-        h("h2", { id: "panel-h" }, heading), form));
+      // Escape closes the form, as its Close button does, and gives the focus back to the actions row.
+      panel.replaceChildren(h("section", { class: "panel action", "aria-labelledby": "panel-h",
+        onkeydown: (event) => { if (event.key === "Escape") { closePanel(); actions.querySelector("button, a")?.focus(); } } },
+      h("h2", { id: "panel-h" }, heading), form));
       (first || form.querySelector("input, textarea, select, button")).focus();
     }
     function cancelButton() {
