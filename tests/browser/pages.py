@@ -124,3 +124,42 @@ def fits_a_phone(browser: Any) -> bool:
         return int(browser.execute_script("return document.documentElement.scrollWidth")) <= PHONE_WIDTH
     finally:
         browser.set_window_size(1280, 900)
+
+
+# WCAG 2 contrast of every visible piece of text against the background it is drawn on: 4.5:1, or 3:1 for
+# large text (24px, or 18.66px bold). Disabled controls are exempt, as WCAG exempts them.
+CONTRAST_SCRIPT = """
+const rgb = (text) => (text.match(/[\\d.]+/g) || []).map(Number);
+const lum = ([r, g, b]) => {
+  const c = [r, g, b].map((v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; });
+  return 0.2126 * c[0] + 0.7152 * c[1] + 0.0722 * c[2];
+};
+const background = (node) => {
+  for (let n = node; n; n = n.parentElement) {
+    const c = rgb(getComputedStyle(n).backgroundColor);
+    if (c.length === 3 || (c.length === 4 && c[3] > 0)) return c.slice(0, 3);
+  }
+  return [255, 255, 255];
+};
+const low = [];
+const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+for (let t = walker.nextNode(); t; t = walker.nextNode()) {
+  const el = t.parentElement;
+  if (!t.textContent.trim() || !el || !el.getClientRects().length) continue;
+  if (el.closest('[disabled], svg, .skip, [hidden]')) continue;
+  const style = getComputedStyle(el);
+  if (style.visibility === 'hidden') continue;
+  const a = lum(rgb(style.color)) + 0.05;
+  const b = lum(background(el)) + 0.05;
+  const ratio = Math.max(a, b) / Math.min(a, b);
+  const size = parseFloat(style.fontSize);
+  const large = size >= 24 || (size >= 18.66 && Number(style.fontWeight) >= 700);
+  if (ratio < (large ? 3 : 4.5)) low.push(`${ratio.toFixed(2)}: ${el.tagName} ${t.textContent.trim().slice(0, 40)}`);
+}
+return low;
+"""
+
+
+def low_contrast_text(browser: Any) -> list[str]:
+    """The visible text on the page below WCAG AA contrast, each as 'ratio: TAG text'."""
+    return list(browser.execute_script(CONTRAST_SCRIPT))

@@ -11,6 +11,7 @@ from tests.browser.pages import (
     css,
     fill,
     fits_a_phone,
+    low_contrast_text,
     unlabelled_controls,
     visible_text,
     wait_for,
@@ -71,6 +72,7 @@ def test_an_edit_saves_what_changed_and_a_change_made_meanwhile_is_a_clear_409(
     assert css(browser, "#f-cron").get_attribute("value") == "0 3 * * *"
     assert css(browser, "#f-tags").get_attribute("value") == "team=ops"
     assert unlabelled_controls(browser) == []
+    assert low_contrast_text(browser) == []
     fill(browser, "#f-jitterSeconds", "99999")  # over the API's limit: refused, at the field
     css(browser, "#save").click()
     field_error(browser, "f-jitterSeconds")
@@ -197,6 +199,7 @@ def test_dead_letters_retry_one_and_redrive_a_selection(browser: Any, local: Any
     )
     assert "flaky-export" in css(browser, f"#dead-letters tr[data-execution-id='{ids[0]}']").text
     assert unlabelled_controls(browser) == []
+    assert low_contrast_text(browser) == []
     screenshot(browser, "dead-letters")
     css(browser, f"#dead-letters button.retry[data-execution-id='{ids[0]}']").click()
     wait_for(browser, visible_text("#notice", f"Retried execution {ids[0]}"))
@@ -265,4 +268,5 @@ def test_an_auto_paused_job_shows_why_on_its_page(browser: Any, local: Any, scre
     assert "after 1 failures in a row" in css(browser, "#spec").text
     wait_for(browser, visible_text("#health", "PermanentFailure"))  # the last failure, with its error
     assert browser.find_elements("css selector", "#resume")
+    assert low_contrast_text(browser) == []  # the job page: badges, note, health, history
     screenshot(browser, "job-auto-paused")
