@@ -242,6 +242,7 @@ def test_the_jobs_list_filters_by_tag_status_and_handler_on_the_server_and_pages
 
     Select(css(browser, "#status-filter")).select_by_value("paused")
     wait_for(browser, lambda d: job_rows(d) == ["batch-paused"])
+    assert "held" in css(browser, "#jobs tbody tr[data-job-id]").text  # a paused job's note, in the list
     Select(css(browser, "#status-filter")).select_by_value("all")
     fill(browser, "#handler-filter", "demo.sleep")
     wait_for(browser, lambda d: job_rows(d) == ["batch-00"])

@@ -336,7 +336,7 @@
       }).catch(() => { result.textContent = "?"; });
       return h("tr", { "data-job-id": job.jobId },
         h("td", {}, h("a", { href: `#/jobs/${job.jobId}` }, job.name)),
-        h("td", {}, statusBadge(job.status)),
+        h("td", {}, statusBadge(job.status), job.note ? h("span", { class: "hint list-note" }, ` ${shorten(job.note, 80)}`) : null),
         h("td", {}, scheduleWords(job.schedule)),
         next,
         result,
@@ -808,10 +808,12 @@
       h("span", {}, h("span", { class: "swatch lateness" }), "start lateness"),
       h("span", {}, h("span", { class: "swatch duration" }), "duration")));
   }
+  function shorten(text, most) {
+    return text.length > most ? `${text.slice(0, most - 1)}…` : text;
+  }
   function resultText(value) {
     if (value === null || value === undefined) return "—";
-    const text = typeof value === "string" ? value : JSON.stringify(value);
-    return text.length > 120 ? `${text.slice(0, 117)}…` : text;
+    return shorten(typeof value === "string" ? value : JSON.stringify(value), 120);
   }
   function executionRows(jobId, e) {
     const note = e.error || (e.skipReason ? `skipped: ${e.skipReason}${e.skippedCount ? ` (${e.skippedCount} runs)` : ""}` : "");
