@@ -19,6 +19,8 @@ from tests.browser.pages import (
 
 RUN_WAIT_SECONDS = 90
 FAILED_RUNS = 3
+HISTORY_PAGE = 20  # the console's page of executions
+HISTORY_SLOTS = HISTORY_PAGE + 5  # a backfill of this many minutely slots fills more than one page
 
 
 def cron_job(api: Api, name: str, **fields: Any) -> dict[str, Any]:
@@ -271,3 +273,31 @@ def test_an_auto_paused_job_shows_why_on_its_page(browser: Any, local: Any, scre
     assert browser.find_elements("css selector", "#resume")
     assert low_contrast_text(browser) == []  # the job page: badges, note, health, history
     screenshot(browser, "job-auto-paused")
+
+
+def test_the_execution_history_pages_older_and_newer(browser: Any, local: Any) -> None:
+    api = Api(local)
+    job = cron_job(api, "minutely-history", schedule={"cron": "* * * * *", "timeZone": "UTC"})
+    end_s = (int(time.time()) // 60 - 1) * 60
+    start_s = end_s - HISTORY_SLOTS * 60
+    iso = "%Y-%m-%dT%H:%M:%SZ"
+    done = api.call(
+        "POST",
+        f"/jobs/{job['jobId']}/backfill",
+        {"from": time.strftime(iso, time.gmtime(start_s)), "to": time.strftime(iso, time.gmtime(end_s))},
+        expect=200,
+    )
+    assert done["created"] == HISTORY_SLOTS, done
+    open_job(browser, local, job)
+    wait_for(browser, lambda d: len(d.find_elements("css selector", "#history tr[data-execution-id]")) == HISTORY_PAGE)
+    newest = css(browser, "#history tr[data-execution-id]").get_attribute("data-execution-id")
+    css(browser, "#history-older").click()
+    wait_for(browser, visible_text("#history-page", "page 2"))
+    older = [
+        r.get_attribute("data-execution-id")
+        for r in browser.find_elements("css selector", "#history tr[data-execution-id]")
+    ]
+    assert older and newest not in older
+    css(browser, "#history-newer").click()
+    wait_for(browser, visible_text("#history-page", "page 1"))
+    assert css(browser, "#history tr[data-execution-id]").get_attribute("data-execution-id") == newest
