@@ -3,107 +3,28 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[2]
-WAIT_SECONDS = 30
+from tests.browser.pages import (
+    PHONE_WIDTH,
+    create_job,
+    css,
+    fill,
+    fits_a_phone,
+    open_new_job_form,
+    set_once_in,
+    signed_in,
+    unlabelled_controls,
+    visible_text,
+    wait_for,
+)
+
 # A one-off due this far ahead: long enough to see it `scheduled` first, short enough to watch it run.
 ONE_OFF_LEAD_SECONDS = 6
 RUN_WAIT_SECONDS = 90
 # An excluded slot is recorded skipped once its minute has passed and the pre-loader has looked.
 SKIP_WAIT_SECONDS = 150
-PHONE_WIDTH = 390
-
-
-def wait_for(driver: Any, condition: Callable[[Any], Any], seconds: float = WAIT_SECONDS) -> Any:
-    """Waits for `condition`; on a timeout, fails with what the page showed (the notice and the main view)."""
-    from selenium.common.exceptions import TimeoutException
-    from selenium.webdriver.support.ui import WebDriverWait
-
-    try:
-        return WebDriverWait(driver, seconds, poll_frequency=0.2).until(condition)
-    except TimeoutException:
-        shown = driver.execute_script("return document.body.innerText")
-        raise AssertionError(f"timed out after {seconds} s at {driver.current_url}; the page shows:\n{shown}") from None
-
-
-def css(driver: Any, selector: str) -> Any:
-    from selenium.webdriver.common.by import By
-
-    return driver.find_element(By.CSS_SELECTOR, selector)
-
-
-def visible_text(selector: str, text: str) -> Callable[[Any], bool]:
-    from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
-
-    def check(driver: Any) -> bool:
-        try:
-            return text in css(driver, selector).text
-        except (NoSuchElementException, StaleElementReferenceException):
-            return False
-
-    return check
-
-
-def signed_in(browser: Any, local: Any) -> None:
-    browser.get(local.console_link)
-    wait_for(browser, visible_text("h1", "Jobs"))
-
-
-def fill(browser: Any, selector: str, value: str) -> None:
-    """Types `value` over the field's text as a user would (select all, delete, type): every key fires `input`."""
-    from selenium.webdriver.common.keys import Keys
-
-    field = css(browser, selector)
-    field.send_keys(Keys.CONTROL, "a")
-    field.send_keys(Keys.DELETE)
-    field.send_keys(value)
-
-
-def set_once_in(browser: Any, seconds: int) -> None:
-    """Pick `Once` and put a time `seconds` from now (the browser's local time) in the datetime-local field."""
-    css(browser, "#kind-at").click()
-    browser.execute_script(
-        """const d = new Date(Date.now() + arguments[0] * 1000); const p = (n) => String(n).padStart(2, '0');
-        const input = document.getElementById('f-at');
-        input.value = `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())}T${p(d.getHours())}:` +
-          `${p(d.getMinutes())}:${p(d.getSeconds())}`;
-        input.dispatchEvent(new Event('input', {bubbles: true}));""",
-        seconds,
-    )
-
-
-def create_job(browser: Any, name: str, handler: str = "demo.echo", payload: str = "{}", **extra: str) -> str:
-    """Submits the New job form (its schedule set by the caller first) and returns the new job's id."""
-    fill(browser, "#f-name", name)
-    fill(browser, "#f-handler", handler)
-    fill(browser, "#f-payload", payload)
-    for field, value in extra.items():
-        fill(browser, f"#f-{field}", value)
-    css(browser, "#create").click()
-    wait_for(browser, visible_text("h1", name))
-    found = re.search(r"#/jobs/(j_[0-9a-f]+)", browser.current_url)
-    assert found, browser.current_url
-    return found.group(1)
-
-
-def unlabelled_controls(browser: Any) -> list[str]:
-    """The form controls and buttons on the page that a screen reader could not name."""
-    return list(
-        browser.execute_script(
-            """return [...document.querySelectorAll('input, select, textarea, button')]
-              .filter((c) => !(c.labels && c.labels.length) && !c.getAttribute('aria-label') && !c.textContent.trim())
-              .map((c) => c.outerHTML);"""
-        )
-    )
-
-
-def open_new_job_form(browser: Any) -> None:
-    browser.get(browser.current_url.split("#")[0] + "#/new")
-    wait_for(browser, visible_text("h1", "New job"))
 
 
 def test_the_console_is_served_with_a_content_security_policy(local: Any) -> None:
@@ -217,7 +138,7 @@ def test_slots_on_excluded_dates_show_as_skipped_with_the_reason(browser: Any, l
     screenshot(browser, "job-skipped")
 
 
-def test_pause_resume_and_run_now_confirm_what_they_did(browser: Any, local: Any, screenshot: Any) -> None:
+def test_pause_with_a_note_resume_and_run_now_confirm_what_they_did(browser: Any, local: Any, screenshot: Any) -> None:
     signed_in(browser, local)
     open_new_job_form(browser)
     fill(browser, "#f-timeZone", "UTC")
@@ -225,36 +146,43 @@ def test_pause_resume_and_run_now_confirm_what_they_did(browser: Any, local: Any
     wait_for(browser, visible_text("#preview", "03:00"))
     create_job(browser, "pausable")
     css(browser, "#pause").click()
+    fill(browser, "#pause-note", "the vendor's API is down until Monday")
+    screenshot(browser, "job-pause-note")
+    css(browser, "#confirm-pause").click()
     wait_for(browser, visible_text("#notice", "Paused"))
     wait_for(browser, visible_text("#job-status", "paused"))
+    wait_for(browser, visible_text("#job-note", "the vendor's API is down until Monday"))  # why, on the job
     wait_for(browser, visible_text("#next-runs", "No runs while the job is paused"))
+    assert not browser.find_elements("css selector", "#run-now")  # only an active job runs now
     css(browser, "#resume").click()
+    css(browser, "#confirm-resume").click()  # no note: the pause's note is cleared
     wait_for(browser, visible_text("#notice", "Resumed"))
     wait_for(browser, visible_text("#job-status", "active"))
+    assert not browser.find_elements("css selector", "#job-note")
     css(browser, "#run-now").click()
     wait_for(browser, visible_text("#notice", "Run now: execution"))
     wait_for(browser, visible_text("#history", "manual"))
     wait_for(browser, visible_text("#history", "succeeded"), RUN_WAIT_SECONDS)
+    wait_for(browser, visible_text("#health", "succeeded"))  # the schedule's health: its last run and success
     screenshot(browser, "job-run-now")
     screenshot(browser, "job-run-now-phone", width=PHONE_WIDTH)
-    browser.set_window_size(PHONE_WIDTH, 800)
-    # Readable on a phone: the page does not scroll sideways (wide tables scroll inside their own box).
-    assert browser.execute_script("return document.documentElement.scrollWidth") <= PHONE_WIDTH
-    browser.set_window_size(1280, 900)
+    assert fits_a_phone(browser)
     css(browser, "#cancel").click()
     css(browser, "#confirm-cancel").click()
     wait_for(browser, visible_text("#notice", "Cancelled"))
     wait_for(browser, visible_text("#job-status", "cancelled"))
     assert not browser.find_elements("css selector", "#run-now")  # no dead buttons on a cancelled job
+    assert not browser.find_elements("css selector", "#edit")
 
 
-def test_a_failed_execution_opens_with_its_error(browser: Any, local: Any, screenshot: Any) -> None:
+def test_a_failed_execution_opens_with_its_error_and_retries(browser: Any, local: Any, screenshot: Any) -> None:
     signed_in(browser, local)
     open_new_job_form(browser)
     set_once_in(browser, ONE_OFF_LEAD_SECONDS)
     wait_for(browser, visible_text("#preview", "once, at"))
+    # Its first attempt fails for good (no retry left); a retry by hand is attempt 2, which succeeds.
     job_id = create_job(
-        browser, "always-fails", handler="demo.fail", payload='{"times": 5, "permanent": true}', maxAttempts="1"
+        browser, "always-fails", handler="demo.fail", payload='{"times": 1, "permanent": true}', maxAttempts="1"
     )
     wait_for(browser, visible_text("#history", "failed"), RUN_WAIT_SECONDS)
     css(browser, "#failed-link").click()
@@ -265,6 +193,11 @@ def test_a_failed_execution_opens_with_its_error(browser: Any, local: Any, scree
     assert css(browser, "#execution-error").text
     assert job_id in browser.current_url
     screenshot(browser, "execution-failed")
+    css(browser, "#retry-execution").click()
+    wait_for(browser, visible_text("#notice", "Retried execution"))
+    wait_for(browser, visible_text("h1", "always-fails"))
+    wait_for(browser, visible_text("#history", "succeeded"), RUN_WAIT_SECONDS)
+    assert "succeededOnAttempt" in css(browser, "#history").text
 
 
 def test_the_jobs_list_filters_and_shows_last_results(browser: Any, local: Any, screenshot: Any) -> None:

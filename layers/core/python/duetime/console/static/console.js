@@ -4,11 +4,12 @@
 (() => {
   const TOKEN_KEY = "duetime.token";
   const POLL_MS = 2000;
-  const LIST_PAGE = 20; // jobs shown per page of the list (filtered client-side)
+  const LIST_PAGE = 20; // jobs shown per page of the list
   const FETCH_PAGE = 100; // the API's largest page
   const MAX_FETCH_PAGES = 20; // a bound on client-side filtering: 2000 jobs or executions
   const HISTORY_PAGE = 20;
   const PREVIEW_COUNT = 5;
+  const NOTE_MAX_CHARS = 500; // JobChange.note's limit (API.md)
   const apiBase = (document.querySelector('meta[name="duetime-api"]')?.content || "").replace(/\/$/, "");
   const view = document.getElementById("view");
   const notice = document.getElementById("notice");
@@ -161,9 +162,10 @@
     // Every page of a listing (up to MAX_FETCH_PAGES), for filtering on this side.
     const items = [];
     let cursor = null;
+    const joiner = path.includes("?") ? "&" : "?";
     for (let page = 0; page < MAX_FETCH_PAGES; page += 1) {
       const query = `limit=${FETCH_PAGE}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`;
-      const data = await api("GET", `${path}?${query}`);
+      const data = await api("GET", `${path}${joiner}${query}`);
       items.push(...data[key]);
       cursor = data.nextCursor;
       if (!cursor) return { items, complete: true };
@@ -286,76 +288,158 @@
     if (Array.isArray(tags)) return tags.map(String);
     return Object.entries(tags).map(([k, v]) => `${k}=${v}`);
   }
+  function parseTagFilter(text) {
+    // "team:ops, env:prod" -> every tag must match (the API's repeatable tag=key:value).
+    return text.split(",").map((x) => x.trim()).filter(Boolean);
+  }
   async function jobsPage(serial, params) {
-    show(h("h1", {}, "Jobs"), h("p", {}, "Loading…"));
-    const { items: jobs, complete } = await allPages("/jobs", "jobs");
-    if (serial !== routeSerial) return;
-    let page = Number(params.get("page") || "1");
     const search = h("input", { id: "search", type: "search", value: params.get("q") || "",
-      placeholder: "name, handler, id or tag" });
+      placeholder: "name or job id", "aria-describedby": "search-hint" });
     const statusSelect = h("select", { id: "status-filter" },
-      ["all", "active", "paused", "cancelled"].map((v) => h("option", { value: v }, v)));
+      ["all", "active", "paused", "completed", "cancelled"].map((v) => h("option", { value: v }, v)));
     statusSelect.value = params.get("status") || "all";
+    const handlerInput = h("input", { id: "handler-filter", type: "text", value: params.get("handler") || "",
+      list: "handlers", spellcheck: "false", "aria-describedby": "handler-filter-error" });
+    const tagInput = h("input", { id: "tag-filter", type: "text", value: params.getAll("tag").join(", "),
+      placeholder: "team:ops, env:prod", spellcheck: "false", "aria-describedby": "tag-filter-hint tag-filter-error" });
+    const filterErrors = { handler: h("p", { class: "error-text", id: "handler-filter-error" }),
+      tag: h("p", { class: "error-text", id: "tag-filter-error" }) };
     const body = h("tbody");
     const summary = h("p", { class: "hint", id: "jobs-summary", "aria-live": "polite" });
     const pager = h("div", { class: "pager" });
+    let cursors = [null]; // the server's cursor of each page seen (no search): Previous goes back one
+    let pageIndex = 0;
+    let searched = null; // {key, items, complete}: every page of the filtered listing, searched here
+    let loadSerial = 0;
 
-    function filtered() {
+    function listingQuery() {
+      const query = new URLSearchParams();
+      if (statusSelect.value !== "all") query.set("status", statusSelect.value);
+      if (handlerInput.value.trim()) query.set("handler", handlerInput.value.trim());
+      for (const tag of parseTagFilter(tagInput.value)) query.append("tag", tag);
+      return query;
+    }
+    function remember() {
+      // The filters live in the address (a link or a reload keeps them) without a route change.
+      const query = listingQuery();
+      if (search.value.trim()) query.set("q", search.value.trim());
+      const text = query.toString();
+      history.replaceState(null, "", `${location.pathname}#/jobs${text ? `?${text}` : ""}`);
+    }
+    function row(job) {
+      const result = h("td", { "data-col": "last" }, "…");
+      const next = h("td", { "data-col": "next" }, job.status === "active" ? utc(job.nextRunAt) : "—");
+      recentRuns(job.jobId).then(({ next: due, last: e }) => {
+        result.replaceChildren(e ? statusBadge(e.status) : "—");
+        if (e && (e.finishedAt || e.startedAt)) result.append(" ", h("span", { class: "hint" }, utc(e.finishedAt || e.startedAt)));
+        if (job.status === "active" && !job.nextRunAt) next.textContent = utc(due);
+      }).catch(() => { result.textContent = "?"; });
+      return h("tr", { "data-job-id": job.jobId },
+        h("td", {}, h("a", { href: `#/jobs/${job.jobId}` }, job.name)),
+        h("td", {}, statusBadge(job.status), job.note ? h("span", { class: "hint list-note" }, ` ${shorten(job.note, 80)}`) : null),
+        h("td", {}, scheduleWords(job.schedule)),
+        next,
+        result,
+        h("td", { class: "hide-narrow" }, job.handler),
+        h("td", { class: "hide-narrow" }, tagsOf(job).map((t) => h("span", { class: "tag" }, t))));
+    }
+    async function load() {
+      const mine = ++loadSerial;
+      for (const [key, node] of Object.entries(filterErrors)) {
+        node.textContent = "";
+        (key === "tag" ? tagInput : handlerInput).removeAttribute("aria-invalid");
+      }
+      const query = listingQuery();
       const q = search.value.trim().toLowerCase();
-      return jobs.filter((job) => {
-        if (statusSelect.value !== "all" && job.status !== statusSelect.value) return false;
-        if (!q) return true;
-        const hay = [job.name, job.handler, job.jobId, ...tagsOf(job)].join(" ").toLowerCase();
-        return hay.includes(q);
-      });
-    }
-    function render() {
-      const rows = filtered();
-      const pages = Math.max(1, Math.ceil(rows.length / LIST_PAGE));
-      page = Math.min(Math.max(1, page), pages);
-      const shown = rows.slice((page - 1) * LIST_PAGE, page * LIST_PAGE);
-      summary.textContent = `${rows.length} of ${jobs.length} jobs${complete ? "" : " (first pages only)"}` +
-        ` · page ${page} of ${pages}`;
-      body.replaceChildren(...shown.map((job) => {
-        const result = h("td", { "data-col": "last" }, "…");
-        const next = h("td", { "data-col": "next" }, job.status === "active" ? utc(job.nextRunAt) : "—");
-        recentRuns(job.jobId).then(({ next: due, last: e }) => {
-          result.replaceChildren(e ? statusBadge(e.status) : "—");
-          if (e && (e.finishedAt || e.startedAt)) result.append(" ", h("span", { class: "hint" }, utc(e.finishedAt || e.startedAt)));
-          if (job.status === "active" && !job.nextRunAt) next.textContent = utc(due);
-        }).catch(() => { result.textContent = "?"; });
-        return h("tr", { "data-job-id": job.jobId },
-          h("td", {}, h("a", { href: `#/jobs/${job.jobId}` }, job.name)),
-          h("td", {}, statusBadge(job.status)),
-          h("td", {}, scheduleWords(job.schedule)),
-          next,
-          result,
-          h("td", { class: "hide-narrow" }, tagsOf(job).map((t) => h("span", { class: "tag" }, t))));
-      }));
-      if (!shown.length) body.append(h("tr", {}, h("td", { colspan: "6" }, jobs.length ? "No job matches." : "No jobs yet.")));
+      let shown;
+      let hasNext;
+      let total = "";
+      try {
+        if (q) {
+          // The API has no name search: every page of the server-filtered listing, searched in the browser.
+          const key = query.toString();
+          if (!searched || searched.key !== key) {
+            const { items, complete } = await allPages(`/jobs?${key}`, "jobs");
+            if (mine !== loadSerial) return;
+            searched = { key, items, complete };
+          }
+          const matches = searched.items.filter((job) => `${job.name} ${job.jobId}`.toLowerCase().includes(q));
+          shown = matches.slice(pageIndex * LIST_PAGE, (pageIndex + 1) * LIST_PAGE);
+          hasNext = (pageIndex + 1) * LIST_PAGE < matches.length;
+          total = `${matches.length} of ${searched.items.length} jobs match “${search.value.trim()}”` +
+            `${searched.complete ? "" : " (first pages only)"} · `;
+        } else {
+          searched = null;
+          const cursor = cursors[pageIndex];
+          query.set("limit", String(LIST_PAGE));
+          if (cursor) query.set("cursor", cursor);
+          const data = await api("GET", `/jobs?${query}`);
+          if (mine !== loadSerial) return; // a newer filter or page asked meanwhile: its cursors count
+          shown = data.jobs;
+          cursors[pageIndex + 1] = data.nextCursor;
+          hasNext = Boolean(data.nextCursor);
+        }
+      } catch (err) {
+        if (mine !== loadSerial || err.status === 401) return;
+        const key = (err.field || "").startsWith("tag") ? "tag" : err.field === "handler" ? "handler" : null;
+        if (key) {
+          (key === "tag" ? tagInput : handlerInput).setAttribute("aria-invalid", "true");
+          filterErrors[key].textContent = err.message;
+        } else summary.textContent = `Could not list the jobs: ${errorText(err)}`;
+        table.removeAttribute("aria-busy");
+        body.replaceChildren();
+        return;
+      }
+      if (mine !== loadSerial || serial !== routeSerial) return;
+      table.removeAttribute("aria-busy");
+      summary.textContent = `${total}page ${pageIndex + 1}${hasNext ? "" : " (last)"}`;
+      body.replaceChildren(...shown.map(row));
+      const filtering = q || statusSelect.value !== "all" || handlerInput.value.trim() || tagInput.value.trim();
+      if (!shown.length) body.append(h("tr", {}, h("td", { colspan: "7" }, filtering || pageIndex ? "No job matches." : "No jobs yet.")));
       pager.replaceChildren(
-        h("button", { type: "button", class: "secondary", disabled: page <= 1, onclick: () => { page -= 1; render(); } }, "Previous"),
-        h("button", { type: "button", class: "secondary", disabled: page >= pages, onclick: () => { page += 1; render(); } }, "Next"));
+        h("button", { type: "button", class: "secondary", id: "jobs-previous", disabled: pageIndex === 0,
+          onclick: () => { pageIndex -= 1; load(); } }, "Previous"),
+        h("button", { type: "button", class: "secondary", id: "jobs-next", disabled: !hasNext,
+          onclick: () => { pageIndex += 1; load(); } }, "Next"));
     }
-    search.addEventListener("input", () => { page = 1; render(); });
-    statusSelect.addEventListener("change", () => { page = 1; render(); });
+    const table = h("table", { id: "jobs" },
+      h("caption", { class: "hint" }, "Your jobs, newest first"),
+      h("thead", {}, h("tr", {}, ["Name", "Status", "Schedule", "Next run", "Last result"].map((c) => h("th", { scope: "col" }, c)),
+        h("th", { scope: "col", class: "hide-narrow" }, "Handler"), h("th", { scope: "col", class: "hide-narrow" }, "Tags"))),
+      body);
+    let typing = null;
+    function changed() {
+      // Until the new filter's page is in, the old rows are marked busy and the pager is off (its cursors are gone).
+      pageIndex = 0;
+      cursors = [null];
+      table.setAttribute("aria-busy", "true");
+      for (const button of pager.querySelectorAll("button")) button.disabled = true;
+      remember();
+      clearTimeout(typing);
+      typing = setTimeout(load, 300);
+    }
+    for (const input of [search, handlerInput, tagInput]) input.addEventListener("input", changed);
+    statusSelect.addEventListener("change", changed);
     show(
       h("h1", {}, "Jobs"),
       h("div", { class: "actions" }, h("a", { class: "button", href: "#/new" }, "New job")),
-      h("div", { class: "filters", role: "search" },
-        h("div", {}, h("label", { for: "search" }, "Search"), search),
-        h("div", {}, h("label", { for: "status-filter" }, "Status"), statusSelect)),
+      h("form", { class: "filters", role: "search", "aria-label": "Filter jobs",
+        onsubmit: (event) => { event.preventDefault(); clearTimeout(typing); load(); } },
+      h("div", {}, h("label", { for: "search" }, "Search"), search,
+        h("p", { class: "hint", id: "search-hint" }, "in the filtered jobs")),
+      h("div", {}, h("label", { for: "status-filter" }, "Status"), statusSelect),
+      h("div", {}, h("label", { for: "handler-filter" }, "Handler"), handlerInput, filterErrors.handler),
+      h("div", {}, h("label", { for: "tag-filter" }, "Tags"), tagInput,
+        h("p", { class: "hint", id: "tag-filter-hint" }, "key:value, comma-separated; all must match"), filterErrors.tag),
+      h("datalist", { id: "handlers" }, ["demo.echo", "demo.sleep", "demo.fail"].map((v) => h("option", { value: v }))),
+      h("button", { type: "submit", class: "secondary" }, "Apply")),
       summary,
-      h("div", { class: "table-wrap" }, h("table", { id: "jobs" },
-        h("caption", { class: "hint" }, "Your jobs, newest first"),
-        h("thead", {}, h("tr", {}, ["Name", "Status", "Schedule", "Next run", "Last result"].map((c) => h("th", { scope: "col" }, c)),
-          h("th", { scope: "col", class: "hide-narrow" }, "Tags"))),
-        body)),
+      h("div", { class: "table-wrap" }, table),
       pager);
-    render();
+    await load();
   }
 
-  // ---------- create ----------
+  // ---------- create and edit ----------
   function field(id, labelText, input, hint) {
     input.id = id;
     const error = h("p", { class: "error-text", id: `${id}-error` });
@@ -369,33 +453,97 @@
       return h("li", { "data-run": iso }, `${z.local} `, h("strong", {}, z.offset), h("span", { class: "hint" }, ` · ${utc(iso)}`));
     }));
   }
+  function localInput(iso) {
+    // An instant as a datetime-local value in the browser's zone (the zone the field is read in).
+    if (!iso) return "";
+    const d = new Date(iso);
+    return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
+  }
+  function instantOf(input, original) {
+    // datetime-local has no zone: read in the browser's zone, sent as UTC; untouched, the stored instant stays exact.
+    if (!input.value) return null;
+    if (original && input.value === localInput(original)) return original;
+    return new Date(input.value).toISOString();
+  }
+  function tagsText(tags) {
+    return Object.entries(tags || {}).map(([k, v]) => `${k}=${v}`).join(", ");
+  }
+  function parseTags(text) {
+    const tags = {};
+    for (const item of text.split(",").map((x) => x.trim()).filter(Boolean)) {
+      const at = item.indexOf("=");
+      if (at < 1) throw new Error(`“${item}” is not key=value`);
+      tags[item.slice(0, at).trim()] = item.slice(at + 1).trim();
+    }
+    return tags;
+  }
+  function canonical(value) {
+    // JSON with every object's keys sorted: two values compare equal whatever order their fields came in.
+    if (Array.isArray(value)) return `[${value.map(canonical).join(",")}]`;
+    if (value && typeof value === "object") {
+      return `{${Object.keys(value).sort().map((k) => `${JSON.stringify(k)}:${canonical(value[k])}`).join(",")}}`;
+    }
+    return JSON.stringify(value ?? null);
+  }
+  function withoutNulls(value) {
+    return Object.fromEntries(Object.entries(value || {}).filter(([, v]) => v !== null && v !== undefined));
+  }
   function createPage() {
-    const kind = { value: "cron" };
+    jobForm(null);
+  }
+  async function editPage(serial, jobId) {
+    show(h("p", {}, "Loading…"));
+    const job = await api("GET", `/jobs/${jobId}`);
+    if (serial !== routeSerial) return;
+    jobForm(job);
+  }
+  function jobForm(job) {
+    // The New job form, or with `job` its edit: the same fields filled in, saved under the version read.
+    const editing = Boolean(job);
+    const sched = editing ? job.schedule : {};
+    const kind = { value: sched.at ? "at" : sched.every ? "every" : "cron" };
     const inputs = {
-      name: h("input", { type: "text", required: true, maxlength: "128" }),
-      handler: h("input", { type: "text", required: true, value: "demo.echo", list: "handlers" }),
-      cron: h("input", { type: "text", value: "0 9 * * 1-5", spellcheck: "false" }),
-      every: h("input", { type: "text", value: "15m", spellcheck: "false" }),
-      at: h("input", { type: "datetime-local", step: "1" }),
-      timeZone: h("input", { type: "text", value: Intl.DateTimeFormat().resolvedOptions().timeZone || "UTC", list: "zones" }),
-      exclude: h("input", { type: "text", spellcheck: "false", placeholder: "2026-12-24/2026-12-26, 2027-01-01" }),
-      payload: h("textarea", { rows: "3", spellcheck: "false" }, "{}"),
-      maxAttempts: h("input", { type: "number", min: "1", max: "100", value: "3" }),
-      baseDelaySeconds: h("input", { type: "number", min: "0", value: "30" }),
-      timeoutSeconds: h("input", { type: "number", min: "1", value: "600" }),
+      name: h("input", { type: "text", required: true, maxlength: "128", value: editing ? job.name : "" }),
+      handler: h("input", { type: "text", required: true, value: editing ? job.handler : "demo.echo", list: "handlers" }),
+      cron: h("input", { type: "text", value: sched.cron || "0 9 * * 1-5", spellcheck: "false" }),
+      every: h("input", { type: "text", value: sched.every || "15m", spellcheck: "false" }),
+      at: h("input", { type: "datetime-local", step: "1", value: localInput(sched.at) }),
+      timeZone: h("input", { type: "text", list: "zones",
+        value: editing ? sched.timeZone || "UTC" : Intl.DateTimeFormat().resolvedOptions().timeZone || "UTC" }),
+      startAt: h("input", { type: "datetime-local", step: "1", value: localInput(sched.startAt) }),
+      endAt: h("input", { type: "datetime-local", step: "1", value: localInput(sched.endAt) }),
+      maxRuns: h("input", { type: "number", min: "1", value: sched.maxRuns ?? "" }),
+      exclude: h("input", { type: "text", spellcheck: "false", placeholder: "2026-12-24/2026-12-26, 2027-01-01",
+        value: editing ? (job.exclude || []).join(", ") : "" }),
+      payload: h("textarea", { rows: editing ? "5" : "3", spellcheck: "false" }, editing ? JSON.stringify(job.payload || {}, null, 2) : "{}"),
+      maxAttempts: h("input", { type: "number", min: "1", max: "100", value: editing ? job.retry.maxAttempts : "3" }),
+      baseDelaySeconds: h("input", { type: "number", min: "0", value: editing ? job.retry.baseDelaySeconds : "30" }),
+      maxDelaySeconds: h("input", { type: "number", min: "0", value: editing ? job.retry.maxDelaySeconds : "900" }),
+      timeoutSeconds: h("input", { type: "number", min: "1", value: editing ? job.timeoutSeconds : "600" }),
       overlap: h("select", {}, ["forbid", "allow", "replace"].map((v) => h("option", { value: v }, v))),
       catchUp: h("select", {}, ["latest", "all", "none"].map((v) => h("option", { value: v }, v))),
+      jitterSeconds: h("input", { type: "number", min: "0", max: "3600", value: editing ? job.jitterSeconds ?? 0 : "0" }),
+      pauseAfterFailures: h("input", { type: "number", min: "1", max: "100", value: editing ? job.pauseAfterFailures ?? "" : "" }),
+      tags: h("input", { type: "text", spellcheck: "false", placeholder: "team=billing, env=prod", value: editing ? tagsText(job.tags) : "" }),
     };
+    if (editing) {
+      inputs.overlap.value = job.overlap;
+      inputs.catchUp.value = job.catchUp;
+    }
     // Which input shows an error the API names by field (a job's fields, or the preview's top-level ones).
     const byField = {
       name: "name", handler: "handler", payload: "payload", "schedule.cron": "cron", cron: "cron",
       "schedule.every": "every", every: "every", "schedule.at": "at", at: "at", "schedule.timeZone": "timeZone",
-      timeZone: "timeZone", exclude: "exclude", "retry.maxAttempts": "maxAttempts", "retry.baseDelaySeconds": "baseDelaySeconds", timeoutSeconds: "timeoutSeconds",
-      overlap: "overlap", catchUp: "catchUp", schedule: "cron",
+      timeZone: "timeZone", "schedule.startAt": "startAt", startAt: "startAt", "schedule.endAt": "endAt", endAt: "endAt",
+      "schedule.maxRuns": "maxRuns", maxRuns: "maxRuns", exclude: "exclude", "retry.maxAttempts": "maxAttempts",
+      "retry.baseDelaySeconds": "baseDelaySeconds", "retry.maxDelaySeconds": "maxDelaySeconds", retry: "maxAttempts",
+      timeoutSeconds: "timeoutSeconds", overlap: "overlap", catchUp: "catchUp", schedule: "cron",
+      jitterSeconds: "jitterSeconds", pauseAfterFailures: "pauseAfterFailures", tags: "tags",
     };
     const idempotencyKey = crypto.randomUUID();
     const preview = h("div", { id: "preview", "aria-live": "polite" });
     const formError = h("p", { class: "error-text", role: "alert", id: "form-error" });
+    const conflict = h("div", { id: "edit-conflict", role: "alert", class: "confirm", hidden: true });
 
     // The form's own error lines (not the document's): a preview answered after the user moved on finds none.
     const errorOf = (key) => form.querySelector(`#f-${key}-error`) || document.createElement("p");
@@ -411,43 +559,46 @@
       if (key) {
         inputs[key].setAttribute("aria-invalid", "true");
         errorOf(key).textContent = err.message;
+        if (!formError.textContent) formError.textContent = `Not saved: ${err.message}`;
       } else formError.textContent = errorText(err);
-    }
-    function atIso() {
-      // datetime-local has no zone: the value is read in the browser's zone, sent as UTC.
-      return inputs.at.value ? new Date(inputs.at.value).toISOString() : "";
     }
     function excluded() {
       return inputs.exclude.value.split(",").map((x) => x.trim()).filter(Boolean);
     }
     function schedule() {
       const zone = inputs.timeZone.value.trim() || "UTC";
-      if (kind.value === "cron") return { cron: inputs.cron.value.trim(), timeZone: zone };
-      if (kind.value === "every") return { every: inputs.every.value.trim(), timeZone: zone };
-      return { at: atIso(), timeZone: zone };
+      if (kind.value === "at") return { at: instantOf(inputs.at, sched.at) || "", timeZone: zone };
+      const repeating = kind.value === "cron" ? { cron: inputs.cron.value.trim() } : { every: inputs.every.value.trim() };
+      const bounds = {
+        startAt: instantOf(inputs.startAt, sched.startAt),
+        endAt: instantOf(inputs.endAt, sched.endAt),
+        maxRuns: inputs.maxRuns.value ? Number(inputs.maxRuns.value) : null,
+      };
+      return { ...repeating, timeZone: zone, ...withoutNulls(bounds) };
     }
     let previewSerial = 0;
     let previewTimer = null;
     async function refreshPreview() {
       if (!form.isConnected) return; // the form was left before its debounce ran out
       const mine = ++previewSerial;
-      const sched = schedule();
-      for (const key of ["cron", "every", "at", "timeZone", "exclude"]) {
+      const wanted = schedule();
+      for (const key of ["cron", "every", "at", "timeZone", "exclude", "startAt", "endAt", "maxRuns"]) {
         inputs[key].removeAttribute("aria-invalid");
         errorOf(key).textContent = "";
       }
-      if ((kind.value === "at" && !sched.at) || (kind.value !== "at" && !sched[kind.value])) {
+      if ((kind.value === "at" && !wanted.at) || (kind.value !== "at" && !wanted[kind.value])) {
         preview.replaceChildren(h("p", { class: "hint" }, "Fill in the schedule to see its next runs."));
         return;
       }
       try {
-        const data = await api("POST", "/schedules/preview", { ...sched, exclude: excluded(), count: PREVIEW_COUNT });
+        const data = await api("POST", "/schedules/preview", { ...wanted, exclude: excluded(), count: PREVIEW_COUNT });
         if (mine !== previewSerial) return;
-        preview.replaceChildren(h("p", {}, `${scheduleWords(sched)} — next runs in ${sched.timeZone}:`),
-          previewList(data.runs, sched.timeZone));
+        preview.replaceChildren(h("p", {}, `${scheduleWords(wanted)} — next runs in ${wanted.timeZone}:`),
+          data.runs.length ? previewList(data.runs, wanted.timeZone) : h("p", { class: "hint" }, "No further runs."));
       } catch (err) {
         if (mine !== previewSerial || err.status === 401) return;
         showError(err);
+        formError.textContent = "";
         preview.replaceChildren(h("p", { class: "error-text" }, `No preview: ${errorText(err)}`));
       }
     }
@@ -455,6 +606,10 @@
       clearTimeout(previewTimer);
       previewTimer = setTimeout(refreshPreview, 250);
     }
+    const boundsBox = h("div", { class: "grid" },
+      field("f-startAt", "Not before (optional)", inputs.startAt),
+      field("f-endAt", "Not after (optional)", inputs.endAt),
+      field("f-maxRuns", "At most this many runs (optional)", inputs.maxRuns));
     const kindFields = {
       cron: field("f-cron", "Cron expression", inputs.cron, "minute hour day-of-month month day-of-week, in the time zone below"),
       every: field("f-every", "Every", inputs.every, "an interval such as 30s, 15m, 2h"),
@@ -462,12 +617,15 @@
     };
     function showKind() {
       for (const [name, node] of Object.entries(kindFields)) node.hidden = name !== kind.value;
+      boundsBox.hidden = kind.value === "at";
       schedulePreview();
     }
     const radios = h("div", { class: "radios" }, [["cron", "Cron"], ["every", "Interval"], ["at", "Once"]].map(([value, text]) =>
-      h("label", {}, h("input", { type: "radio", name: "kind", value, id: `kind-${value}`, checked: value === "cron",
+      h("label", {}, h("input", { type: "radio", name: "kind", value, id: `kind-${value}`, checked: value === kind.value,
         onchange: () => { kind.value = value; showKind(); } }), text)));
-    for (const key of ["cron", "every", "at", "timeZone", "exclude"]) inputs[key].addEventListener("input", schedulePreview);
+    for (const key of ["cron", "every", "at", "timeZone", "exclude", "startAt", "endAt", "maxRuns"]) {
+      inputs[key].addEventListener("input", schedulePreview);
+    }
     inputs.payload.addEventListener("input", () => {
       try {
         JSON.parse(inputs.payload.value || "{}");
@@ -478,16 +636,21 @@
         errorOf("payload").textContent = `not JSON: ${err.message}`;
       }
     });
-    const submit = h("button", { type: "submit", id: "create" }, "Create job");
-    const form = h("form", { id: "create-form", novalidate: true, onsubmit: async (event) => {
-      event.preventDefault();
-      clearErrors();
+    function specOfForm() {
+      // The job the form describes, or null (with the field's error shown) where it cannot be read.
       let payload;
+      let tags;
       try {
         payload = JSON.parse(inputs.payload.value || "{}");
       } catch (err) {
         showError({ field: "payload", message: `not JSON: ${err.message}` });
-        return;
+        return null;
+      }
+      try {
+        tags = parseTags(inputs.tags.value);
+      } catch (err) {
+        showError({ field: "tags", message: err.message });
+        return null;
       }
       const spec = {
         name: inputs.name.value.trim(),
@@ -495,41 +658,107 @@
         payload,
         schedule: schedule(),
         exclude: excluded(),
-        retry: { maxAttempts: Number(inputs.maxAttempts.value), baseDelaySeconds: Number(inputs.baseDelaySeconds.value) },
+        retry: { maxAttempts: Number(inputs.maxAttempts.value), baseDelaySeconds: Number(inputs.baseDelaySeconds.value),
+          maxDelaySeconds: Number(inputs.maxDelaySeconds.value) },
         timeoutSeconds: Number(inputs.timeoutSeconds.value),
         overlap: inputs.overlap.value,
         catchUp: inputs.catchUp.value,
+        jitterSeconds: Number(inputs.jitterSeconds.value || 0),
+        pauseAfterFailures: inputs.pauseAfterFailures.value ? Number(inputs.pauseAfterFailures.value) : null,
+        tags,
       };
+      if (!editing && spec.pauseAfterFailures === null) delete spec.pauseAfterFailures;
+      return spec;
+    }
+    function changesOf(spec) {
+      // Only the fields the user changed: an edit replaces each field it names, whole.
+      const current = {
+        ...job, schedule: withoutNulls(job.schedule), exclude: job.exclude || [], tags: job.tags || {},
+        pauseAfterFailures: job.pauseAfterFailures ?? null, jitterSeconds: job.jitterSeconds ?? 0,
+      };
+      if (!current.schedule.timeZone) current.schedule.timeZone = "UTC";
+      return Object.fromEntries(Object.entries(spec).filter(([key, value]) => canonical(value) !== canonical(current[key])));
+    }
+    function showConflict(err) {
+      conflict.replaceChildren(
+        h("p", {}, h("strong", {}, "Not saved: this job changed since you opened it. "),
+          "Someone (or something: an auto-pause, another tab) saved it meanwhile. ",
+          "Reload it to see what it is now, then make your change again."),
+        h("p", { class: "hint" }, err.message),
+        h("button", { type: "button", id: "reload-edit", onclick: async () => {
+          say("");
+          jobForm(await api("GET", `/jobs/${job.jobId}`));
+        } }, "Reload the job"));
+      conflict.hidden = false;
+      conflict.querySelector("button").focus();
+    }
+    const submit = h("button", { type: "submit", id: editing ? "save" : "create" }, editing ? "Save changes" : "Create job");
+    const form = h("form", { id: editing ? "edit-form" : "create-form", novalidate: true, onsubmit: async (event) => {
+      event.preventDefault();
+      clearErrors();
+      conflict.hidden = true;
+      const spec = specOfForm();
+      if (!spec) return;
+      if (editing) {
+        const changes = changesOf(spec);
+        if (!Object.keys(changes).length) {
+          formError.textContent = "Nothing changed: there is nothing to save.";
+          return;
+        }
+        submit.disabled = true;
+        try {
+          const saved = await api("PATCH", `/jobs/${job.jobId}`, { version: job.version, ...changes });
+          say(`Saved “${saved.name}” (version ${saved.version}): changed ${Object.keys(changes).join(", ")}.`);
+          location.hash = `#/jobs/${job.jobId}`;
+        } catch (err) {
+          submit.disabled = false;
+          if (err.status === 401) return;
+          if (err.status === 409 && err.field === "version") showConflict(err);
+          else showError(err);
+        }
+        return;
+      }
       submit.disabled = true;
       try {
-        const job = await api("POST", "/jobs", spec, { "Idempotency-Key": idempotencyKey });
-        say(`Created job “${job.name}” (${job.jobId}); next run ${utc(job.nextRunAt)}.`);
-        location.hash = `#/jobs/${job.jobId}`;
+        const created = await api("POST", "/jobs", spec, { "Idempotency-Key": idempotencyKey });
+        say(`Created job “${created.name}” (${created.jobId}); next run ${utc(created.nextRunAt)}.`);
+        location.hash = `#/jobs/${created.jobId}`;
       } catch (err) {
         if (err.status !== 401) showError(err);
         submit.disabled = false;
       }
     } },
+    conflict,
     field("f-name", "Name", inputs.name),
     field("f-handler", "Handler", inputs.handler, "a registered handler; built in: demo.echo, demo.sleep, demo.fail"),
     h("datalist", { id: "handlers" }, ["demo.echo", "demo.sleep", "demo.fail"].map((v) => h("option", { value: v }))),
     h("fieldset", {}, h("legend", {}, "Schedule"), radios, kindFields.cron, kindFields.every, kindFields.at,
       field("f-timeZone", "Time zone", inputs.timeZone, "an IANA zone, e.g. America/New_York"),
+      boundsBox,
       field("f-exclude", "Excluded dates", inputs.exclude,
         "optional: local dates or inclusive ranges in that zone, comma-separated; or calendar:NAME"),
+      field("f-jitterSeconds", "Jitter (seconds)", inputs.jitterSeconds, "each run starts up to this much after its slot, spread by job"),
       h("datalist", { id: "zones" }, ["UTC", "America/New_York", "Europe/London", "Asia/Kolkata", "Asia/Tokyo"].map((v) => h("option", { value: v }))),
       h("h2", {}, "Preview"), preview),
     field("f-payload", "Payload (JSON)", inputs.payload),
     h("div", { class: "grid" },
       field("f-maxAttempts", "Max attempts", inputs.maxAttempts),
       field("f-baseDelaySeconds", "First retry after (seconds)", inputs.baseDelaySeconds),
+      field("f-maxDelaySeconds", "Longest retry delay (seconds)", inputs.maxDelaySeconds),
       field("f-timeoutSeconds", "Timeout (seconds)", inputs.timeoutSeconds),
       field("f-overlap", "Overlap", inputs.overlap),
-      field("f-catchUp", "Catch-up", inputs.catchUp)),
+      field("f-catchUp", "Catch-up", inputs.catchUp),
+      field("f-pauseAfterFailures", "Pause after failures in a row (optional)", inputs.pauseAfterFailures)),
+    field("f-tags", "Tags", inputs.tags, "optional: key=value, comma-separated"),
     formError,
-    submit);
+    h("div", { class: "actions" }, submit, editing ? h("a", { href: `#/jobs/${job.jobId}` }, "Back without saving") : null));
     for (const [key, input] of Object.entries(inputs)) input.id = `f-${key}`;
-    show(h("h1", {}, "New job"), form);
+    if (editing) {
+      show(h("p", {}, h("a", { href: `#/jobs/${job.jobId}` }, `← ${job.name}`)),
+        h("h1", {}, `Edit ${job.name}`),
+        h("p", { class: "hint", id: "edit-version" }, `Editing version ${job.version}; a change of schedule, jitter or class replaces the waiting run at once.`),
+        form);
+    } else show(h("h1", {}, "New job"), form);
     showKind();
     inputs.name.focus();
   }
@@ -579,10 +808,12 @@
       h("span", {}, h("span", { class: "swatch lateness" }), "start lateness"),
       h("span", {}, h("span", { class: "swatch duration" }), "duration")));
   }
+  function shorten(text, most) {
+    return text.length > most ? `${text.slice(0, most - 1)}…` : text;
+  }
   function resultText(value) {
     if (value === null || value === undefined) return "—";
-    const text = typeof value === "string" ? value : JSON.stringify(value);
-    return text.length > 120 ? `${text.slice(0, 117)}…` : text;
+    return shorten(typeof value === "string" ? value : JSON.stringify(value), 120);
   }
   function executionRows(jobId, e) {
     const note = e.error || (e.skipReason ? `skipped: ${e.skipReason}${e.skippedCount ? ` (${e.skippedCount} runs)` : ""}` : "");
@@ -623,25 +854,55 @@
       h("th", { scope: "col" }, "Error / reason"), h("th", { scope: "col", class: "hide-narrow" }, "Result")));
   }
   function specList(job) {
+    const sched = job.schedule;
     const rows = [
-      ["Job id", job.jobId], ["Handler", job.handler], ["Schedule", scheduleWords(job.schedule)],
-      ["Time zone", job.schedule.timeZone || "UTC"],
+      ["Job id", job.jobId], ["Handler", job.handler], ["Schedule", scheduleWords(sched)],
+      ["Time zone", sched.timeZone || "UTC"],
       ["Next run", job.status === "active" ? utc(job.nextRunAt) : "—"],
       ["Retry", `${job.retry.maxAttempts} attempts, ${job.retry.baseDelaySeconds}–${job.retry.maxDelaySeconds} s apart`],
       ["Timeout", `${job.timeoutSeconds} s`], ["Overlap", job.overlap], ["Catch-up", job.catchUp],
-      ["Job class", job.jobClass], ["Created", utc(job.createdAt)],
+      ["Jitter", job.jitterSeconds ? `up to ${job.jitterSeconds} s after each slot` : "none"],
+      ["Job class", job.jobClass], ["Version", String(job.version)], ["Created", utc(job.createdAt)], ["Updated", utc(job.updatedAt)],
     ];
-    if (job.schedule.cron) rows.splice(3, 0, ["Cron", job.schedule.cron]);
+    if (sched.cron) rows.splice(3, 0, ["Cron", sched.cron]);
+    const bounds = [];
+    if (sched.startAt) bounds.push(`not before ${utc(sched.startAt)}`);
+    if (sched.endAt) bounds.push(`not after ${utc(sched.endAt)}`);
+    if (sched.maxRuns) bounds.push(`at most ${sched.maxRuns} runs`);
+    if (!sched.at) rows.push(["Bounds", h("span", { id: "spec-bounds" }, bounds.length ? bounds.join("; ") : "none")]);
+    if (job.pauseAfterFailures) rows.push(["Auto-pause", `after ${job.pauseAfterFailures} failures in a row`]);
+    if (job.startingDeadlineSeconds) rows.push(["Starting deadline", `${job.startingDeadlineSeconds} s`]);
     if ((job.exclude || []).length) rows.push(["Excluded", job.exclude.join(", ")]);
-    if (tagsOf(job).length) rows.push(["Tags", tagsOf(job).join(", ")]);
+    rows.push(["Tags", h("span", { id: "spec-tags" }, tagsOf(job).length ? tagsOf(job).map((t) => h("span", { class: "tag" }, t)) : "none")]);
     return h("dl", { class: "spec", id: "spec" }, rows.flatMap(([k, v]) => [h("dt", {}, k), h("dd", {}, v)]));
+  }
+  function healthList(job) {
+    // The schedule's health the API derives from the newest executions: is it running, and on time?
+    const run = (summary, what) => {
+      if (!summary) return "—";
+      const when = utc(summary.finishedAt || summary.startedAt || summary.scheduledAt);
+      return h("span", {}, h("a", { href: `#/jobs/${job.jobId}/executions/${encodeURIComponent(summary.executionId)}` }, when),
+        " ", statusBadge(summary.status), what && summary.error ? ` ${summary.error}` : "");
+    };
+    const rows = [
+      ["Last run", run(job.lastRun)], ["Last success", run(job.lastSuccess)], ["Last failure", run(job.lastFailure, true)],
+      ["Past due", job.pastDue ? h("strong", { class: "error-text", id: "past-due" },
+        `a run due ${utc(job.pastDue.dueAt)} has not started`) : "no: nothing waiting is late"],
+    ];
+    return h("dl", { class: "spec", id: "health" }, rows.flatMap(([k, v]) => [h("dt", {}, k), h("dd", {}, v)]));
+  }
+  function noteField(id, labelText) {
+    return field(id, labelText, h("textarea", { rows: "2", maxlength: String(NOTE_MAX_CHARS) }), `optional; shown on the job (at most ${NOTE_MAX_CHARS} characters)`);
   }
   async function jobPage(serial, jobId) {
     show(h("p", {}, "Loading…"));
     const title = h("h1", {});
     const statusLine = h("p", { id: "job-status" });
     const actions = h("div", { class: "actions", id: "job-actions" });
+    const panel = h("div", { id: "action-panel" }); // the one open action form (pause note, payload, backfill, cancel)
     const spec = h("div", { class: "panel" });
+    const health = h("div", { class: "panel" });
+    const payloadBox = h("pre", { id: "job-payload" });
     const nextRuns = h("div", { id: "next-runs" });
     const chartBox = h("div", {});
     const history = h("tbody", { id: "history" });
@@ -655,7 +916,7 @@
 
     async function loadPreview() {
       const sched = job.schedule;
-      const key = `${job.status}|${job.nextRunAt}`;
+      const key = `${job.status}|${job.nextRunAt}|${job.version}`;
       if (previewFor === key) return;
       previewFor = key;
       if (job.status !== "active") {
@@ -663,7 +924,7 @@
         return;
       }
       const request = { timeZone: sched.timeZone || "UTC", count: PREVIEW_COUNT, exclude: job.exclude || [] };
-      for (const k of ["cron", "every", "at", "startAt"]) if (sched[k]) request[k] = sched[k];
+      for (const k of ["cron", "every", "at", "startAt", "endAt", "maxRuns"]) if (sched[k]) request[k] = sched[k];
       try {
         const data = await api("POST", "/schedules/preview", request);
         nextRuns.replaceChildren(data.runs.length ? previewList(data.runs, request.timeZone)
@@ -672,47 +933,151 @@
         nextRuns.replaceChildren(h("p", { class: "error-text" }, errorText(err)));
       }
     }
-    async function act(label, work) {
+    function closePanel() {
+      panel.replaceChildren();
+    }
+    async function act(label, work, fieldError) {
+      // Runs an action; success: its confirmation in the notice, the panel closed. An error the API names
+      // by a field the open form shows goes beside that field; any other goes in the notice.
       try {
         const message = await work();
+        closePanel();
         say(message);
         await refresh();
       } catch (err) {
-        if (err.status !== 401) say(`${label} failed: ${errorText(err)}`, true);
+        if (err.status === 401) return;
+        if (fieldError && fieldError(err)) return;
+        say(`${label} failed: ${errorText(err)}`, true);
       }
+    }
+    function fieldErrorIn(form, byField) {
+      // A handler for act(): puts an API error naming one of `byField`'s fields beside its input.
+      return (err) => {
+        const id = byField[err.field];
+        if (!id) return false;
+        const input = form.querySelector(`#${id}`);
+        input.setAttribute("aria-invalid", "true");
+        form.querySelector(`#${id}-error`).textContent = err.message;
+        input.focus();
+        return true;
+      };
+    }
+    function openPanel(heading, form, first) {
+      // Escape closes the form, as its Close button does, and gives the focus back to the actions row.
+      panel.replaceChildren(h("section", { class: "panel action", "aria-labelledby": "panel-h",
+        onkeydown: (event) => { if (event.key === "Escape") { closePanel(); actions.querySelector("button, a")?.focus(); } } },
+      h("h2", { id: "panel-h" }, heading), form));
+      (first || form.querySelector("input, textarea, select, button")).focus();
+    }
+    function cancelButton() {
+      return h("button", { type: "button", class: "secondary", onclick: () => { closePanel(); actions.querySelector("button")?.focus(); } }, "Close");
+    }
+    function statusForm(toStatus) {
+      // Pause or resume, with an optional note saying why (the job shows it).
+      const pausing = toStatus === "paused";
+      const note = noteField(pausing ? "pause-note" : "resume-note", pausing ? "Why pause? (note)" : "Note");
+      const form = h("form", { id: pausing ? "pause-form" : "resume-form", onsubmit: (event) => {
+        event.preventDefault();
+        const text = form.querySelector("textarea").value.trim();
+        act(pausing ? "Pause" : "Resume", async () => {
+          const changed = await api("PATCH", `/jobs/${jobId}`, { status: toStatus, ...(text ? { note: text } : {}) });
+          return pausing ? `Paused “${job.name}”: no run starts until you resume it.${text ? ` Note: ${text}` : ""}`
+            : `Resumed “${job.name}”; next run ${utc(changed.nextRunAt)}.`;
+        }, fieldErrorIn(form, { note: pausing ? "pause-note" : "resume-note" }));
+      } }, note,
+      h("div", { class: "actions" }, h("button", { type: "submit", id: pausing ? "confirm-pause" : "confirm-resume" },
+        pausing ? "Pause the job" : "Resume the job"), cancelButton()));
+      openPanel(pausing ? `Pause “${job.name}”` : `Resume “${job.name}”`, form);
+    }
+    function runWithPayloadForm() {
+      const input = h("textarea", { rows: "5", spellcheck: "false" }, JSON.stringify(job.payload || {}, null, 2));
+      const form = h("form", { id: "run-payload-form", novalidate: true, onsubmit: (event) => {
+        event.preventDefault();
+        input.removeAttribute("aria-invalid");
+        form.querySelector("#run-payload-error").textContent = "";
+        let payload;
+        try {
+          payload = JSON.parse(input.value);
+        } catch (err) {
+          fieldErrorIn(form, { payload: "run-payload" })({ field: "payload", message: `not JSON: ${err.message}` });
+          return;
+        }
+        act("Run now", async () => {
+          const run = await api("POST", `/jobs/${jobId}/run`, { payload });
+          return `Run now with your payload: execution ${run.executionId} is due at ${utc(run.dueAt)}.`;
+        }, fieldErrorIn(form, { payload: "run-payload" }));
+      } },
+      field("run-payload", "Payload for this run only (JSON)", input, "replaces the job's payload for this one execution; the job keeps its own"),
+      h("div", { class: "actions" }, h("button", { type: "submit", id: "confirm-run-payload" }, "Run now with this payload"), cancelButton()));
+      openPanel(`Run “${job.name}” now with a payload`, form, input);
+    }
+    function backfillForm() {
+      const now = new Date();
+      const from = h("input", { type: "datetime-local", step: "1", value: localInput(new Date(now.getTime() - 86400000).toISOString()) });
+      const to = h("input", { type: "datetime-local", step: "1", value: localInput(now.toISOString()) });
+      const overlap = h("select", {}, [["forbid", "forbid: one at a time, never beside another run"], ["allow", "allow: run them together"]]
+        .map(([v, text]) => h("option", { value: v }, text)));
+      const form = h("form", { id: "backfill-form", novalidate: true, onsubmit: (event) => {
+        event.preventDefault();
+        for (const id of ["backfill-from", "backfill-to", "backfill-overlap"]) {
+          form.querySelector(`#${id}`).removeAttribute("aria-invalid");
+          form.querySelector(`#${id}-error`).textContent = "";
+        }
+        const byField = { from: "backfill-from", to: "backfill-to", overlap: "backfill-overlap" };
+        if (!from.value || !to.value) {
+          fieldErrorIn(form, byField)({ field: from.value ? "to" : "from", message: "required" });
+          return;
+        }
+        const body = { from: new Date(from.value).toISOString(), to: new Date(to.value).toISOString(), overlap: overlap.value };
+        act("Backfill", async () => {
+          const done = await api("POST", `/jobs/${jobId}/backfill`, body);
+          const slots = done.firstSlot ? `; slots ${utc(done.firstSlot)} to ${utc(done.lastSlot)}` : "; the range holds no slot";
+          return `Backfill of “${job.name}”: ${done.created} runs created, ${done.present} there already, ` +
+            `${done.skipped} skipped (excluded dates)${slots}; overlap ${done.overlap}.`;
+        }, fieldErrorIn(form, byField));
+      } },
+      h("p", { class: "hint" }, "Runs every slot of the schedule in [from, to) once, now (kind backfill); slots that ran already are left alone."),
+      h("div", { class: "grid" },
+        field("backfill-from", "From (your browser's local time)", from),
+        field("backfill-to", "To, not included (your browser's local time)", to),
+        field("backfill-overlap", "Overlap", overlap)),
+      h("div", { class: "actions" }, h("button", { type: "submit", id: "confirm-backfill" }, "Backfill"), cancelButton()));
+      openPanel(`Backfill “${job.name}”`, form, from);
+    }
+    function cancelForm() {
+      const form = h("form", { class: "confirm", role: "alertdialog", "aria-labelledby": "confirm-text", onsubmit: (event) => {
+        event.preventDefault();
+        act("Cancel", async () => {
+          await api("DELETE", `/jobs/${jobId}`);
+          return `Cancelled “${job.name}” and its waiting runs.`;
+        });
+      } },
+      h("p", { id: "confirm-text" }, `Cancel “${job.name}”? Its waiting runs are cancelled too; this cannot be undone.`),
+      h("div", { class: "actions" },
+        h("button", { type: "submit", id: "confirm-cancel", class: "danger" }, "Yes, cancel the job"),
+        h("button", { type: "button", class: "secondary", onclick: closePanel }, "Keep it")));
+      openPanel(`Cancel “${job.name}”`, form);
     }
     function renderActions() {
       const buttons = [];
+      const live = job.status === "active" || job.status === "paused";
       if (job.status === "active") {
-        buttons.push(h("button", { type: "button", id: "pause", class: "secondary", onclick: () => act("Pause", async () => {
-          await api("PATCH", `/jobs/${jobId}`, { status: "paused" });
-          return `Paused “${job.name}”: no run starts until you resume it.`;
-        }) }, "Pause"));
+        buttons.push(h("button", { type: "button", id: "pause", class: "secondary", onclick: () => statusForm("paused") }, "Pause…"));
       }
       if (job.status === "paused") {
-        buttons.push(h("button", { type: "button", id: "resume", onclick: () => act("Resume", async () => {
-          const resumed = await api("PATCH", `/jobs/${jobId}`, { status: "active" });
-          return `Resumed “${job.name}”; next run ${utc(resumed.nextRunAt)}.`;
-        }) }, "Resume"));
+        buttons.push(h("button", { type: "button", id: "resume", onclick: () => statusForm("active") }, "Resume…"));
       }
-      if (job.status !== "cancelled") {
+      if (job.status === "active") {
         buttons.push(h("button", { type: "button", id: "run-now", onclick: () => act("Run now", async () => {
           const run = await api("POST", `/jobs/${jobId}/run`);
           return `Run now: execution ${run.executionId} is due at ${utc(run.dueAt)}.`;
         }) }, "Run now"));
-        const cancel = h("button", { type: "button", id: "cancel", class: "danger", onclick: () => {
-          const confirmBox = h("div", { class: "confirm", role: "alertdialog", "aria-labelledby": "confirm-text" },
-            h("p", { id: "confirm-text" }, `Cancel “${job.name}”? Its waiting runs are cancelled too; this cannot be undone.`),
-            h("div", { class: "actions" },
-              h("button", { type: "button", id: "confirm-cancel", class: "danger", onclick: () => act("Cancel", async () => {
-                await api("DELETE", `/jobs/${jobId}`);
-                return `Cancelled “${job.name}” and its waiting runs.`;
-              }) }, "Yes, cancel the job"),
-              h("button", { type: "button", class: "secondary", onclick: () => { renderActions(); } }, "Keep it")));
-          actions.replaceChildren(confirmBox);
-          confirmBox.querySelector("button").focus();
-        } }, "Cancel job…");
-        buttons.push(cancel);
+        buttons.push(h("button", { type: "button", id: "run-payload-open", class: "secondary", onclick: runWithPayloadForm }, "Run with a payload…"));
+        if (!job.schedule.at) buttons.push(h("button", { type: "button", id: "backfill", class: "secondary", onclick: backfillForm }, "Backfill…"));
+      }
+      if (live) {
+        buttons.push(h("a", { class: "button secondary", href: `#/jobs/${jobId}/edit`, id: "edit" }, "Edit"));
+        buttons.push(h("button", { type: "button", id: "cancel", class: "danger", onclick: cancelForm }, "Cancel job…"));
       }
       buttons.push(h("a", { href: `#/jobs/${jobId}/failed`, id: "failed-link" }, "Failed executions"));
       actions.replaceChildren(...buttons);
@@ -731,10 +1096,10 @@
       if (!data.executions.length) history.append(h("tr", {}, h("td", { colspan: "9" }, "No executions yet.")));
       if (pageIndex === 0) chartBox.replaceChildren(chart(data.executions));
       pager.replaceChildren(
-        h("button", { type: "button", class: "secondary", disabled: pageIndex === 0,
+        h("button", { type: "button", class: "secondary", id: "history-newer", disabled: pageIndex === 0,
           onclick: () => { pageIndex -= 1; loadHistory(); } }, "Newer"),
-        h("span", { class: "hint" }, `page ${pageIndex + 1}`),
-        h("button", { type: "button", class: "secondary", disabled: !data.nextCursor,
+        h("span", { class: "hint", id: "history-page" }, `page ${pageIndex + 1}`),
+        h("button", { type: "button", class: "secondary", id: "history-older", disabled: !data.nextCursor,
           onclick: () => { pageIndex += 1; loadHistory(); } }, "Older"));
     }
     async function refresh() {
@@ -745,10 +1110,13 @@
       if (JSON.stringify(job) !== shownJob) {
         shownJob = JSON.stringify(job);
         title.textContent = job.name;
-        statusLine.replaceChildren(statusBadge(job.status), " ", scheduleWords(job.schedule));
+        statusLine.replaceChildren(statusBadge(job.status), " ", scheduleWords(job.schedule),
+          ...(job.note ? [h("span", { id: "job-note", class: "note" }, h("strong", {}, "Note: "), job.note)] : []));
         spec.replaceChildren(specList(job));
+        health.replaceChildren(healthList(job));
+        payloadBox.textContent = JSON.stringify(job.payload, null, 2);
       }
-      if (statusChanged && !actions.querySelector(".confirm")) renderActions();
+      if (statusChanged) renderActions();
       await Promise.all([loadPreview(), loadHistory()]);
     }
     try {
@@ -761,11 +1129,13 @@
     if (serial !== routeSerial) return;
     show(
       h("p", {}, h("a", { href: "#/jobs" }, "← All jobs")),
-      title, statusLine, actions,
+      title, statusLine, actions, panel,
       h("div", { class: "grid" },
         h("section", { "aria-labelledby": "spec-h" }, h("h2", { id: "spec-h" }, "Definition"), spec,
-          h("details", {}, h("summary", {}, "Payload"), h("pre", {}, JSON.stringify(job.payload, null, 2)))),
-        h("section", { "aria-labelledby": "next-h" }, h("h2", { id: "next-h" }, `Next runs (${job.schedule.timeZone || "UTC"})`), nextRuns)),
+          h("details", {}, h("summary", {}, "Payload"), payloadBox)),
+        h("div", {},
+          h("section", { "aria-labelledby": "health-h" }, h("h2", { id: "health-h" }, "Schedule health"), health),
+          h("section", { "aria-labelledby": "next-h" }, h("h2", { id: "next-h" }, `Next runs (${job.schedule.timeZone || "UTC"})`), nextRuns))),
       h("section", { "aria-labelledby": "chart-h" }, h("h2", { id: "chart-h" }, "Recent runs"), chartBox),
       h("section", { "aria-labelledby": "history-h" }, h("h2", { id: "history-h" }, "Executions, newest first"),
         h("div", { class: "table-wrap" }, h("table", { id: "executions" }, historyHead(), history)), pager));
@@ -774,21 +1144,123 @@
     }, POLL_MS);
   }
 
-  // ---------- failed executions and one execution ----------
+  // ---------- failed executions, dead letters, retry and redrive ----------
+  function failureTable(tableId, executions, options) {
+    // Failed executions with a checkbox each (for a redrive of the selection) and a Retry button;
+    // `options.jobNames` (jobId -> name) adds a Job column, `options.onRetried` redraws after an action.
+    const withJob = Boolean(options.jobNames);
+    const selectAll = h("input", { type: "checkbox", id: `${tableId}-all`, "aria-label": "Select every execution shown" });
+    const boxes = [];
+    const rows = executions.map((e) => {
+      const box = h("input", { type: "checkbox", class: "select", value: e.executionId,
+        "aria-label": `Select the execution scheduled ${utc(e.scheduledAt)}` });
+      boxes.push(box);
+      const retry = h("button", { type: "button", class: "secondary retry", "data-execution-id": e.executionId,
+        "aria-label": `Retry the execution scheduled ${utc(e.scheduledAt)}`, onclick: async () => {
+          retry.disabled = true;
+          try {
+            const again = await api("POST", `/executions/${encodeURIComponent(e.executionId)}/retry`);
+            say(`Retried execution ${again.executionId}: due ${utc(again.dueAt)} with a fresh retry budget (attempts go on from ${again.attempt + 1}).`);
+            await options.onRetried();
+          } catch (err) {
+            retry.disabled = false;
+            if (err.status !== 401) say(`Retry failed: ${errorText(err)}`, true);
+          }
+        } }, "Retry");
+      return h("tr", { "data-execution-id": e.executionId },
+        h("td", {}, box),
+        h("td", {}, h("a", { href: `#/jobs/${e.jobId}/executions/${encodeURIComponent(e.executionId)}` }, utc(e.scheduledAt)),
+          e.kind && e.kind !== "scheduled" ? h("span", { class: "tag" }, e.kind) : null),
+        withJob ? h("td", {}, h("a", { href: `#/jobs/${e.jobId}` }, options.jobNames[e.jobId] || e.jobId)) : null,
+        h("td", { class: "hide-narrow" }, utc(e.finishedAt)),
+        h("td", { class: "num" }, String(e.attempt)),
+        h("td", {}, e.error || "—"),
+        h("td", {}, retry));
+    });
+    selectAll.addEventListener("change", () => { for (const box of boxes) box.checked = selectAll.checked; });
+    const columns = ["Scheduled", ...(withJob ? ["Job"] : []), "Failed at", "Attempts", "Error", "Action"];
+    const table = h("table", { id: tableId },
+      h("thead", {}, h("tr", {}, h("th", { scope: "col" }, selectAll),
+        columns.map((c) => h("th", { scope: "col", class: c === "Failed at" ? "hide-narrow" : null }, c)))),
+      h("tbody", {}, rows.length ? rows : h("tr", {}, h("td", { colspan: String(columns.length + 1) }, "No failed executions."))));
+    const selected = () => boxes.filter((b) => b.checked).map((b) => b.value);
+    return { table: h("div", { class: "table-wrap" }, table), selected };
+  }
+  function redriveControls(selected, onDone) {
+    // Redrive: retry the selected failed executions in one request; what was retried and what was refused, said.
+    const result = h("div", { id: "redrive-result", "aria-live": "polite" });
+    const button = h("button", { type: "button", id: "redrive-selected", onclick: async () => {
+      const ids = selected();
+      if (!ids.length) {
+        say("Select the failed executions to redrive first.", true);
+        return;
+      }
+      button.disabled = true;
+      try {
+        const done = await api("POST", "/dead-letters/redrive", { executionIds: ids });
+        await onDone();
+        say(`Redrive: ${done.retried.length} retried, ${done.refused.length} refused.`, done.refused.length > 0);
+        result.replaceChildren(done.refused.length ? h("ul", { class: "refused" }, done.refused.map((r) =>
+          h("li", {}, h("code", {}, r.executionId), `: ${r.message}`))) : "");
+      } catch (err) {
+        if (err.status !== 401) say(`Redrive failed: ${errorText(err)}`, true);
+      } finally {
+        button.disabled = false;
+      }
+    } }, "Redrive selected");
+    return [h("div", { class: "actions" }, button, h("span", { class: "hint" }, "retries every selected execution, due now")), result];
+  }
   async function failedPage(serial, jobId) {
     show(h("p", {}, "Loading…"));
-    const job = await api("GET", `/jobs/${jobId}`);
-    const { items, complete } = await allPages(`/jobs/${jobId}/executions`, "executions");
+    const box = h("div", {});
+    let job = null;
+    async function load() {
+      job = await api("GET", `/jobs/${jobId}`);
+      const { items, complete } = await allPages(`/jobs/${jobId}/executions`, "executions");
+      if (serial !== routeSerial) return;
+      const failed = items.filter((e) => e.status === "failed");
+      const { table, selected } = failureTable("failed", failed, { onRetried: load });
+      box.replaceChildren(
+        h("p", { class: "hint", id: "failed-summary" }, `${failed.length} failed of ${items.length} executions${complete ? "" : " (the newest only)"}.`),
+        ...(failed.length ? redriveControls(selected, load) : []), table);
+    }
+    await load();
     if (serial !== routeSerial) return;
-    const failed = items.filter((e) => e.status === "failed");
-    // Retry, redrive and backfill (issue 16) belong in this page's actions row once the API offers them.
     show(
-      h("p", {}, h("a", { href: `#/jobs/${jobId}` }, `← ${job.name}`)),
-      h("h1", {}, `Failed executions of ${job.name}`),
-      h("p", { class: "hint" }, `${failed.length} failed of ${items.length} executions${complete ? "" : " (the newest only)"}.`),
-      h("div", { class: "table-wrap" }, h("table", { id: "failed" }, historyHead(),
-        h("tbody", {}, failed.length ? failed.flatMap((e) => executionRows(jobId, e))
-          : h("tr", {}, h("td", { colspan: "9" }, "No failed executions."))))));
+      h("p", {}, h("a", { href: `#/jobs/${jobId}` }, `← ${job.name}`), " · ", h("a", { href: "#/dead-letters" }, "all dead letters")),
+      h("h1", {}, `Failed executions of ${job.name}`), box);
+  }
+  async function deadLettersPage(serial) {
+    show(h("h1", {}, "Dead letters"), h("p", {}, "Loading…"));
+    const box = h("div", {});
+    const pager = h("div", { class: "pager" });
+    const names = {}; // jobId -> name, read once per job
+    let cursors = [null];
+    let pageIndex = 0;
+    async function load() {
+      const cursor = cursors[pageIndex];
+      const data = await api("GET", `/dead-letters?limit=${HISTORY_PAGE}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`);
+      const unknown = [...new Set(data.executions.map((e) => e.jobId))].filter((id) => !(id in names));
+      await Promise.all(unknown.map((id) => api("GET", `/jobs/${id}`).then((j) => { names[id] = j.name; }).catch(() => { names[id] = id; })));
+      if (serial !== routeSerial) return;
+      cursors[pageIndex + 1] = data.nextCursor;
+      const { table, selected } = failureTable("dead-letters", data.executions, { jobNames: names, onRetried: reload });
+      box.replaceChildren(...(data.executions.length ? redriveControls(selected, reload) : []), table);
+      pager.replaceChildren(
+        h("button", { type: "button", class: "secondary", disabled: pageIndex === 0, onclick: () => { pageIndex -= 1; load(); } }, "Newer"),
+        h("span", { class: "hint" }, `page ${pageIndex + 1}`),
+        h("button", { type: "button", class: "secondary", disabled: !data.nextCursor, onclick: () => { pageIndex += 1; load(); } }, "Older"));
+    }
+    async function reload() {
+      cursors = [null];
+      pageIndex = 0;
+      await load();
+    }
+    await load();
+    if (serial !== routeSerial) return;
+    show(h("h1", {}, "Dead letters"),
+      h("p", { class: "hint" }, "Executions that failed for good, newest first: retry one, or select several and redrive them."),
+      box, pager);
   }
   async function executionPage(serial, jobId, executionId) {
     show(h("p", {}, "Loading…"));
@@ -810,9 +1282,20 @@
     ];
     if (e.error) rows.push(["Error", h("span", { id: "execution-error" }, e.error)]);
     if (e.skipReason) rows.push(["Skipped because", e.skipReason]);
+    const retry = e.status === "failed" && !["cancelled"].includes(job.status) ? h("div", { class: "actions" },
+      h("button", { type: "button", id: "retry-execution", onclick: async () => {
+        try {
+          const again = await api("POST", `/executions/${encodeURIComponent(e.executionId)}/retry`);
+          say(`Retried execution ${again.executionId}: due ${utc(again.dueAt)} with a fresh retry budget.`);
+          location.hash = `#/jobs/${jobId}`;
+        } catch (err) {
+          if (err.status !== 401) say(`Retry failed: ${errorText(err)}`, true);
+        }
+      } }, "Retry this execution")) : null;
     show(
       h("p", {}, h("a", { href: `#/jobs/${jobId}` }, `← ${job.name}`), " · ", h("a", { href: `#/jobs/${jobId}/failed` }, "failed executions")),
       h("h1", {}, `Execution of ${job.name}`),
+      retry,
       h("dl", { class: "spec panel", id: "execution" }, rows.flatMap(([k, v]) => [h("dt", {}, k), h("dd", {}, v)])),
       h("h2", {}, "Attempts"),
       h("div", { class: "table-wrap" }, h("table", { id: "attempts" },
@@ -850,6 +1333,8 @@
       if (parts[0] === "new") createPage();
       else if (parts[0] === "jobs" && parts.length === 2) await jobPage(serial, parts[1]);
       else if (parts[0] === "jobs" && parts[2] === "failed") await failedPage(serial, parts[1]);
+      else if (parts[0] === "jobs" && parts[2] === "edit") await editPage(serial, parts[1]);
+      else if (parts[0] === "dead-letters") await deadLettersPage(serial);
       else if (parts[0] === "jobs" && parts[2] === "executions" && parts[3]) await executionPage(serial, parts[1], parts[3]);
       else await jobsPage(serial, params);
     } catch (err) {
