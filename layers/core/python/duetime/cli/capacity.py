@@ -648,8 +648,8 @@ def per_execution_lines(profile: CallProfile) -> list[str]:
     """The measured counts every figure below is a multiple of."""
     return [
         f"  per execution ({profile.name}; pinned by {COUNTS_SOURCE}, bench/calls.py measures them):",
-        f"    executions table   {profile.executions_writes:g} writes, {profile.executions_wcu:g} WCU on its hour#shard "
-        "(create, 2 inside a one-off's transaction; claim; finish)",
+        f"    executions table   {profile.executions_writes:g} writes, {profile.executions_wcu:g} WCU on its "
+        "hour#shard (create, 2 inside a one-off's transaction; claim; finish)",
         f"    indexes            {profile.index_wcu:g} WCU, {profile.open_index_wcu:g} of them on the `open` index "
         "(entry added at create, removed at the end)",
         f"    jobs table         {profile.jobs_wcu:g} WCU; reads {profile.read_units:g} RCU "
@@ -667,7 +667,8 @@ def render(result: Estimate) -> str:
         f"duetime capacity: {i.rate:,.0f} executions/s ({name}), {i.shards} shards, lease {i.lease_seconds} s, "
         f"jobs {i.avg_seconds:g} s on average",
         *per_execution_lines(call_profile(i)),
-        f"  heartbeats per execution        {result.heartbeats_per_execution} (one write and one visibility change each)",
+        f"  heartbeats per execution        {result.heartbeats_per_execution} "
+        "(one write and one visibility change each)",
         f"  writes per hour#shard partition {result.partition_wcu_per_second:,.1f} WCU/s "
         f"({result.partition_wcu_share:.0%} of {PARTITION_WCU_PER_SECOND:,}) = rate / shards x WCU on the hour#shard",
         f"  writes per shard, open index    {result.open_index_wcu_per_second:,.1f} WCU/s; per `open` key "
@@ -707,7 +708,8 @@ def render(result: Estimate) -> str:
             f"{herd['spread_seconds']} s ({herd['due_per_second']:,.0f}/s)",
             f"    pre-loader      {herd['preload_calls']:,.0f} calls in {herd['preload_send_seconds']:,.1f} s "
             f"({herd['send_message_batches_per_second']:,.0f} SendMessageBatch/s; {herd['preload_seconds_ahead']} s "
-            f"available ahead), next-slot writes {herd['follower_wcu_per_partition_per_second']:,.0f} WCU/s a partition",
+            f"available ahead), next-slot writes {herd['follower_wcu_per_partition_per_second']:,.0f} WCU/s "
+            "a partition",
             f"    at the instant  drained at {herd['drain_per_second']:,.0f}/s in {herd['drain_seconds']:,.1f} s, "
             f"{herd['partition_wcu_per_second']:,.0f} WCU/s a partition (claim + finish; unbounded demand "
             f"{herd['unthrottled_partition_wcu_per_second']:,.0f}), {herd['in_flight']:,.0f} in flight, "
