@@ -206,3 +206,11 @@ def test_the_cli_takes_the_new_inputs_and_names_the_fix(capsys):
     out = capsys.readouterr().out
     assert code == 1 and "jitterSeconds >= 100" in out and "per execution" in out
     assert main(["capacity", "--rate", "5", "--mix", "nonsense=1"]) == 2
+
+
+def test_docs_performance_holds_the_current_output_of_duetime_capacity_scenarios():
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "performance.md").read_text()
+    recorded = text.split("<!-- capacity-scenarios:start -->\n", 1)[1].split("\n<!-- capacity-scenarios:end -->", 1)[0]
+    assert recorded == capacity.render_scenarios(), "regenerate it: duetime capacity --scenarios"

@@ -775,8 +775,25 @@ def render_scenarios() -> str:
         "fit; the worker classes say where the runs go). Each line is a multiple of the per-execution counts",
         f"printed first, which {COUNTS_SOURCE} pins.",
     ]
-    for title, inputs in scenarios():
-        parts += ["", f"#### {title}", "", "```", render(estimate(inputs)), "```"]
+    plans = [(title, estimate(inputs)) for title, inputs in scenarios()]
+    parts += [
+        "",
+        "| plan | shards / `open` keys / pre-loader groups | hour#shard WCU/s | workers | herd: last start late | "
+        "$ per million | fits |",
+        "| --- | --- | ---: | --- | ---: | ---: | --- |",
+    ]
+    for title, result in plans:
+        i, herd = result.inputs, result.herd
+        workers = "; ".join(f"{c['name']}: {c['fix']}" for c in result.classes)
+        late = f"{herd['last_start_late_seconds']:,.0f} s" if herd else "-"
+        fits = "yes" if result.fits else f"no: {len(result.warnings)} warnings"
+        parts.append(
+            f"| {title} | {i.shards} / {result.open_index_keys} / {i.preload_shard_groups} | "
+            f"{result.partition_wcu_per_second:,.0f} ({result.partition_wcu_share:.0%}) | {workers} | "
+            f"{late} | {result.cost_per_million['total']:.2f} | {fits} |"
+        )
+    for title, result in plans:
+        parts += ["", f"#### {title}", "", "```", render(result), "```"]
     return "\n".join(parts)
 
 
