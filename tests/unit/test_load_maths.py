@@ -59,3 +59,16 @@ def test_the_report_times_attempt_one_from_due_and_counts_what_never_started():
     expected = capacity.estimate(capacity.Inputs(rate=101 / 10, mix=(("one-off", 1.0),))).cost_per_million
     assert result["costPerMillion"]["total"] == expected["total"]
     assert result["costPerMillion"]["apiRequestsPerExecutionCounted"] == 1.0
+
+
+def test_sigv4_signs_for_execute_api_in_the_region_with_the_callers_credentials(monkeypatch):
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "secret")
+    monkeypatch.delenv("AWS_SESSION_TOKEN", raising=False)
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
+    headers = load.SigV4Signer("eu-west-1").headers(
+        "iam", "POST", "https://abc.execute-api.eu-west-1.amazonaws.com/prod/jobs", b"{}"
+    )
+    assert headers["Authorization"].startswith("AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/")
+    assert "/eu-west-1/execute-api/aws4_request" in headers["Authorization"]
+    assert "X-Amz-Date" in headers
