@@ -55,7 +55,9 @@ def test_the_report_times_attempt_one_from_due_and_counts_what_never_started():
     result = load.report(plan, run, {str(i): r for i, r in enumerate(rows)}, 0, 0, 0, opens, opens + timedelta(10))
     assert result["executions"] == 102 and result["notStarted"] == 1
     assert result["latenessMs"] == {"p50": 49.0, "p99": 98.0, "max": 99.0}
-    assert result["executionsPerSecond"] == pytest.approx(101 / 10)
+    # 101 finished between the first due and the last finish (9.9 s + 104 ms later); 102 fell due over 9.9 s
+    assert result["executionsPerSecond"] == pytest.approx(101 / 10.004, abs=0.01)
+    assert result["dueRate"] == pytest.approx(102 / 9.9, abs=0.01)
     expected = capacity.estimate(capacity.Inputs(rate=101 / 10, mix=(("one-off", 1.0),))).cost_per_million
     assert result["costPerMillion"]["total"] == expected["total"]
     assert result["costPerMillion"]["apiRequestsPerExecutionCounted"] == 1.0
