@@ -146,16 +146,20 @@ def test_cron_jobs_run_inside_the_window_and_are_cancelled_at_the_end(local_sqli
 @pytest.mark.timeout(300)
 def test_the_moto_backend_runs_every_one_off_the_load_creates(tmp_path, capsys):
     system = Local(tmp_path / "data", "--backend", "moto")
+    endpoint = json.loads((system.data_dir / "local.json").read_text())["endpointUrl"]
     try:
         code, result = run_load(
             capsys, "--rate", "2", "--duration", "4", "--mix", "oneoff=1", "--lead", "4",
-            "--data-dir", str(system.data_dir), "--drain", "60",
+            "--data-dir", str(system.data_dir), "--drain", "60", "--cloudwatch", "--endpoint-url", endpoint,
         )  # fmt: skip
     finally:
         system.stop()
     assert code == 0, result
     assert result["executions"] == 8 and result["notStarted"] == 0
     assert result["latenessMs"]["max"] >= result["latenessMs"]["p99"] >= 0
+    # And --cloudwatch read the (moto) CloudWatch of the stack's prefix: its DLQs, each empty
+    dlqs = result["cloudwatch"]["dlqDepth"]
+    assert dlqs == {job_class.dlq_name("duetime"): 0 for job_class in JOB_CLASSES.values()}
 
 
 def test_the_cloudwatch_reader_takes_the_stacks_metrics_from_cloudwatch(ports):
