@@ -113,6 +113,22 @@ def test_executions_nobody_runs_are_reported_not_started_and_the_run_fails(tmp_p
     assert result["latenessMs"] == {"p50": 0.0, "p99": 0.0, "max": 0.0} and result["executionsPerSecond"] == 0
 
 
+def test_answers_429_are_counted_as_throttles_and_fail_the_run(tmp_path, capsys):
+    # Given a duetime local whose owners may create 5 jobs a minute
+    system = Local(tmp_path / "data", "--job-creates-per-minute", "5")
+    try:
+        code, result = run_load(
+            capsys, "--rate", "4", "--duration", "3", "--mix", "oneoff=1", "--lead", "2", "--owners", "1",
+            "--data-dir", str(system.data_dir), "--drain", "30",
+        )  # fmt: skip
+    finally:
+        system.stop()
+    # Then 5 of the 12 are accepted and run, the other 7 are throttles, and the run exits 1
+    assert result["submission"]["accepted"] == 5 and result["submission"]["throttled"] == 7
+    assert result["executions"] == 5 and result["notStarted"] == 0
+    assert code == 1
+
+
 def test_a_token_alone_is_one_owner_and_the_report_says_so(local_sqlite, capsys):
     token = DuetimeClient.connect(data_dir=local_sqlite.data_dir).token
     code, result = run_load(

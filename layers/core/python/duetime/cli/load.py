@@ -630,13 +630,20 @@ def cmd_load(args: argparse.Namespace) -> int:
         end = opens + timedelta(seconds=plan.duration + plan.drain_seconds)
         result["cloudwatch"] = cloudwatch_figures(client, args.prefix, opens, min(end, datetime.now(UTC)))
     print(json.dumps(result, indent=2) if args.json else render(result))
-    healthy = result["notStarted"] == 0 and result["submission"]["refused"] == 0 and result["executions"] > 0
+    # Exit 0 only if every job was accepted and every execution due in the window started.
+    submission = result["submission"]
+    healthy = result["notStarted"] == 0 and not submission["refused"] and not submission["throttled"]
+    healthy = healthy and result["executions"] > 0
     return 0 if healthy else 1
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
     """Register `duetime load` on the CLI's subparsers."""
-    load = sub.add_parser("load", help="drive a deployment through its API and report lateness, throughput, cost")
+    load = sub.add_parser(
+        "load",
+        help="drive a deployment through its API and report lateness, throughput, cost",
+        description="Exit 0 if every job was accepted and every execution due in the window started, else 1.",
+    )
     load.add_argument("--rate", type=float, required=True, help="executions per second to create")
     load.add_argument("--duration", type=float, required=True, metavar="SECONDS", help="how long the window lasts")
     load.add_argument("--api", help="the API's URL (default: the --data-dir's `duetime local`)")
