@@ -87,8 +87,8 @@ bench: $(VENV) redis-server  ## figures: lateness side by side with Celery + Red
 bench-quick: $(VENV) redis-server  ## every benchmark part briefly (a few minutes)
 	$(PY) -m bench --quick
 
-bench-smoke: $(VENV) redis-server  ## the benchmark harness runs (a few jobs a system; a test, not figures)
-	$(PYTEST) -m bench tests/integration/test_bench_smoke.py
+bench-smoke: $(VENV) redis-server  ## the benchmark harness and duetime load run (a few jobs a system; tests, not figures)
+	$(PYTEST) -m bench tests/integration/test_bench_smoke.py tests/integration/test_load.py
 
 bench-side: $(VENV) redis-server  ## issue 13's side-by-side part alone (SQLite, moto, Celery + Redis)
 	$(PY) -m bench --only side

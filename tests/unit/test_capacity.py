@@ -94,3 +94,123 @@ def test_the_preloader_cycle_at_10000_cron_runs_per_second_needs_shard_groups():
     fanned = estimate(Inputs(rate=10_000, shards=32, profile="cron", preload_shard_groups=4))
     assert fanned.preload_cycle_seconds < 60 and not any("pre-load cycle" in w for w in fanned.warnings)
     assert fanned.preload_lambda_gb_seconds == pytest.approx(4 * fanned.preload_cycle_seconds * 0.5, rel=0.01)
+
+
+# --- issue 18: mixes, the `open` index's keys, job classes on Lambda or ECS, herds --------------------------
+
+
+def test_a_mix_weights_the_measured_per_execution_counts_by_share():
+    mix = capacity.parse_mix("oneoff=3,cron=1")
+    assert dict(mix) == {"one-off": 0.75, "cron": 0.25}
+    blended = capacity.blend_calls(mix)
+    assert blended.executions_wcu == pytest.approx(0.75 * ONE_OFF.executions_wcu + 0.25 * CRON_RUN.executions_wcu)
+    assert blended.api_requests == pytest.approx(0.75)
+    result = estimate(Inputs(rate=1000, shards=10, mix=mix))
+    assert result.partition_wcu_per_second == pytest.approx(100 * blended.executions_wcu)
+
+
+def test_a_mix_naming_an_unknown_kind_or_no_share_is_refused():
+    with pytest.raises(ValueError, match="unknown kind"):
+        capacity.parse_mix("batch=1")
+    with pytest.raises(ValueError, match="more than 0"):
+        capacity.parse_mix("oneoff=0")
+
+
+def test_the_open_index_load_per_key_falls_with_the_keys_it_is_spread_over():
+    by_shard = estimate(Inputs(rate=10_000, shards=16, profile="cron"))
+    assert by_shard.open_index_wcu_per_key == pytest.approx(10_000 * 2 / 16)
+    assert any("open index" in w for w in by_shard.warnings) and not by_shard.fits
+    spread = estimate(Inputs(rate=10_000, shards=32, profile="cron", open_index_keys=64))
+    assert spread.open_index_wcu_per_key == pytest.approx(10_000 * 2 / 64)
+    too_few = estimate(Inputs(rate=10_000, shards=32, profile="cron", open_index_keys=16))
+    assert not too_few.fits and any("at least 20 keys" in w for w in too_few.warnings)
+
+
+def test_a_lambda_class_within_the_event_source_ceiling_gets_a_maximum_concurrency():
+    [plan] = estimate(Inputs(rate=1000, shards=32, avg_seconds=2)).classes
+    assert plan["lambda_batches"] == pytest.approx(1000 * 3.55 / 10)
+    assert plan["runs_on"] == "lambda" and "maximum concurrency to 444" in plan["fix"]
+
+
+def test_a_class_past_the_1000_batches_spills_over_queues_then_moves_to_ecs():
+    # 10,000/s of 2-s jobs: 3,550 batches, four functions' worth
+    [spill] = estimate(Inputs(rate=10_000, shards=40, avg_seconds=2)).classes
+    assert spill["queues"] == 4 and "4 queues by shard" in spill["fix"]
+    # 100,000/s: 35,500 batches, more queues than is sensible: ECS
+    [ecs] = estimate(Inputs(rate=100_000, shards=400, avg_seconds=2)).classes
+    assert ecs["runs_on"] == "ecs" and ecs["ecs_tasks"] == 44_375
+    assert "3 queues by shard" in ecs["fix"]  # 355,000 in flight, 120,000 a queue
+
+
+def test_each_job_class_is_planned_on_its_own_share_and_run_time():
+    classes = (capacity.parse_class("default:0.9:1"), capacity.parse_class("long:0.1:1200"))
+    result = estimate(Inputs(rate=1000, shards=32, classes=classes))
+    short, long = result.classes
+    assert short["rate"] == 900 and short["runs_on"] == "lambda"
+    assert long["rate"] == 100 and long["runs_on"] == "ecs"  # the long class is an ECS class (definitions.py)
+    assert long["slots"] == pytest.approx(100 * capacity.held_seconds(1200))
+    over = capacity.parse_class("slow:1:1200:lambda")
+    [slow] = estimate(Inputs(rate=10, shards=32, classes=(over,))).classes
+    assert slow["runs_on"] == "ecs" and "exceed Lambda" in slow["fix"]
+
+
+def test_a_herd_without_jitter_starts_late_and_the_jitter_the_tool_asks_for_bounds_it():
+    herd = Inputs(rate=10_000, shards=32, profile="cron", herd=1_000_000, preload_shard_groups=4)
+    plan = estimate(herd).herd
+    assert plan is not None
+    assert plan["due_per_second"] == 1_000_000 and plan["drain_per_second"] == 10_000
+    assert plan["drain_seconds"] == 100 and plan["last_start_late_seconds"] == 99
+    assert plan["jitter_needed_seconds"] == 100
+    assert not estimate(herd).fits
+    spread = estimate(Inputs(**{**herd.__dict__, "jitter_seconds": 100}))
+    assert spread.herd is not None and spread.herd["last_start_late_seconds"] == 0 and spread.fits
+
+
+def test_a_herd_drained_faster_than_its_partitions_take_writes_is_bounded_by_the_partitions():
+    # 8 shards take 8 x 1,000 / 2 (claim and finish) = 4,000 runs a second, below the 10,000/s fleet
+    plan = estimate(Inputs(rate=10_000, shards=8, profile="cron", herd=100_000, preload_shard_groups=8)).herd
+    assert plan is not None and plan["drain_per_second"] == 4000
+    assert plan["partition_wcu_per_second"] == pytest.approx(1000)
+
+
+def test_a_herd_the_preloader_cannot_send_within_its_window_names_the_window_setting():
+    slow = Inputs(rate=1000, shards=4, profile="cron", herd=1_000_000, preload_dispatch_threads=1, jitter_seconds=3600)
+    plan = estimate(slow).herd
+    assert plan is not None and plan["preload_send_seconds"] > plan["preload_seconds_ahead"]
+    assert any("preloadWindowSeconds" in w for w in plan["warnings"])
+
+
+def test_the_preloader_detail_per_shard_counts_sends_reads_and_next_slot_writes():
+    result = estimate(Inputs(rate=1000, shards=10, profile="cron"))
+    detail = result.preload_per_shard
+    assert detail["due"] == 6000  # 1,000/s x 60 s over 10 shards
+    assert detail["send_message_batches"] == 600 and detail["job_reads"] == 60 and detail["follower_writes"] == 6000
+
+
+def test_the_scenarios_are_sized_to_fit_their_partitions_and_print_every_plan(capsys):
+    from duetime.cli.main import main
+
+    for title, inputs in capacity.scenarios():
+        result = estimate(inputs)
+        assert result.partition_wcu_share <= capacity.PLAN_HEADROOM + 0.01, title
+        assert result.open_index_wcu_per_key <= 1000, title
+    assert main(["capacity", "--scenarios"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("#### ") == 8 and "herd with jitterSeconds 100" in out
+
+
+def test_the_cli_takes_the_new_inputs_and_names_the_fix(capsys):
+    from duetime.cli.main import main
+
+    code = main(["capacity", "--rate", "10000", "--shards", "40", "--mix", "oneoff=0.8,cron=0.2", "--herd", "1000000"])
+    out = capsys.readouterr().out
+    assert code == 1 and "jitterSeconds >= 100" in out and "per execution" in out
+    assert main(["capacity", "--rate", "5", "--mix", "nonsense=1"]) == 2
+
+
+def test_docs_performance_holds_the_current_output_of_duetime_capacity_scenarios():
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "performance.md").read_text()
+    recorded = text.split("<!-- capacity-scenarios:start -->\n", 1)[1].split("\n<!-- capacity-scenarios:end -->", 1)[0]
+    assert recorded == capacity.render_scenarios(), "regenerate it: duetime capacity --scenarios"

@@ -9,10 +9,19 @@ from __future__ import annotations
 import argparse
 import json
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from duetime.definitions import PRELOAD_DISPATCH_THREADS, PRELOAD_THREADS, SQS_BATCH_SIZE
+from duetime.definitions import (
+    DEFAULT_JOB_CLASS,
+    JOB_CLASSES,
+    PRELOAD_DISPATCH_THREADS,
+    PRELOAD_SLACK_SECONDS,
+    PRELOAD_THREADS,
+    SQS_BATCH_SIZE,
+    SQS_MAX_DELAY_SECONDS,
+    Settings,
+)
 
 # --- AWS limits (docs/measured.md, AWS documentation) --------------------------------------------------------
 PARTITION_WCU_PER_SECOND = 1000  # one partition key value: 1,000 write units/s
@@ -20,7 +29,13 @@ PARTITION_RCU_PER_SECOND = 3000  # and 3,000 read units/s
 TABLE_ON_DEMAND_WRU_PER_SECOND = 40_000  # default per-table (and per-GSI) on-demand quota, adjustable
 SQS_IN_FLIGHT_PER_QUEUE = 120_000  # standard queue
 SQS_BATCH = 10
-LAMBDA_SQS_MAX_CONCURRENT_BATCHES = 1000  # one SQS event source mapping
+LAMBDA_SQS_MAX_CONCURRENT_BATCHES = 1000  # one function's SQS event sources together (NOTES.md, AWS limits)
+LAMBDA_ACCOUNT_CONCURRENCY = 1000  # concurrent executions per account and region, default quota (adjustable)
+LAMBDA_MAX_RUN_SECONDS = JOB_CLASSES[DEFAULT_JOB_CLASS].max_timeout_seconds  # a run on Lambda: 15 min less 1
+# More queues than this for one class (each with a worker function of its own) and ECS is the simpler fix.
+MAX_SPILL_QUEUES = 4
+# The target the plan is held to (docs/architecture.md): an execution starts within 2 s of its time at p99.
+START_TARGET_SECONDS = 2.0
 
 # --- Prices, us-east-1, as published on the AWS pricing pages; recorded 2026-11-29 ---------------------
 PRICES_AS_OF = "2026-11-29"
@@ -121,6 +136,82 @@ PRELOAD_PROFILES = {
 }
 PRELOADER_MEMORY_GB = 0.5  # infra/functions.py: the pre-loader function's 512 MB
 
+# How `--mix` names the profiles (oneoff=0.8,cron=0.2).
+MIX_NAMES = {"oneoff": "one-off", "one-off": "one-off", "cron": "cron"}
+
+
+def parse_mix(text: str) -> tuple[tuple[str, float], ...]:
+    """`oneoff=0.8,cron=0.2` as ((profile, share), ...) with the shares scaled to sum to 1."""
+    parts: dict[str, float] = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        name, _, value = item.partition("=")
+        if name.strip() not in MIX_NAMES:
+            raise ValueError(f"mix: unknown kind {name.strip()!r} (oneoff or cron)")
+        try:
+            share = float(value)
+        except ValueError as exc:
+            raise ValueError(f"mix: {item!r} is not kind=share") from exc
+        if share < 0:
+            raise ValueError(f"mix: {item!r} has a negative share")
+        parts[MIX_NAMES[name.strip()]] = parts.get(MIX_NAMES[name.strip()], 0.0) + share
+    total = sum(parts.values())
+    if total <= 0:
+        raise ValueError("mix: the shares must add up to more than 0")
+    return tuple((name, share / total) for name, share in sorted(parts.items()) if share > 0)
+
+
+def blend_calls(mix: tuple[tuple[str, float], ...]) -> CallProfile:
+    """The per-execution work of a mix: each measured profile weighted by its share."""
+    if len(mix) == 1:
+        return PROFILES[mix[0][0]]
+    numbers = {
+        name: sum(getattr(PROFILES[kind], name) * share for kind, share in mix)
+        for name in CallProfile.__dataclass_fields__
+        if name != "name"
+    }
+    label = " + ".join(f"{share:.0%} {kind}" for kind, share in mix)
+    return CallProfile(name=label, **numbers)
+
+
+def blend_preload(mix: tuple[tuple[str, float], ...]) -> PreloadProfile:
+    """The pre-loader's calls for a mix: per shard as measured, per execution weighted by share."""
+    if len(mix) == 1:
+        return PRELOAD_PROFILES[mix[0][0]]
+    return PreloadProfile(
+        name=" + ".join(f"{share:.0%} {kind}" for kind, share in mix),
+        calls_per_shard=max(PRELOAD_PROFILES[kind].calls_per_shard for kind, _ in mix),
+        serial_calls_per_execution=sum(PRELOAD_PROFILES[k].serial_calls_per_execution * w for k, w in mix),
+        parallel_calls_per_execution=sum(PRELOAD_PROFILES[k].parallel_calls_per_execution * w for k, w in mix),
+    )
+
+
+@dataclass(frozen=True)
+class ClassLoad:
+    """A job class's part of the load: its share of the rate, its average run and where it runs."""
+
+    name: str
+    share: float
+    avg_seconds: float
+    worker_kind: str  # "lambda" (the SQS event source of functions/worker) or "ecs" (`duetime worker`)
+
+
+def parse_class(text: str) -> ClassLoad:
+    """`NAME:SHARE:AVG_SECONDS[:lambda|ecs]`, e.g. `long:0.1:300:ecs`; the kind defaults to the class's own
+    (definitions.JOB_CLASSES), else lambda."""
+    fields = text.split(":")
+    if len(fields) not in (3, 4):
+        raise ValueError(f"job class {text!r}: give NAME:SHARE:AVG_SECONDS[:lambda|ecs]")
+    try:
+        share, avg = float(fields[1]), float(fields[2])
+    except ValueError as exc:
+        raise ValueError(f"job class {text!r}: SHARE and AVG_SECONDS are numbers") from exc
+    known = JOB_CLASSES.get(fields[0])
+    kind = fields[3] if len(fields) == 4 else (known.worker_kind if known else "lambda")
+    if kind not in ("lambda", "ecs") or share < 0 or avg < 0:
+        raise ValueError(f"job class {text!r}: the kind is lambda or ecs, SHARE and AVG_SECONDS >= 0")
+    return ClassLoad(fields[0], share, avg, kind)
+
+
 # A message is sent a second short of due and SQS delays are whole seconds, so a worker holds it 1-2 s
 # before it may claim it (worker/runtime.py waits it out in the slot): 1.5 s on average.
 EARLY_HOLD_SECONDS = 1.5
@@ -146,6 +237,16 @@ class Inputs:
     preload_threads: int = PRELOAD_THREADS  # shards one pre-loader invocation works on at once
     preload_dispatch_threads: int = PRELOAD_DISPATCH_THREADS  # puts and sends in flight per shard
     preload_shard_groups: int = 1  # pre-loader invocations per tick (CDK context preloadShardGroups)
+    # Kinds of execution and their shares (parse_mix); empty: `profile` alone.
+    mix: tuple[tuple[str, float], ...] = ()
+    # Keys the sparse `open` index is spread over; 0: one per shard (the index partitioned by shard alone).
+    open_index_keys: int = 0
+    # The job classes the rate is split over; empty: all of it in the default class at `avg_seconds`.
+    classes: tuple[ClassLoad, ...] = ()
+    herd: int = 0  # executions on one cron instant (e.g. 1,000,000 jobs at `0 0 * * *`), beside `rate`
+    jitter_seconds: int = 0  # the herd's jobs' jitterSeconds (domain/spread.py): due over this many seconds
+    preload_window_seconds: int = Settings().preload_window_seconds  # sent this far ahead at most
+    lambda_account_concurrency: int = LAMBDA_ACCOUNT_CONCURRENCY
 
 
 @dataclass
@@ -172,6 +273,12 @@ class Estimate:
     fits: bool
     cost_per_million: dict[str, float] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    profile_name: str = ""
+    open_index_keys: int = 0  # keys the `open` index's writes spread over
+    open_index_wcu_per_key: float = 0.0
+    preload_per_shard: dict[str, float] = field(default_factory=dict)  # one shard's cycle, call by call
+    classes: list[dict[str, Any]] = field(default_factory=list)  # per job class: workers and the fix
+    herd: dict[str, Any] | None = None  # the herd instant, when `herd` > 0
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -187,24 +294,44 @@ def execution_partition_wcu(profile: CallProfile, beats: int) -> float:
     return profile.executions_wcu + beats
 
 
-def smallest_shards(rate: float, profile: CallProfile, beats: int) -> int:
-    """The fewest shards whose hour#shard partitions (and `open` index partitions) each stay within
-    1,000 write units/s at `rate`."""
-    hottest = max(execution_partition_wcu(profile, beats), profile.open_index_wcu)
+def smallest_shards(rate: float, profile: CallProfile, beats: int, open_index_by_shard: bool = True) -> int:
+    """The fewest shards whose hour#shard partitions (and `open` index partitions, while that index is
+    partitioned by shard) each stay within 1,000 write units/s at `rate`."""
+    hottest = execution_partition_wcu(profile, beats)
+    if open_index_by_shard:
+        hottest = max(hottest, profile.open_index_wcu)
     return max(1, math.ceil(rate * hottest / PARTITION_WCU_PER_SECOND))
+
+
+def call_profile(inputs: Inputs) -> CallProfile:
+    """The measured per-execution work of the inputs' mix (or profile)."""
+    return blend_calls(inputs.mix) if inputs.mix else PROFILES[inputs.profile]
+
+
+def preload_profile(inputs: Inputs) -> PreloadProfile:
+    return blend_preload(inputs.mix) if inputs.mix else PRELOAD_PROFILES[inputs.profile]
+
+
+def held_seconds(avg_seconds: float) -> float:
+    """How long a worker holds one message: the run, the early hold before it is due and the calls."""
+    return avg_seconds + EARLY_HOLD_SECONDS + CALL_OVERHEAD_SECONDS
 
 
 def estimate(inputs: Inputs, prices: Prices | None = None) -> Estimate:
     """Partition load, queue depth, workers and cost for `inputs`; `fits` is False if a limit is exceeded."""
     if inputs.rate <= 0 or inputs.shards < 1 or inputs.lease_seconds < 3 or inputs.avg_seconds < 0:
         raise ValueError("rate must be > 0, shards >= 1, lease >= 3 s and avg-seconds >= 0")
+    if inputs.herd < 0 or inputs.jitter_seconds < 0 or inputs.open_index_keys < 0:
+        raise ValueError("herd, jitter-seconds and open-index-keys must be >= 0")
+    if inputs.classes and sum(c.share for c in inputs.classes) <= 0:
+        raise ValueError("the job classes' shares must add up to more than 0")
     prices = prices or Prices()
-    profile = PROFILES[inputs.profile]
+    profile = call_profile(inputs)
     beats = heartbeats(inputs.avg_seconds, inputs.lease_seconds)
     per_partition = inputs.rate / inputs.shards
     partition_wcu = per_partition * execution_partition_wcu(profile, beats)
     partition_rcu = per_partition * profile.partition_read_units
-    held = inputs.avg_seconds + EARLY_HOLD_SECONDS + CALL_OVERHEAD_SECONDS
+    held = held_seconds(inputs.avg_seconds)
     in_flight = inputs.rate * held  # Little's law: a message is in flight from receive to delete
     slots = in_flight
     lambda_batches = slots / SQS_BATCH
@@ -241,7 +368,7 @@ def estimate(inputs: Inputs, prices: Prices | None = None) -> Estimate:
         lambda_batches=round(lambda_batches, 1),
         ecs_tasks=math.ceil(slots / inputs.worker_concurrency),
         worker_vcpus=round(inputs.rate * WORKER_CPU_MS_PER_EXECUTION / 1000, 1),
-        smallest_shards=smallest_shards(inputs.rate, profile, beats),
+        smallest_shards=smallest_shards(inputs.rate, profile, beats, not inputs.open_index_keys),
         preload_calls_per_cycle=round(preload["calls"], 0),
         preload_seconds_per_shard=round(preload["shard_seconds"], 1),
         preload_cycle_seconds=round(preload["cycle_seconds"], 1),
@@ -254,10 +381,10 @@ def estimate(inputs: Inputs, prices: Prices | None = None) -> Estimate:
             f"{partition_wcu:,.0f} write units/s per hour#shard partition exceeds {PARTITION_WCU_PER_SECOND:,}: "
             f"use at least {result.smallest_shards} shards"
         )
-    if per_partition * profile.open_index_wcu > PARTITION_WCU_PER_SECOND:
+    if not inputs.open_index_keys and per_partition * profile.open_index_wcu > PARTITION_WCU_PER_SECOND:
         result.warnings.append(
             f"{per_partition * profile.open_index_wcu:,.0f} write units/s per shard on the open index exceeds "
-            f"{PARTITION_WCU_PER_SECOND:,}: add shards"
+            f"{PARTITION_WCU_PER_SECOND:,}: add shards or spread the index over more keys (--open-index-keys)"
         )
     if partition_rcu > PARTITION_RCU_PER_SECOND:
         result.warnings.append(f"{partition_rcu:,.0f} read units/s per partition exceeds {PARTITION_RCU_PER_SECOND:,}")
@@ -283,19 +410,219 @@ def estimate(inputs: Inputs, prices: Prices | None = None) -> Estimate:
                 f"the executions {name} needs {value:,.0f} write units/s, above the default on-demand quota of "
                 f"{TABLE_ON_DEMAND_WRU_PER_SECOND:,}/s: raise the quota first"
             )
-    if lambda_batches > LAMBDA_SQS_MAX_CONCURRENT_BATCHES:
-        result.warnings.append(
-            f"{lambda_batches:,.0f} concurrent Lambda batches exceeds the SQS event source's "
-            f"{LAMBDA_SQS_MAX_CONCURRENT_BATCHES:,}: run this class on ECS workers ({result.ecs_tasks:,} tasks "
-            f"at concurrency {inputs.worker_concurrency}) or split it over more queues"
-        )
+    result.profile_name = profile.name
+    result.preload_per_shard = preload_shard_detail(inputs, preload)
+    open_index(inputs, profile, result)
+    result.classes = [class_plan(inputs, c) for c in job_classes(inputs)]
+    for plan in result.classes:  # advisory, like the pre-loader's: a class moves to ECS without a redesign
+        result.warnings += plan["warnings"]
+    if inputs.herd:
+        result.herd = herd_plan(inputs, profile)
+        result.warnings += result.herd["warnings"]
+        if not result.herd["fits"]:
+            result.fits = False
     return result
+
+
+def preload_shard_detail(inputs: Inputs, cycle: dict[str, float]) -> dict[str, float]:
+    """One shard's share of a pre-load cycle: what it sends, reads and writes, and at what rate it sends."""
+    due = cycle["due_per_shard"]
+    sends = due / SQS_BATCH_SIZE
+    cron_share = dict(inputs.mix).get("cron", 0.0) if inputs.mix else float(inputs.profile == "cron")
+    return {
+        "due": round(due, 1),
+        "send_message_batches": round(sends, 1),
+        "job_reads": round(due / 100, 1),  # BatchGetItem of 100
+        "follower_writes": round(due * cron_share, 1),  # a cron run's next slot, PutItem
+        "control_writes": 2,  # the shard's lease and cursor
+        "queries": 2,  # the due hour's and the reconciler's
+        "sends_per_second": round(sends / cycle["shard_seconds"], 1) if cycle["shard_seconds"] else 0.0,
+        "follower_wcu_per_second": round(due * cron_share / cycle["shard_seconds"], 1)
+        if cycle["shard_seconds"]
+        else 0.0,
+    }
+
+
+def open_index(inputs: Inputs, profile: CallProfile, result: Estimate) -> None:
+    """The busiest key of the sparse `open` index: every open execution adds and removes an entry there."""
+    keys = inputs.open_index_keys or inputs.shards
+    per_key = inputs.rate * profile.open_index_wcu / keys
+    result.open_index_keys = keys
+    result.open_index_wcu_per_key = round(per_key, 1)
+    if per_key > PARTITION_WCU_PER_SECOND and inputs.open_index_keys:  # else the per-shard check said it
+        needed = math.ceil(inputs.rate * profile.open_index_wcu / PARTITION_WCU_PER_SECOND)
+        result.warnings.append(
+            f"{per_key:,.0f} write units/s per `open` index key exceeds {PARTITION_WCU_PER_SECOND:,}: spread the "
+            f"index over at least {needed} keys ({profile.open_index_wcu:g} units an execution)"
+        )
+        result.fits = False
+
+
+def job_classes(inputs: Inputs) -> list[ClassLoad]:
+    """The classes the rate is split over, shares scaled to 1 (default: one lambda class of `avg_seconds`)."""
+    if not inputs.classes:
+        return [ClassLoad(DEFAULT_JOB_CLASS, 1.0, inputs.avg_seconds, JOB_CLASSES[DEFAULT_JOB_CLASS].worker_kind)]
+    total = sum(c.share for c in inputs.classes)
+    return [ClassLoad(c.name, c.share / total, c.avg_seconds, c.worker_kind) for c in inputs.classes]
+
+
+def class_plan(inputs: Inputs, job_class: ClassLoad) -> dict[str, Any]:
+    """Where a class's runs can execute and the fix when Lambda's SQS event source cannot carry them:
+    Little's law gives the runs in progress; the event source hands them over in batches of up to 10 and
+    stops at 1,000 concurrent batches per function; ECS has no such ceiling."""
+    rate = inputs.rate * job_class.share
+    held = held_seconds(job_class.avg_seconds)
+    slots = rate * held
+    batches = slots / SQS_BATCH
+    queues = max(1, math.ceil(batches / LAMBDA_SQS_MAX_CONCURRENT_BATCHES))
+    # SQS's in-flight cap is per queue whichever worker receives: past it the class needs more queues anyway.
+    in_flight_queues = max(1, math.ceil(slots / SQS_IN_FLIGHT_PER_QUEUE))
+    tasks = math.ceil(slots / inputs.worker_concurrency)
+    warnings: list[str] = []
+    fits = True
+    if job_class.worker_kind == "ecs":
+        fix = f"ECS: {tasks:,} tasks at concurrency {inputs.worker_concurrency}"
+        kind = "ecs"
+    elif job_class.avg_seconds > LAMBDA_MAX_RUN_SECONDS:
+        fix = f"ECS: runs of {job_class.avg_seconds:g} s exceed Lambda's {LAMBDA_MAX_RUN_SECONDS} s; {tasks:,} tasks"
+        kind = "ecs"
+        warnings.append(f"class {job_class.name}: {fix}")
+        fits = False
+    elif queues == 1:
+        cap = min(LAMBDA_SQS_MAX_CONCURRENT_BATCHES, max(2, math.ceil(batches * 1.25)))
+        fix = f"Lambda: set the event source's maximum concurrency to {cap:,} (room for 25% more)"
+        kind = "lambda"
+    elif queues <= MAX_SPILL_QUEUES:
+        fix = (
+            f"Lambda over {queues} queues by shard, each with a worker function of its own "
+            f"(the {LAMBDA_SQS_MAX_CONCURRENT_BATCHES:,} batches are per function)"
+        )
+        kind = "lambda"
+        warnings.append(
+            f"class {job_class.name}: {batches:,.0f} concurrent Lambda batches exceeds the SQS event source's "
+            f"{LAMBDA_SQS_MAX_CONCURRENT_BATCHES:,}: {fix}, or ECS ({tasks:,} tasks)"
+        )
+        fits = False
+    else:
+        fix = (
+            f"ECS: {tasks:,} tasks at concurrency {inputs.worker_concurrency} ({queues} Lambda queues would be needed)"
+        )
+        kind = "ecs"
+        warnings.append(
+            f"class {job_class.name}: {batches:,.0f} concurrent Lambda batches exceeds the SQS event source's "
+            f"{LAMBDA_SQS_MAX_CONCURRENT_BATCHES:,} {queues} times over: run it on {fix}"
+        )
+        fits = False
+    if in_flight_queues > 1:
+        fix += f"; split over {in_flight_queues} queues by shard for SQS's {SQS_IN_FLIGHT_PER_QUEUE:,} in flight"
+    if kind == "lambda" and batches > inputs.lambda_account_concurrency:
+        warnings.append(
+            f"class {job_class.name}: {batches:,.0f} concurrent worker invocations exceed the account's Lambda "
+            f"concurrency of {inputs.lambda_account_concurrency:,}: raise the quota (--lambda-account-concurrency)"
+        )
+        fits = False
+    return {
+        "name": job_class.name,
+        "rate": round(rate, 1),
+        "avg_seconds": job_class.avg_seconds,
+        "held_seconds": round(held, 2),
+        "slots": round(slots, 1),
+        "lambda_batches": round(batches, 1),
+        "queues": max(queues if kind == "lambda" else 1, in_flight_queues),
+        "ecs_tasks": tasks,
+        "runs_on": kind,
+        "fix": fix,
+        "fits": fits,
+        "warnings": warnings,
+    }
+
+
+def herd_plan(inputs: Inputs, profile: CallProfile) -> dict[str, Any]:
+    """`herd` runs of one cron instant: the pre-load cycle that sends them, their writes and the drain.
+
+    Every one of them is in the instant's hour, so in that hour's `hour#shard` partitions. The pre-loader
+    sends them (and writes each cron job's next slot) in the cycles before the instant: on time if that
+    takes less than the window less one interval and the slack. At the instant they are due over
+    `jitter_seconds` (the spread feature), and the fleet sized for `rate` drains them at that rate, no
+    faster than the partitions take their writes: the last starts `drain - spread` late."""
+    warnings: list[str] = []
+    fits = True
+    herd, shards = inputs.herd, inputs.shards
+    per_shard = herd / shards
+    cycle = preload_cycle(replace(inputs, mix=(("cron", 1.0),)), per_shard)
+    send_seconds = cycle["cycle_seconds"]
+    ahead = inputs.preload_window_seconds - inputs.preload_interval_seconds - PRELOAD_SLACK_SECONDS
+    follower_wcu = per_shard / cycle["shard_seconds"] if cycle["shard_seconds"] else 0.0
+    run_wcu = CRON_RUN.executions_wcu - 1  # claim and finish; the create was the follower write
+    spread_seconds = max(1, inputs.jitter_seconds)
+    due_rate = herd / spread_seconds
+    partition_rate = shards * PARTITION_WCU_PER_SECOND / run_wcu
+    fleet_rate = inputs.rate  # the workers are sized for the steady peak
+    drain_rate = min(due_rate, fleet_rate, partition_rate)
+    drain_seconds = max(spread_seconds, herd / drain_rate)
+    late_seconds = max(0.0, drain_seconds - spread_seconds)
+    in_flight = min(herd, drain_rate * held_seconds(inputs.avg_seconds))
+    partition_wcu = drain_rate / shards * run_wcu
+    needed_jitter = math.ceil(herd / min(fleet_rate, partition_rate))
+    if send_seconds > ahead:
+        warnings.append(
+            f"herd: sending {herd:,} runs takes ~{send_seconds:,.0f} s of pre-loader time, more than the "
+            f"{ahead} s the {inputs.preload_window_seconds} s window leaves: raise preloadWindowSeconds (up to "
+            f"{SQS_MAX_DELAY_SECONDS}), preloadShardGroups or DUETIME_PRELOAD_DISPATCH_THREADS"
+        )
+        fits = False
+    if follower_wcu > PARTITION_WCU_PER_SECOND:
+        warnings.append(
+            f"herd: {follower_wcu:,.0f} next-slot writes/s per partition while sending exceeds "
+            f"{PARTITION_WCU_PER_SECOND:,}: add shards or lower DUETIME_PRELOAD_DISPATCH_THREADS"
+        )
+        fits = False
+    if late_seconds > START_TARGET_SECONDS:
+        limit = "the partitions" if partition_rate < fleet_rate else "the workers"
+        warnings.append(
+            f"herd: {herd:,} runs over {spread_seconds} s drain in ~{drain_seconds:,.0f} s ({limit} take "
+            f"{drain_rate:,.0f}/s): the last starts ~{late_seconds:,.0f} s late; give the jobs jitterSeconds >= "
+            f"{needed_jitter:,}"
+            + (" (above the 3,600 cap: spread the herd over several instants)" if needed_jitter > 3600 else "")
+        )
+        fits = False
+    if in_flight > SQS_IN_FLIGHT_PER_QUEUE:
+        warnings.append(
+            f"herd: {in_flight:,.0f} messages in flight exceeds SQS's {SQS_IN_FLIGHT_PER_QUEUE:,} per queue: "
+            "split the class over more queues"
+        )
+        fits = False
+    return {
+        "runs": herd,
+        "per_shard": round(per_shard, 1),
+        "preload_calls": round(cycle["calls"], 0),
+        "preload_send_seconds": round(send_seconds, 1),
+        "preload_seconds_ahead": ahead,
+        "send_message_batches_per_second": round(herd / SQS_BATCH_SIZE / send_seconds, 1) if send_seconds else 0.0,
+        "follower_wcu_per_partition_per_second": round(follower_wcu, 1),
+        "spread_seconds": spread_seconds,
+        "due_per_second": round(due_rate, 1),
+        "drain_per_second": round(drain_rate, 1),
+        "partition_wcu_per_second": round(partition_wcu, 1),
+        "unthrottled_partition_wcu_per_second": round(due_rate / shards * run_wcu, 1),
+        "in_flight": round(in_flight, 1),
+        "backlog": round(max(0.0, herd - in_flight), 1) if late_seconds else 0.0,
+        "drain_seconds": round(drain_seconds, 1),
+        "last_start_late_seconds": round(late_seconds, 1),
+        "jitter_needed_seconds": needed_jitter,
+        "fits": fits,
+        "warnings": warnings,
+    }
 
 
 def preload_estimate(inputs: Inputs) -> dict[str, float]:
     """The pre-loader's calls per cycle and how long its invocation takes at AWS_CALL_SECONDS a call."""
-    profile = PRELOAD_PROFILES[inputs.profile]
-    due_per_shard = inputs.rate * inputs.preload_interval_seconds / inputs.shards
+    return preload_cycle(inputs, inputs.rate * inputs.preload_interval_seconds / inputs.shards)
+
+
+def preload_cycle(inputs: Inputs, due_per_shard: float) -> dict[str, float]:
+    """One pre-load cycle with `due_per_shard` executions due on every shard."""
+    profile = preload_profile(inputs)
     serial = profile.calls_per_shard + due_per_shard * profile.serial_calls_per_execution
     parallel = due_per_shard * profile.parallel_calls_per_execution
     shard_seconds = (serial + parallel / max(1, inputs.preload_dispatch_threads)) * AWS_CALL_SECONDS
@@ -307,18 +634,45 @@ def preload_estimate(inputs: Inputs) -> dict[str, float]:
         "shard_seconds": shard_seconds,
         "cycle_seconds": cycle_seconds,
         "gb_seconds": groups * cycle_seconds * PRELOADER_MEMORY_GB,
+        "due_per_shard": due_per_shard,
+        "serial_calls_per_shard": serial,
+        "parallel_calls_per_shard": parallel,
     }
+
+
+# Where each per-execution figure comes from: the test that pins it on the real adapters against moto.
+COUNTS_SOURCE = "tests/integration/test_call_counts.py"
+
+
+def per_execution_lines(profile: CallProfile) -> list[str]:
+    """The measured counts every figure below is a multiple of."""
+    return [
+        f"  per execution ({profile.name}; pinned by {COUNTS_SOURCE}, bench/calls.py measures them):",
+        f"    executions table   {profile.executions_writes:g} writes, {profile.executions_wcu:g} WCU on its "
+        "hour#shard (create, 2 inside a one-off's transaction; claim; finish)",
+        f"    indexes            {profile.index_wcu:g} WCU, {profile.open_index_wcu:g} of them on the `open` index "
+        "(entry added at create, removed at the end)",
+        f"    jobs table         {profile.jobs_wcu:g} WCU; reads {profile.read_units:g} RCU "
+        f"({profile.partition_read_units:g} on the hour#shard)",
+        f"    SQS                {profile.sqs_requests:.2f} requests (send, receive, delete; batches of {SQS_BATCH})",
+        f"    API Gateway        {profile.api_requests:g} request(s)",
+    ]
 
 
 def render(result: Estimate) -> str:
     i = result.inputs
+    name = result.profile_name or i.profile
+    pre = result.preload_per_shard
     lines = [
-        f"duetime capacity: {i.rate:,.0f} executions/s ({i.profile}), {i.shards} shards, lease {i.lease_seconds} s, "
+        f"duetime capacity: {i.rate:,.0f} executions/s ({name}), {i.shards} shards, lease {i.lease_seconds} s, "
         f"jobs {i.avg_seconds:g} s on average",
-        f"  heartbeats per execution        {result.heartbeats_per_execution}",
+        *per_execution_lines(call_profile(i)),
+        f"  heartbeats per execution        {result.heartbeats_per_execution} "
+        "(one write and one visibility change each)",
         f"  writes per hour#shard partition {result.partition_wcu_per_second:,.1f} WCU/s "
-        f"({result.partition_wcu_share:.0%} of {PARTITION_WCU_PER_SECOND:,})",
-        f"  writes per shard, open index    {result.open_index_wcu_per_second:,.1f} WCU/s",
+        f"({result.partition_wcu_share:.0%} of {PARTITION_WCU_PER_SECOND:,}) = rate / shards x WCU on the hour#shard",
+        f"  writes per shard, open index    {result.open_index_wcu_per_second:,.1f} WCU/s; per `open` key "
+        f"{result.open_index_wcu_per_key:,.1f} WCU/s over {result.open_index_keys} keys = rate x open-index WCU / keys",
         f"  executions table / its indexes  {result.table_wru_per_second:,.0f} / {result.index_wru_per_second:,.0f} "
         f"WRU/s (default quota {TABLE_ON_DEMAND_WRU_PER_SECOND:,} each)",
         f"  in flight per queue             {result.in_flight:,.0f} ({result.in_flight_share:.1%} of "
@@ -333,6 +687,37 @@ def render(result: Estimate) -> str:
         f"invocation ({i.preload_shard_groups} group(s), {i.preload_threads} shards x "
         f"{i.preload_dispatch_threads} calls at once), "
         f"{result.preload_lambda_gb_seconds:,.1f} GB-s",
+    ]
+    if pre:
+        lines.append(
+            f"  pre-loader per shard and cycle  {pre['due']:,.0f} due: {pre['send_message_batches']:,.0f} "
+            f"SendMessageBatch ({pre['sends_per_second']:,.0f}/s), {pre['job_reads']:,.0f} BatchGetItem, "
+            f"{pre['follower_writes']:,.0f} next-slot PutItem ({pre['follower_wcu_per_second']:,.0f} WCU/s), "
+            f"{pre['control_writes']:g} control writes, {pre['queries']:g} queries (bench/preloader.py)"
+        )
+    for plan in result.classes:
+        lines.append(
+            f"  class {plan['name']:<8} {plan['rate']:,.0f}/s x {plan['held_seconds']:g} s held = "
+            f"{plan['slots']:,.0f} runs at once = {plan['lambda_batches']:,.0f} Lambda batches "
+            f"(ceiling {LAMBDA_SQS_MAX_CONCURRENT_BATCHES:,} a function): {plan['fix']}"
+        )
+    herd = result.herd
+    if herd:
+        lines += [
+            f"  herd: {herd['runs']:,} runs on one instant, {herd['per_shard']:,.0f} per shard, due over "
+            f"{herd['spread_seconds']} s ({herd['due_per_second']:,.0f}/s)",
+            f"    pre-loader      {herd['preload_calls']:,.0f} calls in {herd['preload_send_seconds']:,.1f} s "
+            f"({herd['send_message_batches_per_second']:,.0f} SendMessageBatch/s; {herd['preload_seconds_ahead']} s "
+            f"available ahead), next-slot writes {herd['follower_wcu_per_partition_per_second']:,.0f} WCU/s "
+            "a partition",
+            f"    at the instant  drained at {herd['drain_per_second']:,.0f}/s in {herd['drain_seconds']:,.1f} s, "
+            f"{herd['partition_wcu_per_second']:,.0f} WCU/s a partition (claim + finish; unbounded demand "
+            f"{herd['unthrottled_partition_wcu_per_second']:,.0f}), {herd['in_flight']:,.0f} in flight, "
+            f"backlog {herd['backlog']:,.0f}",
+            f"    last start      ~{herd['last_start_late_seconds']:,.1f} s late; jitterSeconds that keeps it on "
+            f"time: {herd['jitter_needed_seconds']:,}",
+        ]
+    lines += [
         f"  cost per million executions    ${result.cost_per_million['total']:.2f} "
         + "("
         + ", ".join(f"{k} ${v:.2f}" for k, v in result.cost_per_million.items() if k != "total")
@@ -343,19 +728,101 @@ def render(result: Estimate) -> str:
     return "\n".join(lines)
 
 
+# The plans docs/performance.md records (`duetime capacity --scenarios`): two peaks, three shapes of load.
+SCENARIO_RATES = (10_000.0, 100_000.0)
+SCENARIO_MIXES = {"cron-heavy": "oneoff=0.2,cron=0.8", "one-off-heavy": "oneoff=0.8,cron=0.2"}
+SCENARIO_HERD = 1_000_000  # jobs at `0 0 * * *`
+PLAN_HEADROOM = 0.8
+
+
+def sized(inputs: Inputs) -> Inputs:
+    """`inputs` with the shard count, `open` index keys and pre-loader shard groups the estimate asks for."""
+    profile = call_profile(inputs)
+    beats = heartbeats(inputs.avg_seconds, inputs.lease_seconds)
+    # Sized to PLAN_HEADROOM of each limit: a plan at 100% of a partition throttles on the first busy second.
+    shards = max(inputs.shards, smallest_shards(inputs.rate / PLAN_HEADROOM, profile, beats, open_index_by_shard=False))
+    keys = max(shards, math.ceil(inputs.rate / PLAN_HEADROOM * profile.open_index_wcu / PARTITION_WCU_PER_SECOND))
+    groups = 1
+    while (
+        groups < shards
+        and preload_estimate(replace(inputs, shards=shards, preload_shard_groups=groups))["cycle_seconds"]
+        > 0.5 * inputs.preload_interval_seconds
+    ):  # half the interval: room for a slow tick
+        groups += 1
+    return replace(inputs, shards=shards, open_index_keys=keys, preload_shard_groups=groups)
+
+
+def scenarios() -> list[tuple[str, Inputs]]:
+    """The recorded plans: cron-heavy, one-off-heavy and a herd, each at 10,000/s and 100,000/s, sized."""
+    found: list[tuple[str, Inputs]] = []
+    for rate in SCENARIO_RATES:
+        for label, mix in SCENARIO_MIXES.items():
+            found.append((f"{rate:,.0f}/s {label}", sized(Inputs(rate=rate, mix=parse_mix(mix)))))
+        herd = sized(Inputs(rate=rate, mix=parse_mix("cron=1"), herd=SCENARIO_HERD))
+        found.append((f"{rate:,.0f}/s herd: {SCENARIO_HERD:,} jobs at 0 0 * * *, no jitter", herd))
+        spread_out = estimate(herd).herd or {}
+        jitter = min(3600, int(spread_out.get("jitter_needed_seconds", 0)))
+        found.append((f"{rate:,.0f}/s herd with jitterSeconds {jitter:,}", replace(herd, jitter_seconds=jitter)))
+    return found
+
+
+def render_scenarios() -> str:
+    """Markdown: each scenario's inputs and the tool's output for them."""
+    parts = [
+        "<!-- generated by `duetime capacity --scenarios`; do not edit by hand -->",
+        "",
+        "Each plan is sized by the tool (shards, `open` index keys and pre-loader shard groups raised until they",
+        "fit; the worker classes say where the runs go). Each line is a multiple of the per-execution counts",
+        f"printed first, which {COUNTS_SOURCE} pins.",
+    ]
+    plans = [(title, estimate(inputs)) for title, inputs in scenarios()]
+    parts += [
+        "",
+        "| plan | shards / `open` keys / pre-loader groups | hour#shard WCU/s | workers | herd: last start late | "
+        "$ per million | fits |",
+        "| --- | --- | ---: | --- | ---: | ---: | --- |",
+    ]
+    for title, result in plans:
+        i, herd = result.inputs, result.herd
+        workers = "; ".join(f"{c['name']}: {c['fix']}" for c in result.classes)
+        late = f"{herd['last_start_late_seconds']:,.0f} s" if herd else "-"
+        fits = "yes" if result.fits else f"no: {len(result.warnings)} warnings"
+        parts.append(
+            f"| {title} | {i.shards} / {result.open_index_keys} / {i.preload_shard_groups} | "
+            f"{result.partition_wcu_per_second:,.0f} ({result.partition_wcu_share:.0%}) | {workers} | "
+            f"{late} | {result.cost_per_million['total']:.2f} | {fits} |"
+        )
+    for title, result in plans:
+        parts += ["", f"#### {title}", "", "```", render(result), "```"]
+    return "\n".join(parts)
+
+
 def cmd_capacity(args: argparse.Namespace) -> int:
-    inputs = Inputs(
-        rate=args.rate,
-        shards=args.shards,
-        lease_seconds=args.lease,
-        avg_seconds=args.avg_seconds,
-        profile=args.profile,
-        worker_concurrency=args.worker_concurrency,
-        preload_threads=args.preload_threads,
-        preload_dispatch_threads=args.preload_dispatch_threads,
-        preload_shard_groups=args.preload_shard_groups,
-    )
+    if args.scenarios:
+        print(render_scenarios())
+        return 0
+    if args.rate is None:
+        print("duetime capacity: give --rate (or --scenarios)")
+        return 2
     try:
+        inputs = Inputs(
+            rate=args.rate,
+            shards=args.shards,
+            lease_seconds=args.lease,
+            avg_seconds=args.avg_seconds,
+            profile=args.profile,
+            worker_concurrency=args.worker_concurrency,
+            preload_threads=args.preload_threads,
+            preload_dispatch_threads=args.preload_dispatch_threads,
+            preload_shard_groups=args.preload_shard_groups,
+            mix=parse_mix(args.mix) if args.mix else (),
+            open_index_keys=args.open_index_keys,
+            classes=tuple(parse_class(text) for text in args.job_class),
+            herd=args.herd,
+            jitter_seconds=args.jitter_seconds,
+            preload_window_seconds=args.preload_window,
+            lambda_account_concurrency=args.lambda_account_concurrency,
+        )
         result = estimate(inputs)
     except ValueError as exc:
         print(f"duetime capacity: {exc}")
@@ -367,7 +834,7 @@ def cmd_capacity(args: argparse.Namespace) -> int:
 def add_parser(sub: Any) -> argparse.ArgumentParser:
     """Register `duetime capacity` on the CLI's subparsers."""
     capacity = sub.add_parser("capacity", help="what a peak rate needs on AWS: partitions, queues, workers, cost")
-    capacity.add_argument("--rate", type=float, required=True, help="executions per second at peak")
+    capacity.add_argument("--rate", type=float, help="executions per second at peak")
     capacity.add_argument("--shards", type=int, default=32)
     capacity.add_argument("--lease", type=int, default=30, help="lease seconds")
     capacity.add_argument("--avg-seconds", type=float, default=2.0, help="average run time of a job")
@@ -379,6 +846,38 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     )
     capacity.add_argument("--preload-shard-groups", type=int, default=1, help="pre-loader invocations per tick")
     capacity.add_argument("--json", action="store_true")
+    capacity.add_argument(
+        "--mix", help="kinds of execution and their shares, e.g. oneoff=0.8,cron=0.2 (over --profile)"
+    )
+    capacity.add_argument(
+        "--open-index-keys",
+        type=int,
+        default=0,
+        metavar="N",
+        help="keys the `open` index spreads over (0: one a shard)",
+    )
+    capacity.add_argument(
+        "--job-class",
+        action="append",
+        default=[],
+        metavar="NAME:SHARE:AVG_SECONDS[:lambda|ecs]",
+        help="a job class's share of the rate and its average run (repeatable; default: all in `default`)",
+    )
+    capacity.add_argument("--herd", type=int, default=0, metavar="N", help="runs on one cron instant, e.g. 1000000")
+    capacity.add_argument("--jitter-seconds", type=int, default=0, help="the herd jobs' jitterSeconds")
+    capacity.add_argument(
+        "--preload-window",
+        type=int,
+        default=Settings().preload_window_seconds,
+        metavar="SECONDS",
+        help="how far ahead the pre-loader sends (CDK context preloadWindowSeconds, at most 900)",
+    )
+    capacity.add_argument(
+        "--lambda-account-concurrency", type=int, default=LAMBDA_ACCOUNT_CONCURRENCY, help="the account's quota"
+    )
+    capacity.add_argument(
+        "--scenarios", action="store_true", help="print the recorded plans (docs/performance.md) as markdown"
+    )
     capacity.set_defaults(fn=cmd_capacity)
     parser: argparse.ArgumentParser = capacity
     return parser
