@@ -346,6 +346,7 @@ MAX_LIMIT_BURST = 10_000
 MAX_CONCURRENT_RUNS = 1_000
 # A run waiting for a concurrency slot is looked at again this often.
 SLOT_WAIT_SECONDS = 1.0
-# A reserved start this close is waited for by the worker itself; further out, the message is sent again
+# A reserved start this close is waited for by the worker itself (briefly: a sleeping slot receives nothing,
+# so the backlog behind it would take its starts late); further out, the message is sent again
 # to be received at its start (an SQS delay is whole seconds, at most 15 minutes: longer waits go in steps).
-LIMIT_SLEEP_MS = 1000
+LIMIT_SLEEP_MS = 50
