@@ -12,9 +12,9 @@ from duetime.definitions import (
     MAX_CONCURRENT_RUNS,
     MAX_LIMIT_BURST,
     MAX_LIMIT_PER_SECOND,
-    MIN_LIMIT_PER_SECOND,
     MAX_REDRIVE,
     MAX_RESULT_BYTES,
+    MIN_LIMIT_PER_SECOND,
 )
 from duetime.domain.exclusions import MAX_EXCLUSIONS, Calendar, check_exclude_entry, parse_exclusion
 from duetime.domain.limits import RateLimit
