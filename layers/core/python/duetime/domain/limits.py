@@ -12,7 +12,7 @@ LIMIT_NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
 LIMIT_NAME_RULE = "1-64 of a-z, 0-9, '-' and '_', starting with a letter or digit"
 # One control record holds all of an owner's limits, one `limit:<name>` attribute each (as calendars).
 LIMIT_ATTR_PREFIX = "limit:"
-# A slot record's holders: one `holder:<executionId>` attribute each, valued with when the hold ends.
+# A slot record's holders: one `holder:<executionId>#<admission>` attribute each, valued with when the hold ends.
 HOLDER_ATTR_PREFIX = "holder:"
 # The token bucket's state attribute: the theoretical arrival time of the next start (GCRA), epoch ms.
 NEXT_START_ATTR = "nextStartMs"

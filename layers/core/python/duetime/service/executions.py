@@ -37,6 +37,7 @@ class Claim:
     hide_seconds: int = 0
     # The concurrency slots the claimed run holds (service/limits.py), given back when it ends.
     slots: tuple[str, ...] = ()
+    slot_holder: str = ""
     # LIMITED: the message to send again, for when the run should look again.
     deferred: DueMessage | None = None
 
@@ -95,10 +96,10 @@ def claim_execution(
             return Claim(ClaimVerdict.LIMITED, job=job, deferred=admission.deferred)
         claim = _claim(ports, message, job, worker_id, now, lease_ends, max_attempts, checks_overlap)
         if claim.verdict != ClaimVerdict.CLAIMED or claim.execution is None:
-            limits.release_slots(ports, admission.slots, message.execution_id)
+            limits.release_slots(ports, admission.slots, admission.holder)
             return claim
         waited = limits.record_wait(ports, message.key, claim.execution, message)
-        return replace(claim, execution=waited, slots=admission.slots)
+        return replace(claim, execution=waited, slots=admission.slots, slot_holder=admission.holder)
     return _claim(ports, message, job, worker_id, now, lease_ends, max_attempts, checks_overlap)
 
 

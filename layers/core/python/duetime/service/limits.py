@@ -4,6 +4,7 @@ its due message and its claim (a start reserved in the limit's token bucket, a s
 from __future__ import annotations
 
 import logging
+import secrets
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
@@ -102,6 +103,9 @@ class Admission:
 
     slots: tuple[str, ...] = ()
     deferred: DueMessage | None = None
+    # Who holds the slots: the execution and this admission (a duplicate message of a running execution
+    # must not renew, nor give back, the slot its running attempt holds).
+    holder: str = ""
 
 
 def is_limited(job: Job) -> bool:
@@ -122,19 +126,20 @@ def admit(ports: Ports, job: Job, message: DueMessage, until_ms: int) -> Admissi
     if limit is not None and limit.max_concurrent is not None:
         caps.append((limit_slots_key(job.owner, limit.name), limit.max_concurrent))
     since = message.limit_since_ms if message.limit_since_ms is not None else now_ms
+    holder = f"{message.execution_id}#{secrets.token_hex(4)}"
     held: list[str] = []
     for key, capacity in caps:
-        if not ports.store.acquire_slot(key, message.execution_id, capacity, now_ms, until_ms):
-            release_slots(ports, tuple(held), message.execution_id)
+        if not ports.store.acquire_slot(key, holder, capacity, now_ms, until_ms):
+            release_slots(ports, tuple(held), holder)
             wait_until = now_ms + round(SLOT_WAIT_SECONDS * 1000)
             return Admission(deferred=replace(message, limit_since_ms=since, not_before_ms=wait_until))
         held.append(key)
     if limit is not None and message.limit_ready_ms is None:
         start = ports.store.reserve_start(bucket_key(job.owner, limit.name), now_ms, limit.interval_ms, limit.burst)
         if start > now_ms:
-            release_slots(ports, tuple(held), message.execution_id)
+            release_slots(ports, tuple(held), holder)
             return Admission(deferred=replace(message, limit_since_ms=since, limit_ready_ms=start, not_before_ms=None))
-    return Admission(slots=tuple(held))
+    return Admission(slots=tuple(held), holder=holder)
 
 
 def _limit_of(ports: Ports, job: Job) -> RateLimit | None:

@@ -38,29 +38,29 @@ class SlotLease(Lease):
     """A claimed attempt's lease that also holds concurrency slots: they are renewed with it (a dead
     worker's slot ends with its lease: no leak) and given back when the attempt ends or is released."""
 
-    def __init__(self, lease: Lease, slots: tuple[str, ...]) -> None:
+    def __init__(self, lease: Lease, slots: tuple[str, ...], holder: str) -> None:
         super().__init__(lease.ports, lease.key, lease.execution, lease.job_class, lease.receipt)
-        self.slots = slots
+        self.slots, self.holder = slots, holder
 
     def extend(self) -> Execution:
         updated = super().extend()
         if updated.lease_until is not None:
-            limits.renew_slots(self.ports, self.slots, updated.execution_id, to_ms(updated.lease_until))
+            limits.renew_slots(self.ports, self.slots, self.holder, to_ms(updated.lease_until))
         return updated
 
     def release(self) -> bool:
         try:
             return super().release()
         finally:
-            limits.release_slots(self.ports, self.slots, self.execution.execution_id)
+            limits.release_slots(self.ports, self.slots, self.holder)
 
     def complete(self, outcome: RunResult, job: Job | None = None) -> Execution:
         try:
             return super().complete(outcome, job)
         finally:
-            limits.release_slots(self.ports, self.slots, self.execution.execution_id)
+            limits.release_slots(self.ports, self.slots, self.holder)
 
 
-def with_slots(lease: Lease, slots: tuple[str, ...]) -> Lease:
+def with_slots(lease: Lease, slots: tuple[str, ...], holder: str) -> Lease:
     """The lease itself when the run holds no slot (no extra calls), else one that keeps its slots."""
-    return SlotLease(lease, slots) if slots else lease
+    return SlotLease(lease, slots, holder) if slots else lease

@@ -233,7 +233,9 @@ class Worker:
             return RunOutcome.of_claim(claim.verdict)
         assert claim.execution is not None and claim.job is not None
         lease = limited.with_slots(
-            Lease(self.ports, message.key, claim.execution, self.job_class, received.receipt), claim.slots
+            Lease(self.ports, message.key, claim.execution, self.job_class, received.receipt),
+            claim.slots,
+            claim.slot_holder,
         )
         if reset_visibility:
             lease.hide_message()
