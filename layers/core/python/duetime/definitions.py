@@ -350,3 +350,6 @@ SLOT_WAIT_SECONDS = 1.0
 # so the backlog behind it would take its starts late); further out, the message is sent again
 # to be received at its start (an SQS delay is whole seconds, at most 15 minutes: longer waits go in steps).
 LIMIT_SLEEP_MS = 50
+# A reserved start missed by more than this (the worker stalled, the queue delivered late) lapses: the run
+# reserves again, so starts in any second stay within perSecond * (1 s + this) + burst.
+LIMIT_LAPSE_MS = 100

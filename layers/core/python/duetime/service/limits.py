@@ -8,7 +8,7 @@ import secrets
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
-from duetime.definitions import MAX_LIMITS_PER_OWNER, SLOT_WAIT_SECONDS
+from duetime.definitions import LIMIT_LAPSE_MS, MAX_LIMITS_PER_OWNER, SLOT_WAIT_SECONDS
 from duetime.domain.errors import Conflict, InvalidInput, NotFound
 from duetime.domain.keys import ExecutionKey
 from duetime.domain.limits import RateLimit, bucket_key, check_limit_name, job_slots_key, limit_slots_key
@@ -115,7 +115,9 @@ def is_limited(job: Job) -> bool:
 
 def admit(ports: Ports, job: Job, message: DueMessage, until_ms: int) -> Admission:
     """Take a slot of each cap the run is under (the job's maxConcurrent, its limit's), then a start in its
-    limit's token bucket unless the message carries one reserved already. A full cap defers the run by
+    limit's token bucket unless the message carries one reserved already (and not missed by more than
+    LIMIT_LAPSE_MS: a run taken that late reserves again, so a stalled worker cannot start a second's worth of
+    missed starts at once). A full cap defers the run by
     SLOT_WAIT_SECONDS; a start reserved in the future defers it until then (holding no slot meanwhile). A
     deferred run keeps when it was first held back, so its claim records the whole wait."""
     now_ms = to_ms(ports.clock())
@@ -134,7 +136,10 @@ def admit(ports: Ports, job: Job, message: DueMessage, until_ms: int) -> Admissi
             wait_until = now_ms + round(SLOT_WAIT_SECONDS * 1000)
             return Admission(deferred=replace(message, limit_since_ms=since, not_before_ms=wait_until))
         held.append(key)
-    if limit is not None and message.limit_ready_ms is None:
+    reserved = message.limit_ready_ms
+    if reserved is not None and now_ms - reserved > LIMIT_LAPSE_MS:
+        reserved = None  # a start missed (a stalled worker) lapses: taken now it would bunch with the next ones
+    if limit is not None and reserved is None:
         start = ports.store.reserve_start(bucket_key(job.owner, limit.name), now_ms, limit.interval_ms, limit.burst)
         if start > now_ms:
             release_slots(ports, tuple(held), holder)
