@@ -480,5 +480,9 @@ def lateness_ms(execution: Execution) -> int:
     """How late this attempt started against the time it was due."""
     if execution.started_at is None:
         return 0
-    # The wait for a rate limit or concurrency cap is the owner's choice, not the scheduler's lateness.
-    return to_ms(execution.started_at) - to_ms(execution.due_at) - (execution.waited_for_limit_ms or 0)
+    late = to_ms(execution.started_at) - to_ms(execution.due_at)
+    if not execution.waited_for_limit_ms:
+        return late
+    # The wait for a rate limit or concurrency cap is the owner's choice, not the scheduler's lateness. It is
+    # the execution's total: a retry's attempt, due later, may have waited less (never below zero then).
+    return max(0, late - execution.waited_for_limit_ms)
