@@ -89,6 +89,7 @@ def test_request_bodies_and_parameters_are_validated(synthesized):
         "PostExecutionsExecutionidComplete",
         "PostDeadlettersRedrive",
         "PostJobsJobidBackfill",
+        "PutLimitsName",
     }
     assert models["PostJobs"]["Schema"]["required"] == ["name", "handler", "schedule"]
     assert models["PostJobs"]["Schema"]["properties"] == generated["POST /jobs"]["properties"]
