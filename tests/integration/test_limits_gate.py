@@ -6,12 +6,15 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from duetime.domain.limits import HOLDER_ATTR_PREFIX, job_slots_key
 from duetime.domain.models import JobSpec, format_time, to_ms
 from duetime.service import limits
-from duetime.service.executions import claim_execution
+from duetime.service.executions import Lease, claim_execution
 from duetime.service.jobs import run_now, submit_job
-from duetime.service.outcomes import ClaimVerdict
+from duetime.service.outcomes import ClaimVerdict, RunResult
 from duetime.service.ports import DueMessage
+from duetime.worker.limited import with_slots
+from duetime.worker.runtime import Worker
 
 from tests.conftest import BOTH_BACKENDS
 
@@ -63,3 +66,33 @@ def test_a_cap_slot_is_held_with_the_lease_and_a_duplicate_message_does_not_free
     taken = claim_execution(ports, waiting.deferred, "w2")
     assert taken.verdict == ClaimVerdict.CLAIMED and taken.execution.waited_for_limit_ms > 0
     assert ports.store.get_execution(ports.store.key_of(second)).attempt == 1
+
+
+@BOTH_BACKENDS
+def test_a_capped_run_gives_its_slot_back_when_it_ends_and_renews_it_with_its_lease(ports, clock, monkeypatch):
+    job = _job(ports, clock, maxConcurrent=1)
+    execution = run_now(ports, "alice", job.job_id)
+
+    def holders() -> dict:
+        record = ports.store.get_control(job_slots_key(job.job_id)) or {}
+        return {k: v for k, v in record.items() if k.startswith(HOLDER_ATTR_PREFIX)}
+
+    # A heartbeat of the claimed run extends its slot with its lease
+    claim = claim_execution(ports, _message(ports, execution), "w1")
+    key = ports.store.key_of(execution)
+    lease = with_slots(Lease(ports, key, claim.execution, "default", "receipt"), claim.slots, claim.slot_holder)
+    [(holder, until)] = holders().items()
+    clock.advance(5)
+    monkeypatch.setattr(ports.queues, "extend", lambda *args: None)  # a made-up receipt: the row and slot matter
+    lease.extend()
+    assert holders() == {holder: until + 5000}
+    # And the run's end gives it back
+    lease.complete(RunResult.success(None))
+    assert holders() == {}
+    monkeypatch.undo()
+    # A worker running a capped run from its message leaves no slot held either
+    second = run_now(ports, "alice", job.job_id)
+    batch = ports.queues.receive("default", 10, 0, 30)
+    [received] = [r for r in batch if r.message.execution_id == second.execution_id]
+    assert Worker(ports, "default", "w1", concurrency=1).process(received) == "succeeded"
+    assert holders() == {}
