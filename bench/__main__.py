@@ -20,10 +20,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench import calls, ceiling, failover, hotpath, lateness, report, sidebyside
+from bench import calls, ceiling, failover, hotpath, lateness, pacing, report, sidebyside
 
 RESULTS = Path(__file__).with_name("results.json")
-PARTS = ("calls", "ceiling", "steady", "burst", "failover", "profile", "side")
+PARTS = ("calls", "ceiling", "steady", "burst", "failover", "profile", "side", "pacing")
 WORKERS = 64  # worker threads per job class in the measured `duetime local` (its --workers)
 
 
@@ -39,6 +39,7 @@ def plan(quick: bool) -> dict[str, Any]:
             "failoverLease": 6,
             "heartbeatJob": (6, 6),
             "profile": 40,
+            "pacing": 200,
         }
     return {
         "steady": [(10, 20), (25, 30), (50, 10)],
@@ -50,6 +51,7 @@ def plan(quick: bool) -> dict[str, Any]:
         "failoverLease": 30,
         "heartbeatJob": (30, 30),
         "profile": 120,
+        "pacing": 1000,
     }
 
 
@@ -74,6 +76,7 @@ PART_KEYS = {
     "failover": ("failover",),
     "profile": ("profile",),
     "side": ("sideBySide",),
+    "pacing": ("pacing",),
 }
 
 
@@ -201,6 +204,9 @@ def main(argv: list[str] | None = None) -> int:
         side = timed("side by side", lambda: sidebyside.run(side_plan, options.systems), timings)
         side["targets"] = report.side_targets(side)
         results["sideBySide"] = side
+    if "pacing" in options.only:
+        count = settings["pacing"]
+        results["pacing"] = timed(f"{count} runs paced by a 50/s limit", lambda: pacing.measure(count), timings)
     results["machine"]["loadAverageAtEnd"] = [round(x, 2) for x in os.getloadavg()]
     results["timings"] = timings
     results["totalSeconds"] = round(time.monotonic() - started, 1)

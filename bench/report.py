@@ -85,6 +85,14 @@ def render(results: dict[str, Any]) -> str:
         f"duetime bench  {results['startedAt']}  {results['machine']['cpus']} CPUs  load average "
         f"{results['machine']['loadAverageAtStart'][0]} at start, {results['machine']['loadAverageAtEnd'][0]} at end",
     ]
+    if "pacing" in results:
+        paced = results["pacing"]
+        lines += [
+            "",
+            f"Pacing: {paced['name']}: {paced['achievedPerSecond']}/s achieved, at most {paced['maxInOneSecond']}"
+            f" in one second, {paced['notFirstTimeSuccess']} not successful first time, longest wait"
+            f" {paced['waitedForLimitMaxMs']} ms",
+        ]
     runs = [*results.get("steady", []), *([results["burst"]] if "burst" in results else [])]
     if runs:
         lines += [

@@ -22,6 +22,7 @@ OWNER_ROUTES = {
     ("GET", "dead-letters"),
     ("POST", "redrive"),
     ("POST", "backfill"),
+    ("GET", "limits"),
 }
 WORKER_ROUTES = {("POST", "heartbeat"), ("POST", "complete")}
 
@@ -88,6 +89,7 @@ def test_request_bodies_and_parameters_are_validated(synthesized):
         "PostExecutionsExecutionidComplete",
         "PostDeadlettersRedrive",
         "PostJobsJobidBackfill",
+        "PutLimitsName",
     }
     assert models["PostJobs"]["Schema"]["required"] == ["name", "handler", "schedule"]
     assert models["PostJobs"]["Schema"]["properties"] == generated["POST /jobs"]["properties"]

@@ -141,6 +141,7 @@ def test_gateway_models_are_draft_4_without_refs_and_accept_the_api_md_example()
         "POST /executions/{executionId}/complete",
         "POST /dead-letters/redrive",
         "POST /jobs/{jobId}/backfill",
+        "PUT /limits/{name}",
     }
     for schema in models.values():
         jsonschema.Draft4Validator.check_schema(schema)
@@ -158,6 +159,9 @@ def test_gateway_models_are_draft_4_without_refs_and_accept_the_api_md_example()
     assert backfill.is_valid({"from": "2026-11-01T00:00:00Z", "to": "2026-11-02T00:00:00Z", "overlap": "allow"})
     assert not backfill.is_valid({"from": "2026-11-01T00:00:00Z", "to": "2026-11-02T00:00:00Z", "overlap": "replace"})
     assert not backfill.is_valid({"to": "2026-11-02T00:00:00Z"})
+    limit = jsonschema.Draft4Validator(models["PUT /limits/{name}"])
+    assert limit.is_valid({"perSecond": 50, "burst": 10, "maxConcurrent": 20})
+    assert not limit.is_valid({"perSecond": 0}) and not limit.is_valid({"burst": 1})
 
 
 def test_every_operation_documents_401_and_every_job_or_execution_route_404_with_the_error_schema():

@@ -193,6 +193,20 @@ class DuetimeClient:
         body = {"from": start, "to": end, **({"overlap": overlap} if overlap else {})}
         return dict(self.request("POST", f"/jobs/{_segment(job_id)}/backfill", body))
 
+    # -- named rate limits and concurrency caps -------------------------------------------------------
+
+    def list_limits(self) -> list[dict[str, Any]]:
+        return list(self.request("GET", "/limits")["limits"])
+
+    def get_limit(self, name: str) -> dict[str, Any]:
+        return dict(self.request("GET", f"/limits/{_segment(name)}"))
+
+    def put_limit(self, name: str, body: dict[str, Any]) -> dict[str, Any]:
+        return dict(self.request("PUT", f"/limits/{_segment(name)}", body))
+
+    def delete_limit(self, name: str) -> None:
+        self.request("DELETE", f"/limits/{_segment(name)}")
+
 
 def _segment(value: str) -> str:
     return urllib.parse.quote(value, safe="")

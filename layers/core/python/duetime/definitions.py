@@ -334,3 +334,22 @@ PAST_DUE_GRACE_SECONDS = 120
 
 # POST /dead-letters/redrive retries at most this many executions per request (a read and a transaction each).
 MAX_REDRIVE = 100
+
+# --- rate limits and concurrency caps (issue 20) ---------------------------------------------------------
+# All of an owner's limits are one control record, like its calendars.
+MAX_LIMITS_PER_OWNER = 64
+MAX_LIMIT_PER_SECOND = 10_000.0
+# Rates are stored in thousandths of a start a second: one start in about 17 minutes is the slowest.
+MIN_LIMIT_PER_SECOND = 0.001
+MAX_LIMIT_BURST = 10_000
+# A job's or a limit's maxConcurrent: the slot record holds one attribute per running execution.
+MAX_CONCURRENT_RUNS = 1_000
+# A run waiting for a concurrency slot is looked at again this often.
+SLOT_WAIT_SECONDS = 1.0
+# A reserved start this close is waited for by the worker itself (briefly: a sleeping slot receives nothing,
+# so the backlog behind it would take its starts late); further out, the message is sent again
+# to be received at its start (an SQS delay is whole seconds, at most 15 minutes: longer waits go in steps).
+LIMIT_SLEEP_MS = 50
+# A reserved start missed by more than this (the worker stalled, the queue delivered late) lapses: the run
+# reserves again, so starts in any second stay within perSecond * (1 s + this) + burst.
+LIMIT_LAPSE_MS = 100

@@ -8,8 +8,16 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, field_serializer, field_validator, model_validator
 
-from duetime.definitions import MAX_REDRIVE, MAX_RESULT_BYTES
+from duetime.definitions import (
+    MAX_CONCURRENT_RUNS,
+    MAX_LIMIT_BURST,
+    MAX_LIMIT_PER_SECOND,
+    MAX_REDRIVE,
+    MAX_RESULT_BYTES,
+    MIN_LIMIT_PER_SECOND,
+)
 from duetime.domain.exclusions import MAX_EXCLUSIONS, Calendar, check_exclude_entry, parse_exclusion
+from duetime.domain.limits import RateLimit
 from duetime.domain.models import (
     MAX_JITTER_SECONDS,
     MAX_NOTE_CHARS,
@@ -311,3 +319,36 @@ class BackfillResponse(CamelModel):
     first_slot: UtcDatetime | None = None
     last_slot: UtcDatetime | None = None
     overlap: Literal["allow", "forbid"]
+
+
+class LimitRequest(CamelModel):
+    """PUT /limits/{name}: a rate limit (perSecond starts a second, with burst more at once after a quiet
+    spell) and optionally a cap on the runs under it at once; it replaces the whole limit."""
+
+    per_second: float = Field(ge=MIN_LIMIT_PER_SECOND, le=MAX_LIMIT_PER_SECOND)
+    burst: int = Field(default=0, ge=0, le=MAX_LIMIT_BURST)
+    max_concurrent: int | None = Field(default=None, ge=1, le=MAX_CONCURRENT_RUNS)
+
+    model_config = ConfigDict(populate_by_name=True, extra="forbid")
+
+
+class LimitResponse(CamelModel):
+    name: str
+    per_second: float
+    burst: int
+    max_concurrent: int | None = None
+    updated_at: UtcDatetime
+
+    @classmethod
+    def of(cls, limit: RateLimit) -> LimitResponse:
+        return cls(
+            name=limit.name,
+            per_second=limit.per_second,
+            burst=limit.burst,
+            max_concurrent=limit.max_concurrent,
+            updated_at=from_ms(limit.updated_ms),
+        )
+
+
+class LimitList(CamelModel):
+    limits: list[LimitResponse]

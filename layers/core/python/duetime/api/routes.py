@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from duetime.api import limit_cases as limit_routes
 from duetime.api.idempotency import HEADER as IDEMPOTENCY_HEADER
 from duetime.api.idempotency import MAX_KEY_CHARS, idempotency_key
 from duetime.api.models import (
@@ -30,6 +31,9 @@ from duetime.api.models import (
     JobChange,
     JobPage,
     JobResponse,
+    LimitList,
+    LimitRequest,
+    LimitResponse,
     PreviewRequest,
     PreviewResponse,
     PreviewSlot,
@@ -516,6 +520,43 @@ ROUTES: tuple[Route, ...] = (
         params=[JOB_ID_PARAM],
         body=BackfillRequest,
         example={"from": "2026-11-01T00:00:00Z", "to": "2026-11-02T00:00:00Z", "overlap": "forbid"},
+        errors=(409,),
+    ),
+    Route(
+        "GET",
+        "/limits",
+        limit_routes.list_limits,
+        "The caller's named rate limits and concurrency caps.",
+        {200: Answer("the limits, by name", LimitList)},
+    ),
+    Route(
+        "GET",
+        "/limits/{name}",
+        limit_routes.get_limit,
+        "One limit.",
+        {200: Answer("the limit", LimitResponse)},
+        params=[limit_routes.LIMIT_NAME_PARAM],
+    ),
+    Route(
+        "PUT",
+        "/limits/{name}",
+        limit_routes.put_limit,
+        "Create or replace a limit: jobs naming it (rateLimit) start at most perSecond runs a second (burst more"
+        " after a quiet spell) and, with maxConcurrent, at most that many at once. A run held back waits (its"
+        " waitedForLimitMs), it is never failed.",
+        {201: Answer("the limit", LimitResponse), 200: Answer("the replaced limit", LimitResponse)},
+        params=[limit_routes.LIMIT_NAME_PARAM],
+        body=LimitRequest,
+        example={"perSecond": 50, "burst": 10, "maxConcurrent": 20},
+        errors=(409,),
+    ),
+    Route(
+        "DELETE",
+        "/limits/{name}",
+        limit_routes.delete_limit,
+        "Delete a limit no job (not ended) names; 409 names the jobs that still do.",
+        {204: Answer("deleted")},
+        params=[limit_routes.LIMIT_NAME_PARAM],
         errors=(409,),
     ),
 )

@@ -157,6 +157,8 @@ def spec_from_args(args: argparse.Namespace) -> dict[str, Any]:
         ("jobClass", args.job_class),
         ("jitterSeconds", args.jitter),
         ("pauseAfterFailures", args.pause_after_failures),
+        ("rateLimit", args.rate_limit),
+        ("maxConcurrent", args.max_concurrent),
     ):
         if value is not None:
             spec[key] = value
@@ -399,6 +401,10 @@ def _spec_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--catch-up", choices=("latest", "all", "none"))
     parser.add_argument("--starting-deadline", type=int, help="startingDeadlineSeconds")
     parser.add_argument("--job-class")
+    parser.add_argument("--rate-limit", dest="rate_limit", help="rateLimit: the name of one of your limits")
+    parser.add_argument(
+        "--max-concurrent", dest="max_concurrent", type=int, help="maxConcurrent: at most N runs of the job at once"
+    )
 
 
 def add_client_commands(sub: Any) -> None:
@@ -503,3 +509,7 @@ def add_client_commands(sub: Any) -> None:
             action.add_argument("--file", help="a file of dates and ranges, one a line")
         _connection_flags(action)
         action.set_defaults(fn=_run(fn))
+
+    from duetime.cli.limits import add_limit_commands  # it builds on this module's helpers: imported last
+
+    add_limit_commands(sub)

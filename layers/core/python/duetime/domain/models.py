@@ -19,7 +19,7 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 from pydantic.json_schema import SkipJsonSchema
 
-from duetime.definitions import DEFAULT_JOB_CLASS, MAX_PAYLOAD_BYTES, MAX_TIMEOUT_SECONDS
+from duetime.definitions import DEFAULT_JOB_CLASS, MAX_CONCURRENT_RUNS, MAX_PAYLOAD_BYTES, MAX_TIMEOUT_SECONDS
 from duetime.domain.exclusions import MAX_EXCLUSIONS, check_exclude_entry
 from duetime.domain.results import compact_json
 
@@ -181,6 +181,10 @@ class JobSpec(CamelModel):
     # After this many consecutive runs that failed for good, the job is paused with a note saying why.
     pause_after_failures: int | None = Field(default=None, ge=1, le=MAX_PAUSE_AFTER_FAILURES)
     tags: dict[str, str] = Field(default_factory=dict)
+    # The owner's named limit (PUT /limits/{name}) its runs take a start from; None: no rate limit.
+    rate_limit: str | None = Field(default=None, min_length=1, max_length=64)
+    # At most this many runs of this job at once (beyond `overlap`: run-nows and retries count too).
+    max_concurrent: int | None = Field(default=None, ge=1, le=MAX_CONCURRENT_RUNS)
 
     @field_validator("exclude")
     @classmethod
@@ -289,6 +293,9 @@ class Execution(CamelModel):
     # A backfilled run's overlap policy (POST /jobs/{jobId}/backfill): `forbid` waits for the job's other
     # running runs, `allow` does not. None on every other run (they follow the job's own policy).
     overlap: Overlap | None = None
+    # How long the run waited for its rate limit or a concurrency slot before it was claimed: not the
+    # scheduler's lateness (startLateness excludes it). None when it never waited.
+    waited_for_limit_ms: int | None = None
 
     def lease_live(self, now: datetime) -> bool:
         return self.status == ExecutionStatus.RUNNING and self.lease_until is not None and self.lease_until > now

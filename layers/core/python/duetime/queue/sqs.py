@@ -72,7 +72,7 @@ class DueQueues:
                     {
                         "Id": str(i),
                         "MessageBody": m.to_body(),
-                        "DelaySeconds": delay_seconds(m.due_ms, now, self.max_delay_seconds),
+                        "DelaySeconds": delay_seconds(m.visible_ms, now, self.max_delay_seconds),
                     }
                     for i, m in enumerate(batch)
                 ]

@@ -24,6 +24,7 @@ from duetime.service.context import Ports
 from duetime.service.dispatch import dispatch, new_execution
 from duetime.service.handlers import check_handler
 from duetime.service.jobs import JobView, anchored, get_job, get_owned_job, validate_spec, waiting_executions
+from duetime.service.limits import check_reference as check_limit_reference
 
 # The spec fields that decide when and where the job's next run is: changing one replaces its waiting run.
 TIMING_FIELDS = frozenset({"schedule", "jitter_seconds", "job_class"})
@@ -90,6 +91,8 @@ def edit_job(
         check_handler(ports, owner, groups, spec.handler, spec.job_class)
     if "exclude" in changes:
         check_references(ports, owner, spec.exclude)
+    if "rate_limit" in changes:
+        check_limit_reference(ports, owner, spec.rate_limit)
     if "schedule" in changes:
         spec = anchored(spec, now)  # a new interval without startAt counts from the edit
     edited = Job(

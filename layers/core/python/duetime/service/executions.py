@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import hmac
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -19,6 +19,7 @@ from duetime.domain.recurrence import SCHEDULE_EDITED, is_slot, recurrence_of
 from duetime.domain.results import ResultRejected, encode_result, truncate_error
 from duetime.domain.retry import compute_backoff, should_retry
 from duetime.domain.spread import spread, spread_due
+from duetime.service import limits
 from duetime.service.context import Ports
 from duetime.service.job_ends import complete_if_last, pause_if_failing
 from duetime.service.outcomes import ClaimVerdict, RunResult
@@ -34,6 +35,11 @@ class Claim:
     execution: Execution | None = None
     job: Job | None = None
     hide_seconds: int = 0
+    # The concurrency slots the claimed run holds (service/limits.py), given back when it ends.
+    slots: tuple[str, ...] = ()
+    slot_holder: str = ""
+    # LIMITED: the message to send again, for when the run should look again.
+    deferred: DueMessage | None = None
 
 
 def lease_seconds(ports: Ports, job_class: str) -> int:
@@ -87,9 +93,32 @@ def claim_execution(
     max_attempts = job.retry.max_attempts + message.retry_base
     if message.kind == "backfill" and message.overlap == Overlap.FORBID and _backfill_waits(ports, job, message, now):
         return Claim(ClaimVerdict.BUSY, job=job, hide_seconds=max(1, lease // 3))
-    outcome = ports.store.claim(
-        message.key, worker_id, now, lease_until or now + timedelta(seconds=lease), max_attempts=max_attempts
-    )
+    lease_ends = lease_until or now + timedelta(seconds=lease)
+    if limits.is_limited(job):  # before the claim, so a run held back spends no attempt
+        admission = limits.admit(ports, job, message, to_ms(lease_ends))
+        if admission.deferred is not None:
+            return Claim(ClaimVerdict.LIMITED, job=job, deferred=admission.deferred)
+        claim = _claim(ports, message, job, worker_id, now, lease_ends, max_attempts, checks_overlap)
+        if claim.verdict != ClaimVerdict.CLAIMED or claim.execution is None:
+            limits.release_slots(ports, admission.slots, admission.holder)
+            return claim
+        waited = limits.record_wait(ports, message.key, claim.execution, message)
+        return replace(claim, execution=waited, slots=admission.slots, slot_holder=admission.holder)
+    return _claim(ports, message, job, worker_id, now, lease_ends, max_attempts, checks_overlap)
+
+
+def _claim(
+    ports: Ports,
+    message: DueMessage,
+    job: Job,
+    worker_id: str,
+    now: datetime,
+    lease_ends: datetime,
+    max_attempts: int,
+    checks_overlap: bool,
+) -> Claim:
+    """The claim's conditional write and what follows it (a lost last attempt, the overlap policy)."""
+    outcome = ports.store.claim(message.key, worker_id, now, lease_ends, max_attempts=max_attempts)
     if outcome.claimed is None:
         current = outcome.current
         if current is not None and current.lease_live(now):
@@ -467,4 +496,9 @@ def lateness_ms(execution: Execution) -> int:
     """How late this attempt started against the time it was due."""
     if execution.started_at is None:
         return 0
-    return to_ms(execution.started_at) - to_ms(execution.due_at)
+    late = to_ms(execution.started_at) - to_ms(execution.due_at)
+    if not execution.waited_for_limit_ms:
+        return late
+    # The wait for a rate limit or concurrency cap is the owner's choice, not the scheduler's lateness. It is
+    # the execution's total: a retry's attempt, due later, may have waited less (never below zero then).
+    return max(0, late - execution.waited_for_limit_ms)

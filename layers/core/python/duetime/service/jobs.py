@@ -36,6 +36,7 @@ from duetime.service.calendars import CalendarCache, check_references
 from duetime.service.context import Ports
 from duetime.service.dispatch import dispatch, new_execution
 from duetime.service.handlers import check_handler
+from duetime.service.limits import check_reference as check_limit_reference
 from duetime.service.ports import DueMessage, JobFilter
 
 MAX_AT_AHEAD = timedelta(days=366)
@@ -177,6 +178,7 @@ def submit_job(
     spec, slot = validate_spec(ports, spec, now)
     check_handler(ports, owner, groups, spec.handler, spec.job_class)
     check_references(ports, owner, spec.exclude)
+    check_limit_reference(ports, owner, spec.rate_limit)
     idem_key = f"idem#{owner}#{idempotency_key}" if idempotency_key else None
     digest = body_hash(spec)
     if idem_key:

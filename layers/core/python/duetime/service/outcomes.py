@@ -22,6 +22,7 @@ class ClaimVerdict(StrEnum):
     HELD = "held"  # the job is paused: delete the message, the row waits for resume
     BUSY = "busy"  # a catch-up run waiting for its job's running one: hide the message for a while
     PASSED = "passed"  # this worker cannot run the job's handler but another serves it: hide it briefly
+    LIMITED = "limited"  # its rate limit or a concurrency cap holds it back: sent again for later, this one goes
 
 
 class RunOutcome(StrEnum):
@@ -38,6 +39,7 @@ class RunOutcome(StrEnum):
     STALE = "stale"  # a newer attempt fenced out the completion
     RELEASED = "released"  # handed back at shutdown: visible again at once for another worker
     ERROR = "error"  # handling raised before it ended (the store or queue failed): comes back to be retried
+    LIMITED = "limited"  # held back by its rate limit or a concurrency cap: a copy waits, this message goes
 
     @property
     def fate(self) -> MessageFate:
@@ -68,6 +70,7 @@ _FATES = {
     RunOutcome.STALE: MessageFate.REDELIVER,
     RunOutcome.RELEASED: MessageFate.CHANGE_VISIBILITY,
     RunOutcome.ERROR: MessageFate.REDELIVER,
+    RunOutcome.LIMITED: MessageFate.DELETE,
 }
 
 

@@ -12,6 +12,7 @@ from typing import Any, Generic, Protocol, TypeVar
 from duetime.definitions import DEFAULT_JOB_CLASS
 from duetime.domain.exclusions import Calendar
 from duetime.domain.keys import ExecutionKey
+from duetime.domain.limits import RateLimit
 from duetime.domain.models import Execution, ExecutionStatus, Job, JobStatus, to_ms
 from duetime.domain.quotas import RateWindow
 
@@ -92,6 +93,21 @@ class DueMessage:
     retry_base: int = 0
     # A backfilled run's overlap policy ("allow" or "forbid"), None for every other run.
     overlap: str | None = None
+    # Set only on a message sent again by a rate limit or concurrency cap (service/limits.py): the start
+    # reserved in the limit's bucket (epoch ms), when the run was first held back, and when to look again.
+    limit_ready_ms: int | None = None
+    limit_since_ms: int | None = None
+    not_before_ms: int | None = None
+
+    @property
+    def start_ms(self) -> int:
+        """When the run may start: its due time, or its reserved start if that is later."""
+        return max(self.due_ms, self.limit_ready_ms or 0)
+
+    @property
+    def visible_ms(self) -> int:
+        """When the queue should make the message visible."""
+        return max(self.start_ms, self.not_before_ms or 0)
 
     def to_body(self) -> str:
         body: dict[str, Any] = {
@@ -108,6 +124,13 @@ class DueMessage:
             body["retryBase"] = self.retry_base
         if self.overlap is not None:
             body["overlap"] = self.overlap
+        for name, value in (
+            ("limitReadyMs", self.limit_ready_ms),
+            ("limitSinceMs", self.limit_since_ms),
+            ("notBeforeMs", self.not_before_ms),
+        ):
+            if value is not None:
+                body[name] = value
         return json.dumps(body, separators=(",", ":"))
 
     @classmethod
@@ -122,6 +145,9 @@ class DueMessage:
             kind=v.get("kind", "scheduled"),
             retry_base=int(v.get("retryBase", 0)),
             overlap=v.get("overlap"),
+            limit_ready_ms=_opt_int(v.get("limitReadyMs")),
+            limit_since_ms=_opt_int(v.get("limitSinceMs")),
+            not_before_ms=_opt_int(v.get("notBeforeMs")),
         )
 
     @classmethod
@@ -136,6 +162,10 @@ class DueMessage:
             retry_base=execution.retry_base,
             overlap=None if execution.overlap is None else execution.overlap.value,
         )
+
+
+def _opt_int(value: Any) -> int | None:
+    return None if value is None else int(value)
 
 
 @dataclass(frozen=True)
@@ -324,6 +354,13 @@ class ExecutionStore(Protocol):
         backfill must not create again, bounded by the range, not by the job's history."""
         ...
 
+    def record_limit_wait(
+        self, key: ExecutionKey, attempt: int, waited_ms: int, claim_token: str | None = None
+    ) -> Execution:
+        """Add `waited_ms` (the time the run was held back by a rate limit or concurrency cap) to the row's
+        waitedForLimitMs, fenced like every write of the attempt's holder (raises StaleAttempt)."""
+        ...
+
 
 class ControlStore(Protocol):
     """Small records that coordinate the system: pre-loader shard leases and cursors, idempotency keys."""
@@ -372,6 +409,38 @@ class ControlStore(Protocol):
 
     def active_jobs(self, owner: str) -> int:
         """The owner's jobs not cancelled, as its counter (kept by create_job and update_job_status) stands."""
+        ...
+
+    # -- rate limits and concurrency caps (service/limits.py) -----------------------------------------------
+
+    def get_limits(self, owner: str) -> dict[str, RateLimit]:
+        """The owner's named limits by name (one read: all of an owner's limits are one record)."""
+        ...
+
+    def put_limit(self, owner: str, limit: RateLimit) -> bool:
+        """Create or replace the owner's limit of that name; True if it is new."""
+        ...
+
+    def delete_limit(self, owner: str, name: str) -> bool:
+        """Forget the owner's limit `name`; False if there was none."""
+        ...
+
+    def reserve_start(self, key: str, now_ms: int, interval_ms: float, burst: int) -> int:
+        """Reserve one start in the token bucket `key` (domain.limits.reserve_start, applied atomically to
+        the bucket's row: a transaction locally, a conditional write on AWS); the instant it may run."""
+        ...
+
+    def acquire_slot(self, key: str, holder: str, capacity: int, now_ms: int, until_ms: int) -> bool:
+        """Hold one of `capacity` slots of `key` for `holder` until `until_ms` (renewing it if held already),
+        in one atomic step that ignores holds ended by `now_ms`; False if all are held."""
+        ...
+
+    def renew_slot(self, key: str, holder: str, until_ms: int) -> None:
+        """Extend `holder`'s hold on a slot of `key` (its lease was extended)."""
+        ...
+
+    def release_slot(self, key: str, holder: str) -> None:
+        """Give `holder`'s slot of `key` back (its run ended)."""
         ...
 
 

@@ -18,6 +18,7 @@ from duetime.service.context import Ports
 from duetime.service.executions import Lease, claim_execution, lateness_ms
 from duetime.service.handlers import announce_handlers, is_kind_name, withdraw_handlers
 from duetime.service.outcomes import ClaimVerdict, RunOutcome, RunResult
+from duetime.worker import limited
 from duetime.worker.isolation import run_in_child
 from duetime.worker.kinds import Targets, resolve_handler
 from duetime.worker.observe import DEAD_LETTERED, RETRIED, SUCCEEDED, Observer, default_observer
@@ -200,7 +201,7 @@ class Worker:
         is left, the lease runs one lease from the claim and the visibility is reset to match.
         """
         message = received.message
-        early = (message.due_ms - to_ms(self.ports.clock())) / 1000
+        early = (message.start_ms - to_ms(self.ports.clock())) / 1000  # a start reserved by a limit counts
         if early > MAX_EARLY_WAIT_SECONDS:
             self.ports.queues.extend(self.job_class, received.receipt, int(early) - 1)
             return RunOutcome.EARLY
@@ -211,6 +212,13 @@ class Worker:
         if lease_until is not None and lease_until - self.ports.clock() < timedelta(seconds=self.lease * 2 / 3):
             lease_until, reset_visibility = None, True  # it waited long: a full lease from now, visibility too
         claim = claim_execution(self.ports, message, self.worker_id, lease_until, can_run=self._can_run)
+        while claim.verdict == ClaimVerdict.LIMITED and claim.deferred is not None:
+            if not limited.wait_briefly(self.ports, claim.deferred):
+                limited.send_again(self.ports, claim.deferred)
+                self._delete(received)
+                return RunOutcome.LIMITED
+            message = claim.deferred  # its start is reserved now: claimed without taking another
+            claim = claim_execution(self.ports, message, self.worker_id, lease_until, can_run=self._can_run)
         if claim.verdict in (ClaimVerdict.DONE, ClaimVerdict.HELD):
             self._delete(received)
             return RunOutcome.of_claim(claim.verdict)
@@ -224,7 +232,11 @@ class Worker:
             self.ports.queues.extend(self.job_class, received.receipt, hide)
             return RunOutcome.of_claim(claim.verdict)
         assert claim.execution is not None and claim.job is not None
-        lease = Lease(self.ports, message.key, claim.execution, self.job_class, received.receipt)
+        lease = limited.with_slots(
+            Lease(self.ports, message.key, claim.execution, self.job_class, received.receipt),
+            claim.slots,
+            claim.slot_holder,
+        )
         if reset_visibility:
             lease.hide_message()
         return self._run(claim.execution, claim.job, lease, received)

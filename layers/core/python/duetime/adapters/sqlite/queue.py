@@ -61,7 +61,7 @@ class SqliteQueues:
         sent_ms = self.wall_ms()
         for message in messages:
             queue = self.queue_names[message.job_class]
-            visible = message.due_ms
+            visible = message.visible_ms
             if self.max_delay_seconds is not None:
                 visible = min(visible, sent_ms + round(self.max_delay_seconds * 1000))
             rows.append((queue, message.to_body(), visible, sent_ms))

@@ -34,6 +34,18 @@ from duetime.domain.keys import (
     ended_announcers,
     served_names,
 )
+from duetime.domain.limits import (
+    CONTROL_IDLE_SECONDS,
+    LIMIT_ATTR_PREFIX,
+    NEXT_START_ATTR,
+    RateLimit,
+    holder_attr,
+    limit_entry,
+    limits_from_record,
+    limits_key,
+    live_holders,
+    reserve_start,
+)
 from duetime.domain.models import (
     ENDED_JOB_STATUSES,
     AttemptRecord,
@@ -143,6 +155,7 @@ def execution_to_doc(execution: Execution, notified_ms: int | None = None) -> st
             "runNumber": execution.run_number,
             "retryBase": execution.retry_base or None,
             "overlap": None if execution.overlap is None else execution.overlap.value,
+            "waitedForLimitMs": execution.waited_for_limit_ms,
         },
         separators=(",", ":"),
     )
@@ -186,6 +199,7 @@ def execution_from_values(v: dict[str, Any]) -> Execution:
         run_number=v.get("runNumber"),
         retry_base=int(v.get("retryBase") or 0),
         overlap=None if v.get("overlap") is None else Overlap(v["overlap"]),
+        waited_for_limit_ms=v.get("waitedForLimitMs"),
     )
 
 
@@ -920,3 +934,78 @@ class SqliteStore:
             (job_id, f"{job_id}.{from_ms:013d}", f"{job_id}.{to_ms - 1:013d}.~", self.epoch_seconds()),
         )
         return {execution_id for (execution_id,) in rows}
+
+    # -- rate limits and concurrency caps (issue 20): control records, as on DynamoDB ----------------------
+
+    def record_limit_wait(
+        self, key: ExecutionKey, attempt: int, waited_ms: int, claim_token: str | None = None
+    ) -> Execution:
+        """Add `waited_ms` to the row's waitedForLimitMs, fenced by the attempt (and its claim token)."""
+
+        def add_wait(values: dict[str, Any]) -> Change:
+            values["waitedForLimitMs"] = int(values.get("waitedForLimitMs") or 0) + waited_ms
+            return None, None, None
+
+        return self._fenced(key, attempt, add_wait, claim_token)
+
+    def get_limits(self, owner: str) -> dict[str, RateLimit]:
+        with self.db.read() as conn:
+            return limits_from_record(self._read_control(conn, limits_key(owner)) or {})
+
+    def put_limit(self, owner: str, limit: RateLimit) -> bool:
+        key = limits_key(owner)
+        with self.db.write() as conn:
+            record = self._read_control(conn, key) or {"key": key}
+            new = LIMIT_ATTR_PREFIX + limit.name not in record
+            record[LIMIT_ATTR_PREFIX + limit.name] = limit_entry(limit)
+            self._write_control(conn, key, record)
+            return new
+
+    def delete_limit(self, owner: str, name: str) -> bool:
+        key = limits_key(owner)
+        with self.db.write() as conn:
+            record = self._read_control(conn, key)
+            if record is None or record.pop(LIMIT_ATTR_PREFIX + name, None) is None:
+                return False
+            self._write_control(conn, key, record)
+            return True
+
+    def reserve_start(self, key: str, now_ms: int, interval_ms: float, burst: int) -> int:
+        """Reserve one start in the bucket `key`, in one transaction (the write lock orders the callers)."""
+        with self.db.write() as conn:
+            record = self._read_control(conn, key) or {"key": key}
+            stored = record.get(NEXT_START_ATTR)
+            start, next_start = reserve_start(None if stored is None else int(stored), now_ms, interval_ms, burst)
+            record[NEXT_START_ATTR] = next_start
+            record["expiresAt"] = next_start // 1000 + CONTROL_IDLE_SECONDS  # an idle bucket is full: forget it
+            self._write_control(conn, key, record)
+            return start
+
+    def acquire_slot(self, key: str, holder: str, capacity: int, now_ms: int, until_ms: int) -> bool:
+        """Hold a slot of `key` for `holder` unless `capacity` live holds exist already (one transaction)."""
+        with self.db.write() as conn:
+            record = self._read_control(conn, key) or {"key": key}
+            live = live_holders(record, now_ms)
+            if holder_attr(holder) not in live and len(live) >= capacity:
+                return False
+            kept = {attr: until for attr, until in live.items() if attr != holder_attr(holder)}
+            kept[holder_attr(holder)] = until_ms
+            fresh: dict[str, Any] = {"key": key, **kept}
+            fresh["expiresAt"] = max(kept.values()) // 1000 + CONTROL_IDLE_SECONDS
+            self._write_control(conn, key, fresh)
+            return True
+
+    def renew_slot(self, key: str, holder: str, until_ms: int) -> None:
+        with self.db.write() as conn:
+            record = self._read_control(conn, key)
+            if record is None or holder_attr(holder) not in record:
+                return
+            record[holder_attr(holder)] = until_ms
+            record["expiresAt"] = max(int(record.get("expiresAt") or 0), until_ms // 1000 + CONTROL_IDLE_SECONDS)
+            self._write_control(conn, key, record)
+
+    def release_slot(self, key: str, holder: str) -> None:
+        with self.db.write() as conn:
+            record = self._read_control(conn, key)
+            if record is not None and record.pop(holder_attr(holder), None) is not None:
+                self._write_control(conn, key, record)

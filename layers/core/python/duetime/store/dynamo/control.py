@@ -15,8 +15,23 @@ from duetime.domain.keys import (
     ended_announcers,
     served_names,
 )
+from duetime.domain.limits import (
+    CONTROL_IDLE_SECONDS,
+    LIMIT_ATTR_PREFIX,
+    NEXT_START_ATTR,
+    RateLimit,
+    holder_attr,
+    limit_entry,
+    limits_from_record,
+    limits_key,
+    live_holders,
+    start_step_ms,
+)
 from duetime.store.dynamo.base import DynamoTables, Refused, refused_as
 from duetime.store.dynamo.items import _deser, _plain, _ser
+
+# Conditional writes on one limit's record refused by a concurrent one are tried again this often.
+RESERVE_ATTEMPTS = 20
 
 
 class DynamoControl(DynamoTables):
@@ -165,3 +180,143 @@ class DynamoControl(DynamoTables):
         except Refused:
             return False
         return True
+
+    # -- rate limits and concurrency caps (issue 20) -------------------------------------------------------
+
+    def get_limits(self, owner: str) -> dict[str, RateLimit]:
+        record = self.client.get_item(
+            TableName=self.control_table, Key=_ser({"key": limits_key(owner)}), ConsistentRead=True
+        ).get("Item")
+        return limits_from_record(_deser(record or {}))
+
+    def put_limit(self, owner: str, limit: RateLimit) -> bool:
+        response = self.client.update_item(
+            TableName=self.control_table,
+            Key=_ser({"key": limits_key(owner)}),
+            UpdateExpression="SET #l = :entry",
+            ExpressionAttributeNames={"#l": LIMIT_ATTR_PREFIX + limit.name},
+            ExpressionAttributeValues=_ser({":entry": limit_entry(limit)}),
+            ReturnValues="UPDATED_OLD",
+        )
+        return LIMIT_ATTR_PREFIX + limit.name not in response.get("Attributes", {})
+
+    def delete_limit(self, owner: str, name: str) -> bool:
+        try:
+            with refused_as():
+                self.client.update_item(
+                    TableName=self.control_table,
+                    Key=_ser({"key": limits_key(owner)}),
+                    UpdateExpression="REMOVE #l",
+                    ConditionExpression="attribute_exists(#l)",
+                    ExpressionAttributeNames={"#l": LIMIT_ATTR_PREFIX + name},
+                )
+        except Refused:
+            return False
+        return True
+
+    def reserve_start(self, key: str, now_ms: int, interval_ms: float, burst: int) -> int:
+        """Reserve one start in the bucket `key` with one conditional write, no read (domain.limits
+        .reserve_start, case by case): a busy bucket (its next start not past) moves on one step and the
+        old value says the start; an idle one restarts from now. A write refused because another moved the
+        bucket across `now` meanwhile is tried again the other way."""
+        step = start_step_ms(interval_ms)
+        tolerance = burst * step
+        for _ in range(RESERVE_ATTEMPTS):
+            try:
+                with refused_as():
+                    busy = self.client.update_item(
+                        TableName=self.control_table,
+                        Key=_ser({"key": key}),
+                        UpdateExpression="SET #n = #n + :step, expiresAt = :e",
+                        ConditionExpression="#n >= :now",
+                        ExpressionAttributeNames={"#n": NEXT_START_ATTR},
+                        ExpressionAttributeValues=_ser(
+                            {":step": step, ":now": now_ms, ":e": now_ms // 1000 + CONTROL_IDLE_SECONDS}
+                        ),
+                        ReturnValues="UPDATED_OLD",
+                    )
+                tat = int(_plain(_deser(busy["Attributes"]))[NEXT_START_ATTR])
+                return max(now_ms, tat - tolerance)
+            except Refused:
+                pass
+            try:
+                with refused_as():
+                    self.client.update_item(
+                        TableName=self.control_table,
+                        Key=_ser({"key": key}),
+                        UpdateExpression="SET #n = :next, expiresAt = :e",
+                        ConditionExpression="attribute_not_exists(#n) OR #n < :now",
+                        ExpressionAttributeNames={"#n": NEXT_START_ATTR},
+                        ExpressionAttributeValues=_ser(
+                            {":next": now_ms + step, ":now": now_ms, ":e": now_ms // 1000 + CONTROL_IDLE_SECONDS}
+                        ),
+                    )
+                return now_ms
+            except Refused:
+                pass
+        raise RuntimeError(f"the token bucket {key} kept changing under {RESERVE_ATTEMPTS} tries")
+
+    def acquire_slot(self, key: str, holder: str, capacity: int, now_ms: int, until_ms: int) -> bool:
+        """Hold a slot of `key` for `holder`: read the record, then one write conditional on every live hold
+        read still being there unchanged and no other added (the record's version), so two workers taking
+        the last slot at once cannot both win; ended holds are removed by the same write."""
+        for _ in range(RESERVE_ATTEMPTS):
+            item = self.client.get_item(TableName=self.control_table, Key=_ser({"key": key}), ConsistentRead=True).get(
+                "Item"
+            )
+            record = _plain(_deser(item or {}))
+            live = live_holders(record, now_ms)
+            mine = holder_attr(holder)
+            if mine not in live and len(live) >= capacity:
+                return False
+            ended = [a for a in record if a.startswith(holder_attr("")) and a not in live]
+            names = {"#h": mine, "#v": "version"}
+            names.update({f"#x{i}": attr for i, attr in enumerate(ended)})
+            update = "SET #h = :u, #v = :next, expiresAt = :e" + (
+                " REMOVE " + ", ".join(f"#x{i}" for i in range(len(ended))) if ended else ""
+            )
+            version = int(record.get("version", 0))
+            try:
+                with refused_as():
+                    self.client.update_item(
+                        TableName=self.control_table,
+                        Key=_ser({"key": key}),
+                        UpdateExpression=update,
+                        ConditionExpression="attribute_not_exists(#v) OR #v = :version",
+                        ExpressionAttributeNames=names,
+                        ExpressionAttributeValues=_ser(
+                            {
+                                ":u": until_ms,
+                                ":next": version + 1,
+                                ":version": version,
+                                ":e": max([until_ms, *live.values()]) // 1000 + CONTROL_IDLE_SECONDS,
+                            }
+                        ),
+                    )
+                return True
+            except Refused:
+                continue  # another holder came or went meanwhile: look again
+        return False
+
+    def renew_slot(self, key: str, holder: str, until_ms: int) -> None:
+        """Extend `holder`'s hold (only if it still holds one: a hold that ended and was removed stays gone)."""
+        try:
+            with refused_as():
+                self.client.update_item(
+                    TableName=self.control_table,
+                    Key=_ser({"key": key}),
+                    UpdateExpression="SET #h = :u, expiresAt = :e",
+                    ConditionExpression="attribute_exists(#h)",
+                    ExpressionAttributeNames={"#h": holder_attr(holder)},
+                    ExpressionAttributeValues=_ser({":u": until_ms, ":e": until_ms // 1000 + CONTROL_IDLE_SECONDS}),
+                )
+        except Refused:
+            pass
+
+    def release_slot(self, key: str, holder: str) -> None:
+        self.client.update_item(
+            TableName=self.control_table,
+            Key=_ser({"key": key}),
+            UpdateExpression="REMOVE #h",
+            ExpressionAttributeNames={"#h": holder_attr(holder)},
+        )

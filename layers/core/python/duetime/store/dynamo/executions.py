@@ -569,3 +569,12 @@ class DynamoExecutions(DynamoTables):
             if not last:
                 return ids
             kwargs["ExclusiveStartKey"] = last
+
+    # -- rate limits and concurrency caps (issue 20) -------------------------------------------------------
+
+    def record_limit_wait(
+        self, key: ExecutionKey, attempt: int, waited_ms: int, claim_token: str | None = None
+    ) -> Execution:
+        """Add `waited_ms` to the row's waitedForLimitMs, fenced by the attempt (and its claim token)."""
+        update = "ADD waitedForLimitMs :w"
+        return self._fenced_update(key, attempt, update, {":w": waited_ms}, claim_token=claim_token)

@@ -129,6 +129,7 @@ def execution_to_item(execution: Execution, shards: int, expires_at: int | None 
         "claimToken": execution.claim_token,
         "retryBase": execution.retry_base or None,  # absent on a row never retried by hand
         "overlap": None if execution.overlap is None else execution.overlap.value,
+        "waitedForLimitMs": execution.waited_for_limit_ms,
     }
 
 
@@ -173,4 +174,5 @@ def execution_from_item(item: dict[str, Any]) -> Execution:
         claim_token=v.get("claimToken"),
         retry_base=int(v.get("retryBase") or 0),
         overlap=None if v.get("overlap") is None else Overlap(v["overlap"]),
+        waited_for_limit_ms=None if v.get("waitedForLimitMs") is None else int(v["waitedForLimitMs"]),
     )
