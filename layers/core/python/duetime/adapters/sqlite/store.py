@@ -20,6 +20,7 @@ from typing import Any
 from duetime.adapters.cursors import decode_cursor, encode_cursor
 from duetime.adapters.sqlite.db import Database
 from duetime.definitions import Settings
+from duetime.domain.checkpoints import checkpoint_attributes, decode_checkpoint
 from duetime.domain.errors import Conflict, StaleAttempt
 from duetime.domain.exclusions import Calendar
 from duetime.domain.keys import (
@@ -143,6 +144,7 @@ def execution_to_doc(execution: Execution, notified_ms: int | None = None) -> st
             "runNumber": execution.run_number,
             "retryBase": execution.retry_base or None,
             "overlap": None if execution.overlap is None else execution.overlap.value,
+            **checkpoint_attributes(execution),
         },
         separators=(",", ":"),
     )
@@ -186,6 +188,7 @@ def execution_from_values(v: dict[str, Any]) -> Execution:
         run_number=v.get("runNumber"),
         retry_base=int(v.get("retryBase") or 0),
         overlap=None if v.get("overlap") is None else Overlap(v["overlap"]),
+        checkpoint=decode_checkpoint(v.get("checkpoint"), v.get("checkpointAttempt"), v.get("checkpointMs")),
     )
 
 
@@ -920,3 +923,25 @@ class SqliteStore:
             (job_id, f"{job_id}.{from_ms:013d}", f"{job_id}.{to_ms - 1:013d}.~", self.epoch_seconds()),
         )
         return {execution_id for (execution_id,) in rows}
+
+    def record_checkpoint(
+        self,
+        key: ExecutionKey,
+        attempt: int,
+        checkpoint: str,
+        now: datetime,
+        claim_token: str | None = None,
+        lease_until: datetime | None = None,
+    ) -> Execution:
+        """Record `attempt`'s checkpoint (compact JSON text) in the heartbeat's fenced write, extending its
+        lease to `lease_until` in the same write when given; raises StaleAttempt as heartbeat does."""
+        now_ms = to_ms(now)
+        lease_ms = None if lease_until is None else to_ms(lease_until)
+
+        def record(values: dict[str, Any]) -> Change:
+            values.update(checkpoint=checkpoint, checkpointAttempt=attempt, checkpointMs=now_ms)
+            if lease_ms is not None:
+                values["leaseUntilMs"] = lease_ms
+            return None, None, None
+
+        return self._fenced(key, attempt, record, claim_token)
