@@ -193,6 +193,10 @@ class DuetimeClient:
         body = {"from": start, "to": end, **({"overlap": overlap} if overlap else {})}
         return dict(self.request("POST", f"/jobs/{_segment(job_id)}/backfill", body))
 
+    def get_execution(self, execution_id: str) -> dict[str, Any]:
+        """One of the caller's executions: status, attempts and last checkpoint (GET /executions/{id})."""
+        return dict(self.request("GET", f"/executions/{_segment(execution_id)}"))
+
 
 def _segment(value: str) -> str:
     return urllib.parse.quote(value, safe="")
