@@ -11,10 +11,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from duetime.cli.main import main
 from duetime.local.system import LocalSystem
 
-from tests.e2e.helpers import executions, iso_in, new_local_system, submit, wait_for, wait_terminal
+from tests.e2e.helpers import command_output, executions, iso_in, new_local_system, submit, wait_for, wait_terminal
 from tests.e2e.test_fencing import Workers, running_attempt
+from tests.e2e.test_redrive import cli_json
 from tests.http_client import Api
 
 LEASE = 4
@@ -50,7 +52,7 @@ def counted(api: Api, execution_id: str, at_least: int) -> dict[str, Any] | None
     return shown if checkpoint and checkpoint["state"]["count"] >= at_least else None
 
 
-def test_a_killed_counter_resumes_from_its_last_checkpoint(bare_system, workers):
+def test_a_killed_counter_resumes_from_its_last_checkpoint(bare_system, workers, capsys):
     api = Api(bare_system.api_url, bare_system.token("alice"))
     workers.start("k-a")
     workers.start("k-b")
@@ -67,6 +69,14 @@ def test_a_killed_counter_resumes_from_its_last_checkpoint(bare_system, workers)
     assert done["workerId"] != first["workerId"]
     assert done["result"] == {"count": 8, "resumedFrom": at_kill["state"]["count"], "attempt": 2}
     assert done["checkpoint"]["attempt"] == 2 and done["checkpoint"]["state"] == {"count": 8}
+    # And `duetime executions get` shows it, as a table and as the API's JSON
+    conn = ["--data-dir", str(bare_system.data_dir), "--owner", "alice"]
+    capsys.readouterr()
+    assert main(["executions", "get", done["executionId"], *conn]) == 0
+    out, _ = command_output(capsys)
+    assert f'checkpoint (attempt 2, {done["checkpoint"]["recordedAt"]}): {{"count": 8}}' in out
+    assert main(["executions", "get", done["executionId"], "--json", *conn]) == 0
+    assert cli_json(command_output(capsys)[0])["checkpoint"] == done["checkpoint"]
 
 
 def test_a_frozen_attempts_late_checkpoint_is_refused_with_409_and_changes_nothing(bare_system, workers, tmp_path):

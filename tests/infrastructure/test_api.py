@@ -22,6 +22,7 @@ OWNER_ROUTES = {
     ("GET", "dead-letters"),
     ("POST", "redrive"),
     ("POST", "backfill"),
+    ("GET", "{executionId}"),
 }
 WORKER_ROUTES = {("POST", "heartbeat"), ("POST", "complete")}
 

@@ -119,6 +119,39 @@ def test_a_handler_fenced_out_is_refused_at_its_next_checkpoint_and_told_to_stop
     assert (row.checkpoint.state, row.checkpoint.attempt) == ({"step": 1}, 1)
 
 
+class Handover:
+    """The run a shutting-down worker hands over: it has a checkpoint waiting when the worker stops."""
+
+    waiting = threading.Event()
+
+
+@handler("tests.checkpoint_then_hand_over", in_process=True)
+def checkpoint_then_hand_over(ctx: JobContext) -> Any:
+    ctx.checkpoint({"n": 1})  # written at once
+    ctx.checkpoint({"n": 2})  # within the interval: waits for the next heartbeat
+    Handover.waiting.set()
+    ctx.cancelled.wait(10)  # runs until the worker hands it over
+    return "handed over"
+
+
+def test_a_worker_shutting_down_writes_the_waiting_checkpoint_before_it_hands_the_run_over(ports, clock):
+    Handover.waiting.clear()
+    worker = Worker(ports, "default", "w1", concurrency=1)
+    worker.announcer.announce()
+    job = submit(ports, "tests.checkpoint_then_hand_over", {})
+    loop = threading.Thread(target=worker.run, kwargs={"grace_seconds": 0.2})
+    loop.start()
+    assert Handover.waiting.wait(15)
+    worker.stopping.set()
+    loop.join(15)
+    # The run was released (its lease ends now, for the next worker) with the newest checkpoint on the row
+    [row] = ports.store.executions_of_job(job.job_id)
+    assert (row.status, row.attempt, row.lease_until) == (ExecutionStatus.RUNNING, 1, clock())
+    assert (row.checkpoint.state, row.checkpoint.attempt) == ({"n": 2}, 1)
+    taken = ports.store.claim(ports.store.key_of(row), "w2", clock(), clock() + timedelta(seconds=30)).claimed
+    assert taken.attempt == 2 and taken.checkpoint.state == {"n": 2}
+
+
 # --- over HTTP: the heartbeat route and GET /executions/{id} ---------------------------------------------
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
@@ -197,6 +198,10 @@ class Worker:
         for running in leftovers:
             running.released = True
             running.context.cancelled.set()
+            if running.checkpoints is not None:
+                # The next worker resumes from the waiting checkpoint; a lost attempt has none to hand on.
+                with contextlib.suppress(Exception):
+                    running.checkpoints.flush()
             if running.lease.release():
                 log.info("released %s attempt %s", running.execution.execution_id, running.execution.attempt)
 
