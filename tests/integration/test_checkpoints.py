@@ -196,4 +196,9 @@ def test_the_heartbeat_route_records_a_checkpoint_and_refuses_a_stale_or_oversiz
     status, _ = worker.call("POST", f"{path}/heartbeat", current)
     assert status == 200
     assert ports.store.get_execution(ports.store.key_of(first)).checkpoint.state == {"count": 3}
+    # And null is a checkpoint too (a handler that starts over), not the absence of one
+    status, _ = worker.call("POST", f"{path}/heartbeat", {**current, "checkpoint": None})
+    assert status == 200
+    cleared = ports.store.get_execution(ports.store.key_of(first)).checkpoint
+    assert (cleared.state, cleared.attempt) == (None, 2)
     assert job.job_id in path
