@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import signal
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -32,9 +34,26 @@ def bare_system(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalSyste
     system.stop()
 
 
+class LoggedWorkers(Workers):
+    """Workers whose log (stderr: warnings and up) is kept in a file per worker id, to read what each saw."""
+
+    def __init__(self, data_dir: Path, logs: Path) -> None:
+        super().__init__(data_dir, extra=["--handlers", "tests.e2e.checkpoint_handlers"])
+        self.logs = logs
+
+    def start(self, worker_id: str) -> None:
+        cmd = [sys.executable, "-m", "duetime.cli", "worker", "--data-dir", str(self.data_dir)]
+        cmd += ["--worker-id", worker_id, "--concurrency", "1", *self.extra]
+        with open(self.log_of(worker_id), "wb") as log:
+            self.procs[worker_id] = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log)
+
+    def log_of(self, worker_id: str) -> Path:
+        return self.logs / f"{worker_id}.log"
+
+
 @pytest.fixture
-def workers(bare_system: LocalSystem) -> Iterator[Workers]:
-    pool = Workers(bare_system.data_dir, extra=["--handlers", "tests.e2e.checkpoint_handlers"])
+def workers(bare_system: LocalSystem, tmp_path: Path) -> Iterator[LoggedWorkers]:
+    pool = LoggedWorkers(bare_system.data_dir, tmp_path)
     yield pool
     pool.stop_all()
 
@@ -104,8 +123,11 @@ def test_a_frozen_attempts_late_checkpoint_is_refused_with_409_and_changes_nothi
     late = worker_api.post(f"/executions/{execution_id}/heartbeat", json={**claim_1, "checkpoint": {"count": 99}})
     assert late.status_code == 409, late.text
     assert late.json()["error"]["field"] == "attempt"
-    # And once it runs again, nothing attempt 1's worker writes lands: attempt 2 ends it from where it took over
+    # And once it runs again, its own worker's next write (heartbeat or checkpoint) is refused in-process:
+    # it stops the handler, and nothing of attempt 1 lands
     workers.signal(first["workerId"], signal.SIGCONT)
+    fenced = f"{execution_id} attempt 1 was fenced out of its row"
+    wait_for(lambda: fenced in workers.log_of(first["workerId"]).read_text(), timeout=20, what="attempt 1 fenced")
     [done] = wait_terminal(api, job["jobId"], timeout=40)
     assert done["status"] == "succeeded" and done["attempt"] == 2 and done["workerId"] == second["workerId"]
     assert done["result"] == {"count": 10, "resumedFrom": taken_from, "attempt": 2}
