@@ -70,8 +70,7 @@ class Checkpointer:
                 raise
             log.exception("recording a checkpoint failed; it is written with the next heartbeat")
             return
-        if self._pending is checkpoint:
-            self._pending = None
+        self._pending = None  # under the lock: nothing newer came meanwhile
         self._last_write = time.monotonic()
 
     def _fenced(self, write: Callable[[], object]) -> None:

@@ -22,7 +22,6 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import IO, Any
 
-from duetime.domain.errors import DuetimeError
 from duetime.domain.results import ResultRejected, encode_result
 from duetime.service.outcomes import RunResult
 from duetime.worker.registry import JobContext, RegisteredHandler, failure_of, get_registered, load_modules, not_served
@@ -90,7 +89,8 @@ def _read_channel(channel: IO[bytes], ctx: JobContext, output: list[bytes]) -> N
     refused one has already told the run to stop, which kills the child); the rest is the outcome."""
     for line in channel:
         if line.startswith(CHECKPOINT_LINE):
-            with contextlib.suppress(DuetimeError, ValueError):
+            # Whatever a checkpoint meets (refused, or no worker to record it), the outcome must still be read.
+            with contextlib.suppress(Exception):
                 ctx.checkpoint(json.loads(line[len(CHECKPOINT_LINE) :]))
             continue
         output.append(line)
