@@ -116,9 +116,9 @@ def test_a_frozen_attempts_late_checkpoint_is_refused_with_409_and_changes_nothi
     claim_1 = json.loads(Path(tmp_path / "attempt-1.json").read_text())
     # When attempt 1's worker is frozen past its lease, the other takes attempt 2 over from its checkpoint
     workers.signal(first["workerId"], signal.SIGSTOP)
+    frozen_at = execution(api, execution_id)["checkpoint"]
+    assert frozen_at["attempt"] == 1 and frozen_at["state"]["count"] >= 2
     second = wait_for(lambda: running_attempt(api, job["jobId"], 2), timeout=LEASE + 15, what="attempt 2 running")
-    taken_from = second["checkpoint"]["state"]["count"]
-    assert second["checkpoint"]["attempt"] == 1 and taken_from >= 2
     # Then attempt 1's late checkpoint, sent over the worker route with its own claim, is 409
     late = worker_api.post(f"/executions/{execution_id}/heartbeat", json={**claim_1, "checkpoint": {"count": 99}})
     assert late.status_code == 409, late.text
@@ -130,7 +130,7 @@ def test_a_frozen_attempts_late_checkpoint_is_refused_with_409_and_changes_nothi
     wait_for(lambda: fenced in workers.log_of(first["workerId"]).read_text(), timeout=20, what="attempt 1 fenced")
     [done] = wait_terminal(api, job["jobId"], timeout=40)
     assert done["status"] == "succeeded" and done["attempt"] == 2 and done["workerId"] == second["workerId"]
-    assert done["result"] == {"count": 10, "resumedFrom": taken_from, "attempt": 2}
+    assert done["result"] == {"count": 10, "resumedFrom": frozen_at["state"]["count"], "attempt": 2}
     assert done["attempts"][0]["outcome"] is None
     assert (done["checkpoint"]["attempt"], done["checkpoint"]["state"]) == (2, {"count": 10})
     [after] = executions(api, job["jobId"])
