@@ -23,6 +23,7 @@ OWNER_ROUTES = {
     ("POST", "redrive"),
     ("POST", "backfill"),
     ("GET", "limits"),
+    ("GET", "{executionId}"),
 }
 WORKER_ROUTES = {("POST", "heartbeat"), ("POST", "complete")}
 

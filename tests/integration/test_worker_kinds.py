@@ -150,3 +150,26 @@ def test_an_ecs_target_asks_for_a_familys_container_once_per_process():
     first = target.start("report", {"DUETIME_ATTEMPT": "1"}, "duetime-1")
     second = target.start("report", {"DUETIME_ATTEMPT": "2"}, "duetime-2")
     assert first != second and asked == ["once"]
+
+
+@mock_aws(config={"lambda": {"use_docker": False}})
+def test_a_lambda_function_is_told_the_last_checkpoint_to_resume_from():
+    iam = make_client("iam", "us-east-1")
+    role = iam.create_role(RoleName="fn", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
+    code = io.BytesIO()
+    with zipfile.ZipFile(code, "w") as z:
+        z.writestr("index.py", "def handler(event, context):\n    return event\n")
+    client = make_client("lambda", "us-east-1")
+    client.create_function(
+        FunctionName="transcode",
+        Runtime="python3.12",
+        Role=role,
+        Handler="index.handler",
+        Code={"ZipFile": code.getvalue()},
+    )
+    run = resolve_handler("lambda:transcode", Targets(lambda_target=LambdaTarget(client)))
+    # A first attempt has none; a later one gets the state the last checkpoint recorded
+    assert run(context())["lastCheckpoint"] is None
+    resumed = context()
+    resumed.last_checkpoint = {"segments": 41}
+    assert run(resumed)["lastCheckpoint"] == {"segments": 41}

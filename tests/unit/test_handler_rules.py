@@ -116,7 +116,7 @@ def test_the_public_handler_api_is_importable_from_the_package():
     from duetime import JobContext, PermanentFailure, handler
     from duetime.worker.registry import registered_names
 
-    assert set(duetime.__all__) == {"JobContext", "PermanentFailure", "handler"}
+    assert set(duetime.__all__) == {"JobContext", "PermanentFailure", "handler", "StaleAttempt", "CheckpointRejected"}
     assert callable(handler) and issubclass(PermanentFailure, Exception)
     assert "owner" in JobContext.__dataclass_fields__
     assert set(registered_names()) >= BUILTIN_HANDLERS

@@ -106,4 +106,4 @@ def test_what_production_runs_imports_no_test_or_local_only_package():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "[]"
-    assert {"handler", "JobContext", "PermanentFailure"} == set(duetime.__all__)
+    assert {"handler", "JobContext", "PermanentFailure", "StaleAttempt", "CheckpointRejected"} == set(duetime.__all__)

@@ -207,6 +207,10 @@ class DuetimeClient:
     def delete_limit(self, name: str) -> None:
         self.request("DELETE", f"/limits/{_segment(name)}")
 
+    def get_execution(self, execution_id: str) -> dict[str, Any]:
+        """One of the caller's executions: status, attempts and last checkpoint (GET /executions/{id})."""
+        return dict(self.request("GET", f"/executions/{_segment(execution_id)}"))
+
 
 def _segment(value: str) -> str:
     return urllib.parse.quote(value, safe="")

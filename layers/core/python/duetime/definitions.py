@@ -248,7 +248,7 @@ DEFAULT_RUN_NOWS_PER_MINUTE = 120
 # announced by workers (grants bound who may use them). Every other name is a registered Python function.
 HANDLER_KIND_PREFIXES = ("lambda:", "ecs:", "https://", "http://")
 # The built-in handlers (duetime.worker.demo): every worker serves them, so no announcement is read for them.
-BUILTIN_HANDLERS = frozenset({"demo.echo", "demo.sleep", "demo.fail"})
+BUILTIN_HANDLERS = frozenset({"demo.echo", "demo.sleep", "demo.fail", "demo.count"})
 # Workers announce the Python handlers they serve per job class this often; an announcement not renewed
 # within the TTL (three refreshes and a margin) is forgotten, so a stopped worker's names disappear.
 HANDLER_ANNOUNCE_SECONDS = 30
@@ -353,3 +353,11 @@ LIMIT_SLEEP_MS = 50
 # A reserved start missed by more than this (the worker stalled, the queue delivered late) lapses: the run
 # reserves again, so starts in any second stay within perSecond * (1 s + this) + burst.
 LIMIT_LAPSE_MS = 100
+# --- checkpoints (ctx.checkpoint) ------------------------------------------------------------------------
+
+# A handler's checkpoint as compact JSON (UTF-8): progress to resume from, not data (that goes elsewhere);
+# small enough to ride on a heartbeat write and to show with the execution.
+MAX_CHECKPOINT_BYTES = 8 * 1024
+# A worker writes a handler's checkpoints at most this often: a newer one offered sooner waits (the newest
+# wins) for the next heartbeat, the next checkpoint after the interval, or the end of the run.
+CHECKPOINT_MIN_SECONDS = 1.0

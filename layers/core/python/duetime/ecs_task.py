@@ -7,6 +7,11 @@ among them. The task's role may GetItem the jobs table's jobId, owner and defini
 
 In Python: `from duetime.ecs_task import current_run; run = current_run()`. In any other language:
 `python -m duetime.ecs_task` prints the same values as one JSON object.
+
+Checkpoints (ctx.checkpoint) are not available to a task: it is not told its attempt's claim token (the
+worker that started it heartbeats for it and stops it when the attempt is lost), and its role may read
+the jobs table only, not the execution row that holds the last checkpoint. A task that must resume keeps
+its progress in its own store, keyed by DUETIME_EXECUTION_ID (the same on every attempt).
 """
 
 from __future__ import annotations

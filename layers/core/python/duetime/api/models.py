@@ -9,6 +9,7 @@ from typing import Any, Literal
 from pydantic import ConfigDict, Field, field_serializer, field_validator, model_validator
 
 from duetime.definitions import (
+    MAX_CHECKPOINT_BYTES,
     MAX_CONCURRENT_RUNS,
     MAX_LIMIT_BURST,
     MAX_LIMIT_PER_SECOND,
@@ -188,6 +189,20 @@ class HeartbeatRequest(CamelModel):
     attempt: int = Field(ge=1, le=MAX_ATTEMPT)
     worker_id: str = Field(min_length=1, max_length=MAX_WORKER_ID_CHARS)
     claim_token: str = Field(min_length=1, max_length=MAX_CLAIM_TOKEN_CHARS)
+    # The attempt's progress, recorded in the heartbeat's own fenced write (any JSON value, null included,
+    # of at most MAX_CHECKPOINT_BYTES); the execution's next attempt receives it as `lastCheckpoint`.
+    checkpoint: Any = Field(default=None, description="progress the next attempt resumes from (any JSON value)")
+
+    @field_validator("checkpoint")
+    @classmethod
+    def _checkpoint_size(cls, value: Any) -> Any:
+        compact_json(value, "checkpoint", MAX_CHECKPOINT_BYTES)
+        return value
+
+    @property
+    def has_checkpoint(self) -> bool:
+        """Whether the body gave `checkpoint` (null is a checkpoint too; an absent one is not)."""
+        return "checkpoint" in self.model_fields_set
 
 
 class HeartbeatResponse(CamelModel):

@@ -54,6 +54,7 @@ from duetime.domain.keys import JOB_ID_PATTERN, parse_execution_id
 from duetime.domain.models import Execution, JobSpec, JobStatus, Overlap, Schedule
 from duetime.service import backfill as backfill_cases
 from duetime.service import calendars as calendar_cases
+from duetime.service import checkpoints as checkpoint_cases
 from duetime.service import edit as edit_cases
 from duetime.service import executions as execution_cases
 from duetime.service import jobs as job_cases
@@ -290,9 +291,11 @@ def preview_schedule(call: Call) -> Reply:
 
 def heartbeat(call: Call) -> Reply:
     request = call.body_as(HeartbeatRequest)
-    updated = execution_cases.report_heartbeat(
-        call.ports, call.path["executionId"], request.attempt, request.worker_id, request.claim_token
-    )
+    execution_id, who = call.path["executionId"], (request.attempt, request.worker_id, request.claim_token)
+    if request.has_checkpoint:
+        updated = checkpoint_cases.report_checkpoint(call.ports, execution_id, *who, request.checkpoint)
+    else:
+        updated = execution_cases.report_heartbeat(call.ports, execution_id, *who)
     if updated.lease_until is None:  # a running row always has a lease; never report a bare 200
         raise Conflict("the execution holds no lease", field="attempt")
     return Reply(200, HeartbeatResponse(lease_until=updated.lease_until))
@@ -312,6 +315,10 @@ def complete(call: Call) -> Reply:
         retryable=request.retryable,
     )
     return Reply(200, ended)
+
+
+def get_execution(call: Call) -> Reply:
+    return Reply(200, checkpoint_cases.get_owned_execution(call.ports, call.owner, call.path["executionId"]))
 
 
 def retry_execution(call: Call) -> Reply:
@@ -558,6 +565,14 @@ ROUTES: tuple[Route, ...] = (
         {204: Answer("deleted")},
         params=[limit_routes.LIMIT_NAME_PARAM],
         errors=(409,),
+    ),
+    Route(
+        "GET",
+        "/executions/{executionId}",
+        get_execution,
+        "One of your executions: its status, attempts and last checkpoint (what its next attempt resumes from).",
+        {200: EXECUTION},
+        params=[EXECUTION_ID_PARAM],
     ),
 )
 

@@ -1,5 +1,5 @@
 """`duetime jobs create|edit|list|get|pause|resume|cancel|run`, `duetime executions JOBID`, `duetime executions
-retry ID`, `duetime dead-letters [redrive]` and `duetime calendars list|get|put|delete`: the API from a shell,
+retry|get ID`, `duetime dead-letters [redrive]` and `duetime calendars list|get|put|delete`: the API from a shell,
 as readable tables or, with --json, the API's own JSON for scripts."""
 
 from __future__ import annotations
@@ -298,13 +298,34 @@ def cmd_redrive(args: argparse.Namespace) -> None:
     _show(args, report, text)
 
 
+def cmd_execution_get(args: argparse.Namespace) -> None:
+    _show(args, _client(args).get_execution(args.execution_id), execution_detail)
+
+
+def execution_detail(execution: dict[str, Any]) -> str:
+    """One execution as a row, then its last checkpoint: what its next attempt resumes from."""
+    checkpoint = execution.get("checkpoint")
+    if not checkpoint:
+        return execution_rows([execution]) + "\ncheckpoint: none"
+    state = json.dumps(checkpoint["state"], ensure_ascii=False)
+    return (
+        execution_rows([execution])
+        + f"\ncheckpoint (attempt {checkpoint['attempt']}, {checkpoint['recordedAt']}): {state}"
+    )
+
+
 def cmd_executions_or_retry(args: argparse.Namespace) -> None:
-    """`executions JOBID` lists a job's executions; `executions retry ID` retries a failed one (no job id is
-    `retry`: ids start with j_)."""
+    """`executions JOBID` lists a job's executions; `executions retry ID` retries a failed one and
+    `executions get ID` shows one with its checkpoint (no job id is `retry` or `get`: ids start with j_)."""
     if args.job_id == "retry":
         if not args.execution_id:
             raise ConfigError("give the execution to retry: duetime executions retry EXECUTIONID")
         cmd_retry(args)
+        return
+    if args.job_id == "get":
+        if not args.execution_id:
+            raise ConfigError("give the execution to show: duetime executions get EXECUTIONID")
+        cmd_execution_get(args)
         return
     if args.execution_id:
         raise ConfigError(f"unexpected argument {args.execution_id!r}")
@@ -466,10 +487,12 @@ def add_client_commands(sub: Any) -> None:
     backfill.set_defaults(fn=_run(cmd_backfill))
 
     executions = sub.add_parser(
-        "executions", help="a job's executions, newest scheduled first; `executions retry ID` retries a failed one"
+        "executions",
+        help="a job's executions, newest scheduled first; `executions retry ID` retries a failed one; "
+        "`executions get ID` shows one with its checkpoint",
     )
-    executions.add_argument("job_id", metavar="JOBID", help="a job id, or `retry` followed by an execution id")
-    executions.add_argument("execution_id", metavar="EXECUTIONID", nargs="?", help="after `retry`: the execution")
+    executions.add_argument("job_id", metavar="JOBID", help="a job id, or `retry` or `get` followed by an execution id")
+    executions.add_argument("execution_id", metavar="EXECUTIONID", nargs="?", help="after retry or get: the execution")
     executions.add_argument("--limit", type=int)
     executions.add_argument("--cursor")
     _connection_flags(executions)

@@ -296,6 +296,22 @@ class Execution(CamelModel):
     # How long the run waited for its rate limit or a concurrency slot before it was claimed: not the
     # scheduler's lateness (startLateness excludes it). None when it never waited.
     waited_for_limit_ms: int | None = None
+    # The last progress a handler recorded (ctx.checkpoint), which the next attempt resumes from.
+    checkpoint: Checkpoint | None = None
 
     def lease_live(self, now: datetime) -> bool:
         return self.status == ExecutionStatus.RUNNING and self.lease_until is not None and self.lease_until > now
+
+
+class Checkpoint(CamelModel):
+    """A handler's last recorded progress (ctx.checkpoint, or `checkpoint` on the heartbeat route): the JSON
+    value it gave, the attempt that recorded it and when. The next attempt of the execution receives `state`."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    state: Any = None
+    attempt: int
+    recorded_at: UtcDatetime
+
+
+Execution.model_rebuild()

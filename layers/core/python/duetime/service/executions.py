@@ -242,13 +242,19 @@ def heartbeat(
     if job_class is None:
         execution = ports.store.get_execution(key)
         job_class = execution.job_class if execution else DEFAULT_JOB_CLASS
+    return ports.store.heartbeat(key, attempt, lease_end(ports, job_class, run_ends), claim_token)
+
+
+def lease_end(ports: Ports, job_class: str, run_ends: datetime | None = None) -> datetime:
+    """Where a heartbeat from now moves the lease: one lease of `job_class`, never past `run_ends` (raises
+    Conflict once that time has come)."""
     now = ports.clock()
     lease_until = now + timedelta(seconds=lease_seconds(ports, job_class))
     if run_ends is not None:
         if now >= run_ends:
             raise Conflict("the run has reached its job's timeoutSeconds", field="attempt")
         lease_until = min(lease_until, run_ends)
-    return ports.store.heartbeat(key, attempt, lease_until, claim_token)
+    return lease_until
 
 
 def run_ends(execution: Execution, job: Job | None) -> datetime | None:
@@ -442,6 +448,19 @@ class Lease:
             current=self.execution,
             claim_token=self.execution.claim_token,
         )
+
+    def record_checkpoint(self, checkpoint: str, with_heartbeat: bool = False) -> Execution:
+        """Record the handler's checkpoint (compact JSON text) in one fenced write; `with_heartbeat`, that
+        write renews the lease too, and the message's visibility follows as extend() does. The row as
+        written becomes this lease's, so a retry moves the checkpoint with it. Raises StaleAttempt."""
+        lease_until = lease_end(self.ports, self.job_class) if with_heartbeat else None
+        updated = self.ports.store.record_checkpoint(
+            self.key, self.attempt, checkpoint, self.ports.clock(), self.execution.claim_token, lease_until
+        )
+        self.execution = self.execution.model_copy(update={"checkpoint": updated.checkpoint})
+        if with_heartbeat:
+            self.hide_message()
+        return updated
 
 
 def find_execution(ports: Ports, execution_id: str) -> Execution:

@@ -361,6 +361,20 @@ class ExecutionStore(Protocol):
         waitedForLimitMs, fenced like every write of the attempt's holder (raises StaleAttempt)."""
         ...
 
+    def record_checkpoint(
+        self,
+        key: ExecutionKey,
+        attempt: int,
+        checkpoint: str,
+        now: datetime,
+        claim_token: str | None = None,
+        lease_until: datetime | None = None,
+    ) -> Execution:
+        """Store `attempt`'s checkpoint (compact JSON text, recorded at `now`) in the heartbeat's fenced write,
+        extending the lease to `lease_until` in that same write when given; raises StaleAttempt if that
+        attempt (with that token) no longer holds the row. Rows keep it across retries and takeovers."""
+        ...
+
 
 class ControlStore(Protocol):
     """Small records that coordinate the system: pre-loader shard leases and cursors, idempotency keys."""

@@ -1,4 +1,4 @@
-"""The built-in handlers the README lists, available everywhere: demo.echo, demo.sleep, demo.fail.
+"""The built-in handlers the README lists, available everywhere: demo.echo, demo.sleep, demo.fail, demo.count.
 
 They run in the worker's process (they are quick, or sleep on the cancel flag), so every worker serves
 them without starting a child process (definitions.BUILTIN_HANDLERS lists them for the API)."""
@@ -35,3 +35,23 @@ def fail(ctx: JobContext) -> Any:
             raise PermanentFailure(message)
         raise RuntimeError(message)
     return {"succeededOnAttempt": ctx.attempt}
+
+
+@handler("demo.count", in_process=True)
+def count(ctx: JobContext) -> Any:
+    """Counts to `payload.to` (default 10), one every `payload.every` seconds (default 1), checkpointing
+    each count; an attempt resumes from the last checkpoint. Attempt 1 fails at `payload.failAt`, if given
+    (so a retry shows the resumption). The result says where this attempt started: `resumedFrom`."""
+    to, every = int(ctx.payload.get("to", 10)), float(ctx.payload.get("every", 1))
+    fail_at = ctx.payload.get("failAt")
+    last = ctx.last_checkpoint
+    start = int(last["count"]) if isinstance(last, dict) and isinstance(last.get("count"), int) else 0
+    counted = start
+    while counted < to:
+        if not ctx.sleep(every):
+            raise InterruptedError(f"stopped at {counted} of {to}")
+        counted += 1
+        ctx.checkpoint({"count": counted})
+        if ctx.attempt == 1 and counted == fail_at:
+            raise RuntimeError(f"demo.count: attempt 1 fails at {counted}, as asked")
+    return {"count": counted, "resumedFrom": start, "attempt": ctx.attempt}

@@ -1,23 +1,26 @@
 """Python handlers in a child process the worker kills at the timeout or when the attempt is lost.
 
 The child is a fresh interpreter (`python -c`, with the worker's sys.path) that imports the handler's
-module, runs it once and writes its outcome as one JSON document. A plain subprocess rather than
-multiprocessing: nothing is pickled, the parent's `__main__` (a Lambda runtime's bootstrap, a test
-runner) is never re-imported, and no semaphore needs /dev/shm, which Lambda lacks. The child exits on
-its own when the worker dies (its stdin reaches end of file), so an orphan never runs beside the next
-attempt.
+module, runs it once and writes its outcome as one JSON document (after a `checkpoint <JSON>` line per
+ctx.checkpoint, which the worker records as they come; a refused one stops the run, killing the child).
+A plain subprocess rather than multiprocessing: nothing is pickled, the parent's `__main__` (a Lambda
+runtime's bootstrap, a test runner) is never re-imported, and no semaphore needs /dev/shm, which Lambda
+lacks. The child exits on its own when the worker dies (its stdin reaches end of file), so an orphan never
+runs beside the next attempt.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from datetime import datetime
-from typing import Any
+from typing import IO, Any
 
 from duetime.domain.results import ResultRejected, encode_result
 from duetime.service.outcomes import RunResult
@@ -31,6 +34,8 @@ _BOOTSTRAP = (
 )
 # The exit code of a child whose worker went away before the handler finished.
 ORPHANED_EXIT = 75
+# A line of the result channel carrying a checkpoint (ctx.checkpoint in the child), before the outcome.
+CHECKPOINT_LINE = b"checkpoint "
 
 
 def run_in_child(registered: RegisteredHandler, ctx: JobContext) -> RunResult:
@@ -47,6 +52,7 @@ def run_in_child(registered: RegisteredHandler, ctx: JobContext) -> RunResult:
             "scheduledAt": ctx.scheduled_at.isoformat(),
             "payload": ctx.payload,
             "owner": ctx.owner,
+            "lastCheckpoint": ctx.last_checkpoint,
         },
     }
     child = subprocess.Popen(
@@ -57,7 +63,7 @@ def run_in_child(registered: RegisteredHandler, ctx: JobContext) -> RunResult:
     )
     assert child.stdin is not None and child.stdout is not None
     output: list[bytes] = []
-    reader = threading.Thread(target=lambda: output.append(child.stdout.read()), daemon=True)  # type: ignore[union-attr]
+    reader = threading.Thread(target=_read_channel, args=(child.stdout, ctx, output), daemon=True)
     reader.start()
     try:
         child.stdin.write(json.dumps(request).encode() + b"\n")
@@ -76,6 +82,18 @@ def run_in_child(registered: RegisteredHandler, ctx: JobContext) -> RunResult:
     code = child.wait()
     reader.join()
     return _parse_outcome(b"".join(output), code)
+
+
+def _read_channel(channel: IO[bytes], ctx: JobContext, output: list[bytes]) -> None:
+    """Read the child's result channel: each checkpoint line goes to the run's checkpoints as it comes (a
+    refused one has already told the run to stop, which kills the child); the rest is the outcome."""
+    for line in channel:
+        if line.startswith(CHECKPOINT_LINE):
+            # Whatever a checkpoint meets (refused, or no worker to record it), the outcome must still be read.
+            with contextlib.suppress(Exception):
+                ctx.checkpoint(json.loads(line[len(CHECKPOINT_LINE) :]))
+            continue
+        output.append(line)
 
 
 def child_command() -> list[str]:
@@ -104,8 +122,17 @@ def child_main() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     request = json.loads(sys.stdin.readline())
     threading.Thread(target=_exit_when_orphaned, daemon=True).start()
-    result_channel.write(_run_request(request))
-    result_channel.flush()
+    written = threading.Lock()
+
+    def send_checkpoint(text: str) -> None:
+        with written:  # a handler's own threads may checkpoint too: one whole line each
+            result_channel.write(CHECKPOINT_LINE.decode() + text + "\n")
+            result_channel.flush()
+
+    outcome = _run_request(request, send_checkpoint)
+    with written:
+        result_channel.write(outcome)
+        result_channel.flush()
     os._exit(0)  # skip interpreter teardown: threads the handler left behind must not keep the run going
 
 
@@ -114,7 +141,7 @@ def _exit_when_orphaned() -> None:
     os._exit(ORPHANED_EXIT)
 
 
-def _run_request(request: dict[str, Any]) -> str:
+def _run_request(request: dict[str, Any], send_checkpoint: Callable[[str], None] | None = None) -> str:
     name = str(request["handler"])
     values = request["context"]
     try:
@@ -129,6 +156,8 @@ def _run_request(request: dict[str, Any]) -> str:
             scheduled_at=datetime.fromisoformat(values["scheduledAt"]),
             payload=values["payload"],
             owner=values["owner"],
+            last_checkpoint=values.get("lastCheckpoint"),
+            on_checkpoint=send_checkpoint,
         )
         result = registered.fn(ctx)
         text = encode_result(result)

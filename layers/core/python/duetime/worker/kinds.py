@@ -38,10 +38,12 @@ def run_values(ctx: JobContext) -> dict[str, Any]:
     }
 
 
-def claim_values(ctx: JobContext) -> dict[str, str]:
+def claim_values(ctx: JobContext) -> dict[str, Any]:
     """What lets a target in the account (a Lambda function, an ECS task) heartbeat and complete the attempt
-    itself over the worker routes: the claimer's id and the claim's token. Never sent to a webhook."""
-    return {"workerId": ctx.worker_id, "claimToken": ctx.claim_token}
+    itself over the worker routes: the claimer's id and the claim's token; and where it may resume: the
+    state the execution's last checkpoint recorded (null if none did; a heartbeat with `checkpoint`
+    records a new one). Never sent to a webhook."""
+    return {"workerId": ctx.worker_id, "claimToken": ctx.claim_token, "lastCheckpoint": ctx.last_checkpoint}
 
 
 def resolve_handler(name: str, targets: Targets | None) -> HandlerFn | None:

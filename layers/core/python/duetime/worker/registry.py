@@ -11,6 +11,7 @@ from datetime import datetime
 from typing import Any
 
 from duetime.definitions import HANDLER_KIND_PREFIXES
+from duetime.domain.checkpoints import encode_checkpoint
 from duetime.domain.errors import InvalidInput
 
 
@@ -33,10 +34,27 @@ class JobContext:
     worker_id: str = ""
     claim_token: str = field(default="", repr=False)
     cancelled: threading.Event = field(default_factory=threading.Event)
+    # The state the last attempt of this execution recorded with checkpoint() (None if none did): where a
+    # retry, a takeover after a lost worker or a manual retry resumes.
+    last_checkpoint: Any = None
+    # Where checkpoint() sends the state's JSON text: the worker's Checkpointer (or, in a child process,
+    # the channel to the worker). None outside a worker's run.
+    on_checkpoint: Callable[[str], None] | None = field(default=None, repr=False)
 
     def sleep(self, seconds: float) -> bool:
         """Sleep up to `seconds`; returns False early if the run was told to stop (timeout, lost lease)."""
         return not self.cancelled.wait(seconds)
+
+    def checkpoint(self, state: Any) -> None:
+        """Record `state` (a JSON value of at most MAX_CHECKPOINT_BYTES) as this run's progress: the next
+        attempt of the execution receives it as `last_checkpoint`. Written with the heartbeat's fenced write,
+        at most once per CHECKPOINT_MIN_SECONDS (a newer state offered sooner replaces the waiting one and is
+        written at the next heartbeat or the run's end). Raises CheckpointRejected (a ValueError) for a
+        state that is not JSON or too large, and StaleAttempt once this attempt has lost the execution."""
+        text = encode_checkpoint(state)
+        if self.on_checkpoint is None:
+            raise RuntimeError("checkpoints are recorded only while a worker runs the attempt")
+        self.on_checkpoint(text)
 
 
 HandlerFn = Callable[[JobContext], Any]

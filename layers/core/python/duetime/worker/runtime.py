@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
@@ -19,6 +20,7 @@ from duetime.service.executions import Lease, claim_execution, lateness_ms
 from duetime.service.handlers import announce_handlers, is_kind_name, withdraw_handlers
 from duetime.service.outcomes import ClaimVerdict, RunOutcome, RunResult
 from duetime.worker import limited
+from duetime.worker.checkpoints import Checkpointer
 from duetime.worker.isolation import run_in_child
 from duetime.worker.kinds import Targets, resolve_handler
 from duetime.worker.observe import DEAD_LETTERED, RETRIED, SUCCEEDED, Observer, default_observer
@@ -81,6 +83,15 @@ class Running:
     lease: Lease
     context: JobContext
     released: bool = False  # handed back at shutdown: another worker continues, this one reports nothing
+    # The handler's checkpoints, written with the heartbeats (None: heartbeats renew the lease alone).
+    checkpoints: Checkpointer | None = None
+
+    def heartbeat(self) -> None:
+        """Renew the lease (with the waiting checkpoint, if any); raises StaleAttempt once fenced out."""
+        if self.checkpoints is None:
+            self.lease.extend()
+        else:
+            self.checkpoints.heartbeat()
 
 
 class Worker:
@@ -188,6 +199,10 @@ class Worker:
         for running in leftovers:
             running.released = True
             running.context.cancelled.set()
+            if running.checkpoints is not None:
+                # The next worker resumes from the waiting checkpoint; a lost attempt has none to hand on.
+                with contextlib.suppress(Exception):
+                    running.checkpoints.flush()
             if running.lease.release():
                 log.info("released %s attempt %s", running.execution.execution_id, running.execution.attempt)
 
@@ -271,8 +286,11 @@ class Worker:
             owner=job.owner,
             worker_id=self.worker_id,
             claim_token=execution.claim_token or "",
+            last_checkpoint=None if execution.checkpoint is None else execution.checkpoint.state,
         )
-        running = Running(execution, lease, context)
+        checkpoints = Checkpointer(lease, context)
+        context.on_checkpoint = checkpoints.offer
+        running = Running(execution, lease, context, checkpoints=checkpoints)
         with self._lock:
             self._running[execution.execution_id] = running
         started = to_ms(self.ports.clock())
@@ -297,6 +315,7 @@ class Worker:
         if outcome is None:
             return RunOutcome.LOST
         try:
+            checkpoints.flush()  # the last checkpoint lands before the outcome, so a retry resumes from it
             ended = lease.complete(outcome, job)
         except StaleAttempt:
             log.warning("%s attempt %s was fenced out at completion", execution.execution_id, execution.attempt)
@@ -314,7 +333,7 @@ class Worker:
     def _run_with_heartbeats(self, job: Job, running: Running) -> RunResult | None:
         """Run the handler in its own thread, extending the lease every lease/3 and stopping it at the job's
         timeout; returns its result, or None if the lease was lost (the attempt is no longer ours to report)."""
-        context, lease = running.context, running.lease
+        context = running.context
         done = threading.Event()
         ran: list[RunResult] = []
 
@@ -336,7 +355,7 @@ class Worker:
             if running.released:
                 return None
             try:
-                lease.extend()
+                running.heartbeat()
             except StaleAttempt:
                 log.warning("%s attempt %s lost its lease; stopping", context.execution_id, context.attempt)
                 context.cancelled.set()

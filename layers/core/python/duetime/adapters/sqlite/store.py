@@ -20,6 +20,7 @@ from typing import Any
 from duetime.adapters.cursors import decode_cursor, encode_cursor
 from duetime.adapters.sqlite.db import Database
 from duetime.definitions import Settings
+from duetime.domain.checkpoints import checkpoint_attributes, decode_checkpoint
 from duetime.domain.errors import Conflict, StaleAttempt
 from duetime.domain.exclusions import Calendar
 from duetime.domain.keys import (
@@ -156,6 +157,7 @@ def execution_to_doc(execution: Execution, notified_ms: int | None = None) -> st
             "retryBase": execution.retry_base or None,
             "overlap": None if execution.overlap is None else execution.overlap.value,
             "waitedForLimitMs": execution.waited_for_limit_ms,
+            **checkpoint_attributes(execution),
         },
         separators=(",", ":"),
     )
@@ -200,6 +202,7 @@ def execution_from_values(v: dict[str, Any]) -> Execution:
         retry_base=int(v.get("retryBase") or 0),
         overlap=None if v.get("overlap") is None else Overlap(v["overlap"]),
         waited_for_limit_ms=v.get("waitedForLimitMs"),
+        checkpoint=decode_checkpoint(v.get("checkpoint"), v.get("checkpointAttempt"), v.get("checkpointMs")),
     )
 
 
@@ -1009,3 +1012,25 @@ class SqliteStore:
             record = self._read_control(conn, key)
             if record is not None and record.pop(holder_attr(holder), None) is not None:
                 self._write_control(conn, key, record)
+
+    def record_checkpoint(
+        self,
+        key: ExecutionKey,
+        attempt: int,
+        checkpoint: str,
+        now: datetime,
+        claim_token: str | None = None,
+        lease_until: datetime | None = None,
+    ) -> Execution:
+        """Record `attempt`'s checkpoint (compact JSON text) in the heartbeat's fenced write, extending its
+        lease to `lease_until` in the same write when given; raises StaleAttempt as heartbeat does."""
+        now_ms = to_ms(now)
+        lease_ms = None if lease_until is None else to_ms(lease_until)
+
+        def record(values: dict[str, Any]) -> Change:
+            values.update(checkpoint=checkpoint, checkpointAttempt=attempt, checkpointMs=now_ms)
+            if lease_ms is not None:
+                values["leaseUntilMs"] = lease_ms
+            return None, None, None
+
+        return self._fenced(key, attempt, record, claim_token)

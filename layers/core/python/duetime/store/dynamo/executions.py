@@ -578,3 +578,22 @@ class DynamoExecutions(DynamoTables):
         """Add `waited_ms` to the row's waitedForLimitMs, fenced by the attempt (and its claim token)."""
         update = "ADD waitedForLimitMs :w"
         return self._fenced_update(key, attempt, update, {":w": waited_ms}, claim_token=claim_token)
+
+    def record_checkpoint(
+        self,
+        key: ExecutionKey,
+        attempt: int,
+        checkpoint: str,
+        now: datetime,
+        claim_token: str | None = None,
+        lease_until: datetime | None = None,
+    ) -> Execution:
+        """Record `attempt`'s checkpoint (compact JSON text) in the heartbeat's fenced write, extending its
+        lease to `lease_until` in the same write when given; raises StaleAttempt as heartbeat does."""
+        sets = ["#cp = :checkpoint", "checkpointAttempt = :checkpointAttempt", "checkpointMs = :now"]
+        values: dict[str, Any] = {":checkpoint": checkpoint, ":checkpointAttempt": attempt, ":now": to_ms(now)}
+        if lease_until is not None:
+            sets.append("leaseUntilMs = :lease")
+            values[":lease"] = to_ms(lease_until)
+        names = {"#cp": "checkpoint"}
+        return self._fenced_update(key, attempt, f"SET {', '.join(sets)}", values, names, claim_token)

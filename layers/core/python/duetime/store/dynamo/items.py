@@ -10,6 +10,7 @@ from typing import Any
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 
 from duetime.definitions import DEFAULT_JOB_CLASS
+from duetime.domain.checkpoints import checkpoint_attributes, decode_checkpoint
 from duetime.domain.keys import ExecutionKey
 from duetime.domain.models import AttemptRecord, Execution, ExecutionStatus, Job, JobSpec, Overlap, from_ms, to_ms
 
@@ -130,6 +131,7 @@ def execution_to_item(execution: Execution, shards: int, expires_at: int | None 
         "retryBase": execution.retry_base or None,  # absent on a row never retried by hand
         "overlap": None if execution.overlap is None else execution.overlap.value,
         "waitedForLimitMs": execution.waited_for_limit_ms,
+        **checkpoint_attributes(execution),
     }
 
 
@@ -175,4 +177,5 @@ def execution_from_item(item: dict[str, Any]) -> Execution:
         retry_base=int(v.get("retryBase") or 0),
         overlap=None if v.get("overlap") is None else Overlap(v["overlap"]),
         waited_for_limit_ms=None if v.get("waitedForLimitMs") is None else int(v["waitedForLimitMs"]),
+        checkpoint=decode_checkpoint(v.get("checkpoint"), v.get("checkpointAttempt"), v.get("checkpointMs")),
     )
