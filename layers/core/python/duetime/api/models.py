@@ -9,6 +9,7 @@ from typing import Any, Literal
 from pydantic import ConfigDict, Field, field_serializer, field_validator, model_validator
 
 from duetime.definitions import MAX_REDRIVE, MAX_RESULT_BYTES
+from duetime.domain.destinations import Notify
 from duetime.domain.exclusions import MAX_EXCLUSIONS, Calendar, check_exclude_entry, parse_exclusion
 from duetime.domain.models import (
     MAX_JITTER_SECONDS,
@@ -240,6 +241,7 @@ class JobChange(CamelModel):
     jitter_seconds: int | None = None
     pause_after_failures: int | None = None
     tags: dict[str, str] | None = None
+    notify: Notify | None = None
 
     @property
     def spec_changes(self) -> dict[str, Any]:

@@ -20,6 +20,7 @@ from pydantic.alias_generators import to_camel
 from pydantic.json_schema import SkipJsonSchema
 
 from duetime.definitions import DEFAULT_JOB_CLASS, MAX_PAYLOAD_BYTES, MAX_TIMEOUT_SECONDS
+from duetime.domain.destinations import Notify
 from duetime.domain.exclusions import MAX_EXCLUSIONS, check_exclude_entry
 from duetime.domain.results import compact_json
 
@@ -181,6 +182,8 @@ class JobSpec(CamelModel):
     # After this many consecutive runs that failed for good, the job is paused with a note saying why.
     pause_after_failures: int | None = Field(default=None, ge=1, le=MAX_PAUSE_AFTER_FAILURES)
     tags: dict[str, str] = Field(default_factory=dict)
+    # Where the owner hears of runs that failed for good and of automatic pauses (domain.destinations).
+    notify: Notify | None = None
 
     @field_validator("exclude")
     @classmethod

@@ -1,0 +1,77 @@
+"""Where a job's owner is told that its runs fail for good: the job's `notify.onFailure` destinations."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic.alias_generators import to_camel
+
+from duetime.domain.errors import InvalidInput
+from duetime.domain.webhooks import parse_webhook_url
+
+# A job names at most this many places to tell (each failure is one delivery per destination).
+MAX_FAILURE_DESTINATIONS = 5
+MAX_DESTINATION_CHARS = 2048
+# The owner's SNS topic must be named so: the notifier's IAM role may publish to such topics only (in any
+# account whose topic policy lets it), never to the operator's own topics (docs/events.md says why).
+OWNER_TOPIC_NAME_PREFIX = "duetime-notify-"
+SNS_TOPIC_ARN = re.compile(r"arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:([A-Za-z0-9_-]{1,256}(?:\.fifo)?)")
+# Deliberately plain: one @, no spaces, a dot in the domain. SNS sends a confirmation the owner must accept.
+EMAIL = re.compile(r"[^@\s]{1,64}@[^@\s]+\.[^@\s]+")
+MAX_EMAIL_CHARS = 254
+
+
+class FailureDestination(BaseModel):
+    """One place to tell: exactly one of `webhook` (a signed POST, checked as webhook handlers are),
+    `snsTopicArn` (an SNS topic the owner owns, named duetime-notify-...) or `email`."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
+
+    webhook: str | None = Field(default=None, min_length=1, max_length=MAX_DESTINATION_CHARS)
+    sns_topic_arn: str | None = Field(default=None, min_length=1, max_length=MAX_DESTINATION_CHARS)
+    email: str | None = Field(default=None, min_length=3, max_length=MAX_EMAIL_CHARS)
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> FailureDestination:
+        given = [v for v in (self.webhook, self.sns_topic_arn, self.email) if v is not None]
+        if len(given) != 1:
+            raise ValueError("each destination is exactly one of webhook, snsTopicArn or email")
+        if self.sns_topic_arn is not None:
+            match = SNS_TOPIC_ARN.fullmatch(self.sns_topic_arn)
+            if match is None:
+                raise ValueError("snsTopicArn must be an SNS topic ARN (arn:aws:sns:REGION:ACCOUNT:NAME)")
+            if not match.group(1).startswith(OWNER_TOPIC_NAME_PREFIX):
+                raise ValueError(f"snsTopicArn must name a topic whose name starts with {OWNER_TOPIC_NAME_PREFIX!r}")
+        if self.email is not None and not EMAIL.fullmatch(self.email):
+            raise ValueError("email must be an address like name@example.com")
+        if self.webhook is not None and not self.webhook.startswith(("https://", "http://")):
+            raise ValueError("webhook must be an https:// URL")
+        return self
+
+
+class Notify(BaseModel):
+    """A job's `notify`: who hears of its failures (a run that failed for good, an automatic pause)."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
+
+    on_failure: list[FailureDestination] = Field(default_factory=list, max_length=MAX_FAILURE_DESTINATIONS)
+
+
+def owner_email_topic_name(prefix: str, owner: str) -> str:
+    """The topic the notifier creates for an owner's email destinations: `<prefix>-owner-<hash>` (a hash:
+    owners may hold any character, topic names may not, and the name must not reveal the owner)."""
+    return f"{prefix}-owner-{hashlib.sha256(owner.encode('utf-8', 'surrogatepass')).hexdigest()[:24]}"
+
+
+def check_webhook_destinations(notify: Notify | None, allow_loopback: bool) -> None:
+    """Check each webhook destination as a webhook handler is checked (no credentials, no private or
+    loopback address unless `allow_loopback`); raises InvalidInput naming `notify.onFailure[i].webhook`."""
+    for i, destination in enumerate(notify.on_failure if notify else []):
+        if destination.webhook is None:
+            continue
+        try:
+            parse_webhook_url(destination.webhook, allow_loopback)
+        except InvalidInput as exc:
+            raise InvalidInput(exc.message, field=f"notify.onFailure[{i}].webhook") from exc
