@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import re
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
 from duetime.domain.errors import InvalidInput
@@ -33,21 +33,35 @@ class FailureDestination(BaseModel):
     sns_topic_arn: str | None = Field(default=None, min_length=1, max_length=MAX_DESTINATION_CHARS)
     email: str | None = Field(default=None, min_length=3, max_length=MAX_EMAIL_CHARS)
 
+    @field_validator("sns_topic_arn")
+    @classmethod
+    def _topic(cls, value: str | None) -> str | None:
+        match = SNS_TOPIC_ARN.fullmatch(value) if value is not None else None
+        if value is not None and match is None:
+            raise ValueError("must be an SNS topic ARN (arn:aws:sns:REGION:ACCOUNT:NAME)")
+        if match is not None and not match.group(1).startswith(OWNER_TOPIC_NAME_PREFIX):
+            raise ValueError(f"must name a topic whose name starts with {OWNER_TOPIC_NAME_PREFIX!r}")
+        return value
+
+    @field_validator("email")
+    @classmethod
+    def _email(cls, value: str | None) -> str | None:
+        if value is not None and not EMAIL.fullmatch(value):
+            raise ValueError("must be a mail address like name@example.com")
+        return value
+
+    @field_validator("webhook")
+    @classmethod
+    def _webhook(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("https://", "http://")):
+            raise ValueError("must be an https:// URL")
+        return value
+
     @model_validator(mode="after")
     def _exactly_one(self) -> FailureDestination:
         given = [v for v in (self.webhook, self.sns_topic_arn, self.email) if v is not None]
         if len(given) != 1:
             raise ValueError("each destination is exactly one of webhook, snsTopicArn or email")
-        if self.sns_topic_arn is not None:
-            match = SNS_TOPIC_ARN.fullmatch(self.sns_topic_arn)
-            if match is None:
-                raise ValueError("snsTopicArn must be an SNS topic ARN (arn:aws:sns:REGION:ACCOUNT:NAME)")
-            if not match.group(1).startswith(OWNER_TOPIC_NAME_PREFIX):
-                raise ValueError(f"snsTopicArn must name a topic whose name starts with {OWNER_TOPIC_NAME_PREFIX!r}")
-        if self.email is not None and not EMAIL.fullmatch(self.email):
-            raise ValueError("email must be an address like name@example.com")
-        if self.webhook is not None and not self.webhook.startswith(("https://", "http://")):
-            raise ValueError("webhook must be an https:// URL")
         return self
 
 
