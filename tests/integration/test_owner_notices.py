@@ -159,3 +159,48 @@ def test_a_private_webhook_destination_is_refused_at_submit_on_aws(ports, clock,
     with pytest.raises(InvalidInput) as refused:
         submit_job(ports, "alice", failing_job(clock, {"onFailure": [{"webhook": url}]}))
     assert refused.value.field == "notify.onFailure[0].webhook"
+
+
+def test_the_dlq_notifier_lambda_tells_the_owner_and_the_operator_only_an_aggregate(deployment):  # noqa: F811
+    from datetime import UTC, datetime
+
+    from duetime.domain.models import Job
+    from duetime.service import executions as cases
+    from duetime.service.dispatch import new_execution
+
+    from tests.integration.test_entry_points import LambdaContext
+
+    sns, sqs = make_client("sns", "us-east-1"), make_client("sqs", "us-east-1")
+    operator_topic = sns.create_topic(Name="ep-alerts")["TopicArn"]
+    operator_queue = subscribed_queue(sns, sqs, operator_topic, "operator-inbox")
+    sns.create_topic(Name="duetime-notify-alice")
+    owner_queue = subscribed_queue(sns, sqs, OWNER_TOPIC, "alice-inbox")
+    notifier = deployment.load("dlq_notifier", DUETIME_ALERT_TOPIC_ARN=operator_topic)
+    ports = notifier.PORTS
+    now = datetime.now(UTC).replace(microsecond=0)
+    spec = JobSpec.model_validate(
+        {
+            "name": "n",
+            "handler": "demo.echo",
+            "schedule": {"at": now},
+            "retry": {"maxAttempts": 1},
+            "notify": {"onFailure": [{"snsTopicArn": OWNER_TOPIC}]},
+        }
+    )
+    job = Job(**spec.model_dump(), job_id="j_00000000000000e1", owner="alice", created_at=now, updated_at=now)
+    execution = new_execution(job, now)
+    ports.store.create_job(job, execution)
+    key = ports.store.key_of(execution)
+    ports.store.claim(key, "w1", now, now + timedelta(seconds=30))
+    cases.complete(ports, key, 1, succeeded=False, error="the vendor said no", job=job)
+    # When the notifier runs as Lambda invokes it
+    assert notifier.handler({"source": "aws.events"}, LambdaContext("ep-dlq-notifier"))["default"] == 1
+    # Then the owner's topic has the failure
+    [told] = drained(sqs, owner_queue)
+    assert told["executionId"] == execution.execution_id and told["error"] == "the vendor said no"
+    # And the operator's topic one aggregate, naming no tenant's execution or error
+    [aggregate] = drained(sqs, operator_queue)
+    assert aggregate == {"handled": {"default": 1, "long": 0}, "told": {"delivered": 1}}
+
+
+from tests.integration.test_entry_points import deployment  # noqa: E402, F401 (the fixture)

@@ -5,7 +5,17 @@ from __future__ import annotations
 import hashlib
 import re
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from typing import Any
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 from pydantic.alias_generators import to_camel
 
 from duetime.domain.errors import InvalidInput
@@ -56,6 +66,11 @@ class FailureDestination(BaseModel):
         if value is not None and not value.startswith(("https://", "http://")):
             raise ValueError("must be an https:// URL")
         return value
+
+    @model_serializer(mode="wrap")
+    def _given_only(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """Shown as given: the one destination field, without the two unset ones."""
+        return {k: v for k, v in handler(self).items() if v is not None}
 
     @model_validator(mode="after")
     def _exactly_one(self) -> FailureDestination:
