@@ -73,10 +73,8 @@ def test_notify_is_set_shown_edited_and_refused_naming_the_field(api):
 def test_the_cli_sets_destinations_with_notify_flags(local_system, capsys):
     owner = f"cli-{secrets.token_hex(3)}"
     conn = ["--data-dir", str(local_system.data_dir), "--owner", owner, "--json"]
-    code = main(
-        ["jobs", "create", "--name", "n", "--handler", "demo.echo", "--cron", "0 4 * * *"]
-        + ["--notify-webhook", "https://hooks.example.com/a", "--notify-email", "me@example.com", *conn]
-    )
+    flags = ["--notify-webhook", "https://hooks.example.com/a", "--notify-email", "me@example.com"]
+    code = main(["jobs", "create", "--name", "n", "--handler", "demo.echo", "--cron", "0 4 * * *", *flags, *conn])
     out, err = command_output(capsys)
     assert code == 0, err
     assert json.loads(out)["notify"] == {

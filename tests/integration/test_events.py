@@ -134,9 +134,13 @@ def test_an_entry_eventbridge_refuses_is_counted_and_the_others_are_published(po
 def test_a_bus_that_is_gone_fails_no_run(ports, clock, bus):
     ports = replace(ports, events=EventBridgeEvents(bus.events, "no-such-bus"))
     worker = Worker(ports, "default", "w1", concurrency=1)
-    submit_job(ports, "alice", JobSpec.model_validate(
-        {"name": "t", "handler": "demo.echo", "schedule": {"at": format_time(clock.now + timedelta(seconds=10))}}
-    ))
+    submit_job(
+        ports,
+        "alice",
+        JobSpec.model_validate(
+            {"name": "t", "handler": "demo.echo", "schedule": {"at": format_time(clock.now + timedelta(seconds=10))}}
+        ),
+    )
     clock.advance(10)
     assert run_batch(ports, worker, 1) == ["succeeded"]
     assert worker.ports.events is not None and worker.event_buffer is not None

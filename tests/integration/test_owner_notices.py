@@ -21,6 +21,7 @@ from duetime.targets.webhook import WebhookTarget
 from duetime.worker.runtime import Worker
 from pydantic import ValidationError
 
+from tests.integration.test_entry_points import LambdaContext, deployment  # noqa: F401 (the fixture)
 from tests.webhook_receiver import receiver
 
 OWNER_TOPIC = "arn:aws:sns:us-east-1:123456789012:duetime-notify-alice"
@@ -168,8 +169,6 @@ def test_the_dlq_notifier_lambda_tells_the_owner_and_the_operator_only_an_aggreg
     from duetime.service import executions as cases
     from duetime.service.dispatch import new_execution
 
-    from tests.integration.test_entry_points import LambdaContext
-
     sns, sqs = make_client("sns", "us-east-1"), make_client("sqs", "us-east-1")
     operator_topic = sns.create_topic(Name="ep-alerts")["TopicArn"]
     operator_queue = subscribed_queue(sns, sqs, operator_topic, "operator-inbox")
@@ -201,6 +200,3 @@ def test_the_dlq_notifier_lambda_tells_the_owner_and_the_operator_only_an_aggreg
     # And the operator's topic one aggregate, naming no tenant's execution or error
     [aggregate] = drained(sqs, operator_queue)
     assert aggregate == {"handled": {"default": 1, "long": 0}, "told": {"delivered": 1}}
-
-
-from tests.integration.test_entry_points import deployment  # noqa: E402, F401 (the fixture)

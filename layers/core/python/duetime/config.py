@@ -243,11 +243,8 @@ def build_ports(config: RuntimeConfig, notifier: Notifier | None = None) -> Port
         queues = DueQueues(sqs, config.queue_urls, config.dlq_urls)
     else:
         queues = DueQueues.resolve(sqs, settings)
-    if notifier is None:
-        if config.alert_topic_arn:  # the DLQ notifier: each owner is told where its job says
-            notifier = build_owner_notifier(config)
-        else:
-            notifier = ConsoleNotifier()
+    if notifier is None:  # the DLQ notifier (an alert topic) tells each owner where its job says
+        notifier = build_owner_notifier(config) if config.alert_topic_arn else ConsoleNotifier()
     return Ports(
         store=DynamoStore(dynamodb, settings),
         queues=queues,

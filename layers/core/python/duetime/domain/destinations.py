@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import re
-
 from typing import Any
 
 from pydantic import (

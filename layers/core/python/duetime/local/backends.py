@@ -17,9 +17,9 @@ from duetime.adapters.sqlite.store import SqliteStore
 from duetime.config import RuntimeConfig, build_ports
 from duetime.definitions import JOB_CLASSES, LOCAL_SETTINGS, SQLITE_LOCAL_SETTINGS, Settings
 from duetime.domain.grants import EVERYONE, Grants
+from duetime.event_sinks import ConsoleEvents
 from duetime.local import BACKENDS
 from duetime.local.state import LocalState
-from duetime.event_sinks import ConsoleEvents
 from duetime.notify import ConsoleNotifier
 from duetime.service.context import Notifier, Ports
 from duetime.store.secrets import FileSecrets

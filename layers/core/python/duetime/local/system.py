@@ -34,13 +34,20 @@ from duetime.definitions import (
 )
 from duetime.domain.quotas import UNLIMITED, Quotas
 from duetime.local import BACKENDS
-from duetime.local.backends import DEFAULT_BACKEND, MOTO, SQLITE, LocalBackend, local_settings, start_backend
+from duetime.local.backends import (
+    DEFAULT_BACKEND,
+    MOTO,
+    SQLITE,
+    LocalBackend,
+    local_events,
+    local_settings,
+    start_backend,
+)
 from duetime.local.http_bridge import ApiServer
 from duetime.local.lambda_mode import LambdaFunction, Schedule, SqsEventSource
 from duetime.local.notices import AlertRelay, create_alert_topic
 from duetime.local.state import STATE_FILE, LocalState, previous_state
 from duetime.local.worker_process import WorkerProcess
-from duetime.local.backends import local_events
 from duetime.notify import ConsoleNotifier, OwnerNotifier
 from duetime.queue.sqs import DueQueues
 from duetime.service.context import Notifier, Ports

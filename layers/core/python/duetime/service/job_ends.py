@@ -8,9 +8,9 @@ from datetime import datetime
 
 from duetime.domain.bounds import is_last_slot
 from duetime.domain.errors import Conflict
+from duetime.domain.events import JobChange
 from duetime.domain.models import Execution, ExecutionStatus, Job, JobStatus
 from duetime.domain.recurrence import recurrence_of
-from duetime.domain.events import JobChange
 from duetime.service.context import Ports
 from duetime.service.events import job_changed
 
@@ -25,7 +25,9 @@ def complete_schedule(ports: Ports, job: Job, now: datetime, note: str | None = 
     if job.status in (JobStatus.ACTIVE, JobStatus.PAUSED):
         with contextlib.suppress(Conflict):
             reason = note or "the schedule's last run ended"
-            job_changed(ports, ports.store.update_job_status(job, JobStatus.COMPLETED, now, reason), JobChange.COMPLETED)
+            job_changed(
+                ports, ports.store.update_job_status(job, JobStatus.COMPLETED, now, reason), JobChange.COMPLETED
+            )
 
 
 def complete_if_last(ports: Ports, job: Job | None, execution: Execution, now: datetime) -> None:

@@ -13,7 +13,9 @@ from typing import Any
 from duetime.definitions import HEALTH_HISTORY_ROWS, LONG_JOB_CLASS, PAST_DUE_GRACE_SECONDS
 from duetime.domain.bounds import first_bounded_slot, first_run_number
 from duetime.domain.cron import load_zone
+from duetime.domain.destinations import check_webhook_destinations
 from duetime.domain.errors import Conflict, IdempotencyMismatch, InvalidInput, InvalidSchedule, NotFound
+from duetime.domain.events import JobChange
 from duetime.domain.exclusions import Calendar, Exclusions
 from duetime.domain.keys import in_key_range, new_job_id
 from duetime.domain.models import (
@@ -31,8 +33,6 @@ from duetime.domain.models import (
 from duetime.domain.quotas import JOB_CREATES_PER_MINUTE, RUN_NOWS_PER_MINUTE, rate_window
 from duetime.domain.recurrence import included_runs, next_included, recurrence_of
 from duetime.domain.spread import spread_due
-from duetime.domain.destinations import check_webhook_destinations
-from duetime.domain.events import JobChange
 from duetime.domain.webhooks import is_webhook, parse_webhook_url
 from duetime.service.calendars import CalendarCache, check_references
 from duetime.service.context import Ports
