@@ -68,8 +68,8 @@ def grant_owner_destinations(role: iam.IRole, ctx: DeployContext) -> None:
         )
         for account in ctx.owner_topic_accounts
     }
-    findings[f"AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:sns:<AWS::Region>:<AWS::AccountId>:"
-             f"{ctx.settings.prefix}-owner-*]"] = (
-        "One mail topic per owner, created as owners name mail addresses: this stack's name prefix only."
-    )
+    findings[
+        f"AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:sns:<AWS::Region>:<AWS::AccountId>:"
+        f"{ctx.settings.prefix}-owner-*]"
+    ] = "One mail topic per owner, created as owners name mail addresses: this stack's name prefix only."
     suppress(role, findings)

@@ -7,10 +7,11 @@ import io
 import json
 from collections import Counter
 from dataclasses import replace
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from duetime.api.auth import issue_token
 from duetime.domain.events import DETAIL_TYPES, Event
 from duetime.domain.models import JobSpec, format_time
 from duetime.event_sinks import ConsoleEvents, EventBridgeEvents
@@ -19,6 +20,13 @@ from duetime.store.aws import make_client
 from duetime.worker.runtime import Worker
 
 from tests.conftest import BOTH_BACKENDS
+from tests.integration.test_entry_points import (  # noqa: F401 (deployment: the fixture)
+    SECRET,
+    LambdaContext,
+    deployment,
+    sqs_event,
+    submit,
+)
 
 BUS = "duetime-test-events"
 
@@ -176,3 +184,33 @@ def test_locally_a_run_that_failed_for_good_prints_on_the_console(ports, clock):
     assert len(lines) == 1 and lines[0].startswith("[duetime] event Execution Failed: ")
     detail = json.loads(lines[0].split(": ", 1)[1])
     assert detail["owner"] == "carol" and "demo.fail: attempt 1" in detail["error"]
+
+
+def test_the_worker_lambda_sends_its_batchs_events_in_one_put_events_request(deployment):  # noqa: F811
+    events, sqs = make_client("events", "us-east-1"), make_client("sqs", "us-east-1")
+    events.create_event_bus(Name=BUS)
+    queue_url = sqs.create_queue(QueueName="events-read-back")["QueueUrl"]
+    queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    events.put_rule(Name="all", EventBusName=BUS, EventPattern=json.dumps({"source": ["duetime"]}))
+    events.put_targets(Rule="all", EventBusName=BUS, Targets=[{"Id": "q", "Arn": queue_arn}])
+    api = deployment.load("api", DUETIME_JWT_SECRET=SECRET, DUETIME_EVENT_BUS_NAME=BUS)
+    token = issue_token(SECRET, "alice")
+    jobs = [submit(api, token, datetime.now(UTC) - timedelta(seconds=1)) for _ in range(3)]
+    worker = deployment.load("worker", DUETIME_JOB_CLASS="default", DUETIME_EVENT_BUS_NAME=BUS)
+    calls: Counter[str] = Counter()
+    worker.PORTS.events.client.meta.events.register(
+        "before-parameter-build.*.*", lambda model, **_: calls.update([model.name])
+    )
+    event = sqs_event(deployment, "default")
+    assert len(event["Records"]) == 3
+    assert worker.handler(event, LambdaContext("ep-worker-default")) == {"batchItemFailures": []}
+    assert calls == Counter({"PutEvents": 1})
+    messages = []
+    while batch := sqs.receive_message(QueueUrl=queue_url, MaxNumberOfMessages=10).get("Messages", []):
+        messages += [json.loads(m["Body"]) for m in batch]
+        for m in batch:
+            sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=m["ReceiptHandle"])
+    kinds = Counter(m["detail-type"] for m in messages)
+    assert kinds == Counter({"Job Created": 3, "Execution Succeeded": 3})
+    succeeded = {m["detail"]["jobId"] for m in messages if m["detail-type"] == "Execution Succeeded"}
+    assert succeeded == {job["jobId"] for job in jobs}
