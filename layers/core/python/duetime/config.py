@@ -28,7 +28,7 @@ from duetime.definitions import (
 from duetime.domain.grants import DEMO_ONLY, EVERYONE, Grants
 from duetime.domain.quotas import Quotas
 from duetime.event_sinks import ConsoleEvents, EventBridgeEvents, emf_count
-from duetime.notify import ConsoleNotifier, OwnerNotifier
+from duetime.notify import ConsoleNotifier, OwnerNotifier, SnsNotifier
 from duetime.queue.sqs import DueQueues
 from duetime.service.context import EventSink, Notifier, Ports
 from duetime.store.aws import make_client
@@ -265,13 +265,12 @@ def build_owner_notifier(config: RuntimeConfig, also: Notifier | None = None) ->
     """The notifier that tells each owner at its job's destinations: SNS for topics and mail, webhooks
     signed with the owner's secret (build_webhook_secrets), loopback allowed only locally."""
     webhooks = WebhookTarget(build_webhook_secrets(config), allow_loopback=config.settings().allow_loopback_webhooks)
-    return OwnerNotifier(
-        make_client("sns", config.region, config.endpoint_url),
-        webhooks,
-        config.prefix,
-        also=also,
-        count_metric=emf_count if _on_aws() else None,
-    )
+    sns = make_client("sns", config.region, config.endpoint_url)
+    if also is None and config.endpoint_url and config.alert_topic_arn:
+        # `duetime local --backend moto`: every notice is also relayed to its console through the alert
+        # topic on moto (local/notices.py), as the local machine shows every owner's notices.
+        also = SnsNotifier(sns, config.alert_topic_arn)
+    return OwnerNotifier(sns, webhooks, config.prefix, also=also, count_metric=emf_count if _on_aws() else None)
 
 
 def build_events(config: RuntimeConfig) -> EventSink | None:
