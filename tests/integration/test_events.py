@@ -214,3 +214,32 @@ def test_the_worker_lambda_sends_its_batchs_events_in_one_put_events_request(dep
     assert kinds == Counter({"Job Created": 3, "Execution Succeeded": 3})
     succeeded = {m["detail"]["jobId"] for m in messages if m["detail-type"] == "Execution Succeeded"}
     assert succeeded == {job["jobId"] for job in jobs}
+
+
+@BOTH_BACKENDS
+def test_locally_events_are_posted_to_the_events_webhook_signed(ports, clock, tmp_path):
+    from duetime.definitions import LOCAL_EVENTS_SIGNER
+    from duetime.store.secrets import FileSecrets
+    from duetime.targets.webhook import WebhookTarget
+
+    from tests.webhook_receiver import receiver
+
+    secrets = FileSecrets(tmp_path)
+    with receiver(secrets.secret_for) as hook:
+        sink = ConsoleEvents(webhook_url=hook.url, webhooks=WebhookTarget(secrets, allow_loopback=True), echo=False)
+        ports = replace(ports, events=sink)
+        job, _ = submit_job(ports, "dana", every_minute())
+        pause_job(ports, "dana", job.job_id)
+    assert [r.json["detail-type"] for r in hook.requests] == ["Job Created", "Job Paused"]
+    assert all(r.verified and r.headers["Duetime-Owner"] == LOCAL_EVENTS_SIGNER for r in hook.requests)
+    assert len({r.headers["Idempotency-Key"] for r in hook.requests}) == 2 and sink.failed == 0
+
+
+def test_an_events_webhook_that_is_down_fails_nothing(ports, clock, tmp_path):
+    from duetime.store.secrets import FileSecrets
+    from duetime.targets.webhook import WebhookTarget
+
+    webhooks = WebhookTarget(FileSecrets(tmp_path), allow_loopback=True)
+    sink = ConsoleEvents(stream=io.StringIO(), webhook_url="http://127.0.0.1:9/nobody", webhooks=webhooks)
+    job, created = submit_job(replace(ports, events=sink), "dana", every_minute())
+    assert created and sink.failed == 1 and [e.detail_type for e in sink.published] == ["Job Created"]
