@@ -86,6 +86,10 @@ class Notify(BaseModel):
 
     on_failure: list[FailureDestination] = Field(default_factory=list, max_length=MAX_FAILURE_DESTINATIONS)
 
+    def in_notice(self) -> dict[str, Any]:
+        """As a DLQ notice carries it to the notifier (which reads it back with model_validate)."""
+        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
+
 
 def owner_email_topic_name(prefix: str, owner: str) -> str:
     """The topic the notifier creates for an owner's email destinations: `<prefix>-owner-<hash>` (a hash:

@@ -313,15 +313,8 @@ def failure_notice(ports: Ports, execution: Execution, job: Job | None) -> dict[
         "pk": key.pk,
         "sk": key.sk,
         # Where the owner hears of it (the notifier delivers there): carried here, so the drain reads nothing.
-        "notify": notify_destinations(job),
+        "notify": job.notify.in_notice() if job and job.notify else None,
     }
-
-
-def notify_destinations(job: Job | None) -> dict[str, Any] | None:
-    """The job's `notify` as the DLQ notifier reads it from a notice."""
-    if job is None or job.notify is None:
-        return None
-    return job.notify.model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
 def _retry(

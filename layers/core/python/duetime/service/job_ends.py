@@ -80,5 +80,5 @@ def auto_pause_notice(job: Job, failed: Execution) -> dict[str, object]:
         "jobName": job.name,
         "executionId": failed.execution_id,
         "note": job.note,
-        "notify": job.notify.model_dump(mode="json", by_alias=True, exclude_none=True) if job.notify else None,
+        "notify": job.notify.in_notice() if job.notify else None,
     }
