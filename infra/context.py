@@ -37,6 +37,8 @@ duetime.definitions.JOB_CLASSES: the runtime reads the same table, so they are n
 | longWorkerMinTasks     | 1                                    | ECS tasks of the `long` class when idle              |
 | longWorkerMaxTasks     | 10                                   | ECS tasks of the `long` class at most                |
 | console                | false                                | deploy the web console (S3, CloudFront, hosted UI)   |
+| eventBus               | create                               | events to a bus of the stack, "default" or "none"    |
+| ownerTopicAccounts     | * (any account)                      | accounts of owners' duetime-notify-* topics (a,b)    |
 """
 
 from __future__ import annotations
@@ -69,6 +71,10 @@ DEFAULT_WORKER_MAX_CONCURRENCY = 50
 DEFAULT_API_RESERVED_CONCURRENCY = 50
 DEFAULT_CALLER_RATE_LIMIT = 1000
 CREATE_KMS_KEY = "create"
+# Context eventBus: where events go (docs/events.md).
+CREATE_EVENT_BUS, DEFAULT_EVENT_BUS, NO_EVENT_BUS = "create", "default", "none"
+EVENT_BUS_CHOICES = (CREATE_EVENT_BUS, DEFAULT_EVENT_BUS, NO_EVENT_BUS)
+ANY_ACCOUNT = "*"
 # Days CloudWatch Logs accepts as a retention, with the name aws_logs.RetentionDays gives each.
 LOG_RETENTION_CHOICES = {
     1: "ONE_DAY",
@@ -125,6 +131,13 @@ def _kms_key(node: Node) -> str | None:
     raise ValueError(f'context kmsKey must be "{CREATE_KMS_KEY}" or a KMS key ARN, got {raw!r}')
 
 
+def _event_bus(node: Node) -> str:
+    raw = _str(node, "eventBus", CREATE_EVENT_BUS) or CREATE_EVENT_BUS
+    if raw not in EVENT_BUS_CHOICES:
+        raise ValueError(f"context eventBus must be one of {', '.join(EVENT_BUS_CHOICES)}, got {raw!r}")
+    return raw
+
+
 def grants_json(raw: Any) -> str | None:
     """Handler grants as compact JSON: given as a JSON string (`-c handlerGrants='...'`) or as JSON in cdk.json."""
     if raw is None or raw == "":
@@ -165,6 +178,9 @@ class DeployContext:
     kms_key: str | None = None  # None: AWS managed keys; "create"; or an existing key's ARN
     quotas: Quotas = DEFAULT_QUOTAS
     console: bool = False  # the web console: bucket, distribution and a user pool client (infra.console)
+    event_bus: str = CREATE_EVENT_BUS  # "create" a bus of the stack, "default" the account's, "none": no events
+    # Accounts whose duetime-notify-* SNS topics the DLQ notifier may publish to (owners' failure destinations).
+    owner_topic_accounts: list[str] = dataclasses.field(default_factory=lambda: [ANY_ACCOUNT])
 
     @property
     def handler_modules(self) -> str:
@@ -240,4 +256,6 @@ class DeployContext:
                 run_nows_per_minute=_int(node, "runNowsPerMinute", DEFAULT_RUN_NOWS_PER_MINUTE, minimum=0) or None,
             ),
             console=str(node.try_get_context("console") or "").lower() in ("true", "1", "yes"),
+            event_bus=_event_bus(node),
+            owner_topic_accounts=_list(node, "ownerTopicAccounts") or [ANY_ACCOUNT],
         )

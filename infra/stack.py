@@ -15,10 +15,11 @@ from infra.api import Api
 from infra.console import Console
 from infra.context import DeployContext
 from infra.encryption import data_key
+from infra.events import EventBus, grant_owner_destinations
 from infra.functions import Functions
 from infra.handlers import HandlerCode
 from infra.monitoring import AlertTopic, Monitoring
-from infra.permissions import grant_handler_targets, grant_task_payload_reads
+from infra.permissions import grant_handler_targets, grant_task_payload_reads, grant_webhook_secrets
 from infra.queues import Queues
 from infra.scheduling import Scheduling
 from infra.storage import Storage
@@ -59,6 +60,17 @@ class DuetimeStack(Stack):
             alert_topic=self.alerts.topic,
             key=self.data_key,
         )
+        # Context eventBus: terminal runs and job changes as events; every function and worker publishes.
+        self.events = EventBus(self, "Events", ctx=self.ctx)
+        self.functions.environment.update(self.events.environment())  # the ECS workers' environment too
+        for function in self.functions.all:
+            for name, value in self.events.environment().items():
+                function.add_environment(name, value)
+        self.events.grant_publish([fn.role for fn in self.functions.all if fn.role is not None])
+        # Owners' failure destinations: their duetime-notify-* topics, per-owner mail topics, signed webhooks.
+        assert self.functions.dlq_notifier.role is not None
+        grant_owner_destinations(self.functions.dlq_notifier.role, self.ctx)
+        grant_webhook_secrets(self.functions.dlq_notifier.role, self.ctx.settings.prefix)
         self.api = Api(self, "Api", ctx=self.ctx, function=self.functions.api, key=self.data_key)
         self.workers = Workers(
             self,
@@ -81,6 +93,7 @@ class DuetimeStack(Stack):
             )
             for name, value in self.workers.handler_target_environment().items():
                 worker.add_environment(name, value)
+        self.events.grant_publish(self.workers.task_roles)
         # `ecs:` handler tasks are handed their job id and read their payload themselves.
         self.task_payload_reads = grant_task_payload_reads(
             self, self.ctx.handler_task_roles, self.storage.tables["jobs"], self.data_key

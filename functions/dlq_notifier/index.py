@@ -1,4 +1,5 @@
-"""EventBridge (every minute) -> record what reached each job class's DLQ and tell the owners."""
+"""EventBridge (every minute) -> record what reached each job class's DLQ, tell each owner at its job's
+destinations, and the operator's alarm topic one aggregate of what was handled."""
 
 from __future__ import annotations
 
@@ -6,15 +7,28 @@ from typing import Any
 
 from aws_lambda_powertools import Logger
 from duetime.config import RuntimeConfig, build_ports
+from duetime.notify import OwnerNotifier, SnsNotifier
 from duetime.service.deadletters import drain_dead_letters
+from duetime.store.aws import make_client
 
 logger = Logger(service="duetime-dlq-notifier")
-PORTS = build_ports(RuntimeConfig.from_env())
+CONFIG = RuntimeConfig.from_env()
+PORTS = build_ports(CONFIG)
+# The operator's topic hears how many failures were handled and told, never a tenant's failure itself.
+OPERATOR = (
+    SnsNotifier(make_client("sns", CONFIG.region, CONFIG.endpoint_url), CONFIG.alert_topic_arn)
+    if CONFIG.alert_topic_arn
+    else None
+)
 
 
 @logger.inject_lambda_context
 def handler(event: dict[str, Any], context: Any) -> dict[str, int]:
     handled = {name: drain_dead_letters(PORTS, name) for name in PORTS.settings.job_classes}
+    told = PORTS.notifier.take_counts() if isinstance(PORTS.notifier, OwnerNotifier) else {}
     # Under one key: a job class named like a LogRecord attribute ("name", "created") must not clash.
-    logger.info("dead letters handled", extra={"handled": handled})
+    logger.info("dead letters handled", extra={"handled": handled, "told": told})
+    total = sum(handled.values())
+    if OPERATOR is not None and total:
+        OPERATOR.notify("operator", f"duetime: {total} dead letters handled", {"handled": handled, "told": told})
     return handled

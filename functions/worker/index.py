@@ -86,6 +86,7 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, list[dict[str, str
 
     with ThreadPoolExecutor(max_workers=max(1, len(records))) as pool:
         outcomes = list(pool.map(run, records))
+    worker.flush_events()  # the batch's terminal runs and job changes: one PutEvents request per ten
     # A message kept on purpose (hidden until due, or until a live lease ends) is reported as a failure, so
     # the event source leaves it queued; the others it deletes.
     failures = [{"itemIdentifier": mid} for mid, outcome in outcomes if outcome.keeps_message]

@@ -27,9 +27,10 @@ from duetime.definitions import (
 )
 from duetime.domain.grants import DEMO_ONLY, EVERYONE, Grants
 from duetime.domain.quotas import Quotas
-from duetime.notify import ConsoleNotifier, SnsNotifier
+from duetime.event_sinks import ConsoleEvents, EventBridgeEvents, emf_count
+from duetime.notify import ConsoleNotifier, OwnerNotifier, SnsNotifier
 from duetime.queue.sqs import DueQueues
-from duetime.service.context import Notifier, Ports
+from duetime.service.context import EventSink, Notifier, Ports
 from duetime.store.aws import make_client
 from duetime.store.dynamo import DynamoStore
 from duetime.store.secrets import FileSecrets, SecretsManagerSecrets, WebhookSecrets
@@ -91,6 +92,11 @@ class RuntimeConfig(BaseSettings):
     run_nows_per_minute: int | None = Field(default=None, ge=0)
     # Webhook secrets as files in this folder (`duetime local`, `duetime worker --data-dir`); else Secrets Manager.
     webhook_secrets_dir: str | None = None
+    # Events (docs/events.md): the EventBridge bus to publish to (AWS); else, locally, on the console
+    # (`events_console`) and POSTed to `events_webhook`; neither: no events, no call.
+    event_bus_name: str | None = None
+    events_console: bool = False
+    events_webhook: str | None = None
 
     @classmethod
     def settings_customise_sources(
@@ -237,11 +243,8 @@ def build_ports(config: RuntimeConfig, notifier: Notifier | None = None) -> Port
         queues = DueQueues(sqs, config.queue_urls, config.dlq_urls)
     else:
         queues = DueQueues.resolve(sqs, settings)
-    if notifier is None:
-        if config.alert_topic_arn:
-            notifier = SnsNotifier(make_client("sns", config.region, config.endpoint_url), config.alert_topic_arn)
-        else:
-            notifier = ConsoleNotifier()
+    if notifier is None:  # the DLQ notifier (an alert topic) tells each owner where its job says
+        notifier = build_owner_notifier(config) if config.alert_topic_arn else ConsoleNotifier()
     return Ports(
         store=DynamoStore(dynamodb, settings),
         queues=queues,
@@ -250,7 +253,37 @@ def build_ports(config: RuntimeConfig, notifier: Notifier | None = None) -> Port
         grants=config.grants(),
         handler_manifest=config.manifest(),
         quotas=config.quotas(),
+        events=build_events(config),
     )
+
+
+def _on_aws() -> bool:
+    return "AWS_LAMBDA_FUNCTION_NAME" in os.environ or "ECS_CONTAINER_METADATA_URI_V4" in os.environ
+
+
+def build_owner_notifier(config: RuntimeConfig, also: Notifier | None = None) -> OwnerNotifier:
+    """The notifier that tells each owner at its job's destinations: SNS for topics and mail, webhooks
+    signed with the owner's secret (build_webhook_secrets), loopback allowed only locally."""
+    webhooks = WebhookTarget(build_webhook_secrets(config), allow_loopback=config.settings().allow_loopback_webhooks)
+    sns = make_client("sns", config.region, config.endpoint_url)
+    if also is None and config.endpoint_url and config.alert_topic_arn:
+        # `duetime local --backend moto`: every notice is also relayed to its console through the alert
+        # topic on moto (local/notices.py), as the local machine shows every owner's notices.
+        also = SnsNotifier(sns, config.alert_topic_arn)
+    return OwnerNotifier(sns, webhooks, config.prefix, also=also, count_metric=emf_count if _on_aws() else None)
+
+
+def build_events(config: RuntimeConfig) -> EventSink | None:
+    """Where events go: the configured EventBridge bus, else the console and webhook of `duetime local`
+    when asked for, else nowhere (None: no event is built and no call made)."""
+    if config.event_bus_name:
+        client = make_client("events", config.region, config.endpoint_url)
+        return EventBridgeEvents(client, config.event_bus_name, emf_count if _on_aws() else None)
+    if config.events_console or config.events_webhook:
+        secrets = build_webhook_secrets(config)
+        webhooks = WebhookTarget(secrets, allow_loopback=config.settings().allow_loopback_webhooks)
+        return ConsoleEvents(webhook_url=config.events_webhook, webhooks=webhooks, echo=config.events_console)
+    return None
 
 
 def build_webhook_secrets(config: RuntimeConfig) -> WebhookSecrets:

@@ -361,3 +361,13 @@ MAX_CHECKPOINT_BYTES = 8 * 1024
 # A worker writes a handler's checkpoints at most this often: a newer one offered sooner waits (the newest
 # wins) for the next heartbeat, the next checkpoint after the interval, or the end of the run.
 CHECKPOINT_MIN_SECONDS = 1.0
+# --- events and owners' failure notices -------------------------------------------------------------
+# PutEvents takes at most this many entries a request: a batch's events go in ceil(n / 10) requests.
+PUT_EVENTS_MAX_ENTRIES = 10
+METRIC_EVENTS_FAILED = "EventsFailed"  # events EventBridge refused (logged; the runs they tell of are not failed)
+METRIC_NOTICES_FAILED = "NoticesFailed"  # owners' failure notices a destination did not take
+# `duetime local --events-webhook`: the events are signed with this name's webhook secret (as an owner's
+# webhook requests are with the owner's): `duetime webhook-secret --owner duetime-events` prints it.
+LOCAL_EVENTS_SIGNER = "duetime-events"
+# How long one webhook delivery of an event or an owner's notice may take before it is given up.
+NOTICE_WEBHOOK_TIMEOUT_SECONDS = 10.0

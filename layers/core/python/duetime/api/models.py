@@ -17,6 +17,7 @@ from duetime.definitions import (
     MAX_RESULT_BYTES,
     MIN_LIMIT_PER_SECOND,
 )
+from duetime.domain.destinations import Notify
 from duetime.domain.exclusions import MAX_EXCLUSIONS, Calendar, check_exclude_entry, parse_exclusion
 from duetime.domain.limits import RateLimit
 from duetime.domain.models import (
@@ -263,6 +264,7 @@ class JobChange(CamelModel):
     jitter_seconds: int | None = None
     pause_after_failures: int | None = None
     tags: dict[str, str] | None = None
+    notify: Notify | None = None
 
     @property
     def spec_changes(self) -> dict[str, Any]:

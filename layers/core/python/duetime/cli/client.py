@@ -92,7 +92,13 @@ def operation_fields(job: dict[str, Any]) -> list[tuple[str, Any]]:
         ("lastSuccess", run("lastSuccess")),
         ("lastFailure", run("lastFailure")),
         ("pastDue", run("pastDue")),
+        ("notify", " ".join(_destination(d) for d in ((job.get("notify") or {}).get("onFailure") or [])) or None),
     ]
+
+
+def _destination(destination: dict[str, Any]) -> str:
+    kind, target = next(((k, v) for k, v in destination.items() if v), ("?", ""))
+    return f"{kind}:{target}"
 
 
 def execution_rows(executions: Sequence[dict[str, Any]]) -> str:
@@ -162,7 +168,16 @@ def spec_from_args(args: argparse.Namespace) -> dict[str, Any]:
     ):
         if value is not None:
             spec[key] = value
+    destinations = notify_destinations(args)
+    if destinations:
+        spec["notify"] = {"onFailure": destinations}
     return spec
+
+
+def notify_destinations(args: argparse.Namespace) -> list[dict[str, str]]:
+    """`--notify-webhook`, `--notify-sns` and `--notify-email` flags as the job's notify.onFailure list."""
+    flags = (("webhook", args.notify_webhook), ("snsTopicArn", args.notify_sns), ("email", args.notify_email))
+    return [{kind: value} for kind, values in flags for value in values or []]
 
 
 def tag_pair(text: str) -> tuple[str, str]:
@@ -426,6 +441,12 @@ def _spec_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--max-concurrent", dest="max_concurrent", type=int, help="maxConcurrent: at most N runs of the job at once"
     )
+    # Where the owner hears of failures (notify.onFailure; given, they replace the whole list on edit).
+    parser.add_argument("--notify-webhook", action="append", metavar="URL", help="POST failures here (repeatable)")
+    parser.add_argument(
+        "--notify-sns", action="append", metavar="ARN", help="publish failures to your duetime-notify-* SNS topic"
+    )
+    parser.add_argument("--notify-email", action="append", metavar="ADDRESS", help="mail failures here (repeatable)")
 
 
 def add_client_commands(sub: Any) -> None:

@@ -75,6 +75,8 @@ def cmd_local(args: argparse.Namespace) -> int:
         backend=args.backend,
         worker_process=worker_process,
         reset=args.reset,
+        events_console=args.events,
+        events_webhook=args.events_webhook,
         quotas=Quotas(
             max_active_jobs=args.max_active_jobs or None,
             job_creates_per_minute=args.job_creates_per_minute or None,
@@ -215,6 +217,12 @@ def parser() -> argparse.ArgumentParser:
         ("--run-nows-per-minute", "run-now requests each owner may make per minute"),
     ):
         local.add_argument(flag, type=int, default=0, metavar="N", help=f"quota: {what}, HTTP 429 past it (0: none)")
+    local.add_argument("--events", action="store_true", help="print each event (docs/events.md) on the console")
+    local.add_argument(
+        "--events-webhook",
+        metavar="URL",
+        help="POST each event to URL, signed with `duetime webhook-secret --owner duetime-events`'s secret",
+    )
     local.set_defaults(fn=cmd_local)
 
     token = sub.add_parser("token", help="print a bearer token the local system accepts")

@@ -20,6 +20,7 @@ from pydantic.alias_generators import to_camel
 from pydantic.json_schema import SkipJsonSchema
 
 from duetime.definitions import DEFAULT_JOB_CLASS, MAX_CONCURRENT_RUNS, MAX_PAYLOAD_BYTES, MAX_TIMEOUT_SECONDS
+from duetime.domain.destinations import Notify
 from duetime.domain.exclusions import MAX_EXCLUSIONS, check_exclude_entry
 from duetime.domain.results import compact_json
 
@@ -185,6 +186,8 @@ class JobSpec(CamelModel):
     rate_limit: str | None = Field(default=None, min_length=1, max_length=64)
     # At most this many runs of this job at once (beyond `overlap`: run-nows and retries count too).
     max_concurrent: int | None = Field(default=None, ge=1, le=MAX_CONCURRENT_RUNS)
+    # Where the owner hears of runs that failed for good and of automatic pauses (domain.destinations).
+    notify: Notify | None = None
 
     @field_validator("exclude")
     @classmethod

@@ -17,10 +17,13 @@ from duetime.adapters.sqlite.store import SqliteStore
 from duetime.config import RuntimeConfig, build_ports
 from duetime.definitions import JOB_CLASSES, LOCAL_SETTINGS, SQLITE_LOCAL_SETTINGS, Settings
 from duetime.domain.grants import EVERYONE, Grants
+from duetime.event_sinks import ConsoleEvents
 from duetime.local import BACKENDS
 from duetime.local.state import LocalState
 from duetime.notify import ConsoleNotifier
 from duetime.service.context import Notifier, Ports
+from duetime.store.secrets import FileSecrets
+from duetime.targets.webhook import WebhookTarget
 
 if TYPE_CHECKING:  # moto is imported only by the moto backend: SQLite needs none of it
     from duetime.local.moto_server import EmbeddedMoto, MotoProcess
@@ -140,8 +143,24 @@ def config_from_state(state: LocalState) -> RuntimeConfig:
     )
 
 
+def local_events(data_dir: str | Path, console: bool, webhook: str | None) -> ConsoleEvents | None:
+    """`duetime local`'s events: printed (`console`) and POSTed to `webhook`, signed with the data dir's
+    LOCAL_EVENTS_SIGNER secret; None when neither is asked for."""
+    if not console and not webhook:
+        return None
+    webhooks = WebhookTarget(FileSecrets(data_dir), allow_loopback=True)
+    return ConsoleEvents(webhook_url=webhook, webhooks=webhooks, echo=console)
+
+
 def attach_ports(data_dir: str | Path, state: LocalState, notifier: Notifier | None = None) -> Ports:
     """Ports of this process on the data of the `duetime local` that wrote `state` into `data_dir`."""
+    ports = _attach_ports(data_dir, state, notifier)
+    if ports.events is None:
+        ports.events = local_events(data_dir, state.events_console, state.events_webhook)
+    return ports
+
+
+def _attach_ports(data_dir: str | Path, state: LocalState, notifier: Notifier | None = None) -> Ports:
     if state.backend == SQLITE:
         path = Path(data_dir) / (state.database_file or DATABASE_FILE)
         if not path.exists():  # opening would create an empty one

@@ -1,8 +1,9 @@
 """Owners' failure notices on the local machine: the alert topic on moto, relayed to a local notifier.
 
-On AWS the DLQ notifier publishes each notice to the alert topic (SNS) and owners subscribe. Locally the
-real handler publishes to a topic on moto too; a queue subscribed to it is read back here and each notice
-handed to a local notifier (the console, or a test's recorder).
+On AWS the DLQ notifier tells each owner at its job's destinations and the alert topic only an aggregate.
+Under `duetime local --backend moto` the real handler also publishes each notice to the alert topic on moto
+(config.build_owner_notifier); a queue subscribed to it is read back here and each notice handed to a local
+notifier (the console, or a test's recorder), so the local machine shows every owner's notices.
 """
 
 from __future__ import annotations
@@ -31,7 +32,11 @@ def notice_from_envelope(body: str) -> tuple[str, str, dict[str, object]]:
     envelope = json.loads(body)
     owner = envelope.get("MessageAttributes", {}).get("owner", {}).get("Value", "unknown")
     detail = json.loads(envelope["Message"])
-    return str(owner), str(envelope.get("Subject", "")), detail if isinstance(detail, dict) else {"message": detail}
+    if not isinstance(detail, dict):
+        return str(owner), str(envelope.get("Subject", "")), {"message": detail}
+    # The DLQ notifier function delivered it to the job's destinations already: relayed, it is only shown.
+    detail.pop("notify", None)
+    return str(owner), str(envelope.get("Subject", "")), detail
 
 
 class AlertRelay:

@@ -52,6 +52,9 @@ class LocalState(LocalConnection):
     # The grant rules of `--grants` (None: everyone may use everything), for attached workers' claim checks.
     handler_grants: list[dict[str, Any]] | None = None
     pid: int = 0
+    # Events (`--events`, `--events-webhook`): attached workers publish their runs' events the same way.
+    events_console: bool = False
+    events_webhook: str | None = None
 
     def write(self, data_dir: str | Path) -> None:
         """Write local.json readable by its owner alone (it holds the token secret and moto's endpoint).

@@ -34,13 +34,21 @@ from duetime.definitions import (
 )
 from duetime.domain.quotas import UNLIMITED, Quotas
 from duetime.local import BACKENDS
-from duetime.local.backends import DEFAULT_BACKEND, MOTO, SQLITE, LocalBackend, local_settings, start_backend
+from duetime.local.backends import (
+    DEFAULT_BACKEND,
+    MOTO,
+    SQLITE,
+    LocalBackend,
+    local_events,
+    local_settings,
+    start_backend,
+)
 from duetime.local.http_bridge import ApiServer
 from duetime.local.lambda_mode import LambdaFunction, Schedule, SqsEventSource
 from duetime.local.notices import AlertRelay, create_alert_topic
 from duetime.local.state import STATE_FILE, LocalState, previous_state
 from duetime.local.worker_process import WorkerProcess
-from duetime.notify import ConsoleNotifier
+from duetime.notify import ConsoleNotifier, OwnerNotifier
 from duetime.queue.sqs import DueQueues
 from duetime.service.context import Notifier, Ports
 from duetime.service.deadletters import drain_dead_letters
@@ -112,6 +120,8 @@ class LocalSystem:
         reset: bool = False,
         quotas: Quotas = UNLIMITED,
         worker_process: bool = False,
+        events_console: bool = False,
+        events_webhook: str | None = None,
     ) -> None:
         if backend not in BACKENDS:
             raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, not {backend!r}")
@@ -124,7 +134,12 @@ class LocalSystem:
         self.data_dir = Path(data_dir)
         self.port, self.workers, self.lease_seconds = port, workers, lease_seconds
         self.moto_port, self.shards = moto_port, shards
-        self.notifier: Notifier = notifier or ConsoleNotifier()
+        # Each failure is told on the console (or to the given notifier) and at its job's own destinations
+        # (webhooks: signed with the data dir's secrets; SNS topics and mail only on the moto backend).
+        webhooks = WebhookTarget(FileSecrets(self.data_dir), allow_loopback=True)
+        self.notifier: Notifier = OwnerNotifier(None, webhooks, prefix, also=notifier or ConsoleNotifier())
+        # Events (docs/events.md): printed with `--events`, POSTed to `--events-webhook`; none by default.
+        self.events_console, self.events_webhook = events_console, events_webhook
         self.prefix = prefix  # moto servers in one process share their backends: a prefix keeps them apart
         # moto in a process of its own by default: its CPU work then runs beside duetime's on another core.
         self.moto_in_process = moto_in_process
@@ -167,6 +182,7 @@ class LocalSystem:
         )
         self.ports = ports = backend.ports
         ports.quotas = self.quotas
+        ports.events = local_events(self.data_dir, self.events_console, self.events_webhook)
         if self.faithful:
             assert backend.config is not None
             self._start_functions(backend.config, settings, ports)
@@ -225,6 +241,8 @@ class LocalSystem:
         # The handlers and grants of `--handlers` / `--grants`, and webhook secrets under the data dir, as the
         # stack gives them to the deployed functions.
         local: dict[str, Any] = {"endpoint_url": config.endpoint_url, "webhook_secrets_dir": str(self.data_dir)}
+        if self.events_console or self.events_webhook:
+            local.update(events_console=self.events_console, events_webhook=self.events_webhook)
         if self.grants is not None:
             local["handler_grants"] = self.grants
         shared.update(RuntimeConfig(**local).to_env())
@@ -294,6 +312,8 @@ class LocalSystem:
             preloader_id=preloader_id,
             handler_grants=self.grants,
             pid=os.getpid(),
+            events_console=self.events_console,
+            events_webhook=self.events_webhook,
         ).write(self.data_dir)
 
     def token(

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import random
 import secrets
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
 from duetime.definitions import Settings
+from duetime.domain.events import Event
 from duetime.domain.grants import EVERYONE, Grants
 from duetime.domain.quotas import UNLIMITED, Quotas
 from duetime.service.ports import Queues, Store
@@ -19,6 +20,13 @@ class Notifier(Protocol):
     """Tells a job's owner that an execution failed for good."""
 
     def notify(self, owner: str, subject: str, detail: dict[str, object]) -> None: ...
+
+
+class EventSink(Protocol):
+    """Where duetime's events go (EventBridge on AWS, the console and a webhook locally). `publish` never
+    raises for a rejected event: events are told, they never fail what they tell of."""
+
+    def publish(self, events: Sequence[Event]) -> None: ...
 
 
 def utc_now() -> datetime:
@@ -43,6 +51,8 @@ class Ports:
     # Each owner's limits (HTTP 429 past them): the deployed API and `duetime local` set DEFAULT_QUOTAS or
     # what they are configured with; ports wired by hand (tests, benchmarks) have none.
     quotas: Quotas = UNLIMITED
+    # Where terminal runs and job changes are published (None: nowhere, and no call is made).
+    events: EventSink | None = None
 
     def dispatch_horizon(self, now: datetime) -> datetime:
         """Executions due before this instant may already be past the pre-loader's cursor, so whoever

@@ -9,6 +9,7 @@ from duetime.domain.errors import Conflict
 from duetime.domain.keys import ExecutionKey
 from duetime.domain.models import ExecutionStatus
 from duetime.service.context import Ports
+from duetime.service.events import run_ended
 from duetime.service.executions import failure_notice, live_others
 from duetime.service.ports import DueMessage
 
@@ -29,6 +30,12 @@ def drain_dead_letters(ports: Ports, job_class: str) -> int:
         if not batch:
             return handled
         for body, receipt in batch:
+            if body.get("kind") == "paused":  # a job paused after failures in a row (service.job_ends)
+                job_name = body.get("jobName") or body.get("jobId")
+                ports.notifier.notify(str(body.get("owner") or "unknown"), f"duetime: job {job_name} paused", body)
+                ports.queues.delete_dead_letter(job_class, receipt)
+                handled += 1
+                continue
             notice = body if body.get("kind") == "failed" else _fail_redriven(ports, body)
             if notice:
                 owner = str(notice.get("owner") or "unknown")
@@ -70,4 +77,5 @@ def _fail_redriven(ports: Ports, body: dict[str, Any]) -> dict[str, Any] | None:
         return None
     if ended is None:
         return None
+    run_ended(ports, ended, job)
     return failure_notice(ports, ended, job)

@@ -19,6 +19,7 @@ from duetime.domain.recurrence import SCHEDULE_EDITED, Recurrence, is_slot, next
 from duetime.domain.spread import spread, spread_due
 from duetime.service.calendars import CalendarCache
 from duetime.service.context import Ports
+from duetime.service.events import batched_events, run_ended
 from duetime.service.executions import failure_notice
 from duetime.service.job_ends import complete_schedule
 from duetime.service.ports import DueMessage
@@ -141,7 +142,7 @@ def dispatch(
         # Sent to run as it is: a bounded schedule's last slot completes the job when its run ends.
         runs_plainly = False
         if exclusions is not None and exclusions.excludes(execution.scheduled_at):
-            next_slot = _skip_excluded(ports, execution, schedule, exclusions, now, report)
+            next_slot = _skip_excluded(ports, execution, schedule, exclusions, now, report, job)
             walked = 0
         else:
             excluded = exclusions.excludes if exclusions is not None else None
@@ -251,6 +252,7 @@ def _skip_excluded(
     exclusions: Exclusions,
     now: datetime,
     report: DispatchReport,
+    job: Job | None = None,
 ) -> datetime:
     """End a waiting slot on an excluded date as skipped (`excluded`), one record for the whole run of
     consecutive excluded slots it starts (skippedCount), and return the first slot after that run.
@@ -266,8 +268,10 @@ def _skip_excluded(
     if exclusions.excludes(slot):
         slot = next_included(schedule, exclusions, slot)
     key = ports.store.key_of(execution)
-    if ports.store.end_waiting(key, ExecutionStatus.SKIPPED, now, EXCLUDED, count) is not None:
+    skipped = ports.store.end_waiting(key, ExecutionStatus.SKIPPED, now, EXCLUDED, count)
+    if skipped is not None:
         report.skipped += count
+        run_ended(ports, skipped, job)
     return slot
 
 
@@ -292,8 +296,10 @@ def _apply_catch_up(
     for index, row in enumerate(skipped_rows):
         count = plan.skipped_count - (len(skipped_rows) - 1) if index == 0 else 1
         key = ports.store.key_of(row)
-        if ports.store.end_waiting(key, ExecutionStatus.SKIPPED, now, plan.skip_reason, count) is not None:
+        skipped = ports.store.end_waiting(key, ExecutionStatus.SKIPPED, now, plan.skip_reason, count)
+        if skipped is not None:
             report.skipped += count
+            run_ended(ports, skipped, job)
     for slot in plan.run_slots:
         if slot in existing:
             # Sent as a catch-up run: beside the other catch-up runs it waits its turn, never "overlaps".
@@ -321,6 +327,11 @@ def preload(
     """
     if not 0 <= group < groups:
         raise ValueError(f"shard group {group} is not one of 0..{groups - 1}")
+    with batched_events(ports) as batched:  # the cycle's skipped runs are published together at its end
+        return _preload(batched, owner, threads, dispatch_threads, group, groups)
+
+
+def _preload(ports: Ports, owner: str, threads: int, dispatch_threads: int, group: int, groups: int) -> DispatchReport:
     now = ports.clock()
     count = ports.settings.shards
     first = int(now.timestamp() // ports.settings.preload_interval_seconds) % count

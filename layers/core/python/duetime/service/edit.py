@@ -18,10 +18,12 @@ from pydantic import BaseModel, ValidationError
 
 from duetime.domain.bounds import first_run_number
 from duetime.domain.errors import Conflict, InvalidInput
+from duetime.domain.events import JobChange
 from duetime.domain.models import ENDED_JOB_STATUSES, Execution, Job, JobSpec, JobStatus
 from duetime.service.calendars import check_references
 from duetime.service.context import Ports
 from duetime.service.dispatch import dispatch, new_execution
+from duetime.service.events import job_changed
 from duetime.service.handlers import check_handler
 from duetime.service.jobs import JobView, anchored, get_job, get_owned_job, validate_spec, waiting_executions
 from duetime.service.limits import check_reference as check_limit_reference
@@ -115,6 +117,7 @@ def edit_job(
             raise Conflict("this one-off job has run already; submit a new job to run it again", field="status")
         first = new_execution(edited, slot, run_number=first_run_number(edited.schedule))
     ports.store.edit_job(edited, [ports.store.key_of(e) for e in replaced], first)
+    job_changed(ports, edited, JobChange.EDITED, now)
     if first is not None:
         if edited.status == JobStatus.PAUSED:
             ports.store.hold_waiting(ports.store.key_of(first))  # as pause leaves its waiting run

@@ -21,6 +21,7 @@ from duetime.domain.retry import compute_backoff, should_retry
 from duetime.domain.spread import spread, spread_due
 from duetime.service import limits
 from duetime.service.context import Ports
+from duetime.service.events import run_ended
 from duetime.service.job_ends import complete_if_last, pause_if_failing
 from duetime.service.outcomes import ClaimVerdict, RunResult
 from duetime.service.ports import DueMessage
@@ -72,6 +73,7 @@ def claim_execution(
     if _past_starting_deadline(job, message, now):
         ended = ports.store.end_waiting(message.key, ExecutionStatus.SKIPPED, now, "starting deadline")
         if ended is not None:
+            run_ended(ports, ended, job)
             complete_if_last(ports, job, ended, now)
             return Claim(ClaimVerdict.DONE, execution=ended, job=job)
     if _planned_before_an_edit(job, message):
@@ -82,6 +84,7 @@ def claim_execution(
     if skip_reason is not None:
         ended = ports.store.end_waiting(message.key, ExecutionStatus.SKIPPED, now, skip_reason)
         if ended is not None:
+            run_ended(ports, ended, job)
             complete_if_last(ports, job, ended, now)
             return Claim(ClaimVerdict.DONE, execution=ended, job=job)
     lease = lease_seconds(ports, message.job_class)
@@ -133,6 +136,7 @@ def _claim(
             with contextlib.suppress(Conflict):
                 failed = ports.store.finish(message.key, current.attempt, ExecutionStatus.FAILED, now, error=error)
                 ports.queues.dead_letter(failed.job_class, failure_notice(ports, failed, job))
+                run_ended(ports, failed, job)
                 ended_for_good(ports, job, failed, now)
                 return Claim(ClaimVerdict.DONE, execution=failed, job=job)
         return Claim(ClaimVerdict.DONE, execution=current, job=job)
@@ -143,6 +147,7 @@ def _claim(
             skipped = ports.store.end_claimed(
                 message.key, claimed.attempt, ExecutionStatus.SKIPPED, now, "overlap", claimed.claim_token
             )
+            run_ended(ports, skipped, job)
             complete_if_last(ports, job, skipped, now)
             return Claim(ClaimVerdict.DONE, execution=skipped, job=job)
         for other in others:  # Overlap.REPLACE: end the old run; its next heartbeat is refused and it stops
@@ -312,8 +317,11 @@ def complete(
             succeeded_row = ports.store.finish(
                 key, attempt, ExecutionStatus.SUCCEEDED, now, result=result, claim_token=claim_token
             )
+            if job is None and (succeeded_row.run_number is not None or ports.events is not None):
+                job = ports.store.get_job(succeeded_row.job_id)  # the owner of its event, or its bounds
+            run_ended(ports, succeeded_row, job)
             if succeeded_row.run_number is not None:  # a bounded schedule's run: was it the last?
-                complete_if_last(ports, job or ports.store.get_job(succeeded_row.job_id), succeeded_row, now)
+                complete_if_last(ports, job, succeeded_row, now)
             return succeeded_row
     error = None if error is None else truncate_error(error)
     current = current or ports.store.get_execution(key)
@@ -328,6 +336,7 @@ def complete(
     # A crash here loses no notice: the row stays in the open index until the DLQ drain has told the
     # owner, and the reconciler sends the notice again if it never got there.
     ports.queues.dead_letter(failed.job_class, failure_notice(ports, failed, job))
+    run_ended(ports, failed, job)
     ended_for_good(ports, job, failed, now)
     return failed
 
@@ -354,6 +363,8 @@ def failure_notice(ports: Ports, execution: Execution, job: Job | None) -> dict[
         "finishedAt": format_time(execution.finished_at) if execution.finished_at else None,
         "pk": key.pk,
         "sk": key.sk,
+        # Where the owner hears of it (the notifier delivers there): carried here, so the drain reads nothing.
+        "notify": job.notify.in_notice() if job and job.notify else None,
     }
 
 

@@ -8,9 +8,11 @@ from datetime import datetime
 
 from duetime.domain.bounds import is_last_slot
 from duetime.domain.errors import Conflict
+from duetime.domain.events import JobChange
 from duetime.domain.models import Execution, ExecutionStatus, Job, JobStatus
 from duetime.domain.recurrence import recurrence_of
 from duetime.service.context import Ports
+from duetime.service.events import job_changed
 
 log = logging.getLogger("duetime.job_ends")
 
@@ -22,7 +24,10 @@ def complete_schedule(ports: Ports, job: Job, now: datetime, note: str | None = 
     """Mark a job whose schedule has run its last slot `completed` (once; a change meanwhile wins)."""
     if job.status in (JobStatus.ACTIVE, JobStatus.PAUSED):
         with contextlib.suppress(Conflict):
-            ports.store.update_job_status(job, JobStatus.COMPLETED, now, note or "the schedule's last run ended")
+            reason = note or "the schedule's last run ended"
+            job_changed(
+                ports, ports.store.update_job_status(job, JobStatus.COMPLETED, now, reason), JobChange.COMPLETED
+            )
 
 
 def complete_if_last(ports: Ports, job: Job | None, execution: Execution, now: datetime) -> None:
@@ -60,4 +65,20 @@ def pause_if_failing(ports: Ports, job: Job | None, failed: Execution, now: date
         if execution.status == ExecutionStatus.SCHEDULED:
             ports.store.hold_waiting(ports.store.key_of(execution))
     log.info("job %s %s", job.job_id, note)
+    job_changed(ports, paused, JobChange.AUTO_PAUSED, now)
+    # The owner hears of it where it hears of failures: through the DLQ notifier, as a failure is told.
+    ports.queues.dead_letter(failed.job_class, auto_pause_notice(paused, failed))
     return True
+
+
+def auto_pause_notice(job: Job, failed: Execution) -> dict[str, object]:
+    """The DLQ message telling the owner that its job was paused after failures in a row."""
+    return {
+        "kind": "paused",
+        "jobId": job.job_id,
+        "owner": job.owner,
+        "jobName": job.name,
+        "executionId": failed.execution_id,
+        "note": job.note,
+        "notify": job.notify.in_notice() if job.notify else None,
+    }

@@ -13,7 +13,9 @@ from typing import Any
 from duetime.definitions import HEALTH_HISTORY_ROWS, LONG_JOB_CLASS, PAST_DUE_GRACE_SECONDS
 from duetime.domain.bounds import first_bounded_slot, first_run_number
 from duetime.domain.cron import load_zone
+from duetime.domain.destinations import check_webhook_destinations
 from duetime.domain.errors import Conflict, IdempotencyMismatch, InvalidInput, InvalidSchedule, NotFound
+from duetime.domain.events import JobChange
 from duetime.domain.exclusions import Calendar, Exclusions
 from duetime.domain.keys import in_key_range, new_job_id
 from duetime.domain.models import (
@@ -35,6 +37,7 @@ from duetime.domain.webhooks import is_webhook, parse_webhook_url
 from duetime.service.calendars import CalendarCache, check_references
 from duetime.service.context import Ports
 from duetime.service.dispatch import dispatch, new_execution
+from duetime.service.events import job_changed
 from duetime.service.handlers import check_handler
 from duetime.service.limits import check_reference as check_limit_reference
 from duetime.service.ports import DueMessage, JobFilter
@@ -91,6 +94,7 @@ def validate_spec(ports: Ports, spec: JobSpec, now: datetime) -> tuple[JobSpec, 
         )
     if is_webhook(spec.handler):
         parse_webhook_url(spec.handler, ports.settings.allow_loopback_webhooks)  # DNS is checked at each call
+    check_webhook_destinations(spec.notify, ports.settings.allow_loopback_webhooks)
     if spec.exclude and not spec.schedule.is_recurring:
         raise InvalidInput("exclude applies to 'cron' and 'every' schedules; an 'at' job runs once", field="exclude")
     if spec.retry.max_delay_seconds < spec.retry.base_delay_seconds:
@@ -213,6 +217,7 @@ def submit_job(
         raise
     if first.due_at <= ports.dispatch_horizon(now):
         dispatch(ports, [first], now, known_jobs={job.job_id: job})
+    job_changed(ports, job, JobChange.CREATED, now)
     return job.model_copy(update={"next_run_at": first.due_at}), True
 
 
@@ -348,7 +353,7 @@ def pause_job(ports: Ports, owner: str, job_id: str, note: str | None = None) ->
     if job.status == JobStatus.PAUSED and note is not None:
         ports.store.update_job_status(job, JobStatus.PAUSED, ports.clock(), note)
     if job.status == JobStatus.ACTIVE:
-        ports.store.update_job_status(job, JobStatus.PAUSED, ports.clock(), note)
+        job_changed(ports, ports.store.update_job_status(job, JobStatus.PAUSED, ports.clock(), note), JobChange.PAUSED)
         # Held rows leave the reconciler's `open` index: a pause costs it nothing per cycle. One that a
         # concurrent dispatch creates meanwhile is held by the reconciler when it first finds it.
         for execution in waiting_executions(ports, job_id):
@@ -365,6 +370,7 @@ def resume_job(ports: Ports, owner: str, job_id: str, note: str | None = None) -
     if job.status == JobStatus.PAUSED:
         now = ports.clock()
         job = ports.store.update_job_status(job, JobStatus.ACTIVE, now, note)
+        job_changed(ports, job, JobChange.RESUMED, now)
         held = waiting_executions(ports, job_id)
         for execution in held:  # back where the reconciler looks, before anything is sent
             ports.store.unhold_waiting(ports.store.key_of(execution))
@@ -383,7 +389,7 @@ def cancel_job(ports: Ports, owner: str, job_id: str) -> None:
     job = get_owned_job(ports, owner, job_id)
     now = ports.clock()
     if job.status != JobStatus.CANCELLED:
-        ports.store.update_job_status(job, JobStatus.CANCELLED, now)
+        job_changed(ports, ports.store.update_job_status(job, JobStatus.CANCELLED, now), JobChange.CANCELLED, now)
     for execution in ports.store.open_executions_of_job(job_id):
         key = ports.store.key_of(execution)
         if execution.status == ExecutionStatus.SCHEDULED:

@@ -16,6 +16,7 @@ from duetime.domain.errors import StaleAttempt
 from duetime.domain.models import Execution, ExecutionStatus, Job, to_ms
 from duetime.queue.sqs import DeleteBatcher, Received
 from duetime.service.context import Ports
+from duetime.service.events import buffered
 from duetime.service.executions import Lease, claim_execution, lateness_ms
 from duetime.service.handlers import announce_handlers, is_kind_name, withdraw_handlers
 from duetime.service.outcomes import ClaimVerdict, RunOutcome, RunResult
@@ -109,7 +110,8 @@ class Worker:
         targets: Targets | None = None,
         deletes_by_event_source: bool = False,
     ) -> None:
-        self.ports = ports
+        # A batch's terminal runs are published together (flush_events): one PutEvents per ten on AWS.
+        self.ports, self.event_buffer = buffered(ports)
         self.job_class = job_class
         self.worker_id = worker_id
         self.concurrency = concurrency
@@ -149,6 +151,7 @@ class Worker:
         try:
             self._receive_loop(grace_seconds)
         finally:
+            self.flush_events()
             self._deleter.close()
             self._deleter = None
             self._runners.close()
@@ -175,7 +178,18 @@ class Worker:
                     with self._lock:
                         self._inflight += 1
                     pool.submit(self._process_slot, received, visible_until)
+                self.flush_events()  # what ended since the last receive: at most one poll's wait late
             self._drain(grace_seconds)
+
+    def flush_events(self) -> None:
+        """Publish the events of the runs that ended since the last flush, together; a failure is logged
+        (events never fail a run)."""
+        if self.event_buffer is None:
+            return
+        try:
+            self.event_buffer.flush()
+        except Exception:
+            log.exception("publishing events failed")
 
     def _process_slot(self, received: Received, visible_until: datetime) -> None:
         try:
