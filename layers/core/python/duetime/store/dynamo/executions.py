@@ -16,7 +16,13 @@ from duetime.definitions import (
     EXECUTIONS_OPEN_INDEX,
 )
 from duetime.domain.errors import StaleAttempt
-from duetime.domain.keys import ExecutionKey, dead_letter_key
+from duetime.domain.keys import (
+    ExecutionKey,
+    bucket_of_partition,
+    dead_letter_key,
+    open_index_partitions,
+    resume_open,
+)
 from duetime.domain.models import Execution, ExecutionStatus, to_ms
 from duetime.domain.results import truncate_error
 from duetime.service.ports import ClaimOutcome, OpenPage, Page, StoredExecution, new_claim_token
@@ -119,46 +125,57 @@ class DynamoExecutions(DynamoTables):
 
     def open_executions(self, shard: int, until_ms: int) -> list[Execution]:
         """Executions of `shard` not fully handled (waiting, running, or failed with the owner not yet told)
-        that were due at or before `until_ms`, oldest first."""
-        kwargs: dict[str, Any] = {
-            "TableName": self.executions_table,
-            "IndexName": EXECUTIONS_OPEN_INDEX.name,
-            "KeyConditionExpression": "openShard = :s AND sk <= :hi",
-            "ExpressionAttributeValues": _ser({":s": f"{shard:03d}", ":hi": f"{until_ms:013d}#~"}),
-        }
+        that were due at or before `until_ms`, oldest first (every `open` index partition of the shard)."""
         out: list[Execution] = []
-        while True:
-            response = self.client.query(**kwargs)
-            out.extend(execution_from_item(i) for i in self._rows(response.get("Items", [])))
-            last = response.get("LastEvaluatedKey")
-            if not last:
-                return out
-            kwargs["ExclusiveStartKey"] = last
+        for partition in open_index_partitions(shard):
+            kwargs: dict[str, Any] = {
+                "TableName": self.executions_table,
+                "IndexName": EXECUTIONS_OPEN_INDEX.name,
+                "KeyConditionExpression": "openShard = :s AND sk <= :hi",
+                "ExpressionAttributeValues": _ser({":s": partition, ":hi": f"{until_ms:013d}#~"}),
+            }
+            while True:
+                response = self.client.query(**kwargs)
+                out.extend(execution_from_item(i) for i in self._rows(response.get("Items", [])))
+                last = response.get("LastEvaluatedKey")
+                if not last:
+                    break
+                kwargs["ExclusiveStartKey"] = last
+        return sorted(out, key=lambda e: (to_ms(e.due_at), e.execution_id))
 
     def open_page(self, shard: int, until_ms: int, limit: int, after: str | None = None) -> OpenPage:
-        """At most `limit` open executions of `shard` due at or before `until_ms`, in due order, starting
-        after the position `after` (a token an earlier page returned); bounded work whatever the index holds."""
-        kwargs: dict[str, Any] = {
-            "TableName": self.executions_table,
-            "IndexName": EXECUTIONS_OPEN_INDEX.name,
-            "KeyConditionExpression": "openShard = :s AND sk <= :hi",
-            "ExpressionAttributeValues": _ser({":s": f"{shard:03d}", ":hi": f"{until_ms:013d}#~"}),
-            "Limit": limit,
-        }
-        if after:
-            pk, _, sk = after.partition(" ")
-            kwargs["ExclusiveStartKey"] = _ser({"openShard": f"{shard:03d}", "pk": pk, "sk": sk})
+        """At most `limit` open executions of `shard` due at or before `until_ms`, each `open` index partition
+        of the shard in turn and in due order within it, starting after the position `after` (a token an
+        earlier page returned: "partition pk sk"); bounded work whatever the index holds."""
+        partitions = open_index_partitions(shard)
+        start, start_key = resume_open(partitions, after)
         keys: list[dict[str, Any]] = []
-        last: dict[str, Any] | None = None
-        while len(keys) < limit:
-            kwargs["Limit"] = limit - len(keys)
-            response = self.client.query(**kwargs)
-            keys.extend(response.get("Items", []))
-            last = response.get("LastEvaluatedKey")
-            if not last:
+        token: str | None = None
+        for partition in partitions[start:]:
+            kwargs: dict[str, Any] = {
+                "TableName": self.executions_table,
+                "IndexName": EXECUTIONS_OPEN_INDEX.name,
+                "KeyConditionExpression": "openShard = :s AND sk <= :hi",
+                "ExpressionAttributeValues": _ser({":s": partition, ":hi": f"{until_ms:013d}#~"}),
+            }
+            if start_key:
+                kwargs["ExclusiveStartKey"] = _ser({"openShard": partition, **start_key})
+                start_key = None
+            last: dict[str, Any] | None = None
+            while len(keys) < limit:
+                kwargs["Limit"] = limit - len(keys)
+                response = self.client.query(**kwargs)
+                keys.extend(response.get("Items", []))
+                last = response.get("LastEvaluatedKey")
+                if not last:
+                    break
+                kwargs["ExclusiveStartKey"] = last
+            if last:
+                token = f"{partition} {last['pk']['S']} {last['sk']['S']}"
                 break
-            kwargs["ExclusiveStartKey"] = last
-        token = f"{last['pk']['S']} {last['sk']['S']}" if last else None
+            if len(keys) >= limit and partition != partitions[-1]:
+                token = f"{partitions[partitions.index(partition) + 1]} - -"  # go on with the next partition
+                break
         return OpenPage(executions=[execution_from_item(i) for i in self._rows(keys)], next_token=token)
 
     def open_executions_of_job(self, job_id: str) -> list[Execution]:
@@ -569,3 +586,26 @@ class DynamoExecutions(DynamoTables):
             if not last:
                 return ids
             kwargs["ExclusiveStartKey"] = last
+
+    # -- shard counts per due-hour bucket (issue 18): what `duetime reshard --record-current` needs ------
+
+    def stored_buckets(self) -> set[str]:
+        """The due-hour buckets that hold any row: a keys-only full scan, for the one-time migration only."""
+        items = self._scan(self.executions_table, ProjectionExpression="pk")
+        return {bucket_of_partition(item["pk"]["S"]) for item in items}
+
+    def reindex_open(self, key: ExecutionKey, stored: str) -> bool:
+        """Move a row whose `open` index key is `stored` (an older form) to the key it has now; False if the
+        row left the index or changed meanwhile."""
+        try:
+            with refused_as():
+                self.client.update_item(
+                    TableName=self.executions_table,
+                    Key=_ser({"pk": key.pk, "sk": key.sk}),
+                    UpdateExpression="SET openShard = :new",
+                    ConditionExpression="openShard = :old",
+                    ExpressionAttributeValues=_ser({":new": open_shard_of(key), ":old": stored}),
+                )
+        except Refused:
+            return False
+        return True
