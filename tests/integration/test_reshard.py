@@ -17,6 +17,7 @@ from duetime.service.audit import audit
 from duetime.service.context import Ports
 from duetime.service.dispatch import preload
 from duetime.service.jobs import submit_job
+from duetime.service.reshard import record_current
 from duetime.store.dynamo import DynamoStore
 
 from tests.conftest import BOTH_BACKENDS
@@ -124,3 +125,57 @@ def test_resharding_up_then_down_between_buckets_loses_nothing_and_runs_everythi
     for seen_by in (ports, wider, narrower):
         report = audit(restarted(seen_by, seen_by.settings.shards), clock.now)
         assert report.findings == [], report.findings
+
+
+def forget_shard_counts(ports: Ports) -> None:
+    """Make the stored rows look as a deployment from before issue 18 left them: no hour's count recorded,
+    open rows indexed under their bare shard."""
+    store = ports.store
+    legacy = []
+    for stored in store.scan_open_executions():
+        if stored.open_shard:
+            legacy.append((stored.key, stored.key.pk.rsplit("#", 1)[1]))
+    if isinstance(store, SqliteStore):
+        with store.db.write() as conn:
+            conn.execute("DELETE FROM control WHERE key LIKE 'shards#%'")
+            for key, shard in legacy:
+                conn.execute("UPDATE executions SET open_shard = ? WHERE pk = ? AND sk = ?", (shard, key.pk, key.sk))
+        return
+    for item in store.client.scan(TableName=store.control_table)["Items"]:
+        if item["key"]["S"].startswith("shards#"):
+            store.client.delete_item(TableName=store.control_table, Key={"key": item["key"]})
+    for key, shard in legacy:
+        store.client.update_item(
+            TableName=store.executions_table,
+            Key={"pk": {"S": key.pk}, "sk": {"S": key.sk}},
+            UpdateExpression="SET openShard = :s",
+            ExpressionAttributeValues={":s": {"S": shard}},
+        )
+
+
+def test_a_deployment_from_before_recorded_counts_is_migrated_once_then_reshards_safely(ports, clock):
+    start = clock.now
+    # Given rows written before shard counts were recorded per hour (4 shards, the old open index keys)
+    jobs = [one_off(ports, start + timedelta(hours=h, minutes=5 + i), f"old{h}{i}") for h in (0, 2) for i in range(5)]
+    jobs.append(every_20_minutes(ports, "cron-old"))
+    forget_shard_counts(ports)
+    before = restarted(ports, 4)
+    assert [f.check for f in audit(before, clock.now).findings] == ["not in the open index"] * 11
+    # When the migration runs (with `shards` still what the rows were written with)
+    report = record_current(before, clock.now)
+    assert report.reindexed == 11 and report.recorded == 2
+    assert audit(restarted(ports, 4), clock.now).findings == []
+    assert record_current(restarted(ports, 4), clock.now).reindexed == 0  # a second run changes nothing
+    # Then a system restarted on 7 shards finds and runs every one of them once, and the audit stays clean
+    wider = restarted(ports, 7)
+    jobs.append(one_off(wider, start + timedelta(hours=3, minutes=5), "new"))
+    runner = Runner()
+    runner.run_until(wider, clock, start + timedelta(hours=3, minutes=30))
+    executions = [e for job in jobs for e in wider.store.executions_of_job(job, limit=100)]
+    due = [e for e in executions if e.due_at <= clock.now - timedelta(minutes=10)]
+    assert len(due) >= 11 + 9
+    assert all(e.status == ExecutionStatus.SUCCEEDED and runner.claims[e.execution_id] == 1 for e in due)
+    assert wider.store.recorded_shards([hour_bucket(start + timedelta(hours=3))]) == {
+        hour_bucket(start + timedelta(hours=3)): 7
+    }
+    assert audit(restarted(ports, 7), clock.now).findings == []

@@ -265,6 +265,9 @@ def parser() -> argparse.ArgumentParser:
     from duetime.cli.capacity import add_parser as add_capacity_command
 
     add_capacity_command(sub)
+    from duetime.cli.reshard import add_reshard_command
+
+    add_reshard_command(sub)
     return top
 
 
