@@ -28,6 +28,7 @@ class Calls:
         self.executions_table = ports.store.executions_table
         for client in (ports.store.client, ports.queues.client):
             client.meta.events.register("before-parameter-build.*.*", self._count)
+
     def _count(self, model: Any, params: dict[str, Any], **_: Any) -> None:
         self.calls[f"{model.service_model.service_id.hyphenize()}:{model.name}"] += 1
         if model.name in WRITES:
