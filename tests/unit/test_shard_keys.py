@@ -11,7 +11,7 @@ from duetime.domain.keys import (
     execution_id,
     open_index_key,
     open_index_partitions,
-    resume_open,
+    open_page_after,
     shard_of_partition,
 )
 
@@ -26,13 +26,7 @@ def test_a_row_s_open_index_key_is_its_shard_and_a_spread_of_its_execution_id():
     assert open_index_key(keys[0]) == open_index_key(keys[0])  # stable
 
 
-def test_a_page_token_resumes_at_its_partition_and_row_and_anything_else_starts_over():
-    partitions = open_index_partitions(3)
-    assert resume_open(partitions, None) == (0, None)
-    assert resume_open(partitions, f"{partitions[2]} 2026120109#003 0001#j_a.1") == (
-        2,
-        {"pk": "2026120109#003", "sk": "0001#j_a.1"},
-    )
-    assert resume_open(partitions, f"{partitions[1]} - -") == (1, None)
-    assert resume_open(partitions, "2026120109#003 0001#j_a.1") == (0, None)  # the form from before issue 18
-    assert resume_open(partitions, f"{open_index_partitions(4)[1]} - -") == (0, None)  # another shard's
+def test_a_page_token_is_the_last_sort_key_taken_and_one_of_the_form_before_issue_18_starts_over():
+    assert open_page_after(None) is None
+    assert open_page_after("0001#j_a.0000000000001") == "0001#j_a.0000000000001"
+    assert open_page_after("2026120109#003 0001#j_a.0000000000001") is None  # "pk sk": the form before

@@ -185,12 +185,9 @@ def dead_letter_key(key: ExecutionKey, told_at: datetime) -> str:
     return f"{to_ms(told_at):013d}#{key.sk.split('#', 1)[1]}"
 
 
-def resume_open(partitions: list[str], after: str | None) -> tuple[int, dict[str, str] | None]:
-    """Where a reconciler page resumes in a shard's `open` index partitions: the index of the partition, and
-    the row key to start after in it (None: its start). A token of another shard or an older form (the shard
-    count or the index changed since it was written) starts over from the first partition."""
-    parts = (after or "").split(" ")
-    if len(parts) != 3 or parts[0] not in partitions:
-        return 0, None
-    partition, pk, sk = parts
-    return partitions.index(partition), None if pk == "-" else {"pk": pk, "sk": sk}
+def open_page_after(after: str | None) -> str | None:
+    """The sort key a reconciler page resumes after (a token an earlier page returned: the last `sk` it took),
+    or None to start from the first. A token of the form from before issue 18 ("pk sk") starts over."""
+    if not after or " " in after:
+        return None
+    return after

@@ -38,7 +38,7 @@ from duetime.domain.keys import (
     hour_bucket,
     open_index_key,
     open_index_partitions,
-    resume_open,
+    open_page_after,
     served_names,
 )
 from duetime.domain.models import (
@@ -686,26 +686,23 @@ class SqliteStore:
         return [execution_from_doc(doc) for (doc,) in rows]
 
     def open_page(self, shard: int, until_ms: int, limit: int, after: str | None = None) -> OpenPage:
-        """At most `limit` open executions of `shard` due at or before `until_ms`, each `open` index partition
-        of the shard in turn and in due order within it, starting after the position `after` (a token an
-        earlier page returned: "partition pk sk"), as the DynamoDB adapter pages them."""
+        """At most `limit` open executions of `shard` due at or before `until_ms`, in due order across the shard's
+        `open` index partitions, starting after the position `after` (a token an earlier page returned: the last
+        sort key taken), as the DynamoDB adapter pages them."""
         partitions = open_index_partitions(shard)
-        start, start_key = resume_open(partitions, after)
-        found: list[tuple[str, str, str]] = []
-        token: str | None = None
-        for index in range(start, len(partitions)):
-            sql = f"SELECT doc, pk, sk FROM executions WHERE open_shard = ? AND sk <= ? AND {LIVE}"
-            args: list[Any] = [partitions[index], f"{until_ms:013d}#~", self.epoch_seconds()]
-            if start_key and index == start:
-                sql += " AND (sk, pk) > (?, ?)"
-                args += [start_key["sk"], start_key["pk"]]
-            wanted = limit - len(found)
-            rows = self.db.query(sql + " ORDER BY sk, pk LIMIT ?", [*args, wanted + 1])
-            found.extend(rows[:wanted])
-            if len(rows) > wanted:  # more here: go on after the last row taken, or at this partition's start
-                token = f"{partitions[index]} {found[-1][1]} {found[-1][2]}" if wanted else f"{partitions[index]} - -"
-                break
-        return OpenPage(executions=[execution_from_doc(r[0]) for r in found], next_token=token)
+        sql = (
+            f"SELECT doc, sk FROM executions WHERE open_shard IN ({', '.join('?' * len(partitions))}) "
+            f"AND sk <= ? AND {LIVE}"
+        )
+        args: list[Any] = [*partitions, f"{until_ms:013d}#~", self.epoch_seconds()]
+        start = open_page_after(after)
+        if start is not None:
+            sql += " AND sk > ?"
+            args.append(start)
+        rows = self.db.query(sql + " ORDER BY sk LIMIT ?", [*args, limit + 1])
+        page = rows[:limit]
+        token = page[-1][1] if len(rows) > limit and page else None
+        return OpenPage(executions=[execution_from_doc(r[0]) for r in page], next_token=token)
 
     def open_executions_of_job(self, job_id: str) -> list[Execution]:
         """The job's executions that have not ended (waiting, paused or running), earliest due first."""

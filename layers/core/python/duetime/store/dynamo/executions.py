@@ -21,7 +21,7 @@ from duetime.domain.keys import (
     bucket_of_partition,
     dead_letter_key,
     open_index_partitions,
-    resume_open,
+    open_page_after,
 )
 from duetime.domain.models import Execution, ExecutionStatus, to_ms
 from duetime.domain.results import truncate_error
@@ -144,38 +144,39 @@ class DynamoExecutions(DynamoTables):
         return sorted(out, key=lambda e: (to_ms(e.due_at), e.execution_id))
 
     def open_page(self, shard: int, until_ms: int, limit: int, after: str | None = None) -> OpenPage:
-        """At most `limit` open executions of `shard` due at or before `until_ms`, each `open` index partition
-        of the shard in turn and in due order within it, starting after the position `after` (a token an
-        earlier page returned: "partition pk sk"); bounded work whatever the index holds."""
-        partitions = open_index_partitions(shard)
-        start, start_key = resume_open(partitions, after)
+        """At most `limit` open executions of `shard` due at or before `until_ms`, in due order across the shard's
+        `open` index partitions, starting after the position `after` (a token an earlier page returned: the
+        last sort key taken; sort keys are unique, as execution ids are); bounded work whatever the index holds.
+
+        Each partition is read up to `limit` keys from `after` on (keys only), the keys are merged in due
+        order and the first `limit` rows are read."""
+        start = open_page_after(after)
+        # One condition on a sort key, so the bound is inclusive: the row the token names is dropped below.
+        condition = "openShard = :s AND " + ("sk <= :hi" if start is None else "sk BETWEEN :lo AND :hi")
         keys: list[dict[str, Any]] = []
-        token: str | None = None
-        for partition in partitions[start:]:
+        more = False
+        for partition in open_index_partitions(shard):
             kwargs: dict[str, Any] = {
                 "TableName": self.executions_table,
                 "IndexName": EXECUTIONS_OPEN_INDEX.name,
-                "KeyConditionExpression": "openShard = :s AND sk <= :hi",
-                "ExpressionAttributeValues": _ser({":s": partition, ":hi": f"{until_ms:013d}#~"}),
+                "KeyConditionExpression": condition,
+                "ExpressionAttributeValues": _ser({":s": partition, ":lo": start, ":hi": f"{until_ms:013d}#~"}),
             }
-            if start_key:
-                kwargs["ExclusiveStartKey"] = _ser({"openShard": partition, **start_key})
-                start_key = None
-            last: dict[str, Any] | None = None
-            while len(keys) < limit:
-                kwargs["Limit"] = limit - len(keys)
+            found: list[dict[str, Any]] = []
+            while len(found) <= limit:
+                kwargs["Limit"] = limit + 1 - len(found)
                 response = self.client.query(**kwargs)
-                keys.extend(response.get("Items", []))
+                found.extend(item for item in response.get("Items", []) if item["sk"]["S"] != start)
                 last = response.get("LastEvaluatedKey")
                 if not last:
                     break
                 kwargs["ExclusiveStartKey"] = last
-            if last:
-                token = f"{partition} {last['pk']['S']} {last['sk']['S']}"
-                break
-            if len(keys) >= limit and partition != partitions[-1]:
-                token = f"{partitions[partitions.index(partition) + 1]} - -"  # go on with the next partition
-                break
+            more = more or len(found) > limit
+            keys.extend(found[:limit])
+        keys.sort(key=lambda item: str(item["sk"]["S"]))
+        more = more or len(keys) > limit
+        keys = keys[:limit]
+        token = str(keys[-1]["sk"]["S"]) if more and keys else None
         return OpenPage(executions=[execution_from_item(i) for i in self._rows(keys)], next_token=token)
 
     def open_executions_of_job(self, job_id: str) -> list[Execution]:
