@@ -74,5 +74,9 @@ def test_restarting_duetime_local_on_more_shards_keeps_every_job_and_applies_to_
         assert main(["reshard", "--data-dir", str(tmp_path), "--hours", "5"]) == 0
         out, _ = command_output(capsys)
         assert "configured shards: 7" in out and f"hour {hour_bucket(far)}: 7" in out, out
+        # ...and the one-time migration finds nothing to move on a system that recorded its counts from the start
+        assert main(["reshard", "--record-current", "--data-dir", str(tmp_path)]) == 0
+        out, _ = command_output(capsys)
+        assert "moved 0 open rows" in out, out
     finally:
         second.stop()
