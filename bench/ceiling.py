@@ -88,7 +88,7 @@ def measure(count: int = 600, threads: int = 8) -> dict[str, Any]:
                     {
                         "Put": {
                             "TableName": executions_table,
-                            "Item": typed(execution_to_item(execution, settings.shards)),
+                            "Item": typed(execution_to_item(execution, execution_key(execution, settings.shards))),
                             "ConditionExpression": "attribute_not_exists(pk)",
                         }
                     },

@@ -26,18 +26,21 @@ API_TABLE_ACTIONS = {
     "jobs": ["GetItem", "BatchGetItem", "Query", "PutItem", "UpdateItem"],
     "executions": ["GetItem", "BatchGetItem", "Query", "PutItem", "UpdateItem", "DeleteItem"],
     # UpdateItem: an owner's named calendars are attributes of one control record (PUT/DELETE /calendars).
-    "control": ["GetItem", "PutItem", "UpdateItem"],
+    # BatchGetItem, PutItem, UpdateItem: a due hour's shard count, read once and fixed by its first writer.
+    "control": ["GetItem", "BatchGetItem", "PutItem", "UpdateItem"],
 }
 PRELOADER_TABLE_ACTIONS = {
     "jobs": ["GetItem", "BatchGetItem"],
     "executions": ["GetItem", "BatchGetItem", "Query", "PutItem", "UpdateItem"],
-    "control": ["GetItem", "UpdateItem"],
+    # Shard leases and cursors; the shard counts of the hours it fixes ahead (BatchGetItem, PutItem).
+    "control": ["GetItem", "BatchGetItem", "PutItem", "UpdateItem"],
 }
 WORKER_TABLE_ACTIONS = {
     "jobs": ["GetItem", "BatchGetItem"],
     "executions": ["GetItem", "BatchGetItem", "Query", "PutItem", "UpdateItem", "DeleteItem"],
-    # The handlers each worker serves, announced and read in one control record per class (service.handlers).
-    "control": ["GetItem", "UpdateItem"],
+    # The handlers each worker serves, announced and read in one control record per class (service.handlers);
+    # the shard count of the hour a retry moves a row to, read once and fixed if nobody has (BatchGetItem, PutItem).
+    "control": ["GetItem", "BatchGetItem", "PutItem", "UpdateItem"],
 }
 DLQ_NOTIFIER_TABLE_ACTIONS = {
     "jobs": ["GetItem"],

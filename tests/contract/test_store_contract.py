@@ -8,7 +8,7 @@ import pytest
 from duetime.definitions import MAX_ERROR_BYTES
 from duetime.domain.errors import Conflict, InvalidInput, StaleAttempt
 from duetime.domain.exclusions import Calendar
-from duetime.domain.keys import ExecutionKey, due_partition, shard_of
+from duetime.domain.keys import ExecutionKey, due_partition, open_index_key, shard_of
 from duetime.domain.models import ExecutionStatus, JobStatus, to_ms
 from duetime.service.dispatch import new_execution
 
@@ -402,7 +402,7 @@ def test_the_open_set_holds_unfinished_rows_of_a_shard_in_due_order_up_to_a_boun
     audited = {s.execution.execution_id: s for s in store.scan_open_executions()}
     assert set(audited) == {rows[0].execution_id, rows[1].execution_id, rows[2].execution_id}
     assert audited[rows[0].execution_id].key == running
-    assert audited[rows[0].execution_id].open_shard == f"{shard:03d}"
+    assert audited[rows[0].execution_id].open_shard == open_index_key(running)
 
 
 # --- control records ---------------------------------------------------------------------------------
@@ -431,7 +431,7 @@ def test_a_waiting_row_ended_failed_stays_open_until_its_owner_is_told(ports, cl
     failed = store.end_waiting(key, ExecutionStatus.FAILED, clock(), "poison")
     assert (failed.status, failed.skip_reason) == (ExecutionStatus.FAILED, "poison")
     assert [e.execution_id for e in store.open_executions(shard, 2**42)] == [failed.execution_id]
-    assert [s.open_shard for s in store.scan_open_executions()] == [f"{shard:03d}"]
+    assert [s.open_shard for s in store.scan_open_executions()] == [open_index_key(key)]
     store.mark_notified(key, clock())
     assert store.open_executions(shard, 2**42) == []
     assert list(store.scan_open_executions()) == []

@@ -134,9 +134,10 @@ def test_api_cannot_receive_or_delete_messages(synthesized):
         }
 
 
-def test_api_reads_and_edits_control_records_for_idempotency_keys_and_calendars(synthesized):
+def test_api_reads_and_edits_control_records_for_idempotency_keys_calendars_and_shard_counts(synthesized):
     assert actions_on(synthesized, synthesized.stack.functions.api.role, _table_id(synthesized, "control")) == {
         "dynamodb:GetItem",
+        "dynamodb:BatchGetItem",
         "dynamodb:PutItem",
         "dynamodb:UpdateItem",
     }
@@ -150,9 +151,12 @@ def test_worker_consumes_only_its_own_class(synthesized):
     for other in set(JOB_CLASSES) - {"default"}:
         assert not actions_on(synthesized, role, _queue_id(synthesized, other))
         assert not actions_on(synthesized, role, _queue_id(synthesized, other, dlq=True))
-    # Workers announce the handlers they serve in the control table, and read what others announce.
+    # Workers announce the handlers they serve in the control table, and read what others announce; a retry
+    # reads (and may fix) the shard count of the hour it moves a row to.
     assert actions_on(synthesized, role, _table_id(synthesized, "control")) == {
         "dynamodb:GetItem",
+        "dynamodb:BatchGetItem",
+        "dynamodb:PutItem",
         "dynamodb:UpdateItem",
     }
 

@@ -9,9 +9,11 @@ from typing import Any
 
 import pytest
 from duetime.cli import capacity
+from duetime.domain.keys import hour_bucket
 from duetime.domain.models import JobSpec, format_time
 from duetime.service.dispatch import preload
 from duetime.service.jobs import submit_job
+from duetime.store.dynamo import DynamoStore
 from duetime.worker.runtime import Worker
 
 WRITES = {"PutItem", "UpdateItem", "DeleteItem"}
@@ -67,8 +69,12 @@ def run_next(ports, worker):
 
 
 def test_a_successful_one_off_execution_costs_three_executions_table_writes_and_three_sqs_requests(ports, clock, calls):
-    # Given a one-off job due within the dispatch horizon, so it is sent at submit
+    # Given a one-off job due within the dispatch horizon, so it is sent at submit, in an hour whose shard
+    # count this process knows already (read once per process and hour, fixed ahead by the pre-loader: the
+    # one-time cost is pinned by the next test)
     worker = Worker(ports, "default", "w1", concurrency=1)
+    ports.store.shards_of_bucket(hour_bucket(clock.now))
+    calls.reset()
     submit_job(ports, "alice", one_off(clock))
     clock.advance(10)
     # When a worker runs it to success
@@ -86,6 +92,22 @@ def test_a_successful_one_off_execution_costs_three_executions_table_writes_and_
     )
     assert calls.execution_writes() == 3 == capacity.ONE_OFF.executions_writes
     assert calls.execution_write_units() == 4 == capacity.ONE_OFF.executions_wcu
+
+
+def test_an_hour_s_shard_count_costs_one_read_per_process_and_two_writes_once_per_deployment(ports, clock, calls):
+    # Given an hour nobody has written to yet
+    hour = hour_bucket(clock.now)
+    # When the first process needs its shard count, it reads it and fixes it (the most-shards record, then
+    # the hour's own record, each a conditional write)
+    ports.store.shards_of_bucket(hour)
+    assert calls.calls == Counter({"dynamodb:BatchGetItem": 1, "dynamodb:UpdateItem": 1, "dynamodb:PutItem": 1})
+    # Then a later process reads it once, and every use after that is free
+    calls.reset()
+    later = DynamoStore(ports.store.client, ports.settings)  # a new process's store (on this counted client)
+    for _ in range(3):
+        later.shards_of_bucket(hour)
+        ports.store.shards_of_bucket(hour)
+    assert calls.calls == Counter({"dynamodb:BatchGetItem": 1})
 
 
 def test_a_retried_failure_costs_a_move_transaction_and_a_second_claim_and_finish(ports, clock, calls):

@@ -28,8 +28,7 @@ def test_cancel_of_a_job_with_fifty_thousand_finished_executions_does_bounded_wo
         )
         for i in range(HISTORY)
     ]
-    shards = ports.settings.shards
-    write_directly(ports, ports.store.executions_table, [execution_to_item(e, shards) for e in finished])
+    write_directly(ports, ports.store.executions_table, [execution_to_item(e, ports.store.key_of(e)) for e in finished])
     running = new_execution(job, waiting.scheduled_at - timedelta(minutes=1))
     assert ports.store.put_execution(running)
     running_key = ports.store.key_of(running)

@@ -54,8 +54,7 @@ def paused_jobs_with_overdue_rows(ports: Any, clock: Any, count: int) -> list[Ex
         jobs.append(job)
         rows.append(new_execution(job, slot))
     write_directly(ports, ports.store.jobs_table, [job_to_item(j) for j in jobs])
-    shards = ports.settings.shards
-    write_directly(ports, ports.store.executions_table, [execution_to_item(e, shards) for e in rows])
+    write_directly(ports, ports.store.executions_table, [execution_to_item(e, ports.store.key_of(e)) for e in rows])
     return rows
 
 

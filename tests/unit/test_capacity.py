@@ -7,6 +7,7 @@ import json
 import pytest
 from duetime.cli import capacity
 from duetime.cli.capacity import CRON_RUN, ONE_OFF, Inputs, estimate, heartbeats, smallest_shards
+from duetime.definitions import OPEN_INDEX_SPREAD
 
 
 def test_heartbeats_come_every_third_of_a_lease_while_the_job_runs():
@@ -117,9 +118,13 @@ def test_a_mix_naming_an_unknown_kind_or_no_share_is_refused():
 
 
 def test_the_open_index_load_per_key_falls_with_the_keys_it_is_spread_over():
-    by_shard = estimate(Inputs(rate=10_000, shards=16, profile="cron"))
-    assert by_shard.open_index_wcu_per_key == pytest.approx(10_000 * 2 / 16)
-    assert any("open index" in w for w in by_shard.warnings) and not by_shard.fits
+    # As deployed, each shard's index entries are split OPEN_INDEX_SPREAD ways
+    deployed = estimate(Inputs(rate=10_000, shards=16, profile="cron"))
+    assert deployed.open_index_keys == 16 * OPEN_INDEX_SPREAD
+    assert deployed.open_index_wcu_per_key == pytest.approx(10_000 * 2 / (16 * OPEN_INDEX_SPREAD))
+    assert not any("open index" in w for w in deployed.warnings)
+    narrow = estimate(Inputs(rate=10_000, shards=2, profile="cron"))
+    assert any("open index" in w for w in narrow.warnings) and not narrow.fits
     spread = estimate(Inputs(rate=10_000, shards=32, profile="cron", open_index_keys=64))
     assert spread.open_index_wcu_per_key == pytest.approx(10_000 * 2 / 64)
     too_few = estimate(Inputs(rate=10_000, shards=32, profile="cron", open_index_keys=16))

@@ -15,6 +15,7 @@ from typing import Any
 from duetime.definitions import (
     DEFAULT_JOB_CLASS,
     JOB_CLASSES,
+    OPEN_INDEX_SPREAD,
     PRELOAD_DISPATCH_THREADS,
     PRELOAD_SLACK_SECONDS,
     PRELOAD_THREADS,
@@ -298,8 +299,8 @@ def smallest_shards(rate: float, profile: CallProfile, beats: int, open_index_by
     """The fewest shards whose hour#shard partitions (and `open` index partitions, while that index is
     partitioned by shard) each stay within 1,000 write units/s at `rate`."""
     hottest = execution_partition_wcu(profile, beats)
-    if open_index_by_shard:
-        hottest = max(hottest, profile.open_index_wcu)
+    if open_index_by_shard:  # the deployed layout: each shard's index entries split OPEN_INDEX_SPREAD ways
+        hottest = max(hottest, profile.open_index_wcu / OPEN_INDEX_SPREAD)
     return max(1, math.ceil(rate * hottest / PARTITION_WCU_PER_SECOND))
 
 
@@ -381,9 +382,10 @@ def estimate(inputs: Inputs, prices: Prices | None = None) -> Estimate:
             f"{partition_wcu:,.0f} write units/s per hour#shard partition exceeds {PARTITION_WCU_PER_SECOND:,}: "
             f"use at least {result.smallest_shards} shards"
         )
-    if not inputs.open_index_keys and per_partition * profile.open_index_wcu > PARTITION_WCU_PER_SECOND:
+    per_index_key = per_partition * profile.open_index_wcu / OPEN_INDEX_SPREAD
+    if not inputs.open_index_keys and per_index_key > PARTITION_WCU_PER_SECOND:
         result.warnings.append(
-            f"{per_partition * profile.open_index_wcu:,.0f} write units/s per shard on the open index exceeds "
+            f"{per_index_key:,.0f} write units/s per open index key ({OPEN_INDEX_SPREAD} a shard) exceeds "
             f"{PARTITION_WCU_PER_SECOND:,}: add shards or spread the index over more keys (--open-index-keys)"
         )
     if partition_rcu > PARTITION_RCU_PER_SECOND:
@@ -445,7 +447,7 @@ def preload_shard_detail(inputs: Inputs, cycle: dict[str, float]) -> dict[str, f
 
 def open_index(inputs: Inputs, profile: CallProfile, result: Estimate) -> None:
     """The busiest key of the sparse `open` index: every open execution adds and removes an entry there."""
-    keys = inputs.open_index_keys or inputs.shards
+    keys = inputs.open_index_keys or inputs.shards * OPEN_INDEX_SPREAD
     per_key = inputs.rate * profile.open_index_wcu / keys
     result.open_index_keys = keys
     result.open_index_wcu_per_key = round(per_key, 1)
@@ -741,7 +743,10 @@ def sized(inputs: Inputs) -> Inputs:
     beats = heartbeats(inputs.avg_seconds, inputs.lease_seconds)
     # Sized to PLAN_HEADROOM of each limit: a plan at 100% of a partition throttles on the first busy second.
     shards = max(inputs.shards, smallest_shards(inputs.rate / PLAN_HEADROOM, profile, beats, open_index_by_shard=False))
-    keys = max(shards, math.ceil(inputs.rate / PLAN_HEADROOM * profile.open_index_wcu / PARTITION_WCU_PER_SECOND))
+    keys = max(
+        shards * OPEN_INDEX_SPREAD,
+        math.ceil(inputs.rate / PLAN_HEADROOM * profile.open_index_wcu / PARTITION_WCU_PER_SECOND),
+    )
     groups = 1
     while (
         groups < shards
@@ -854,7 +859,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         type=int,
         default=0,
         metavar="N",
-        help="keys the `open` index spreads over (0: one a shard)",
+        help=f"keys the `open` index spreads over (0: {OPEN_INDEX_SPREAD} a shard, as deployed)",
     )
     capacity.add_argument(
         "--job-class",

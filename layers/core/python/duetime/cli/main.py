@@ -276,6 +276,9 @@ def parser() -> argparse.ArgumentParser:
     from duetime.cli.load import add_parser as add_load_command
 
     add_load_command(sub)
+    from duetime.cli.reshard import add_reshard_command
+
+    add_reshard_command(sub)
     return top
 
 

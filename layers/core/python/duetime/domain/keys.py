@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from duetime.definitions import OPEN_INDEX_SPREAD
 from duetime.domain.errors import NotFound
 from duetime.domain.exclusions import Calendar
 from duetime.domain.models import from_ms, to_ms, to_utc
@@ -74,6 +75,44 @@ def due_partition(due_at: datetime, shard: int) -> str:
 
 def sort_key(due_at: datetime, execution_id: str) -> str:
     return f"{to_ms(due_at):013d}#{execution_id}"
+
+
+def bucket_of_partition(partition: str) -> str:
+    """The due-hour bucket (`YYYYMMDDHH`) of a partition key `YYYYMMDDHH#shard`."""
+    return partition.split("#", 1)[0]
+
+
+def shard_of_partition(partition: str) -> int:
+    return int(partition.rsplit("#", 1)[1])
+
+
+# The control record that fixes how many shards a due-hour bucket has: written once, before the bucket's
+# first row (first writer wins), never changed, so every key of the bucket derives from the same count
+# whatever `shards` is configured now. Changing `shards` applies to buckets not fixed yet: forward only.
+SHARDS_KEY_PREFIX = "shards#"
+# The control record holding the largest shard count any bucket was fixed with (it only grows): the
+# pre-loader and the reconciler visit that many shards, so rows of buckets fixed before a reshard to
+# fewer shards are still pre-loaded and reconciled.
+MOST_SHARDS_KEY = "shards#most"
+
+
+def bucket_shards_key(bucket: str) -> str:
+    return f"{SHARDS_KEY_PREFIX}{bucket}"
+
+
+def open_index_key(key: ExecutionKey) -> str:
+    """The `open` index partition of a row: its shard, then its execution id's hash mod OPEN_INDEX_SPREAD."""
+    execution = key.sk.split("#", 1)[1]
+    return open_index_partition(shard_of_partition(key.pk), stable_hash(execution) % OPEN_INDEX_SPREAD)
+
+
+def open_index_partition(shard: int, spread: int) -> str:
+    return f"{shard:03d}#{spread}"
+
+
+def open_index_partitions(shard: int) -> list[str]:
+    """Every `open` index partition of `shard`, in the order the reconciler reads them."""
+    return [open_index_partition(shard, spread) for spread in range(OPEN_INDEX_SPREAD)]
 
 
 # A job id: "j_" and the lower-case hex of Ports.random_hex. The API refuses (404) anything else before it
@@ -144,3 +183,11 @@ def dead_letter_key(key: ExecutionKey, told_at: datetime) -> str:
     """The dead-letter index's sort key of a failed row: when its owner was told, then its execution id
     (the part of `sk` after `dueMs#`), so an owner's dead letters list newest first, each once."""
     return f"{to_ms(told_at):013d}#{key.sk.split('#', 1)[1]}"
+
+
+def open_page_after(after: str | None) -> str | None:
+    """The sort key a reconciler page resumes after (a token an earlier page returned: the last `sk` it took),
+    or None to start from the first. A token of the form from before issue 18 ("pk sk") starts over."""
+    if not after or " " in after:
+        return None
+    return after

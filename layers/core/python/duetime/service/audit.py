@@ -6,6 +6,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from duetime.domain.keys import open_index_key
 from duetime.domain.models import ExecutionStatus, JobStatus, format_time
 from duetime.service.context import Ports
 from duetime.service.dispatch import reconcile_after
@@ -73,7 +74,7 @@ def audit(ports: Ports, now: datetime | None = None) -> AuditReport:
             report.findings.append(
                 Finding("misplaced", subject, f"stored at {stored.key.pk} {stored.key.sk}, due in {expected.pk}")
             )
-        shard = expected.pk.rsplit("#", 1)[1]
+        shard = open_index_key(expected)
         job = jobs.get(execution.job_id)
         # A paused job's waiting rows are held out of the index until resume (the reconciler skips them).
         held = job is not None and job.status == JobStatus.PAUSED and execution.status == ExecutionStatus.SCHEDULED

@@ -9,11 +9,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from duetime.definitions import RECONCILE_ROWS_PER_SHARD, SQS_BATCH_SIZE
+from duetime.definitions import RECONCILE_ROWS_PER_SHARD, SHARD_COUNT_FIXED_AHEAD, SQS_BATCH_SIZE
 from duetime.domain.bounds import following_number, within_bounds
 from duetime.domain.catchup import MAX_SCAN, CatchUpPlan, first_slot_only, plan_catch_up
 from duetime.domain.exclusions import Exclusions
-from duetime.domain.keys import due_partition, execution_id
+from duetime.domain.keys import due_partition, execution_id, hour_bucket
 from duetime.domain.models import Execution, ExecutionStatus, Job, JobStatus, RunKind, from_ms, to_ms
 from duetime.domain.recurrence import SCHEDULE_EDITED, Recurrence, is_slot, next_included, recurrence_of
 from duetime.domain.spread import spread, spread_due
@@ -324,6 +324,10 @@ def preload(
     is logged and counted (`errors`) and the others still run. Within a shard, next slots are created and
     messages sent `dispatch_threads` at a time. With `groups` > 1 this cycle covers only the shards of
     `group` (shard % groups == group): one invocation per group fans a cycle out (infra/scheduling.py).
+
+    Each due hour has its own shard count (fixed before its first row, domain/keys.py); the cycle first fixes
+    the counts of the hours up to SHARD_COUNT_FIXED_AHEAD (cached: no call once this process has them) and
+    visits every shard any bucket was fixed with, so a change of `shards` never strands a row.
     """
     if not 0 <= group < groups:
         raise ValueError(f"shard group {group} is not one of 0..{groups - 1}")
@@ -333,7 +337,9 @@ def preload(
 
 def _preload(ports: Ports, owner: str, threads: int, dispatch_threads: int, group: int, groups: int) -> DispatchReport:
     now = ports.clock()
-    count = ports.settings.shards
+    for hour in _hours_between(to_ms(now) - 1, to_ms(now + SHARD_COUNT_FIXED_AHEAD)):
+        ports.store.shards_of_bucket(hour_bucket(hour))
+    count = ports.store.most_shards()
     first = int(now.timestamp() // ports.settings.preload_interval_seconds) % count
     order = [shard for shard in ((first + i) % count for i in range(count)) if shard % groups == group]
     total = DispatchReport()
@@ -374,8 +380,12 @@ def _preload_shard(ports: Ports, owner: str, shard: int, now: datetime, threads:
         return DispatchReport(busy=1)  # another pre-loader is working on this shard right now
     cursor_ms = int(record.get("cursorMs", to_ms(now - FIRST_LOOKBACK)))
     due: list[Execution] = []
-    for hour in _hours_between(cursor_ms, to_ms(window_end)):
-        due.extend(ports.store.query_due(due_partition(hour, shard), cursor_ms, to_ms(window_end)))
+    hours = _hours_between(cursor_ms, to_ms(window_end))
+    # An hour not fixed yet holds no row; an hour fixed with fewer shards has no partition for this one.
+    counts = ports.store.recorded_shards([hour_bucket(hour) for hour in hours])
+    for hour in hours:
+        if shard < counts.get(hour_bucket(hour), 0):
+            due.extend(ports.store.query_due(due_partition(hour, shard), cursor_ms, to_ms(window_end)))
     report = dispatch(ports, due, now, threads=threads) if due else DispatchReport()
     reconciled, reconcile_from = reconcile_page(ports, shard, now, record.get("reconcileFrom"))
     report.add(reconciled)

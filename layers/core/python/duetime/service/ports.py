@@ -375,6 +375,14 @@ class ExecutionStore(Protocol):
         attempt (with that token) no longer holds the row. Rows keep it across retries and takeovers."""
         ...
 
+    def stored_buckets(self) -> set[str]:
+        """The due-hour buckets that hold any row: a full scan, for the one-time `duetime reshard` only."""
+        ...
+
+    def reindex_open(self, key: ExecutionKey, stored: str) -> bool:
+        """Move a row whose `open` index key is `stored` (an older form) to the key it has now."""
+        ...
+
 
 class ControlStore(Protocol):
     """Small records that coordinate the system: pre-loader shard leases and cursors, idempotency keys."""
@@ -455,6 +463,20 @@ class ControlStore(Protocol):
 
     def release_slot(self, key: str, holder: str) -> None:
         """Give `holder`'s slot of `key` back (its run ended)."""
+        ...
+
+    def shards_of_bucket(self, bucket: str) -> int:
+        """The shard count of due-hour bucket `bucket` (`YYYYMMDDHH`): fixed by its first writer (or now, with
+        the configured count), never changed after, read once per process and bucket."""
+        ...
+
+    def recorded_shards(self, buckets: list[str]) -> dict[str, int]:
+        """The shard counts of those of `buckets` that are fixed (a bucket not fixed holds no row)."""
+        ...
+
+    def most_shards(self) -> int:
+        """How many shards the pre-loader and the reconciler visit: the configured count, or the largest any
+        bucket was fixed with if that is more."""
         ...
 
 

@@ -18,6 +18,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from duetime.adapters.cursors import decode_cursor, encode_cursor
+from duetime.adapters.shard_counts import BucketShards
 from duetime.adapters.sqlite.db import Database
 from duetime.definitions import Settings
 from duetime.domain.checkpoints import checkpoint_attributes, decode_checkpoint
@@ -26,13 +27,19 @@ from duetime.domain.exclusions import Calendar
 from duetime.domain.keys import (
     ANNOUNCER_PREFIX,
     CALENDAR_ATTR_PREFIX,
+    MOST_SHARDS_KEY,
     ExecutionKey,
     announcements_key,
+    bucket_shards_key,
     calendar_entry,
     calendars_from_record,
     calendars_key,
     dead_letter_key,
     ended_announcers,
+    hour_bucket,
+    open_index_key,
+    open_index_partitions,
+    open_page_after,
     served_names,
 )
 from duetime.domain.limits import (
@@ -215,7 +222,8 @@ def _held(values: dict[str, Any] | None, attempt: int, claim_token: str | None) 
 
 
 def _shard_of_key(key: ExecutionKey) -> str:
-    return key.pk.rsplit("#", 1)[1]
+    """The row's `open` index key (the same `shard#spread` the DynamoDB adapter writes)."""
+    return open_index_key(key)
 
 
 def _epoch_seconds() -> int:
@@ -240,12 +248,15 @@ class SqliteStore:
         self.settings = settings
         # TTL runs on the real clock, as DynamoDB's does, whatever clock the service is given.
         self.epoch_seconds = epoch_seconds
+        self.bucket_shards = BucketShards(settings.shards, self._read_bucket_shards, self._fix_bucket_shards)
 
     def _expires_at(self, finished_at: datetime) -> int:
         return int((finished_at + timedelta(days=self.settings.history_retention_days)).timestamp())
 
     def key_of(self, execution: Execution) -> ExecutionKey:
-        return ExecutionKey.for_due(execution.job_id, execution.execution_id, execution.due_at, self.settings.shards)
+        """Where the row lives: the partition of its due hour, with that hour's fixed shard count."""
+        shards = self.bucket_shards.of(hour_bucket(execution.due_at))
+        return ExecutionKey.for_due(execution.job_id, execution.execution_id, execution.due_at, shards)
 
     # -- jobs ----------------------------------------------------------------------------------------
 
@@ -683,24 +694,31 @@ class SqliteStore:
 
     def open_executions(self, shard: int, until_ms: int) -> list[Execution]:
         """Executions of `shard` in the open set due at or before `until_ms`, oldest first."""
+        partitions = open_index_partitions(shard)
         rows = self.db.query(
-            f"SELECT doc FROM executions WHERE open_shard = ? AND sk <= ? AND {LIVE} ORDER BY sk",
-            (f"{shard:03d}", f"{until_ms:013d}#~", self.epoch_seconds()),
+            f"SELECT doc FROM executions WHERE open_shard IN ({', '.join('?' * len(partitions))}) AND sk <= ? "
+            f"AND {LIVE} ORDER BY sk",
+            (*partitions, f"{until_ms:013d}#~", self.epoch_seconds()),
         )
         return [execution_from_doc(doc) for (doc,) in rows]
 
     def open_page(self, shard: int, until_ms: int, limit: int, after: str | None = None) -> OpenPage:
-        """At most `limit` open executions of `shard` due at or before `until_ms`, in due order, starting
-        after the position `after` (a token an earlier page returned: "pk sk")."""
-        sql = f"SELECT doc, pk, sk FROM executions WHERE open_shard = ? AND sk <= ? AND {LIVE}"
-        args: list[Any] = [f"{shard:03d}", f"{until_ms:013d}#~", self.epoch_seconds()]
-        if after:
-            pk, _, sk = after.partition(" ")
-            sql += " AND (sk, pk) > (?, ?)"
-            args += [sk, pk]
-        rows = self.db.query(sql + " ORDER BY sk, pk LIMIT ?", [*args, limit + 1])
+        """At most `limit` open executions of `shard` due at or before `until_ms`, in due order across the shard's
+        `open` index partitions, starting after the position `after` (a token an earlier page returned: the last
+        sort key taken), as the DynamoDB adapter pages them."""
+        partitions = open_index_partitions(shard)
+        sql = (
+            f"SELECT doc, sk FROM executions WHERE open_shard IN ({', '.join('?' * len(partitions))}) "
+            f"AND sk <= ? AND {LIVE}"
+        )
+        args: list[Any] = [*partitions, f"{until_ms:013d}#~", self.epoch_seconds()]
+        start = open_page_after(after)
+        if start is not None:
+            sql += " AND sk > ?"
+            args.append(start)
+        rows = self.db.query(sql + " ORDER BY sk LIMIT ?", [*args, limit + 1])
         page = rows[:limit]
-        token = f"{page[-1][1]} {page[-1][2]}" if len(rows) > limit and page else None
+        token = page[-1][1] if len(rows) > limit and page else None
         return OpenPage(executions=[execution_from_doc(r[0]) for r in page], next_token=token)
 
     def open_executions_of_job(self, job_id: str) -> list[Execution]:
@@ -1034,3 +1052,56 @@ class SqliteStore:
             return None, None, None
 
         return self._fenced(key, attempt, record, claim_token)
+
+    # -- shard counts per due-hour bucket (issue 18) ---------------------------------------------------
+
+    def _read_bucket_shards(self, buckets: list[str]) -> dict[str, int]:
+        found: dict[str, int] = {}
+        with self.db.read() as conn:
+            for bucket in buckets:
+                record = self._read_control(conn, bucket_shards_key(bucket))
+                if record is not None:
+                    found[bucket] = int(record["shards"])
+        return found
+
+    def _fix_bucket_shards(self, bucket: str, shards: int) -> int:
+        """Fix `bucket` at `shards` unless a writer did first (then its count stands); returns the count.
+        The largest count ever fixed is raised in the same transaction."""
+        with self.db.write() as conn:
+            record = self._read_control(conn, bucket_shards_key(bucket))
+            if record is not None:
+                return int(record["shards"])
+            most = self._read_control(conn, MOST_SHARDS_KEY)
+            if most is None or int(most["shards"]) < shards:
+                self._write_control(conn, MOST_SHARDS_KEY, {"key": MOST_SHARDS_KEY, "shards": shards})
+            self._write_control(conn, bucket_shards_key(bucket), {"key": bucket_shards_key(bucket), "shards": shards})
+            return shards
+
+    def shards_of_bucket(self, bucket: str) -> int:
+        """The shard count of `bucket` (`YYYYMMDDHH`), fixed now with the configured count if not yet."""
+        return self.bucket_shards.of(bucket)
+
+    def recorded_shards(self, buckets: list[str]) -> dict[str, int]:
+        """The shard counts of those of `buckets` that are fixed; a bucket not fixed holds no row."""
+        return self.bucket_shards.recorded(buckets)
+
+    def most_shards(self) -> int:
+        """How many shards the pre-loader and reconciler visit: the configured count, or more if a bucket was
+        fixed with more (before a reshard to fewer)."""
+        record = self.get_control(MOST_SHARDS_KEY)
+        return max(self.settings.shards, int(record["shards"]) if record else 0)
+
+    def stored_buckets(self) -> set[str]:
+        """The due-hour buckets that hold any row (the one-time migration, `duetime reshard`)."""
+        rows = self.db.query("SELECT DISTINCT substr(pk, 1, instr(pk, '#') - 1) FROM executions")
+        return {bucket for (bucket,) in rows}
+
+    def reindex_open(self, key: ExecutionKey, stored: str) -> bool:
+        """Move a row whose `open` index key is `stored` (an older form) to the key it has now; False if the
+        row left the index or changed meanwhile."""
+        with self.db.write() as conn:
+            changed = conn.execute(
+                "UPDATE executions SET open_shard = ? WHERE pk = ? AND sk = ? AND open_shard = ?",
+                (open_index_key(key), key.pk, key.sk, stored),
+            ).rowcount
+        return bool(changed)

@@ -9,8 +9,9 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from duetime.adapters.shard_counts import BucketShards
 from duetime.definitions import CONTROL_TABLE, EXECUTIONS_TABLE, JOBS_TABLE, Settings
-from duetime.domain.keys import ExecutionKey
+from duetime.domain.keys import MOST_SHARDS_KEY, SHARDS_KEY_PREFIX, ExecutionKey, bucket_shards_key, hour_bucket
 from duetime.domain.models import Execution
 from duetime.store.dynamo.items import _ser, execution_key, execution_to_item
 
@@ -60,13 +61,58 @@ class DynamoTables:
         self.jobs_table = settings.table_name(JOBS_TABLE)
         self.executions_table = settings.table_name(EXECUTIONS_TABLE)
         self.control_table = settings.table_name(CONTROL_TABLE)
+        self.bucket_shards = BucketShards(settings.shards, self._read_bucket_shards, self._fix_bucket_shards)
 
     def _expires_at(self, finished_at: datetime) -> int:
         retention = timedelta(days=self.settings.history_retention_days)
         return int((finished_at + retention).timestamp())
 
     def key_of(self, execution: Execution) -> ExecutionKey:
-        return execution_key(execution, self.settings.shards)
+        """Where the row lives: the partition of its due hour, with that hour's fixed shard count."""
+        return execution_key(execution, self.bucket_shards.of(hour_bucket(execution.due_at)))
+
+    def _read_bucket_shards(self, buckets: list[str]) -> dict[str, int]:
+        found: dict[str, int] = {}
+        keys = [_ser({"key": bucket_shards_key(b)}) for b in buckets]
+        for start in range(0, len(keys), 100):
+            request: dict[str, Any] = {self.control_table: {"Keys": keys[start : start + 100], "ConsistentRead": True}}
+            while request:
+                response = self.client.batch_get_item(RequestItems=request)
+                for item in response.get("Responses", {}).get(self.control_table, []):
+                    found[item["key"]["S"].removeprefix(SHARDS_KEY_PREFIX)] = int(item["shards"]["N"])
+                request = response.get("UnprocessedKeys") or {}
+        return found
+
+    def _fix_bucket_shards(self, bucket: str, shards: int) -> int:
+        """Fix `bucket` at `shards` unless a writer did first (then its count stands); returns the count.
+        The largest count ever fixed is raised first, so whoever visits shards never misses this bucket's."""
+        try:
+            self.client.update_item(
+                TableName=self.control_table,
+                Key=_ser({"key": MOST_SHARDS_KEY}),
+                UpdateExpression="SET shards = :n",
+                ConditionExpression="attribute_not_exists(shards) OR shards < :n",
+                ExpressionAttributeValues=_ser({":n": shards}),
+            )
+        except ClientError as exc:
+            if not is_refused(exc):
+                raise
+        try:
+            self.client.put_item(
+                TableName=self.control_table,
+                Item=_ser({"key": bucket_shards_key(bucket), "shards": shards}),
+                ConditionExpression="attribute_not_exists(#k)",
+                ExpressionAttributeNames={"#k": "key"},
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            )
+        except ClientError as exc:
+            if not is_refused(exc):
+                raise
+            old = exc.response.get("Item")
+            if old is None:  # no old item handed back (an emulator): read the winner's count
+                return self._read_bucket_shards([bucket])[bucket]
+            return int(old["shards"]["N"])
+        return shards
 
     def _put_execution_op(self, execution: Execution) -> dict[str, Any]:
         """A Put of a new execution (in a job's creation, a retry's move, or alone)."""
@@ -74,7 +120,7 @@ class DynamoTables:
         return {
             "Put": {
                 "TableName": self.executions_table,
-                "Item": _ser(execution_to_item(execution, self.settings.shards, expires)),
+                "Item": _ser(execution_to_item(execution, self.key_of(execution), expires)),
                 "ConditionExpression": "attribute_not_exists(pk)",
             }
         }

@@ -16,7 +16,13 @@ from duetime.definitions import (
     EXECUTIONS_OPEN_INDEX,
 )
 from duetime.domain.errors import StaleAttempt
-from duetime.domain.keys import ExecutionKey, dead_letter_key
+from duetime.domain.keys import (
+    ExecutionKey,
+    bucket_of_partition,
+    dead_letter_key,
+    open_index_partitions,
+    open_page_after,
+)
 from duetime.domain.models import Execution, ExecutionStatus, to_ms
 from duetime.domain.results import truncate_error
 from duetime.service.ports import ClaimOutcome, OpenPage, Page, StoredExecution, new_claim_token
@@ -119,46 +125,58 @@ class DynamoExecutions(DynamoTables):
 
     def open_executions(self, shard: int, until_ms: int) -> list[Execution]:
         """Executions of `shard` not fully handled (waiting, running, or failed with the owner not yet told)
-        that were due at or before `until_ms`, oldest first."""
-        kwargs: dict[str, Any] = {
-            "TableName": self.executions_table,
-            "IndexName": EXECUTIONS_OPEN_INDEX.name,
-            "KeyConditionExpression": "openShard = :s AND sk <= :hi",
-            "ExpressionAttributeValues": _ser({":s": f"{shard:03d}", ":hi": f"{until_ms:013d}#~"}),
-        }
+        that were due at or before `until_ms`, oldest first (every `open` index partition of the shard)."""
         out: list[Execution] = []
-        while True:
-            response = self.client.query(**kwargs)
-            out.extend(execution_from_item(i) for i in self._rows(response.get("Items", [])))
-            last = response.get("LastEvaluatedKey")
-            if not last:
-                return out
-            kwargs["ExclusiveStartKey"] = last
+        for partition in open_index_partitions(shard):
+            kwargs: dict[str, Any] = {
+                "TableName": self.executions_table,
+                "IndexName": EXECUTIONS_OPEN_INDEX.name,
+                "KeyConditionExpression": "openShard = :s AND sk <= :hi",
+                "ExpressionAttributeValues": _ser({":s": partition, ":hi": f"{until_ms:013d}#~"}),
+            }
+            while True:
+                response = self.client.query(**kwargs)
+                out.extend(execution_from_item(i) for i in self._rows(response.get("Items", [])))
+                last = response.get("LastEvaluatedKey")
+                if not last:
+                    break
+                kwargs["ExclusiveStartKey"] = last
+        return sorted(out, key=lambda e: (to_ms(e.due_at), e.execution_id))
 
     def open_page(self, shard: int, until_ms: int, limit: int, after: str | None = None) -> OpenPage:
-        """At most `limit` open executions of `shard` due at or before `until_ms`, in due order, starting
-        after the position `after` (a token an earlier page returned); bounded work whatever the index holds."""
-        kwargs: dict[str, Any] = {
-            "TableName": self.executions_table,
-            "IndexName": EXECUTIONS_OPEN_INDEX.name,
-            "KeyConditionExpression": "openShard = :s AND sk <= :hi",
-            "ExpressionAttributeValues": _ser({":s": f"{shard:03d}", ":hi": f"{until_ms:013d}#~"}),
-            "Limit": limit,
-        }
-        if after:
-            pk, _, sk = after.partition(" ")
-            kwargs["ExclusiveStartKey"] = _ser({"openShard": f"{shard:03d}", "pk": pk, "sk": sk})
+        """At most `limit` open executions of `shard` due at or before `until_ms`, in due order across the shard's
+        `open` index partitions, starting after the position `after` (a token an earlier page returned: the
+        last sort key taken; sort keys are unique, as execution ids are); bounded work whatever the index holds.
+
+        Each partition is read up to `limit` keys from `after` on (keys only), the keys are merged in due
+        order and the first `limit` rows are read."""
+        start = open_page_after(after)
+        # One condition on a sort key, so the bound is inclusive: the row the token names is dropped below.
+        condition = "openShard = :s AND " + ("sk <= :hi" if start is None else "sk BETWEEN :lo AND :hi")
         keys: list[dict[str, Any]] = []
-        last: dict[str, Any] | None = None
-        while len(keys) < limit:
-            kwargs["Limit"] = limit - len(keys)
-            response = self.client.query(**kwargs)
-            keys.extend(response.get("Items", []))
-            last = response.get("LastEvaluatedKey")
-            if not last:
-                break
-            kwargs["ExclusiveStartKey"] = last
-        token = f"{last['pk']['S']} {last['sk']['S']}" if last else None
+        more = False
+        for partition in open_index_partitions(shard):
+            kwargs: dict[str, Any] = {
+                "TableName": self.executions_table,
+                "IndexName": EXECUTIONS_OPEN_INDEX.name,
+                "KeyConditionExpression": condition,
+                "ExpressionAttributeValues": _ser({":s": partition, ":lo": start, ":hi": f"{until_ms:013d}#~"}),
+            }
+            found: list[dict[str, Any]] = []
+            while len(found) <= limit:
+                kwargs["Limit"] = limit + 1 - len(found)
+                response = self.client.query(**kwargs)
+                found.extend(item for item in response.get("Items", []) if item["sk"]["S"] != start)
+                last = response.get("LastEvaluatedKey")
+                if not last:
+                    break
+                kwargs["ExclusiveStartKey"] = last
+            more = more or len(found) > limit
+            keys.extend(found[:limit])
+        keys.sort(key=lambda item: str(item["sk"]["S"]))
+        more = more or len(keys) > limit
+        keys = keys[:limit]
+        token = str(keys[-1]["sk"]["S"]) if more and keys else None
         return OpenPage(executions=[execution_from_item(i) for i in self._rows(keys)], next_token=token)
 
     def open_executions_of_job(self, job_id: str) -> list[Execution]:
@@ -597,3 +615,26 @@ class DynamoExecutions(DynamoTables):
             values[":lease"] = to_ms(lease_until)
         names = {"#cp": "checkpoint"}
         return self._fenced_update(key, attempt, f"SET {', '.join(sets)}", values, names, claim_token)
+
+    # -- shard counts per due-hour bucket (issue 18): what `duetime reshard --record-current` needs ------
+
+    def stored_buckets(self) -> set[str]:
+        """The due-hour buckets that hold any row: a keys-only full scan, for the one-time migration only."""
+        items = self._scan(self.executions_table, ProjectionExpression="pk")
+        return {bucket_of_partition(item["pk"]["S"]) for item in items}
+
+    def reindex_open(self, key: ExecutionKey, stored: str) -> bool:
+        """Move a row whose `open` index key is `stored` (an older form) to the key it has now; False if the
+        row left the index or changed meanwhile."""
+        try:
+            with refused_as():
+                self.client.update_item(
+                    TableName=self.executions_table,
+                    Key=_ser({"pk": key.pk, "sk": key.sk}),
+                    UpdateExpression="SET openShard = :new",
+                    ConditionExpression="openShard = :old",
+                    ExpressionAttributeValues=_ser({":new": open_shard_of(key), ":old": stored}),
+                )
+        except Refused:
+            return False
+        return True

@@ -11,7 +11,7 @@ from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 
 from duetime.definitions import DEFAULT_JOB_CLASS
 from duetime.domain.checkpoints import checkpoint_attributes, decode_checkpoint
-from duetime.domain.keys import ExecutionKey
+from duetime.domain.keys import ExecutionKey, open_index_key
 from duetime.domain.models import AttemptRecord, Execution, ExecutionStatus, Job, JobSpec, Overlap, from_ms, to_ms
 
 _serializer = TypeSerializer()
@@ -100,8 +100,8 @@ def _attempt_to_item(record: AttemptRecord) -> dict[str, Any]:
     }
 
 
-def execution_to_item(execution: Execution, shards: int, expires_at: int | None = None) -> dict[str, Any]:
-    key = execution_key(execution, shards)
+def execution_to_item(execution: Execution, key: ExecutionKey, expires_at: int | None = None) -> dict[str, Any]:
+    """The item of `execution` stored at `key` (the store derives it from the due bucket's shard count)."""
     return {
         "pk": key.pk,
         "sk": key.sk,
@@ -136,8 +136,8 @@ def execution_to_item(execution: Execution, shards: int, expires_at: int | None 
 
 
 def open_shard_of(key: ExecutionKey) -> str:
-    """The `open` index partition of a row: the shard part of its `hour#shard` key."""
-    return key.pk.rsplit("#", 1)[1]
+    """The `open` index partition of a row (`shard#spread`, domain.keys.open_index_key)."""
+    return open_index_key(key)
 
 
 def execution_from_item(item: dict[str, Any]) -> Execution:

@@ -1,0 +1,44 @@
+"""Shard counts of due-hour buckets, as both store adapters keep them: fixed once, then cached for good."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+
+class BucketShards:
+    """The shard count of each due-hour bucket: read from its control record, or fixed with the configured
+    count by the first writer (a conditional write; a loser takes the winner's count).
+
+    A bucket's count never changes once fixed, so what this process has seen is cached for its life and a
+    normal run reads each bucket once per process. A bucket not fixed yet is never cached: another process
+    may fix it at any moment. Threads may race to fill the cache; they read the same value.
+    """
+
+    def __init__(
+        self,
+        configured: int,
+        read: Callable[[list[str]], dict[str, int]],
+        fix: Callable[[str, int], int],
+    ) -> None:
+        self.configured = configured
+        self._read = read  # recorded counts of the given buckets (absent: not fixed yet)
+        self._fix = fix  # fix a bucket's count unless fixed already; returns the count it has
+        self._known: dict[str, int] = {}
+
+    def of(self, bucket: str) -> int:
+        """The bucket's count, fixing it now with the configured count if nobody has yet."""
+        known = self._known.get(bucket)
+        if known is not None:
+            return known
+        count = self._read([bucket]).get(bucket)
+        if count is None:
+            count = self._fix(bucket, self.configured)
+        self._known[bucket] = count
+        return count
+
+    def recorded(self, buckets: list[str]) -> dict[str, int]:
+        """The counts of those of `buckets` that are fixed (a bucket not fixed has no rows): reads only."""
+        missing = [b for b in dict.fromkeys(buckets) if b not in self._known]
+        if missing:
+            self._known.update(self._read(missing))
+        return {b: self._known[b] for b in buckets if b in self._known}
