@@ -20,7 +20,7 @@ from infra.handlers import HandlerCode, api_handler_environment, handler_manifes
 from tests.infrastructure.conftest import ROOT
 from tests.infrastructure.helpers import statements_of
 
-DEMO = ["demo.echo", "demo.fail", "demo.sleep"]
+DEMO = ["demo.count", "demo.echo", "demo.fail", "demo.sleep"]
 SECRETS_PREFIX = f"secret:{Settings().prefix}/webhook-secrets/*"
 GRANTS = [{"owners": ["alice", "group:billing"], "handlers": ["billing.*", "https://hooks.example.com/*"]}]
 # What a team writes: its own folder with its own packages, the construct imported from a duetime checkout.
@@ -136,8 +136,12 @@ def test_workers_read_only_the_owner_secret_prefix_and_the_api_reads_no_secret(s
         statements = [s for s in statements_of(synthesized, role) if "secretsmanager" in json.dumps(s["Action"])]
         assert [s["Action"] for s in statements] == ["secretsmanager:GetSecretValue"]
         assert SECRETS_PREFIX in json.dumps(statements[0]["Resource"])
-    for role in (functions.api.role, functions.preloader.role, functions.dlq_notifier.role):
+    for role in (functions.api.role, functions.preloader.role):
         assert _secret_reads(statements_of(synthesized, role)) == []
+    # The DLQ notifier signs owners' webhook failure notices as their webhook requests are signed: it reads
+    # those secrets only.
+    notifier_reads = _secret_reads(statements_of(synthesized, functions.dlq_notifier.role))
+    assert len(notifier_reads) == 1 and SECRETS_PREFIX in notifier_reads[0]
 
 
 def test_without_a_handler_folder_there_is_no_handler_layer_and_the_manifest_lists_the_demo(synthesized):
