@@ -50,9 +50,21 @@ test-fast: $(VENV)  ## the inner loop: pure logic and adapters against moto and 
 test-e2e: $(VENV)  ## the end-to-end suite once per backend, one after the other
 	@set -e; for backend in $(E2E_BACKENDS); do $(MAKE) --no-print-directory test-e2e-$$backend; done
 
-test-e2e-%: $(VENV)  ## the end-to-end suite on one backend: test-e2e-sqlite, test-e2e-moto
-	@echo "== end-to-end on $*"
-	DUETIME_E2E_BACKEND=$* $(PYTEST) tests/e2e
+# On one backend the soaks (each on a `duetime local` of its own, minutes of wall time mostly spent waiting) run
+# in a pytest process beside the rest of the suite: `make -j` runs the two at once, as `make test` does.
+E2E_SOAKS := tests/e2e/test_chaos.py tests/e2e/test_restart.py
+.PRECIOUS: e2e-rest-% e2e-soaks-%  # pattern-made targets, never files: nothing for make to delete after
+
+test-e2e-%: e2e-rest-% e2e-soaks-%  ## the end-to-end suite on one backend: test-e2e-sqlite, test-e2e-moto
+	@echo "== end-to-end on $*: done"
+
+e2e-rest-%: $(VENV)
+	@echo "== end-to-end on $*, all but the soaks"
+	DUETIME_E2E_BACKEND=$* $(PYTEST) tests/e2e $(addprefix --ignore=,$(E2E_SOAKS))
+
+e2e-soaks-%: $(VENV)
+	@echo "== end-to-end on $*, the soaks"
+	DUETIME_E2E_BACKEND=$* $(PYTEST) $(E2E_SOAKS)
 
 chaos: $(VENV)  ## the chaos soak alone, on the default backend (it also runs in make test, on each)
 	$(PYTEST) tests/e2e/test_chaos.py

@@ -334,3 +334,8 @@ PAST_DUE_GRACE_SECONDS = 120
 
 # POST /dead-letters/redrive retries at most this many executions per request (a read and a transaction each).
 MAX_REDRIVE = 100
+
+# `duetime local --api-processes` on SQLite: processes answering the API on its one port. Two: one POST /jobs
+# costs ~1.6 ms of CPU, so 500 submits/s fill most of one process's core (local/api_process.py).
+LOCAL_API_PROCESSES = 2
+LOCAL_API_PROCESSES_MAX = 16

@@ -20,7 +20,7 @@ from duetime.api.auth import DEFAULT_TOKEN_TTL, check_owner_name, issue_token
 from duetime.cli.audit import add_audit_command
 from duetime.cli.client import add_client_commands
 from duetime.config import RuntimeConfig, build_ports, build_targets
-from duetime.definitions import DEFAULT_JOB_CLASS
+from duetime.definitions import DEFAULT_JOB_CLASS, LOCAL_API_PROCESSES, LOCAL_API_PROCESSES_MAX
 from duetime.domain.errors import DuetimeError, InvalidInput
 from duetime.domain.grants import Grants
 from duetime.domain.models import Schedule, format_time
@@ -74,6 +74,7 @@ def cmd_local(args: argparse.Namespace) -> int:
         grants=read_grants(args.grants),
         backend=args.backend,
         worker_process=worker_process,
+        api_processes=args.api_processes if args.backend == SQLITE else 1,
         reset=args.reset,
         quotas=Quotas(
             max_active_jobs=args.max_active_jobs or None,
@@ -215,6 +216,15 @@ def parser() -> argparse.ArgumentParser:
         ("--run-nows-per-minute", "run-now requests each owner may make per minute"),
     ):
         local.add_argument(flag, type=int, default=0, metavar="N", help=f"quota: {what}, HTTP 429 past it (0: none)")
+    local.add_argument(
+        "--api-processes",
+        type=int,
+        choices=range(1, LOCAL_API_PROCESSES_MAX + 1),
+        default=LOCAL_API_PROCESSES,
+        metavar="N",
+        help=f"sqlite: processes answering the API on its one port (default {LOCAL_API_PROCESSES}; "
+        "more take more submits a second on more cores)",
+    )
     local.set_defaults(fn=cmd_local)
 
     token = sub.add_parser("token", help="print a bearer token the local system accepts")
