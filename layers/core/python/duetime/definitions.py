@@ -335,7 +335,8 @@ PAST_DUE_GRACE_SECONDS = 120
 # POST /dead-letters/redrive retries at most this many executions per request (a read and a transaction each).
 MAX_REDRIVE = 100
 
-# `duetime local --api-processes` on SQLite: processes answering the API on its one port. Two: one POST /jobs
-# costs ~1.6 ms of CPU, so 500 submits/s fill most of one process's core (local/api_process.py).
-LOCAL_API_PROCESSES = 2
+# `duetime local --api-processes` on SQLite: processes answering the API on its one port (local/api_process.py).
+# One by default: on a 2-core machine a second one cost ~20% more CPU per POST /jobs in all (measured under
+# load), which pays only where a core is free for it.
+LOCAL_API_PROCESSES = 1
 LOCAL_API_PROCESSES_MAX = 16

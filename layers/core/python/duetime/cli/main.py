@@ -222,8 +222,8 @@ def parser() -> argparse.ArgumentParser:
         choices=range(1, LOCAL_API_PROCESSES_MAX + 1),
         default=LOCAL_API_PROCESSES,
         metavar="N",
-        help=f"sqlite: processes answering the API on its one port (default {LOCAL_API_PROCESSES}; "
-        "more take more submits a second on more cores)",
+        help=f"sqlite: processes answering the API on its one port (default {LOCAL_API_PROCESSES}; more "
+        "take more submits a second where cores are free)",
     )
     local.set_defaults(fn=cmd_local)
 
