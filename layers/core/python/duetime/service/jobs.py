@@ -178,7 +178,7 @@ def submit_job(
     check_handler(ports, owner, groups, spec.handler, spec.job_class)
     check_references(ports, owner, spec.exclude)
     idem_key = f"idem#{owner}#{idempotency_key}" if idempotency_key else None
-    digest = body_hash(spec)
+    digest = body_hash(spec) if idem_key else ""  # a serialization of the spec only when a key is given
     if idem_key:
         existing = _idempotent_replay(ports, owner, idem_key, digest)
         if existing:
