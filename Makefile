@@ -23,10 +23,11 @@ dev: $(VENV) $(NODE)
 local: $(VENV)  ## the whole system on this machine (SQLite under .duetime; BACKEND=moto for the AWS adapters)
 	.venv/bin/duetime local $(if $(BACKEND),--backend $(BACKEND))
 
-# End-to-end tests run in a pytest process of their own per backend (`duetime local --backend`): in-process
+# End-to-end tests run in pytest processes of their own per backend (`duetime local --backend`): in-process
 # moto (mock_aws) resets the backends that an in-process moto server would share. `make test` runs those
-# processes and the other tiers' side by side: their wall time is mostly waiting on clocks (cron minutes,
-# leases, the chaos soak, the restart test's outage), so together they take about as long as the longest.
+# processes (two a backend: the soaks, and the rest) and the other tiers' side by side: their wall time is
+# mostly waiting on clocks (cron minutes, leases, the chaos soak, the restart test's outage), so together they
+# take about as long as the longest.
 # Every `duetime local --backend` (duetime.local.BACKENDS), read when a recipe needs it (after .venv exists).
 E2E_BACKENDS = $(shell $(PY) -c 'from duetime.local import BACKENDS; print(*BACKENDS)')
 
