@@ -8,7 +8,7 @@ export PYTHONDONTWRITEBYTECODE := 1
 PYTEST := $(PY) -m pytest -q -p no:cacheprovider
 LINTED := layers functions infra tests scripts app.py $(wildcard bench)
 
-.PHONY: dev local test test-tiers test-fast test-e2e browser test-browser lint format docs synth scan bench bench-quick bench-smoke bench-side redis-server chaos clean
+.PHONY: dev local test test-tiers test-infrastructure test-fast test-e2e browser test-browser lint format docs synth scan bench bench-quick bench-smoke bench-side redis-server chaos clean
 
 $(VENV): pyproject.toml scripts/bootstrap.sh scripts/checkov-requirements.txt
 	./scripts/bootstrap.sh
@@ -34,8 +34,12 @@ E2E_BACKENDS = $(shell $(PY) -c 'from duetime.local import BACKENDS; print(*BACK
 test: dev lint  ## every test: unit, contract, integration, infrastructure, end-to-end on each backend
 	$(MAKE) --no-print-directory -j --output-sync=target test-tiers test-browser $(addprefix test-e2e-,$(E2E_BACKENDS))
 
-test-tiers: $(VENV)
-	$(PYTEST) -m "not bench" tests/unit tests/contract tests/integration tests/infrastructure
+# Two pytest processes, run at once under `make -j` (as `make test` does): the CDK synths and template checks
+# of tests/infrastructure beside the rest.
+test-tiers: test-fast test-infrastructure
+
+test-infrastructure: $(VENV)  ## the CDK stack: synth, cdk-nag, cfn-lint, checkov, the handlers' packaging
+	$(PYTEST) -m "not bench" tests/infrastructure
 
 # Debian's chromium and chromium-driver for the console's browser tests (apt-get, as root); without them the
 # tests skip and say why.
