@@ -25,7 +25,7 @@ local: $(VENV)  ## the whole system on this machine (SQLite under .duetime; BACK
 
 # End-to-end tests run in pytest processes of their own per backend (`duetime local --backend`): in-process
 # moto (mock_aws) resets the backends that an in-process moto server would share. `make test` runs those
-# processes (two a backend: the soaks, and the rest) and the other tiers' side by side: their wall time is
+# processes (three a backend: the two soaks, and the rest) and the other tiers' side by side: their wall time is
 # mostly waiting on clocks (cron minutes, leases, the chaos soak, the restart test's outage), so together they
 # take about as long as the longest.
 # Every `duetime local --backend` (duetime.local.BACKENDS), read when a recipe needs it (after .venv exists).
@@ -55,21 +55,27 @@ test-fast: $(VENV)  ## the inner loop: pure logic and adapters against moto and 
 test-e2e: $(VENV)  ## the end-to-end suite once per backend, one after the other
 	@set -e; for backend in $(E2E_BACKENDS); do $(MAKE) --no-print-directory test-e2e-$$backend; done
 
-# On one backend the soaks (each on a `duetime local` of its own, minutes of wall time mostly spent waiting) run
-# in a pytest process beside the rest of the suite: `make -j` runs the two at once, as `make test` does.
-E2E_SOAKS := tests/e2e/test_chaos.py tests/e2e/test_restart.py
-.PRECIOUS: e2e-rest-% e2e-soaks-%  # pattern-made targets, never files: nothing for make to delete after
+# On one backend the two soaks (each on a `duetime local` of its own, minutes of wall time mostly spent waiting)
+# run each in a pytest process of its own beside the rest of the suite: `make -j` runs the three at once, as
+# `make test` does.
+E2E_CHAOS := tests/e2e/test_chaos.py
+E2E_RESTART := tests/e2e/test_restart.py
+.PRECIOUS: e2e-rest-% e2e-chaos-% e2e-restart-%  # pattern-made targets, never files: nothing for make to delete
 
-test-e2e-%: e2e-rest-% e2e-soaks-%  ## the end-to-end suite on one backend: test-e2e-sqlite, test-e2e-moto
+test-e2e-%: e2e-rest-% e2e-chaos-% e2e-restart-%  ## the end-to-end suite on one backend: test-e2e-sqlite, test-e2e-moto
 	@echo "== end-to-end on $*: done"
 
 e2e-rest-%: $(VENV)
 	@echo "== end-to-end on $*, all but the soaks"
-	DUETIME_E2E_BACKEND=$* $(PYTEST) tests/e2e $(addprefix --ignore=,$(E2E_SOAKS))
+	DUETIME_E2E_BACKEND=$* $(PYTEST) tests/e2e --ignore=$(E2E_CHAOS) --ignore=$(E2E_RESTART)
 
-e2e-soaks-%: $(VENV)
-	@echo "== end-to-end on $*, the soaks"
-	DUETIME_E2E_BACKEND=$* $(PYTEST) $(E2E_SOAKS)
+e2e-chaos-%: $(VENV)
+	@echo "== end-to-end on $*, the chaos soak"
+	DUETIME_E2E_BACKEND=$* $(PYTEST) $(E2E_CHAOS)
+
+e2e-restart-%: $(VENV)
+	@echo "== end-to-end on $*, the restart tests"
+	DUETIME_E2E_BACKEND=$* $(PYTEST) $(E2E_RESTART)
 
 chaos: $(VENV)  ## the chaos soak alone, on the default backend (it also runs in make test, on each)
 	$(PYTEST) tests/e2e/test_chaos.py
