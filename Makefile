@@ -8,7 +8,7 @@ export PYTHONDONTWRITEBYTECODE := 1
 PYTEST := $(PY) -m pytest -q -p no:cacheprovider
 LINTED := layers functions infra tests scripts app.py $(wildcard bench)
 
-.PHONY: dev local test test-tiers test-fast test-e2e browser test-browser lint format docs synth scan bench bench-quick bench-smoke bench-side redis-server chaos clean
+.PHONY: dev local test test-tiers test-infrastructure test-fast test-e2e browser test-browser lint format docs synth scan bench bench-quick bench-smoke bench-side redis-server chaos clean
 
 $(VENV): pyproject.toml scripts/bootstrap.sh scripts/checkov-requirements.txt
 	./scripts/bootstrap.sh
@@ -23,18 +23,23 @@ dev: $(VENV) $(NODE)
 local: $(VENV)  ## the whole system on this machine (SQLite under .duetime; BACKEND=moto for the AWS adapters)
 	.venv/bin/duetime local $(if $(BACKEND),--backend $(BACKEND))
 
-# End-to-end tests run in a pytest process of their own per backend (`duetime local --backend`): in-process
+# End-to-end tests run in pytest processes of their own per backend (`duetime local --backend`): in-process
 # moto (mock_aws) resets the backends that an in-process moto server would share. `make test` runs those
-# processes and the other tiers' side by side: their wall time is mostly waiting on clocks (cron minutes,
-# leases, the chaos soak, the restart test's outage), so together they take about as long as the longest.
+# processes (three a backend: the two soaks, and the rest) and the other tiers' side by side: their wall time is
+# mostly waiting on clocks (cron minutes, leases, the chaos soak, the restart test's outage), so together they
+# take about as long as the longest.
 # Every `duetime local --backend` (duetime.local.BACKENDS), read when a recipe needs it (after .venv exists).
 E2E_BACKENDS = $(shell $(PY) -c 'from duetime.local import BACKENDS; print(*BACKENDS)')
 
 test: dev lint  ## every test: unit, contract, integration, infrastructure, end-to-end on each backend
 	$(MAKE) --no-print-directory -j --output-sync=target test-tiers test-browser $(addprefix test-e2e-,$(E2E_BACKENDS))
 
-test-tiers: $(VENV)
-	$(PYTEST) -m "not bench" tests/unit tests/contract tests/integration tests/infrastructure
+# Two pytest processes, run at once under `make -j` (as `make test` does): the CDK synths and template checks
+# of tests/infrastructure beside the rest.
+test-tiers: test-fast test-infrastructure
+
+test-infrastructure: $(VENV)  ## the CDK stack: synth, cdk-nag, cfn-lint, checkov, the handlers' packaging
+	$(PYTEST) -m "not bench" tests/infrastructure
 
 # Debian's chromium and chromium-driver for the console's browser tests (apt-get, as root); without them the
 # tests skip and say why.
@@ -50,9 +55,27 @@ test-fast: $(VENV)  ## the inner loop: pure logic and adapters against moto and 
 test-e2e: $(VENV)  ## the end-to-end suite once per backend, one after the other
 	@set -e; for backend in $(E2E_BACKENDS); do $(MAKE) --no-print-directory test-e2e-$$backend; done
 
-test-e2e-%: $(VENV)  ## the end-to-end suite on one backend: test-e2e-sqlite, test-e2e-moto
-	@echo "== end-to-end on $*"
-	DUETIME_E2E_BACKEND=$* $(PYTEST) tests/e2e
+# On one backend the two soaks (each on a `duetime local` of its own, minutes of wall time mostly spent waiting)
+# run each in a pytest process of its own beside the rest of the suite: `make -j` runs the three at once, as
+# `make test` does.
+E2E_CHAOS := tests/e2e/test_chaos.py
+E2E_RESTART := tests/e2e/test_restart.py
+.PRECIOUS: e2e-rest-% e2e-chaos-% e2e-restart-%  # pattern-made targets, never files: nothing for make to delete
+
+test-e2e-%: e2e-rest-% e2e-chaos-% e2e-restart-%  ## the end-to-end suite on one backend: test-e2e-sqlite, test-e2e-moto
+	@echo "== end-to-end on $*: done"
+
+e2e-rest-%: $(VENV)
+	@echo "== end-to-end on $*, all but the soaks"
+	DUETIME_E2E_BACKEND=$* $(PYTEST) tests/e2e --ignore=$(E2E_CHAOS) --ignore=$(E2E_RESTART)
+
+e2e-chaos-%: $(VENV)
+	@echo "== end-to-end on $*, the chaos soak"
+	DUETIME_E2E_BACKEND=$* $(PYTEST) $(E2E_CHAOS)
+
+e2e-restart-%: $(VENV)
+	@echo "== end-to-end on $*, the restart tests"
+	DUETIME_E2E_BACKEND=$* $(PYTEST) $(E2E_RESTART)
 
 chaos: $(VENV)  ## the chaos soak alone, on the default backend (it also runs in make test, on each)
 	$(PYTEST) tests/e2e/test_chaos.py

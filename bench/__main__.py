@@ -63,6 +63,7 @@ def side_by_side_plan(options: argparse.Namespace) -> sidebyside.Plan:
         "burst": options.burst,
         "stored": options.stored,
         "workers": options.workers,
+        "api_processes": options.api_processes,
     }
     return replace(side, **{name: value for name, value in changes.items() if value is not None})
 
@@ -122,6 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     args.add_argument("--burst", type=int, help="side by side: jobs due at one instant")
     args.add_argument("--stored", type=int, help="side by side: future executions stored for the last figures")
     args.add_argument("--workers", type=int, help="side by side: duetime local --workers")
+    args.add_argument("--api-processes", type=int, help="side by side: duetime local --api-processes (SQLite)")
     options = args.parse_args(argv)
     if options.smoke:
         options.only = ["side"]

@@ -67,6 +67,7 @@ class Plan:
     give_up_lag: float = 5.0
     submitters: int = 8
     workers: int = 4  # `duetime local --workers` (its default)
+    api_processes: int = 1  # `duetime local --api-processes` on SQLite (its default)
     celery_concurrency: int = 4
     reuse: bool = False  # one system for all runs of a kind (the smoke run), not a fresh one per run
     # The burst is due beyond duetime's dispatch horizon, so the pre-loader sends it (not in the smoke run:
@@ -490,7 +491,8 @@ def factory(name: str, plan: Plan, backends: set[str]) -> Callable[[], System]:
     if name == "celery":
         return lambda: CeleryPeer(plan.celery_concurrency)
     legacy = backends == {"moto"}
-    return lambda: DuetimeLocal(name, plan.workers, legacy=legacy)
+    api_processes = plan.api_processes if name == "sqlite" else 1
+    return lambda: DuetimeLocal(name, plan.workers, legacy=legacy, api_processes=api_processes)
 
 
 def stored(plan: Plan, submit_rate: float, log: Callable[[str], None]) -> dict[str, Any]:
@@ -502,7 +504,11 @@ def stored(plan: Plan, submit_rate: float, log: Callable[[str], None]) -> dict[s
         log(f"... duetime sqlite with {plan.stored:,} future executions stored")
         seeded = seed.seed(data_dir, plan.stored, log)
         label = f"duetime sqlite, {plan.stored:,} stored"
-        runner = Runner(label, lambda: DuetimeLocal("sqlite", plan.workers, data_dir=data_dir), plan, log)
+        api_processes = plan.api_processes
+        workers = plan.workers
+        runner = Runner(
+            label, lambda: DuetimeLocal("sqlite", workers, data_dir=data_dir, api_processes=api_processes), plan, log
+        )
         runner.submit_rate = submit_rate
         found = run_scenarios(runner, plan, plan.burst, search=False)
         idle = [r["rssIdleMb"] for r in found["runs"] if "rssIdleMb" in r]

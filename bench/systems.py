@@ -204,8 +204,10 @@ class DuetimeLocal:
     """`duetime local --backend BACKEND` in a process of its own, from a temporary data dir (or a given one,
     kept), reached only over its HTTP API; results are read back from each job's history."""
 
-    def __init__(self, backend: str, workers: int, data_dir: Path | None = None, legacy: bool = False) -> None:
-        self.backend, self.workers = backend, workers
+    def __init__(
+        self, backend: str, workers: int, data_dir: Path | None = None, legacy: bool = False, api_processes: int = 1
+    ) -> None:
+        self.backend, self.workers, self.api_processes = backend, workers, api_processes
         self.name = f"duetime {backend}"
         self.legacy = legacy  # a `duetime local` without --backend (moto only)
         self.given_dir = data_dir
@@ -222,6 +224,8 @@ class DuetimeLocal:
         command += ["--workers", str(self.workers)]
         if not self.legacy:
             command += ["--backend", self.backend]
+        if self.api_processes > 1:  # given only when asked: older checkouts have no --api-processes
+            command += ["--api-processes", str(self.api_processes)]
         self.process = subprocess.Popen(
             command,
             stdout=subprocess.PIPE,

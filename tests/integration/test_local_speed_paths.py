@@ -203,3 +203,31 @@ def alive(pid: int) -> bool:
     except OSError:
         return False
     return state != "Z"  # a zombie has ended; its parent (killed) no longer reaps it
+
+
+@pytest.mark.timeout(120)
+def test_a_second_api_process_answers_on_the_same_listener_and_stops_with_duetime_local(tmp_path: Path) -> None:
+    from duetime.local.system import LocalSystem
+
+    system = LocalSystem(tmp_path / "d", port=0, workers=0, backend="sqlite", api_processes=2).start()
+    try:
+        assert system.api is not None and system.ports is not None
+        children = [child.process.pid for child in system.api_children if child.process]
+        assert len(children) == 1 and alive(children[0])
+        # Another server cannot take the port: the processes share one socket, not SO_REUSEPORT
+        host, port = system.api.server.server_address[:2]
+        with pytest.raises(OSError):
+            ApiServer(lambda event, context: {"statusCode": 200}, port=int(port), host=str(host))
+        # Given this process no longer accepts connections, When a job is posted on a new connection
+        system.api.server.shutdown()
+        headers = {"Authorization": f"Bearer {system.token()}"}
+        job = {"name": "via-child", "handler": "demo.echo", "schedule": {"at": iso_in(3600)}}
+        answer = requests.post(f"{system.api_url}/jobs", json=job, headers=headers, timeout=30)
+        # Then the other process answered it, and the job is in the one database
+        assert answer.status_code == 201, answer.text
+        stored = system.ports.store.get_job(answer.json()["jobId"])
+        assert stored is not None and stored.name == "via-child"
+    finally:
+        system.stop()
+    # And stopping `duetime local` stopped it
+    assert not alive(children[0])

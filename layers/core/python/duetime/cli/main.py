@@ -20,7 +20,7 @@ from duetime.api.auth import DEFAULT_TOKEN_TTL, check_owner_name, issue_token
 from duetime.cli.audit import add_audit_command
 from duetime.cli.client import add_client_commands
 from duetime.config import RuntimeConfig, build_ports, build_targets
-from duetime.definitions import DEFAULT_JOB_CLASS
+from duetime.definitions import DEFAULT_JOB_CLASS, LOCAL_API_PROCESSES, LOCAL_API_PROCESSES_MAX
 from duetime.domain.errors import DuetimeError, InvalidInput
 from duetime.domain.grants import Grants
 from duetime.domain.models import Schedule, format_time
@@ -74,6 +74,7 @@ def cmd_local(args: argparse.Namespace) -> int:
         grants=read_grants(args.grants),
         backend=args.backend,
         worker_process=worker_process,
+        api_processes=args.api_processes if args.backend == SQLITE else 1,
         reset=args.reset,
         events_console=args.events,
         events_webhook=args.events_webhook,
@@ -222,6 +223,15 @@ def parser() -> argparse.ArgumentParser:
         "--events-webhook",
         metavar="URL",
         help="POST each event to URL, signed with `duetime webhook-secret --owner duetime-events`'s secret",
+    )
+    local.add_argument(
+        "--api-processes",
+        type=int,
+        choices=range(1, LOCAL_API_PROCESSES_MAX + 1),
+        default=LOCAL_API_PROCESSES,
+        metavar="N",
+        help=f"sqlite: processes answering the API on its one port (default {LOCAL_API_PROCESSES}; more "
+        "take more submits a second where cores are free)",
     )
     local.set_defaults(fn=cmd_local)
 

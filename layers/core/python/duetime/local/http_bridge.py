@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import json
 import logging
+import socket
 import threading
 import time
 import uuid
@@ -91,9 +92,12 @@ def send_console_file(request: BaseHTTPRequestHandler) -> bool:
 
 
 class ApiServer:
-    """Serves `handler` (an API Gateway Lambda handler) on 127.0.0.1:`port`."""
+    """Serves `handler` (an API Gateway Lambda handler) on 127.0.0.1:`port`, or on `listener`: a listening
+    socket another process made and shares (`shared_listener`), so several processes answer on one port."""
 
-    def __init__(self, handler: Handler, port: int = 8080, host: str = "127.0.0.1") -> None:
+    def __init__(
+        self, handler: Handler, port: int = 8080, host: str = "127.0.0.1", listener: socket.socket | None = None
+    ) -> None:
         bridge = self
 
         class RequestHandler(BaseHTTPRequestHandler):
@@ -161,7 +165,12 @@ class ApiServer:
 
         self.handler = handler
         self.stopped = threading.Event()
-        self.server = ThreadingHTTPServer((host, port), RequestHandler)
+        if listener is None:
+            self.server = ThreadingHTTPServer((host, port), RequestHandler)
+        else:
+            self.server = ThreadingHTTPServer(listener.getsockname(), RequestHandler, bind_and_activate=False)
+            self.server.socket.close()  # the unbound socket made in its stead
+            self.server.socket = listener
         self.server.daemon_threads = True
         self.thread = threading.Thread(target=self.server.serve_forever, name="api", daemon=True)
 
@@ -170,6 +179,13 @@ class ApiServer:
         host, port = self.server.server_address[:2]
         name = host.decode() if isinstance(host, bytes) else str(host)
         return f"http://{name}:{port}"
+
+    def shared_listener(self) -> socket.socket:
+        """The listening socket, to hand to other processes that accept connections from it too. Non-blocking
+        from now on, here and there: every process polls it, and one that loses the race for a connection
+        must find none (socketserver then goes back to polling) instead of blocking in accept()."""
+        self.server.socket.setblocking(False)
+        return self.server.socket
 
     def start(self) -> ApiServer:
         self.thread.start()

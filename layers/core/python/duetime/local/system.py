@@ -34,6 +34,7 @@ from duetime.definitions import (
 )
 from duetime.domain.quotas import UNLIMITED, Quotas
 from duetime.local import BACKENDS
+from duetime.local.api_process import ApiProcess
 from duetime.local.backends import (
     DEFAULT_BACKEND,
     MOTO,
@@ -122,11 +123,14 @@ class LocalSystem:
         worker_process: bool = False,
         events_console: bool = False,
         events_webhook: str | None = None,
+        api_processes: int = 1,
     ) -> None:
         if backend not in BACKENDS:
             raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, not {backend!r}")
         if worker_process and backend != SQLITE:
             raise ValueError("worker_process needs the sqlite backend")
+        if api_processes < 1 or (api_processes > 1 and backend != SQLITE):
+            raise ValueError("api_processes is 1, or more on the sqlite backend")
         # `backend` is its name and `local_backend` the started one; `faithful` (moto only) runs the real
         # Lambda handlers, else the use-cases directly (the benchmarks count the system's own AWS calls).
         self.backend, self.faithful = backend, faithful and backend == MOTO
@@ -162,6 +166,9 @@ class LocalSystem:
         # JSON form (`--grants FILE`; None: everyone may use everything).
         self.handler_modules = list(handler_modules)
         self.grants = grants
+        # SQLite: processes answering the API, this one included (local/api_process.py says why).
+        self.api_processes = api_processes
+        self.api_children: list[ApiProcess] = []
 
     def start(self) -> LocalSystem:
         load_modules(self.handler_modules)  # a module that does not import fails before anything starts
@@ -190,9 +197,16 @@ class LocalSystem:
             self._start_direct(settings, ports, preloader_id)
         self.timers += [Every(name, seconds, fn).start() for name, seconds, fn in backend.housekeeping]
         self._write_state(preloader_id)
+        if self.api_processes > 1:  # started here, waited for below: they start beside the worker process
+            assert self.api is not None
+            listener = self.api.shared_listener()
+            for _ in range(self.api_processes - 1):
+                self.api_children.append(ApiProcess(self.data_dir, listener, self.quotas).start())
         # Webhooks signed with secrets under the data dir, which `duetime webhook-secret` prints.
         if self.use_worker_process and self.workers > 0:
             self.worker_process = WorkerProcess(self.data_dir, self.workers, self.handler_modules).start()
+            for child in self.api_children:
+                child.wait_ready()
             return self
         webhooks = WebhookTarget(FileSecrets(self.data_dir), allow_loopback=settings.allow_loopback_webhooks)
         for job_class in settings.job_classes.values():
@@ -207,6 +221,8 @@ class LocalSystem:
                 thread = threading.Thread(target=worker.run, name=f"worker-{job_class.name}", daemon=True)
                 thread.start()
                 self.worker_threads.append((worker, thread))
+        for child in self.api_children:
+            child.wait_ready()
         return self
 
     def _start_direct(self, settings: Settings, ports: Ports, preloader_id: str) -> None:
@@ -337,6 +353,8 @@ class LocalSystem:
         return self.api.url
 
     def stop(self) -> None:
+        for child in self.api_children:  # first: they accept on this process's listener, which closes below
+            child.stop()
         for worker, _ in self.worker_threads:
             worker.stopping.set()
         for timer in self.timers:

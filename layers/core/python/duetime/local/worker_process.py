@@ -103,7 +103,7 @@ def main(argv: Sequence[str]) -> None:
     """The child: PARENT_PID DATA_DIR CONCURRENCY READY_FD [HANDLER_MODULE ...]."""
     parent, data_dir, concurrency, ready = int(argv[0]), argv[1], int(argv[2]), int(argv[3])
     modules = list(argv[4:])
-    _die_with(parent)
+    die_with(parent)
     logging.basicConfig(level=os.environ.get("DUETIME_LOG_LEVEL", "WARNING"))
     load_modules(modules)
     state = load_state(data_dir)
@@ -134,12 +134,12 @@ def main(argv: Sequence[str]) -> None:
     threads = [threading.Thread(target=w.run, args=(GRACE_SECONDS,), name=f"worker-{w.job_class}") for w in workers]
     for thread in threads:
         thread.start()
-    threading.Thread(target=_stop_at_end_of_input, args=(stop,), name="parent-watch", daemon=True).start()
+    threading.Thread(target=stop_at_end_of_input, args=(stop,), name="parent-watch", daemon=True).start()
     for thread in threads:
         thread.join()
 
 
-def _die_with(parent: int) -> None:
+def die_with(parent: int) -> None:
     """Have the kernel SIGKILL this process when its parent dies (Linux), and exit now if it already has."""
     if sys.platform.startswith("linux"):
         try:
@@ -151,7 +151,7 @@ def _die_with(parent: int) -> None:
         os._exit(0)
 
 
-def _stop_at_end_of_input(stop: Callable[[], None]) -> None:
+def stop_at_end_of_input(stop: Callable[[], None]) -> None:
     """Wait for end of file on stdin (the parent closed it, or died), then stop the workers."""
     try:
         while sys.stdin.buffer.read(4096):

@@ -184,7 +184,7 @@ def submit_job(
     check_references(ports, owner, spec.exclude)
     check_limit_reference(ports, owner, spec.rate_limit)
     idem_key = f"idem#{owner}#{idempotency_key}" if idempotency_key else None
-    digest = body_hash(spec)
+    digest = body_hash(spec) if idem_key else ""  # a serialization of the spec only when a key is given
     if idem_key:
         existing = _idempotent_replay(ports, owner, idem_key, digest)
         if existing:
