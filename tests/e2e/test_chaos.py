@@ -43,7 +43,10 @@ CHAOS_SECONDS = 130
 SETTLE_SECONDS = 75
 SEED = int(os.environ.get("DUETIME_CHAOS_SEED", "0")) or random.randrange(1, 10**6)
 # The worker's log line when a heartbeat finds its lease gone (worker/runtime.py): execution id and attempt.
-LOST_LEASE = re.compile(r"(\S+) attempt (\d+) lost its lease; stopping")
+# What a worker logs when the store refuses its attempt's write because the lease ended and another attempt
+# took the row: at a heartbeat (it stops the run) or at completion (a starved worker whose handler ended
+# after its lease did: its result is dropped, the next attempt's stands).
+LOST_LEASE = re.compile(r"(\S+) attempt (\d+) (?:lost its lease; stopping|was fenced out at completion)")
 FAST_RETRY = {"maxAttempts": 3, "baseDelaySeconds": 1, "maxDelaySeconds": 4}
 # Where the pre-loader may die: at an AWS call on moto, at a port method on SQLite (which makes no AWS calls).
 PRELOAD_CALLS = {
@@ -87,8 +90,8 @@ class Workers:
         return worker_id
 
     def told_lost(self) -> set[tuple[str, int]]:
-        """The attempts whose worker found at a heartbeat that its lease had ended (it logs so, then stops the
-        run): a handler that ended just as the heartbeat was refused cannot tell, so it is read here."""
+        """The attempts whose worker found at a heartbeat or at completion that its lease had ended (it logs so):
+        a handler that ended just as the write was refused cannot tell, so it is read here."""
         found = set()
         for number in range(1, self.started + 1):
             text = (self.run_log.parent / f"w{number}.log").read_text(errors="replace")
@@ -253,7 +256,7 @@ def why_repeated(
             return {"kill": "worker killed", "freeze": "worker frozen past its lease"}[kind]
     logged = runs.get((execution.execution_id, attempt))
     if logged and logged["outcome"] == "lost":
-        return "lease lost (heartbeat refused)"
+        return "lease lost (heartbeat or completion refused)"
     if logged is None and earlier.outcome is None:
         # Its worker never reported: killed or frozen outside the window above (a receive batch can be
         # claimed late), or it lost the lease; the conditional claim is what made attempt + 1 possible.
