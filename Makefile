@@ -36,7 +36,16 @@ test: dev lint  ## every test: unit, contract, integration, infrastructure, end-
 
 # Two pytest processes, run at once under `make -j` (as `make test` does): the CDK synths and template checks
 # of tests/infrastructure beside the rest.
-test-tiers: test-fast test-infrastructure
+# `make test` runs the inner loop's tests as three pytest processes side by side (they are CPU-bound: one
+# process would run on alone on one core after the waiting suites end); every integration file is in one part.
+FAST_1 = tests/unit tests/contract $(wildcard tests/integration/test_[a-k]*.py)
+FAST_2 = $(wildcard tests/integration/test_[l-r]*.py)
+FAST_3 = $(filter-out $(FAST_1) $(FAST_2),$(wildcard tests/integration/test_*.py))
+
+test-tiers: test-fast-1 test-fast-2 test-fast-3 test-infrastructure
+
+test-fast-%: $(VENV)  ## one part of test-fast: test-fast-1, -2, -3
+	$(PYTEST) -m "not bench" $(FAST_$*)
 
 test-infrastructure: $(VENV)  ## the CDK stack: synth, cdk-nag, cfn-lint, checkov, the handlers' packaging
 	$(PYTEST) -m "not bench" tests/infrastructure
