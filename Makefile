@@ -36,20 +36,21 @@ test: dev lint  ## every test: unit, contract, integration, infrastructure, end-
 
 # Two pytest processes, run at once under `make -j` (as `make test` does): the CDK synths and template checks
 # of tests/infrastructure beside the rest.
-# `make test` runs the inner loop's tests as three pytest processes side by side (they are CPU-bound: one
+# `make test` runs the inner loop's tests as four pytest processes side by side (they are CPU-bound: one
 # process would run on alone on one core after the waiting suites end); every integration file is in one part.
-FAST_1 = tests/unit tests/contract $(wildcard tests/integration/test_[a-k]*.py)
-FAST_2 = $(wildcard tests/integration/test_[l-r]*.py)
-FAST_3 = $(filter-out $(FAST_1) $(FAST_2),$(wildcard tests/integration/test_*.py))
+FAST_1 = tests/unit tests/contract
+FAST_2 = $(wildcard tests/integration/test_[a-k]*.py)
+FAST_3 = $(wildcard tests/integration/test_[l-r]*.py)
+FAST_4 = $(filter-out $(FAST_2) $(FAST_3),$(wildcard tests/integration/test_*.py))
 
 # They and the infrastructure tier run at a lower CPU priority: the end-to-end soaks beside them wait on
 # clocks (leases, cron minutes, a catch-up window) and must get the CPU the moment they wake; the CPU-bound
 # tiers take what is left, so the machine stays busy without making a soak late.
 CPU_BOUND := nice -n 10
 
-test-tiers: test-fast-1 test-fast-2 test-fast-3 test-infrastructure
+test-tiers: test-fast-1 test-fast-2 test-fast-3 test-fast-4 test-infrastructure
 
-test-fast-%: $(VENV)  ## one part of test-fast: test-fast-1, -2, -3
+test-fast-%: $(VENV)  ## one part of test-fast: test-fast-1 to -4
 	$(CPU_BOUND) $(PYTEST) -m "not bench" $(FAST_$*)
 
 test-infrastructure: $(VENV)  ## the CDK stack: synth, cdk-nag, cfn-lint, checkov, the handlers' packaging

@@ -72,9 +72,16 @@ def test_a_delayed_message_is_delivered_at_its_due_instant(queues, timing):
     sent = message(due_in=2 * timing.unit)
     queues.send([sent], wall_now())
     time.sleep(max(0.0, (sent.due_ms - wall_ms()) / 1000 - timing.early - 0.25 * timing.unit))
-    assert queues.receive("default", 10, 0, 10 * timing.unit) == []  # not before its time
-    [received] = receive_within(queues, "default", 2 * timing.unit + timing.late, 10 * timing.unit)
-    arrived = wall_ms()
+    # Not before its time: a receive that ends before the message is due (less the queue's tolerance) is
+    # empty. (A test process the machine starved past that instant may receive it here, on time.)
+    early = queues.receive("default", 10, 0, 10 * timing.unit)
+    looked_until = wall_ms()
+    assert early == [] or looked_until >= sent.due_ms - timing.early * 1000, (early, looked_until)
+    if early:
+        [received], arrived = early, looked_until
+    else:
+        [received] = receive_within(queues, "default", 2 * timing.unit + timing.late, 10 * timing.unit)
+        arrived = wall_ms()
     assert received.message == sent
     assert sent.due_ms - timing.early * 1000 <= arrived <= sent.due_ms + timing.late * 1000
 
