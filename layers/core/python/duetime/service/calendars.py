@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from duetime.definitions import MAX_CALENDARS_PER_OWNER
 from duetime.domain.errors import Conflict, InvalidInput, NotFound
 from duetime.domain.exclusions import CALENDAR_PREFIX, Calendar, calendars_named, check_calendar_name
-from duetime.domain.models import Job, JobStatus, to_ms
+from duetime.domain.models import ENDED_JOB_STATUSES, Job, to_ms
 from duetime.service.context import Ports
 
 # Jobs named in a 409 for deleting a calendar in use (the message stays short; the count is exact).
@@ -54,23 +54,32 @@ def delete_calendar(ports: Ports, owner: str, name: str) -> None:
     get_calendar(ports, owner, name)
     users = [job.job_id for job in jobs_naming(ports, owner, name)]
     if users:
-        shown = ", ".join(users[:JOBS_NAMED_IN_CONFLICT]) + (" ..." if len(users) > JOBS_NAMED_IN_CONFLICT else "")
+        shown = shown_jobs(users)
         raise Conflict(f"calendar {name!r} is excluded by {len(users)} job(s) not cancelled: {shown}", field="name")
     if not ports.store.delete_calendar(owner, name):
         raise NotFound(f"calendar {name!r} not found", field="name")
 
 
-def jobs_naming(ports: Ports, owner: str, name: str) -> Iterator[Job]:
-    """The owner's jobs, not cancelled or completed, whose `exclude` names calendar `name`."""
+def live_jobs_where(ports: Ports, owner: str, names_it: Callable[[Job], bool]) -> Iterator[Job]:
+    """The owner's jobs, neither cancelled nor completed, for which `names_it` holds (a page at a time):
+    what refuses the deletion of a calendar or a limit they still name."""
     cursor: str | None = None
     while True:
         page = ports.store.list_jobs(owner, JOB_PAGE, cursor)
-        for job in page.items:
-            if job.status not in (JobStatus.CANCELLED, JobStatus.COMPLETED) and name in calendars_named(job.exclude):
-                yield job
+        yield from (job for job in page.items if job.status not in ENDED_JOB_STATUSES and names_it(job))
         if page.cursor is None:
             return
         cursor = page.cursor
+
+
+def shown_jobs(job_ids: list[str]) -> str:
+    """The first JOBS_NAMED_IN_CONFLICT of `job_ids`, for a 409 that lists them."""
+    return ", ".join(job_ids[:JOBS_NAMED_IN_CONFLICT]) + (" ..." if len(job_ids) > JOBS_NAMED_IN_CONFLICT else "")
+
+
+def jobs_naming(ports: Ports, owner: str, name: str) -> Iterator[Job]:
+    """The owner's jobs, not cancelled or completed, whose `exclude` names calendar `name`."""
+    return live_jobs_where(ports, owner, lambda job: name in calendars_named(job.exclude))
 
 
 def check_references(ports: Ports, owner: str, exclude: Sequence[str]) -> None:

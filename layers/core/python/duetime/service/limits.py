@@ -12,14 +12,12 @@ from duetime.definitions import LIMIT_LAPSE_MS, MAX_LIMITS_PER_OWNER, SLOT_WAIT_
 from duetime.domain.errors import Conflict, InvalidInput, NotFound
 from duetime.domain.keys import ExecutionKey
 from duetime.domain.limits import RateLimit, bucket_key, check_limit_name, job_slots_key, limit_slots_key
-from duetime.domain.models import Execution, Job, JobStatus, to_ms
+from duetime.domain.models import Execution, Job, to_ms
+from duetime.service.calendars import live_jobs_where, shown_jobs
 from duetime.service.context import Ports
 from duetime.service.ports import DueMessage
 
 log = logging.getLogger("duetime.limits")
-
-JOB_PAGE = 100
-JOBS_NAMED_IN_CONFLICT = 10
 
 
 # -- the owner's named limits ---------------------------------------------------------------------------
@@ -65,7 +63,7 @@ def delete_limit(ports: Ports, owner: str, name: str) -> None:
     get_limit(ports, owner, name)
     users = [job.job_id for job in jobs_naming(ports, owner, name)]
     if users:
-        shown = ", ".join(users[:JOBS_NAMED_IN_CONFLICT]) + (" ..." if len(users) > JOBS_NAMED_IN_CONFLICT else "")
+        shown = shown_jobs(users)
         raise Conflict(f"limit {name!r} is the rateLimit of {len(users)} job(s) not ended: {shown}", field="name")
     if not ports.store.delete_limit(owner, name):
         raise NotFound(f"limit {name!r} not found", field="name")
@@ -73,15 +71,7 @@ def delete_limit(ports: Ports, owner: str, name: str) -> None:
 
 def jobs_naming(ports: Ports, owner: str, name: str) -> Iterator[Job]:
     """The owner's jobs, neither cancelled nor completed, whose rateLimit is `name`."""
-    cursor: str | None = None
-    while True:
-        page = ports.store.list_jobs(owner, JOB_PAGE, cursor)
-        for job in page.items:
-            if job.status not in (JobStatus.CANCELLED, JobStatus.COMPLETED) and job.rate_limit == name:
-                yield job
-        if page.cursor is None:
-            return
-        cursor = page.cursor
+    return live_jobs_where(ports, owner, lambda job: job.rate_limit == name)
 
 
 def check_reference(ports: Ports, owner: str, rate_limit: str | None) -> None:
