@@ -18,6 +18,7 @@ import pytest
 from duetime.adapters.sqlite.db import Database
 from duetime.adapters.sqlite.queue import SqliteQueues
 from duetime.definitions import Settings
+from duetime.domain.errors import Unavailable
 from duetime.domain.keys import ExecutionKey
 from duetime.service.ports import DueMessage
 
@@ -214,3 +215,42 @@ def test_workers_killed_at_random_lose_no_message(database, queues, children):
     assert handled == {m.execution_id for m in sent}
     # And none is left behind: what a killed worker held was handled and deleted by another
     assert queues.depth("default") == 0
+
+
+FROZEN_WRITER = """
+import os, signal, sqlite3, sys
+conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+conn.execute("BEGIN IMMEDIATE")
+conn.execute("UPDATE messages SET receive_count = receive_count WHERE 0")
+print("holding", flush=True)
+os.kill(os.getpid(), signal.SIGSTOP)  # frozen mid-write: the write lock stays held until SIGCONT
+conn.execute("COMMIT")
+"""
+
+
+def test_a_process_frozen_mid_write_delays_writers_with_503_not_a_crash_and_a_new_process_still_opens(
+    database, queues, monkeypatch
+):
+    # Given another process that took the write lock and was then frozen (SIGSTOP) holding it
+    writer = subprocess.Popen([sys.executable, "-c", FROZEN_WRITER, database.path], stdout=subprocess.PIPE, text=True)
+    try:
+        assert writer.stdout is not None and writer.stdout.readline().strip() == "holding"
+        # When a process starts on the file meanwhile, it opens (the schema is current: it only reads)
+        started = Database(database.path)
+        started.close()
+        # And a write waits for the lock up to the busy timeout, then says the store is unavailable
+        monkeypatch.setattr("duetime.adapters.sqlite.db.BUSY_TIMEOUT_SECONDS", 0.3)
+        sent = message(1)
+        with pytest.raises(Unavailable) as refused:
+            queues.send([sent], wall_now())
+        assert refused.value.retry_after == 1 and "write lock" in refused.value.message
+        # Then once the frozen process is resumed and ends, the same write goes through
+        writer.send_signal(signal.SIGCONT)
+        assert writer.wait(timeout=10) == 0
+        queues.send([sent], wall_now())
+        [got] = queues.receive("default", 10, 1, 30)
+        assert got.message == sent
+    finally:
+        if writer.poll() is None:
+            writer.send_signal(signal.SIGCONT)
+            writer.kill()

@@ -143,8 +143,13 @@ class Preloader:
 
     def start(self) -> None:
         self.generation += 1
-        faults = self.faults = Faults()
+        self.faults = Faults()
         self.stopped = threading.Event()
+        self.thread = threading.Thread(target=self._run, args=(self.faults, self.stopped), daemon=True)
+        self.thread.start()
+
+    def _cycle(self, faults: Faults) -> Callable[[], object]:
+        """One cycle of a new pre-loader process: what it runs each interval."""
         if self.function is not None:
             function = self.function.fresh()
 
@@ -153,22 +158,28 @@ class Preloader:
 
             function.on_cold_start = attach
             rule = f"arn:aws:events:{function.region}:123456789012:rule/chaos-preload"
-
-            def cycle() -> object:
-                return function.invoke(scheduled_event(function.region, rule))
+            return lambda: function.invoke(scheduled_event(function.region, rule))
+        ports = attach_ports(self.data_dir, self.state)
+        if self.state.backend == MOTO:
+            faults.attach_ports(ports)
         else:
-            ports = attach_ports(self.data_dir, self.state)
-            if self.state.backend == MOTO:
-                faults.attach_ports(ports)
-            else:
-                ports = wrap_ports(faults, ports)
-            owner = f"chaos-preloader-{self.generation}"
+            ports = wrap_ports(faults, ports)
+        owner = f"chaos-preloader-{self.generation}"
+        return lambda: preload(ports, owner)
 
-            def cycle() -> object:
-                return preload(ports, owner)
-
-        self.thread = threading.Thread(target=self._loop, args=(cycle, self.stopped), daemon=True)
-        self.thread.start()
+    def _run(self, faults: Faults, stopped: threading.Event) -> None:
+        """Start, then cycle until stopped or crashed. A start that fails (on SQLite, a worker frozen while it
+        held the write lock keeps a new process from opening the file in time) is tried again next interval,
+        as a supervisor restarting a process that died at start would."""
+        while not stopped.is_set():
+            try:
+                cycle = self._cycle(faults)
+                break
+            except Exception:
+                stopped.wait(self.state.preload_interval_seconds)
+        else:
+            return
+        self._loop(cycle, stopped)
 
     def _loop(self, cycle: Callable[[], object], stopped: threading.Event) -> None:
         while not stopped.is_set():

@@ -16,7 +16,15 @@ from duetime.api.models import JobResponse
 from duetime.api.openapi import gateway_request_schemas, openapi_document
 from duetime.api.routes import JOB_EXAMPLE, ROUTES, get_job
 from duetime.api.routing import ERROR_MEANINGS, Access, Answer, Reply, Route
-from duetime.domain.errors import Forbidden, IdempotencyMismatch, InvalidSchedule, NotFound, StaleAttempt, Unauthorized
+from duetime.domain.errors import (
+    Forbidden,
+    IdempotencyMismatch,
+    InvalidSchedule,
+    NotFound,
+    StaleAttempt,
+    Unauthorized,
+    Unavailable,
+)
 from duetime.domain.models import JobSpec
 from duetime.local.http_bridge import to_event
 from openapi_spec_validator import validate
@@ -80,11 +88,12 @@ def test_a_use_case_answering_a_status_its_route_does_not_declare_is_refused_not
         reply_response(route, Reply(201, None))
 
 
-def test_the_machinery_adds_400_401_and_404_to_the_errors_a_route_declares():
+def test_the_machinery_adds_400_401_404_and_503_to_the_errors_a_route_declares():
     by_id = {r.operation_id: r for r in ROUTES}
-    assert by_id["createJob"].error_statuses() == [400, 401, 403, 404, 422, 429]  # body; owner route; quotas
-    assert by_id["getJob"].error_statuses() == [401, 404]
-    assert by_id["previewSchedule"].error_statuses() == [400, 401]  # any caller: no 404 for the token kind
+    # body; owner route; quotas; a busy store
+    assert by_id["createJob"].error_statuses() == [400, 401, 403, 404, 422, 429, 503]
+    assert by_id["getJob"].error_statuses() == [401, 404, 503]
+    assert by_id["previewSchedule"].error_statuses() == [400, 401, 503]  # any caller: no 404 for the token kind
     assert by_id["openapi"].error_statuses() == []
 
 
@@ -97,6 +106,7 @@ def test_the_machinery_adds_400_401_and_404_to_the_errors_a_route_declares():
         (NotFound("no job", field="jobId"), 404),
         (StaleAttempt("attempt 1 does not hold", field="attempt"), 409),
         (IdempotencyMismatch("another body"), 422),
+        (Unavailable("the database was busy"), 503),
     ],
 )
 def test_each_domain_error_answers_its_status_in_the_error_shape_and_the_document_says_what_it_means(error, status):
@@ -175,6 +185,18 @@ def test_every_operation_documents_401_and_every_job_or_execution_route_404_with
                 assert 401 in codes, path
             if path.startswith(("/jobs", "/executions")):
                 assert 404 in codes, path
+
+
+def test_a_busy_store_answers_503_with_retry_after_and_every_route_behind_a_token_documents_it():
+    response = error_response(Unavailable("the database was busy", retry_after=2))
+    assert response.status_code == 503 and response.headers["Retry-After"] == "2"
+    assert json.loads(response.body)["error"]["code"] == "unavailable"
+    for path, item in openapi_document()["paths"].items():
+        for operation in item.values():
+            if operation.get("security") == []:
+                continue  # public: reads no store
+            busy = operation["responses"]["503"]
+            assert busy["headers"]["Retry-After"]["schema"]["type"] == "integer", path
 
 
 def test_each_call_returns_a_fresh_document():

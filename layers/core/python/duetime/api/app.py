@@ -15,7 +15,7 @@ from duetime.api.models import MAX_PAGE, ErrorDetail, ErrorResponse
 from duetime.api.parsing import parse_body
 from duetime.api.routes import DEFAULT_PAGE, ROUTES
 from duetime.api.routing import RETRY_AFTER, Access, Call, Page, Reply, Route, status_of
-from duetime.domain.errors import DuetimeError, InvalidInput, NotFound, QuotaExceeded
+from duetime.domain.errors import DuetimeError, InvalidInput, NotFound
 from duetime.service.context import Ports
 
 LIMIT_DIGITS = 4  # more cannot be a page size in range, and int() of a long string costs
@@ -24,8 +24,8 @@ LIMIT_DIGITS = 4  # more cannot be a page size in range, and int() of a long str
 def error_response(error: DuetimeError) -> Response[str]:
     status = status_of(error)
     body = ErrorResponse(error=ErrorDetail(code=error.code, message=error.message, field=error.field or None))
-    # A quota says when to try again.
-    headers = {RETRY_AFTER: str(error.retry_after)} if isinstance(error, QuotaExceeded) else None
+    # A quota or a busy store says when to try again.
+    headers = {RETRY_AFTER: str(error.retry_after)} if error.retry_after else None
     return Response(
         status_code=status,
         content_type="application/json",

@@ -29,6 +29,7 @@ from duetime.domain.errors import (
     NotFound,
     QuotaExceeded,
     Unauthorized,
+    Unavailable,
 )
 from duetime.service.context import Ports
 
@@ -67,8 +68,14 @@ ERROR_STATUSES = (
         429,
         "an owner quota is exceeded; `error.field` names it (activeJobs, jobCreatesPerMinute, runNowsPerMinute)",
     ),
+    ErrorStatus(
+        Unavailable,
+        503,
+        "the store was busy (locally: a process held the write lock too long); retry (a create: same Idempotency-Key)",
+    ),
 )
-# A 429 says when to try again (RFC 9110 Retry-After, in seconds).
+# A 429 or a 503 says when to try again (RFC 9110 Retry-After, in seconds).
+RETRY_STATUSES = (429, 503)
 RETRY_AFTER = "Retry-After"
 RETRY_AFTER_HEADER = {
     RETRY_AFTER: {"description": "seconds until the request may succeed", "schema": {"type": "integer", "minimum": 1}}
@@ -239,13 +246,15 @@ class Route:
             statuses.add(401)
         if self.access in (Access.OWNER, Access.WORKER):
             statuses.add(404)
+        if self.access is not Access.PUBLIC:
+            statuses.add(503)  # every route behind a token reads the store
         return sorted(statuses)
 
     def operation(self, page_params: Sequence[Param]) -> dict[str, Any]:
         responses = {str(code): answer.openapi() for code, answer in self.ok.items()}
         for code in self.error_statuses():
             responses[str(code)] = Answer(ERROR_MEANINGS[code], ErrorResponse).openapi()
-            if code == 429:
+            if code in RETRY_STATUSES:
                 responses[str(code)]["headers"] = RETRY_AFTER_HEADER
         operation: dict[str, Any] = {"operationId": self.operation_id, "summary": self.summary}
         parameters = [p.openapi() for p in self.params] + [p.openapi() for p in page_params if self.paged]

@@ -7,6 +7,7 @@ class DuetimeError(Exception):
     """Base of every error duetime reports to a caller."""
 
     code = "error"
+    retry_after: int | None = None  # seconds after which the same request may succeed (Retry-After)
 
     def __init__(self, message: str, field: str | None = None) -> None:
         super().__init__(message)
@@ -70,4 +71,16 @@ class QuotaExceeded(DuetimeError):
 
     def __init__(self, message: str, field: str, retry_after: int) -> None:
         super().__init__(message, field)
+        self.retry_after = retry_after
+
+
+class Unavailable(DuetimeError):
+    """The store could not take the request in time (on SQLite, another process held the write lock past
+    the busy timeout, as one frozen by SIGSTOP mid-write does). The write that waited was not made; the
+    same request may succeed after `retry_after` seconds."""
+
+    code = "unavailable"
+
+    def __init__(self, message: str, retry_after: int = 1) -> None:
+        super().__init__(message)
         self.retry_after = retry_after

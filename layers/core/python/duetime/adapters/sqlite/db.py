@@ -46,6 +46,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from duetime.domain.errors import Unavailable
+
 log = logging.getLogger("duetime.sqlite")
 
 BUSY_TIMEOUT_SECONDS = 10.0
@@ -150,7 +152,10 @@ class Database:
 
     def _migrate(self) -> None:
         """Bring the file to the current schema, one migration per transaction (another process opening
-        the file at the same time waits for the write lock, then finds the work done)."""
+        the file at the same time waits for the write lock, then finds the work done). A file already current
+        is only read: a process starting while another holds the write lock (one frozen mid-write) starts."""
+        if int(self.query_one("PRAGMA user_version")[0]) >= len(MIGRATIONS):
+            return
         for version, migration in enumerate(MIGRATIONS):
             with self.write() as conn:
                 if int(conn.execute("PRAGMA user_version").fetchone()[0]) > version:
@@ -230,7 +235,11 @@ class Database:
             except BaseException:
                 conn.execute("ROLLBACK")
                 raise
-            self._retry_busy(conn, "COMMIT")  # a busy COMMIT leaves the transaction open: try again
+            try:
+                self._retry_busy(conn, "COMMIT")  # a busy COMMIT leaves the transaction open: try again
+            except BaseException:
+                conn.execute("ROLLBACK")  # still busy at the deadline: the connection must not stay mid-transaction
+                raise
         self._written.set()
         if wakes:
             self.notify_local(visible_at_ms)
@@ -245,8 +254,12 @@ class Database:
                 conn.execute(statement)
                 return
             except sqlite3.OperationalError as exc:
-                if exc.sqlite_errorcode & 0xFF != sqlite3.SQLITE_BUSY or time.monotonic() > deadline:
+                if exc.sqlite_errorcode & 0xFF != sqlite3.SQLITE_BUSY:
                     raise
+                if time.monotonic() > deadline:
+                    raise Unavailable(
+                        f"the database was busy: another process held its write lock for {BUSY_TIMEOUT_SECONDS:g} s"
+                    ) from exc
             time.sleep(pause)
             pause = min(pause * 2, longest)
 

@@ -4,6 +4,7 @@ write by a worker fenced by its attempt (one helper) and every refusal mapped in
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
@@ -30,6 +31,8 @@ from duetime.store.dynamo.base import DynamoTables, Refused, refused_as
 from duetime.store.dynamo.items import _deser, _ser, execution_from_item, open_shard_of
 
 # The fence of every write by the worker holding an attempt: the row still runs that attempt.
+# Pauses before looking an execution up again by id while a retry moves its row (find_execution).
+FIND_PAUSES = (0.05, 0.25)
 HELD_BY_ATTEMPT = "#s = :running AND attempt = :a"
 # ...and, when the writer names it, the claim's token (minted at claim, known only to its holder).
 HELD_BY_CLAIM = "claimToken = :token"
@@ -67,18 +70,26 @@ class DynamoExecutions(DynamoTables):
         return execution_from_item(item) if item else None
 
     def find_execution(self, job_id: str, execution_id: str) -> Execution | None:
-        """An execution by id, through the byJob index, then read strongly from its row."""
-        response = self.client.query(
-            TableName=self.executions_table,
-            IndexName=EXECUTIONS_BY_JOB_INDEX.name,
-            KeyConditionExpression="jobId = :j AND executionId = :e",
-            ExpressionAttributeValues=_ser({":j": job_id, ":e": execution_id}),
-        )
-        items = response.get("Items", [])
-        if not items:
-            return None
-        row = _deser(items[0])  # keys only: read the row itself, strongly
-        return self.get_execution(ExecutionKey(pk=row["pk"], sk=row["sk"]))
+        """An execution by id, through the byJob index, then read strongly from its row.
+
+        A retry moves the row to another due partition (a delete and a put in one transaction) and the index
+        follows the table: a row the index names may be gone when it is read, and for a moment the index may
+        name no row at all. Either way the lookup is made again (FIND_PAUSES) before it answers None."""
+        for pause in (0.0, *FIND_PAUSES):
+            time.sleep(pause)
+            response = self.client.query(
+                TableName=self.executions_table,
+                IndexName=EXECUTIONS_BY_JOB_INDEX.name,
+                KeyConditionExpression="jobId = :j AND executionId = :e",
+                ExpressionAttributeValues=_ser({":j": job_id, ":e": execution_id}),
+            )
+            items = response.get("Items", [])
+            if items:
+                row = _deser(items[0])  # keys only: read the row itself, strongly
+                found = self.get_execution(ExecutionKey(pk=row["pk"], sk=row["sk"]))
+                if found is not None:
+                    return found
+        return None
 
     def list_executions(
         self, job_id: str, limit: int, cursor: str | None, newest_first: bool = True
