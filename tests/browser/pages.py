@@ -13,11 +13,14 @@ PHONE_WIDTH = 390
 
 def wait_for(driver: Any, condition: Callable[[Any], Any], seconds: float = WAIT_SECONDS) -> Any:
     """Waits for `condition`; on a timeout, fails with what the page showed (the notice and the main view)."""
-    from selenium.common.exceptions import TimeoutException
+    from selenium.common.exceptions import StaleElementReferenceException, TimeoutException
     from selenium.webdriver.support.ui import WebDriverWait
 
     try:
-        return WebDriverWait(driver, seconds, poll_frequency=0.2).until(condition)
+        # An element the page drew again while the condition read it: look again at the next poll.
+        stale = [StaleElementReferenceException]
+        waiting = WebDriverWait(driver, seconds, poll_frequency=0.2, ignored_exceptions=stale)
+        return waiting.until(condition)
     except TimeoutException:
         shown = driver.execute_script("return document.body.innerText")
         raise AssertionError(f"timed out after {seconds} s at {driver.current_url}; the page shows:\n{shown}") from None

@@ -37,10 +37,14 @@ def open_job(browser: Any, local: Any, job: dict[str, Any]) -> None:
 
 
 def job_rows(browser: Any) -> list[str] | None:
-    """The names in the jobs list once its page is in (None while a filter's page is on its way)."""
-    if css(browser, "#jobs").get_attribute("aria-busy"):
-        return None
-    return [row.text.split()[0] for row in browser.find_elements("css selector", "#jobs tbody tr[data-job-id]")]
+    """The names in the jobs list once its page is in (None while a filter's page is on its way), read in one
+    script: the list may be drawn again between finding its rows and reading them one by one."""
+    rows: list[str] | None = browser.execute_script(
+        """const table = document.querySelector('#jobs');
+        if (table.getAttribute('aria-busy')) return null;
+        return [...table.querySelectorAll('tbody tr[data-job-id]')].map(r => r.innerText.trim().split(/\\s+/)[0]);"""
+    )
+    return rows
 
 
 def field_error(browser: Any, field_id: str) -> str:
