@@ -20,10 +20,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench import calls, ceiling, failover, hotpath, lateness, pacing, report, sidebyside
+from bench import calls, ceiling, failover, hotpath, lateness, loadcheck, pacing, report, sidebyside
 
 RESULTS = Path(__file__).with_name("results.json")
-PARTS = ("calls", "ceiling", "steady", "burst", "failover", "profile", "side", "pacing")
+PARTS = ("calls", "ceiling", "steady", "burst", "failover", "profile", "side", "pacing", "load")
 WORKERS = 64  # worker threads per job class in the measured `duetime local` (its --workers)
 
 
@@ -64,6 +64,7 @@ def side_by_side_plan(options: argparse.Namespace) -> sidebyside.Plan:
         "stored": options.stored,
         "workers": options.workers,
         "api_processes": options.api_processes,
+        "submitters": options.submitters,
     }
     return replace(side, **{name: value for name, value in changes.items() if value is not None})
 
@@ -78,6 +79,7 @@ PART_KEYS = {
     "profile": ("profile",),
     "side": ("sideBySide",),
     "pacing": ("pacing",),
+    "load": ("loadCheck",),
 }
 
 
@@ -124,6 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     args.add_argument("--stored", type=int, help="side by side: future executions stored for the last figures")
     args.add_argument("--workers", type=int, help="side by side: duetime local --workers")
     args.add_argument("--api-processes", type=int, help="side by side: duetime local --api-processes (SQLite)")
+    args.add_argument("--submitters", type=int, help="side by side: client threads, a keep-alive connection each (8)")
     options = args.parse_args(argv)
     if options.smoke:
         options.only = ["side"]
@@ -209,6 +212,13 @@ def main(argv: list[str] | None = None) -> int:
     if "pacing" in options.only:
         count = settings["pacing"]
         results["pacing"] = timed(f"{count} runs paced by a 50/s limit", lambda: pacing.measure(count), timings)
+    if "load" in options.only:
+        check = loadcheck.Plan.quick() if options.quick else loadcheck.Plan()
+        if options.rates:
+            check = replace(check, rates=tuple(options.rates))
+        if options.seconds:
+            check = replace(check, seconds=options.seconds)
+        results["loadCheck"] = timed("duetime load against the bench", lambda: loadcheck.run(check), timings)
     results["machine"]["loadAverageAtEnd"] = [round(x, 2) for x in os.getloadavg()]
     results["timings"] = timings
     results["totalSeconds"] = round(time.monotonic() - started, 1)

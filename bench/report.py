@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from bench import loadcheck
+
 
 def _steady_25(results: dict[str, Any]) -> dict[str, Any] | None:
     """The 25/s scheduled-ahead run with duetime local's own settings (not the 4-thread or window runs)."""
@@ -93,6 +95,8 @@ def render(results: dict[str, Any]) -> str:
             f" in one second, {paced['notFirstTimeSuccess']} not successful first time, longest wait"
             f" {paced['waitedForLimitMaxMs']} ms",
         ]
+    if "loadCheck" in results:
+        lines += loadcheck.render(results["loadCheck"])
     runs = [*results.get("steady", []), *([results["burst"]] if "burst" in results else [])]
     if runs:
         lines += [

@@ -51,3 +51,25 @@ def test_the_smoke_run_measures_every_job_of_each_system_and_prints_the_table(tm
     assert all(run["undone"] == 0 for run in stored["runs"])
     assert "Side by side" in printed and "Issue 13 targets" in printed
     assert [t["target"] for t in side["targets"]][:1] == ["p99 start lateness < 10 ms at 20/s submitted over the API"]
+
+
+@pytest.mark.bench  # ~50 s: two short rounds of each tool against one `duetime local`
+@pytest.mark.timeout(300)
+def test_the_load_check_runs_duetime_load_and_the_bench_against_one_system_and_compares_them(tmp_path: Path) -> None:
+    output = tmp_path / "results.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "bench", "--only", "load", "--quick", "--output", str(output)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=280,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    [rate] = json.loads(output.read_text())["loadCheck"]["rates"]
+    assert len(rate["bench"]) == len(rate["load"]) == 2
+    for run in rate["bench"] + rate["load"]:
+        assert run["accepted"] == run["planned"] > 0 and not run["saturated"], run
+    assert rate["load"][0]["notStarted"] == rate["load"][1]["notStarted"] == 0
+    assert set(rate["compared"]) == {"p50Ms", "p99Ms", "executionsPerSecond"}
+    assert "duetime load against the bench" in done.stdout
