@@ -355,3 +355,52 @@ def test_a_kept_alive_connection_is_refused_with_503_once_stopped(tmp_path):
     except requests.ConnectionError:
         return  # the connection was already gone: the client reconnects and is refused
     assert response.status_code == 503 and response.json()["error"]["code"] == "unavailable", response.text
+
+
+FROZEN_WRITER = """
+import os, signal, sqlite3, sys
+conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+conn.execute("BEGIN IMMEDIATE")
+conn.execute("UPDATE messages SET receive_count = receive_count WHERE 0")
+print("holding", flush=True)
+os.kill(os.getpid(), signal.SIGSTOP)
+conn.execute("COMMIT")
+"""
+
+
+@pytest.mark.timeout(120)
+def test_a_process_frozen_holding_the_write_lock_gets_callers_503_then_everything_goes_on(tmp_path):
+    """Another process on the file frozen mid-write (SIGSTOP) holds SQLite's write lock: a create waits out
+    the busy timeout and is answered 503 with Retry-After, never a 500; once it is resumed the same request,
+    with its Idempotency-Key, creates the job, and the job runs."""
+    system = new_local_system(tmp_path, port=0, workers=1, shards=2).start()
+    api = Api(system.api_url, system.token("alice"))
+    wait_for(  # the worker process is up and has announced its handlers
+        lambda: api.post("/jobs", json={"name": "first", "handler": "demo.echo", "schedule": {"at": iso_in(1)}}).ok,
+        60,
+        what="the worker to announce demo.echo",
+    )
+    writer = subprocess.Popen(
+        [sys.executable, "-c", FROZEN_WRITER, str(tmp_path / "duetime.sqlite3")], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert writer.stdout is not None and writer.stdout.readline().strip() == "holding"
+        body = {"name": "after-a-freeze", "handler": "demo.echo", "schedule": {"at": iso_in(1)}}
+        headers = {"Idempotency-Key": "frozen-writer-1"}
+        refused = api.post("/jobs", json=body, headers=headers)
+        assert refused.status_code == 503, refused.text
+        assert refused.json()["error"]["code"] == "unavailable" and int(refused.headers["Retry-After"]) >= 1
+        writer.send_signal(signal.SIGCONT)
+        assert writer.wait(timeout=10) == 0
+        job = api.post("/jobs", json=body, headers=headers)
+        assert job.status_code == 201, job.text
+        wait_for(
+            lambda: [e for e in executions(api, job.json()["jobId"]) if e["status"] == "succeeded"],
+            60,
+            what="the job created after the freeze to run",
+        )
+    finally:
+        if writer.poll() is None:
+            writer.send_signal(signal.SIGCONT)
+            writer.kill()
+        system.stop()
