@@ -20,10 +20,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench import calls, ceiling, failover, hotpath, lateness, loadcheck, pacing, report, sidebyside
+from bench import calls, ceiling, cpu, failover, hotpath, lateness, loadcheck, pacing, report, sidebyside
 
 RESULTS = Path(__file__).with_name("results.json")
-PARTS = ("calls", "ceiling", "steady", "burst", "failover", "profile", "side", "pacing", "load")
+PARTS = ("calls", "ceiling", "steady", "burst", "failover", "profile", "side", "pacing", "load", "cpu")
 WORKERS = 64  # worker threads per job class in the measured `duetime local` (its --workers)
 
 
@@ -40,6 +40,7 @@ def plan(quick: bool) -> dict[str, Any]:
             "heartbeatJob": (6, 6),
             "profile": 40,
             "pacing": 200,
+            "cpu": 400,
         }
     return {
         "steady": [(10, 20), (25, 30), (50, 10)],
@@ -52,6 +53,7 @@ def plan(quick: bool) -> dict[str, Any]:
         "heartbeatJob": (30, 30),
         "profile": 120,
         "pacing": 1000,
+        "cpu": 4000,
     }
 
 
@@ -80,6 +82,7 @@ PART_KEYS = {
     "side": ("sideBySide",),
     "pacing": ("pacing",),
     "load": ("loadCheck",),
+    "cpu": ("cpu",),
 }
 
 
@@ -219,6 +222,9 @@ def main(argv: list[str] | None = None) -> int:
         if options.seconds:
             check = replace(check, seconds=options.seconds)
         results["loadCheck"] = timed("duetime load against the bench", lambda: loadcheck.run(check), timings)
+    if "cpu" in options.only:
+        count = settings["cpu"]
+        results["cpu"] = timed(f"CPU per job over {count} jobs", lambda: cpu.measure(count), timings)
     results["machine"]["loadAverageAtEnd"] = [round(x, 2) for x in os.getloadavg()]
     results["timings"] = timings
     results["totalSeconds"] = round(time.monotonic() - started, 1)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench import loadcheck
+from bench import cpu, loadcheck
 
 
 def _steady_25(results: dict[str, Any]) -> dict[str, Any] | None:
@@ -95,6 +95,8 @@ def render(results: dict[str, Any]) -> str:
             f" in one second, {paced['notFirstTimeSuccess']} not successful first time, longest wait"
             f" {paced['waitedForLimitMaxMs']} ms",
         ]
+    if "cpu" in results:
+        lines += cpu.render(results["cpu"])
     if "loadCheck" in results:
         lines += loadcheck.render(results["loadCheck"])
     runs = [*results.get("steady", []), *([results["burst"]] if "burst" in results else [])]
