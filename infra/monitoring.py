@@ -113,13 +113,16 @@ class Monitoring(Construct):
                 + settings.preload_interval_seconds
                 + class_queues.job_class.lease_seconds
             )
-            self._alarm(
-                f"OldestDueMessage-{name}",
-                f"{prefix}: the {name!r} due queue holds a message older than {oldest_allowed} s",
-                class_queues.due.metric_approximate_age_of_oldest_message(period=MINUTE, statistic="Maximum"),
-                threshold=oldest_allowed,
-                evaluation_periods=3,
-            )
+            # One alarm per due queue of a spread class (queue 0's keeps its id): any queue left unread alarms.
+            for index, due in enumerate(class_queues.every_due):
+                self._alarm(
+                    f"OldestDueMessage-{name}" + (f"-{index}" if index else ""),
+                    f"{prefix}: the {name!r} due queue{f' {index}' if class_queues.more_due else ''} holds a "
+                    f"message older than {oldest_allowed} s",
+                    due.metric_approximate_age_of_oldest_message(period=MINUTE, statistic="Maximum"),
+                    threshold=oldest_allowed,
+                    evaluation_periods=3,
+                )
 
         self._alarm(
             "StartLatenessP99",
