@@ -23,7 +23,11 @@ def depths(queues: SqliteQueues | DueQueues) -> list[int]:
     """Messages on each due queue of `default`, by index (visible, delayed or in flight)."""
     if isinstance(queues, SqliteQueues):
         return [queues.depth("default", index) for index in range(2)]
-    names = ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible", "ApproximateNumberOfMessagesDelayed"]
+    names = [
+        "ApproximateNumberOfMessages",
+        "ApproximateNumberOfMessagesNotVisible",
+        "ApproximateNumberOfMessagesDelayed",
+    ]
     return [
         sum(
             int(v)
@@ -45,9 +49,7 @@ def test_jobs_of_every_shard_run_once_through_both_queues_of_their_class(tmp_pat
         assert ports.settings.job_class("default").queues == 2
         api = Api(system.api_url, system.token("alice"))
         at = (datetime.now(UTC) + timedelta(seconds=6)).isoformat()
-        jobs = [
-            submit(api, name=f"j{i}", handler="demo.echo", schedule={"at": at})["jobId"] for i in range(16)
-        ]
+        jobs = [submit(api, name=f"j{i}", handler="demo.echo", schedule={"at": at})["jobId"] for i in range(16)]
         assert {shard_of(job_id, SHARDS) for job_id in jobs} == set(range(SHARDS))
         # Before they are due, each queue holds the jobs of its shards
         queued = wait_for(lambda: d if sum(d := depths(ports.queues)) >= len(jobs) else None, 5, what="queued")

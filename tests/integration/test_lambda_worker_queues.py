@@ -56,7 +56,11 @@ def message_of_queue_1(ports, clock_offset: float) -> DueMessage:
     now = ports.clock()
     while True:
         spec = JobSpec.model_validate(
-            {"name": "t", "handler": "demo.echo", "schedule": {"at": (now + timedelta(seconds=clock_offset)).isoformat()}}
+            {
+                "name": "t",
+                "handler": "demo.echo",
+                "schedule": {"at": (now + timedelta(seconds=clock_offset)).isoformat()},
+            }
         )
         created, _ = submit_job(ports, "alice", spec)
         if shard_of(created.job_id, 4) % 2 == 1:

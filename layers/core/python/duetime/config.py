@@ -18,10 +18,10 @@ from duetime.definitions import (
     DEFAULT_MAX_ACTIVE_JOBS,
     DEFAULT_REGION,
     DEFAULT_RUN_NOWS_PER_MINUTE,
+    JOB_CLASSES,
     LOCAL_SETTINGS,
     METRIC_NAMESPACE,
     PRELOAD_DISPATCH_THREADS,
-    JOB_CLASSES,
     PRELOAD_THREADS,
     Settings,
     class_queues_problem,
@@ -166,14 +166,16 @@ class RuntimeConfig(BaseSettings):
     def of_settings(cls, settings: Settings, **given: Any) -> RuntimeConfig:
         """The configuration that carries `settings` (what settings() gives back, less the job classes'
         own leases), with the other fields `given`."""
+        spread: dict[str, Any] = {}
+        if settings.class_queues():  # only then: a stack with one queue per class keeps its environment
+            spread["class_queues"] = settings.class_queues()
         return cls(
             prefix=settings.prefix,
             shards=settings.shards,
             preload_interval_seconds=settings.preload_interval_seconds,
             preload_window_seconds=settings.preload_window_seconds,
             history_retention_days=settings.history_retention_days,
-            # Only when some class is spread: a stack with one queue per class keeps its environment.
-            **({"class_queues": settings.class_queues()} if settings.class_queues() else {}),
+            **spread,
             **given,
         )
 

@@ -531,10 +531,9 @@ def class_plan(inputs: Inputs, job_class: ClassLoad) -> dict[str, Any]:
         )
         fits = False
     if in_flight_queues > configured:
-        fix += (
-            f"; split over {in_flight_queues} queues by shard "
-            f"({class_queues_setting(job_class.name, in_flight_queues)}) for SQS's {SQS_IN_FLIGHT_PER_QUEUE:,} in flight"
-        )
+        setting = class_queues_setting(job_class.name, in_flight_queues)
+        cap = SQS_IN_FLIGHT_PER_QUEUE
+        fix += f"; split over {in_flight_queues} queues by shard ({setting}) for SQS's {cap:,} in flight"
     if kind == "lambda" and batches > inputs.lambda_account_concurrency:
         warnings.append(
             f"class {job_class.name}: {batches:,.0f} concurrent worker invocations exceed the account's Lambda "

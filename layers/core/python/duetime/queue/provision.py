@@ -17,8 +17,6 @@ def create_queues(client: Any, settings: Settings) -> None:
                 QueueName=queue_name,
                 Attributes={
                     "VisibilityTimeout": str(queue_visibility_seconds(job_class)),
-                    "RedrivePolicy": json.dumps(
-                        {"deadLetterTargetArn": dlq_arn, "maxReceiveCount": MAX_RECEIVE_COUNT}
-                    ),
+                    "RedrivePolicy": json.dumps({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": MAX_RECEIVE_COUNT}),
                 },
             )

@@ -98,9 +98,7 @@ class SqliteQueues:
         return [Received(DueMessage.from_body(body), receipt, count) for body, receipt, count in taken]
 
     def receive_dead_letters(self, job_class: str, wait_seconds: float = 0) -> list[tuple[dict[str, Any], str]]:
-        taken = self._receive(
-            [self.dlq_names[job_class]], SQS_BATCH_SIZE, wait_seconds, DLQ_VISIBILITY_SECONDS, None
-        )
+        taken = self._receive([self.dlq_names[job_class]], SQS_BATCH_SIZE, wait_seconds, DLQ_VISIBILITY_SECONDS, None)
         return [(json.loads(body), receipt) for body, receipt, _ in taken]
 
     def _receive(
