@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+
 import aws_cdk as cdk
 import pytest
 from duetime.config import RuntimeConfig
@@ -19,7 +23,8 @@ WORKER_0_ID_PREFIX = "FunctionsWorkerdefault"
 
 @pytest.fixture(scope="module")
 def spread(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
-    return synthesize(tmp_path_factory, {"classQueues": "default:3"})
+    # The long (ECS) class spread too: its task role and backlog scaling cover both of its queues.
+    return synthesize(tmp_path_factory, {"classQueues": "default:3,long:2"})
 
 
 def _queues(synthesized: Synthesized) -> dict[str, tuple[str, dict]]:
@@ -80,7 +85,7 @@ def test_three_worker_functions_each_with_the_event_source_of_its_own_queue(spre
     assert len(settings) == 1
     for function in workers.values():
         env = function["Properties"]["Environment"]["Variables"]
-        assert env[RuntimeConfig.env_name("class_queues")] == '{"default":3}'
+        assert json.loads(env[RuntimeConfig.env_name("class_queues")]) == {"default": 3, "long": 2}
 
 
 def test_each_worker_consumes_its_own_queue_and_may_send_to_every_queue_of_its_class(spread):
@@ -114,6 +119,45 @@ def test_one_dlq_alarm_and_an_age_alarm_per_queue(spread):
     alarms = [a["Properties"]["AlarmDescription"] for a in spread.resources("AWS::CloudWatch::Alarm").values()]
     assert len([a for a in alarms if "'default' DLQ" in a]) == 1
     assert len([a for a in alarms if "'default' due queue" in a]) == 3
+
+
+def test_the_ecs_class_reads_and_scales_on_both_of_its_queues(spread):
+    queues = _queues(spread)
+    ids = {queues[JOB_CLASSES["long"].queue_name(PREFIX, i)][0] for i in range(2)}
+    [policy] = [
+        p
+        for name, p in spread.resources("AWS::IAM::Policy").items()
+        if name.startswith("WorkersTaskRolelong") and "DefaultPolicy" in name
+    ]
+    receivers = {
+        r["Fn::GetAtt"][0]
+        for s in policy["Properties"]["PolicyDocument"]["Statement"]
+        if "sqs:ReceiveMessage" in (s["Action"] if isinstance(s["Action"], list) else [s["Action"]])
+        for r in (s["Resource"] if isinstance(s["Resource"], list) else [s["Resource"]])
+        if isinstance(r, dict) and "Fn::GetAtt" in r
+    }
+    assert receivers == ids
+    # Step scaling's alarms (one for each direction) watch the sum of both queues' visible messages
+    expressions = [
+        m["Expression"]
+        for a in spread.resources("AWS::CloudWatch::Alarm").values()
+        for m in a["Properties"].get("Metrics", [])
+        if "Expression" in m
+    ]
+    assert expressions and set(expressions) == {"q0+q1"}
+
+
+def test_the_spread_template_passes_cfn_lint(spread, tmp_path):
+    template = tmp_path / "DuetimeStack.template.json"
+    template.write_text(json.dumps(spread.raw))
+    result = subprocess.run(
+        [sys.executable, "-m", "cfnlint", "--format", "parseable", str(template)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    errors = [line for line in result.stdout.splitlines() if ":E" in line]
+    assert result.returncode & 2 == 0 and not errors, result.stdout + result.stderr
 
 
 def test_the_default_context_keeps_one_queue_and_function_per_class_with_their_ids(synthesized):
