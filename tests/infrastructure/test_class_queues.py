@@ -147,6 +147,15 @@ def test_the_ecs_class_reads_and_scales_on_both_of_its_queues(spread):
     assert expressions and set(expressions) == {"q0+q1"}
 
 
+def test_the_dashboard_counts_and_shows_every_due_queue(spread):
+    [dashboard] = spread.resources("AWS::CloudWatch::Dashboard").values()
+    body = json.dumps(dashboard["Properties"]["DashboardBody"])
+    # executions/s sums the deletes of all five due queues (default 0..2, long 0..1)
+    assert "(c0 + c1 + c2 + c3 + c4) / PERIOD(c0)" in body
+    for label in ("default visible", "default-1 visible", "default-2 oldest", "long-1 visible"):
+        assert label in body
+
+
 def test_the_spread_template_passes_cfn_lint(spread, tmp_path):
     template = tmp_path / "DuetimeStack.template.json"
     template.write_text(json.dumps(spread.raw))
