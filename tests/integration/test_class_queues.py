@@ -4,9 +4,12 @@ from, and retries and a DLQ redrive route the same way."""
 
 from __future__ import annotations
 
+import threading
+import time
 from datetime import timedelta
 
 import pytest
+from duetime.adapters.sqlite.queue import SqliteQueues
 from duetime.definitions import Settings
 from duetime.domain.keys import shard_of
 from duetime.domain.models import ExecutionStatus, JobSpec, format_time
@@ -39,6 +42,25 @@ def receive_all(ports, wait: float = 0) -> list[Received]:
     while batch := ports.queues.receive("default", 10, wait, 30):
         taken += batch
     return taken
+
+
+def queued(ports) -> list[int]:
+    """Messages on each due queue of `default`, visible, delayed or in flight."""
+    queues = ports.queues
+    if isinstance(queues, SqliteQueues):
+        return [queues.depth("default", index) for index in range(QUEUES)]
+    names = [
+        "ApproximateNumberOfMessages",
+        "ApproximateNumberOfMessagesNotVisible",
+        "ApproximateNumberOfMessagesDelayed",
+    ]
+    return [
+        sum(
+            int(v)
+            for v in queues.client.get_queue_attributes(QueueUrl=url, AttributeNames=names)["Attributes"].values()
+        )
+        for url in queues.class_queue_urls["default"]
+    ]
 
 
 def queue_of(received: Received) -> int:
@@ -123,3 +145,26 @@ def test_retries_and_a_dead_letter_redrive_go_to_the_queue_of_the_shard(ports, c
     for job in jobs:
         [execution] = ports.store.executions_of_job(job.job_id)
         assert execution.attempt == 3
+
+
+def test_the_worker_loop_runs_what_is_due_on_both_queues_and_deletes_each_on_its_own(ports, clock):
+    # Given jobs of every shard due now, half of them on each queue
+    jobs = [submit_job(ports, "alice", one_off(clock, seconds=0))[0] for _ in range(16)]
+    assert {shard_of(j.job_id, 4) % QUEUES for j in jobs} == {0, 1}
+    # When `duetime worker`'s receive loop runs (batched deletes, a receive reading both queues)
+    worker = Worker(ports, "default", "w1", concurrency=4)
+    thread = threading.Thread(target=worker.run, kwargs={"grace_seconds": 1})
+    thread.start()
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            rows = [ports.store.executions_of_job(j.job_id)[0] for j in jobs]
+            if all(r.status == ExecutionStatus.SUCCEEDED for r in rows):
+                break
+            time.sleep(0.2)
+    finally:
+        worker.stopping.set()
+        thread.join(timeout=15)
+    # Then every one ran, and each message was deleted from the queue it came from (none is left in flight)
+    assert all(r.status == ExecutionStatus.SUCCEEDED for r in rows)
+    assert queued(ports) == [0, 0]
