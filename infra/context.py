@@ -25,6 +25,7 @@ duetime.definitions.JOB_CLASSES: the runtime reads the same table, so they are n
 | handlerTaskRoles       | "" (none)                            | roles those tasks run as (names or ARNs; PassRole)   |
 | workerRoleArns         | "" (none)                            | more principals admitted to the worker routes (a,b)  |
 | workerMaxConcurrency   | 50                                   | most concurrent batches per Lambda worker (reserved) |
+| classQueues            | "" (one due queue per class)         | due queues per class by shard (default:4,long:1)     |
 | apiReservedConcurrency | 50                                   | concurrency kept for the API function (0: none)      |
 | callerRateLimit        | 1000                                 | WAF: requests per 5 minutes per IP and per token     |
 | maxActiveJobs          | 10000 (definitions.py)               | jobs (not cancelled) per owner; 0: unlimited         |
@@ -54,8 +55,10 @@ from duetime.definitions import (
     DEFAULT_JOB_CREATES_PER_MINUTE,
     DEFAULT_MAX_ACTIVE_JOBS,
     DEFAULT_RUN_NOWS_PER_MINUTE,
+    JOB_CLASSES,
     SQS_MAX_DELAY_SECONDS,
     Settings,
+    parse_class_queues,
     preload_window_problem,
 )
 from duetime.domain.quotas import Quotas
@@ -122,6 +125,17 @@ def _str(node: Node, key: str, default: str | None = None) -> str | None:
 
 def _list(node: Node, key: str) -> list[str]:
     return [item.strip() for item in (_str(node, key, "") or "").split(",") if item.strip()]
+
+
+def _class_queues(node: Node) -> dict[str, int]:
+    """Context classQueues (`default:4,long:1`): each class's due queues, 1..MAX_CLASS_QUEUES."""
+    raw: Any = node.try_get_context("classQueues")
+    if raw is None or raw == "":
+        return {}
+    try:
+        return parse_class_queues(str(raw), ":", JOB_CLASSES)
+    except ValueError as exc:
+        raise ValueError(f"context classQueues: {exc}") from exc
 
 
 def _kms_key(node: Node) -> str | None:
@@ -196,7 +210,7 @@ class DeployContext:
             preload_interval_seconds=base.preload_interval_seconds,
             preload_window_seconds=_int(node, "preloadWindowSeconds", base.preload_window_seconds),
             history_retention_days=_int(node, "historyRetentionDays", base.history_retention_days),
-        )
+        ).with_class_queues(_class_queues(node))
         if settings.preload_window_seconds > MAX_PRELOAD_WINDOW_SECONDS:
             raise ValueError(f"context preloadWindowSeconds must be at most {MAX_PRELOAD_WINDOW_SECONDS}")
         problem = preload_window_problem(settings.preload_interval_seconds, settings.preload_window_seconds)

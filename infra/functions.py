@@ -124,7 +124,7 @@ class Functions(Construct):
         self.environment = stack_environment(ctx, queues)
         grants = grants_environment(ctx.handler_grants)
         tables = storage.tables
-        every_due = [q.due for q in queues.by_class.values()]
+        every_due = [due for q in queues.by_class.values() for due in q.every_due]
         every_dlq = [q.dlq for q in queues.by_class.values()]
 
         self.api = self._function(
@@ -152,33 +152,42 @@ class Functions(Construct):
         for name, class_queues in queues.by_class.items():
             if class_queues.job_class.worker_kind != "lambda":
                 continue
-            worker = self._function(
-                FunctionSpec(
-                    "worker",
-                    f"duetime worker of the {name!r} job class",
-                    lambda_worker_timeout(class_queues.job_class),
-                ),
-                construct_id=f"Worker-{name}",
-                job_class=name,
-                extra_env=grants,
-                extra_layers=[self.handler_layer] if self.handler_layer else [],
-                # As many as its event source may start: the workers' burst has a ceiling the API never meets.
-                reserved_concurrency=ctx.worker_max_concurrency,
-            )
-            grant_webhook_secrets(worker.role, ctx.settings.prefix)  # type: ignore[arg-type]
-            grant_tables(worker.role, tables, WORKER_TABLE_ACTIONS)  # type: ignore[arg-type]
-            grant_queues(worker.role, [class_queues.due], [*CONSUME, *SEND])  # type: ignore[arg-type]
-            grant_queues(worker.role, [class_queues.dlq], SEND)  # type: ignore[arg-type]
-            worker.add_event_source(
-                sources.SqsEventSource(
-                    class_queues.due,
-                    batch_size=WORKER_BATCH_SIZE,
-                    max_batching_window=Duration.seconds(WORKER_BATCHING_WINDOW_SECONDS),
-                    report_batch_item_failures=True,
-                    max_concurrency=ctx.worker_max_concurrency,
+            # One function per due queue of the class (Lambda runs at most ~1,000 batches of one event
+            # source at once): queue 0's keeps the id it always had, so an existing stack keeps its function.
+            for index, due in enumerate(class_queues.every_due):
+                suffix = "" if index == 0 else f"-{index}"
+                worker = self._function(
+                    FunctionSpec(
+                        "worker",
+                        f"duetime worker of the {name!r} job class"
+                        + (f", due queue {index}" if class_queues.more_due else ""),
+                        lambda_worker_timeout(class_queues.job_class),
+                    ),
+                    construct_id=f"Worker-{name}{suffix}",
+                    job_class=name,
+                    extra_env=grants,
+                    extra_layers=[self.handler_layer] if self.handler_layer else [],
+                    # As many as its event source may start: the workers' burst has a ceiling the API never meets.
+                    reserved_concurrency=ctx.worker_max_concurrency,
                 )
-            )
-            self.workers[name] = worker
+                grant_webhook_secrets(worker.role, ctx.settings.prefix)  # type: ignore[arg-type]
+                grant_tables(worker.role, tables, WORKER_TABLE_ACTIONS)  # type: ignore[arg-type]
+                # Its own queue to consume; every queue of the class to send to (retries and limit
+                # re-sends go to the queue of the execution's shard, which may be another).
+                grant_queues(worker.role, [due], [*CONSUME, *SEND])  # type: ignore[arg-type]
+                if others := [q for q in class_queues.every_due if q is not due]:
+                    grant_queues(worker.role, others, SEND)  # type: ignore[arg-type]
+                grant_queues(worker.role, [class_queues.dlq], SEND)  # type: ignore[arg-type]
+                worker.add_event_source(
+                    sources.SqsEventSource(
+                        due,
+                        batch_size=WORKER_BATCH_SIZE,
+                        max_batching_window=Duration.seconds(WORKER_BATCHING_WINDOW_SECONDS),
+                        report_batch_item_failures=True,
+                        max_concurrency=ctx.worker_max_concurrency,
+                    )
+                )
+                self.workers[f"{name}{suffix}"] = worker
 
         self.dlq_notifier = self._function(
             FunctionSpec(

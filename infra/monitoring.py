@@ -113,13 +113,16 @@ class Monitoring(Construct):
                 + settings.preload_interval_seconds
                 + class_queues.job_class.lease_seconds
             )
-            self._alarm(
-                f"OldestDueMessage-{name}",
-                f"{prefix}: the {name!r} due queue holds a message older than {oldest_allowed} s",
-                class_queues.due.metric_approximate_age_of_oldest_message(period=MINUTE, statistic="Maximum"),
-                threshold=oldest_allowed,
-                evaluation_periods=3,
-            )
+            # One alarm per due queue of a spread class (queue 0's keeps its id): any queue left unread alarms.
+            for index, due in enumerate(class_queues.every_due):
+                self._alarm(
+                    f"OldestDueMessage-{name}" + (f"-{index}" if index else ""),
+                    f"{prefix}: the {name!r} due queue{f' {index}' if class_queues.more_due else ''} holds a "
+                    f"message older than {oldest_allowed} s",
+                    due.metric_approximate_age_of_oldest_message(period=MINUTE, statistic="Maximum"),
+                    threshold=oldest_allowed,
+                    evaluation_periods=3,
+                )
 
         self._alarm(
             "StartLatenessP99",
@@ -184,9 +187,15 @@ class Monitoring(Construct):
     ) -> cloudwatch.Dashboard:
         dashboard = cloudwatch.Dashboard(self, "Dashboard", dashboard_name=f"{prefix}-overview")
         # A completed execution deletes its due message: deletes per second are executions per second.
+        # (every due queue of a spread class)
+        every_due = [
+            (name if index == 0 else f"{name}-{index}", due)
+            for name, q in queues.by_class.items()
+            for index, due in enumerate(q.every_due)
+        ]
         completed = {
-            f"c{i}": q.due.metric_number_of_messages_deleted(period=MINUTE, statistic="Sum")
-            for i, q in enumerate(queues.by_class.values())
+            f"c{i}": due.metric_number_of_messages_deleted(period=MINUTE, statistic="Sum")
+            for i, (_, due) in enumerate(every_due)
         }
         executions_per_second = cloudwatch.MathExpression(
             expression=f"({' + '.join(completed)}) / PERIOD(c0)",
@@ -225,12 +234,12 @@ class Monitoring(Construct):
             cloudwatch.GraphWidget(
                 title="Due queues: visible and oldest (s)",
                 left=[
-                    q.due.metric_approximate_number_of_messages_visible(period=MINUTE, label=f"{name} visible")
-                    for name, q in queues.by_class.items()
+                    due.metric_approximate_number_of_messages_visible(period=MINUTE, label=f"{name} visible")
+                    for name, due in every_due
                 ],
                 right=[
-                    q.due.metric_approximate_age_of_oldest_message(period=MINUTE, label=f"{name} oldest")
-                    for name, q in queues.by_class.items()
+                    due.metric_approximate_age_of_oldest_message(period=MINUTE, label=f"{name} oldest")
+                    for name, due in every_due
                 ],
                 width=8,
             ),

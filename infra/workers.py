@@ -1,10 +1,11 @@
 """Workers: the ECS Fargate service running `duetime worker` for each job class whose worker_kind is "ecs"
-(the `long` class), in private subnets, scaled on its due queue's backlog."""
+(the `long` class), in private subnets, scaled on its due queues' backlog."""
 
 from __future__ import annotations
 
 from aws_cdk import Duration, Fn, IgnoreMode
 from aws_cdk import aws_applicationautoscaling as autoscaling
+from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecr_assets as ecr_assets
 from aws_cdk import aws_ecs as ecs
@@ -98,7 +99,7 @@ class Workers(Construct):
                 description=f"duetime worker of the {name!r} job class: only what `duetime worker` calls",
             )
             grant_tables(task_role, storage.tables, WORKER_TABLE_ACTIONS)
-            grant_queues(task_role, [class_queues.due], [*CONSUME, *SEND])
+            grant_queues(task_role, class_queues.every_due, [*CONSUME, *SEND])
             grant_queues(task_role, [class_queues.dlq], SEND)
             grant_handler_targets(
                 task_role,
@@ -162,12 +163,23 @@ class Workers(Construct):
             scaling = service.auto_scale_task_count(
                 min_capacity=ctx.long_worker_min_tasks, max_capacity=ctx.long_worker_max_tasks
             )
-            # Backlog: due messages visible and not yet received; each task runs `concurrency` at once.
+            # Backlog: due messages visible and not yet received (on every queue of a spread class); each
+            # task runs `concurrency` at once.
+            visible = [
+                due.metric_approximate_number_of_messages_visible(period=Duration.minutes(1), statistic="Maximum")
+                for due in class_queues.every_due
+            ]
+            backlog: cloudwatch.IMetric = visible[0]
+            if len(visible) > 1:
+                backlog = cloudwatch.MathExpression(
+                    expression="+".join(f"q{i}" for i in range(len(visible))),
+                    using_metrics={f"q{i}": metric for i, metric in enumerate(visible)},
+                    period=Duration.minutes(1),
+                    label=f"{name}: visible on its {len(visible)} due queues",
+                )
             scaling.scale_on_metric(
                 "QueueBacklog",
-                metric=class_queues.due.metric_approximate_number_of_messages_visible(
-                    period=Duration.minutes(1), statistic="Maximum"
-                ),
+                metric=backlog,
                 scaling_steps=[
                     autoscaling.ScalingInterval(upper=0, change=-1),
                     autoscaling.ScalingInterval(lower=1, change=+1),

@@ -12,6 +12,7 @@ from duetime.config import RuntimeConfig, build_ports, build_targets
 from duetime.domain.models import ExecutionStatus
 from duetime.queue.sqs import DueMessage, Received
 from duetime.service.outcomes import RunOutcome
+from duetime.service.ports import queue_receipt
 from duetime.worker.registry import load_modules
 from duetime.worker.runtime import HandlerAnnouncer, Worker
 
@@ -22,6 +23,11 @@ PORTS = build_ports(CONFIG)
 TARGETS = build_targets(CONFIG)
 load_modules(CONFIG.handler_module_names())
 JOB_CLASS = CONFIG.job_class
+# A class spread over several due queues has a worker function per queue: a record's deletes and visibility
+# changes go to the queue it came from, known by name from its eventSourceARN.
+QUEUE_INDEX = {
+    name: index for index, name in enumerate(CONFIG.settings().job_class(JOB_CLASS).queue_names(CONFIG.prefix))
+}
 # This container's handlers, announced at cold start and renewed by invocations (the API of a deployment
 # reads the synth-time manifest too, so this matters for workers whose code changed since).
 ANNOUNCER = HandlerAnnouncer(PORTS, JOB_CLASS, f"lambda-{uuid.uuid4().hex[:12]}")
@@ -29,6 +35,16 @@ ANNOUNCER.announce()
 # A record that failed before its claim comes back after 1, 2, 4 ... seconds (at most this), not after
 # the queue's visibility timeout (the function's timeout, up to 15 minutes).
 MAX_RETRY_BACKOFF_SECONDS = 60
+
+
+def record_receipt(record: Any) -> str:
+    """The receipt the queue adapter takes for `record`: its handle, marked with its queue's index."""
+    queue_name = str(record.event_source_arn).rsplit(":", 1)[-1]
+    index = QUEUE_INDEX.get(queue_name)
+    if index is None:  # not one of this class's queues: the configuration is wrong; queue 0 is the best guess
+        logger.error("a record from a queue of another class", extra={"eventSourceARN": record.event_source_arn})
+        index = 0
+    return queue_receipt(index, record.receipt_handle)
 
 
 def retry_backoff_seconds(receive_count: int) -> int:
@@ -47,7 +63,7 @@ def return_for_retry(record: Any, worker_id: str) -> None:
         logger.warning("could not read the row of a failed record", extra={"messageId": record.message_id})
     backoff = retry_backoff_seconds(int(record.attributes.approximate_receive_count))
     try:
-        PORTS.queues.extend(JOB_CLASS, record.receipt_handle, backoff)
+        PORTS.queues.extend(JOB_CLASS, record_receipt(record), backoff)
     except Exception:
         logger.exception("could not shorten a failed record's visibility", extra={"messageId": record.message_id})
 
@@ -75,7 +91,7 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, list[dict[str, str
         try:
             received = Received(
                 message=DueMessage.from_body(record.body),
-                receipt=record.receipt_handle,
+                receipt=record_receipt(record),
                 receive_count=int(record.attributes.approximate_receive_count),
             )
             return record.message_id, worker.process(received)

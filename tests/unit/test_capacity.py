@@ -147,6 +147,36 @@ def test_a_class_past_the_1000_batches_spills_over_queues_then_moves_to_ecs():
     assert "3 queues by shard" in ecs["fix"]  # 355,000 in flight, 120,000 a queue
 
 
+def test_the_spill_over_fix_names_the_class_queues_setting_and_a_deployed_spread_fits():
+    # The fix is a deploy setting: the class's queues by shard
+    [spill] = estimate(Inputs(rate=10_000, shards=40, avg_seconds=2)).classes
+    assert "`-c classQueues=default:4`" in spill["fix"] and not spill["fits"]
+    # Deployed with it (and an account quota raised for the 3,550 invocations), each queue's function carries a
+    # quarter of the 3,550 batches: within the ceiling
+    deployed = Inputs(
+        rate=10_000, shards=40, avg_seconds=2, class_queues=(("default", 4),), lambda_account_concurrency=5000
+    )
+    [spread] = estimate(deployed).classes
+    assert spread["fits"] and spread["runs_on"] == "lambda" and spread["queues"] == 4
+    assert "888 batches a queue" in spread["fix"] and "`-c workerMaxConcurrency=1000`" in spread["fix"]
+    # Too few deployed queues: the plan still names how many are needed
+    [short] = estimate(Inputs(rate=10_000, shards=40, avg_seconds=2, class_queues=(("default", 2),))).classes
+    assert not short["fits"] and "`-c classQueues=default:4`" in short["fix"]
+    # ECS past the queues it would take, with the split SQS's in-flight cap asks for named as a setting
+    [ecs] = estimate(Inputs(rate=100_000, shards=400, avg_seconds=2)).classes
+    assert "`-c classQueues=default:3`" in ecs["fix"]
+
+
+def test_duetime_capacity_takes_the_deployed_class_queues(capsys):
+    from duetime.cli.main import main
+
+    assert main(["capacity", "--rate", "10000", "--shards", "40", "--class-queues", "default=4"]) in (0, 1)
+    out = capsys.readouterr().out
+    assert "Lambda over 4 queues by shard (`-c classQueues=default:4`): 888 batches a queue" in out
+    assert main(["capacity", "--rate", "10000", "--class-queues", "default=11"]) == 2
+    assert "must be 1..10, got 11" in capsys.readouterr().out
+
+
 def test_each_job_class_is_planned_on_its_own_share_and_run_time():
     classes = (capacity.parse_class("default:0.9:1"), capacity.parse_class("long:0.1:1200"))
     result = estimate(Inputs(rate=1000, shards=32, classes=classes))

@@ -18,11 +18,13 @@ from duetime.definitions import (
     DEFAULT_MAX_ACTIVE_JOBS,
     DEFAULT_REGION,
     DEFAULT_RUN_NOWS_PER_MINUTE,
+    JOB_CLASSES,
     LOCAL_SETTINGS,
     METRIC_NAMESPACE,
     PRELOAD_DISPATCH_THREADS,
     PRELOAD_THREADS,
     Settings,
+    class_queues_problem,
     preload_window_problem,
 )
 from duetime.domain.grants import DEMO_ONLY, EVERYONE, Grants
@@ -70,7 +72,10 @@ class RuntimeConfig(BaseSettings):
     preload_dispatch_threads: int = Field(default=PRELOAD_DISPATCH_THREADS, ge=1, le=64)  # calls at once per shard
     history_retention_days: int = Field(default=_DEFAULTS.history_retention_days, ge=1)
     lease_seconds: int | None = Field(default=None, ge=3)
-    queue_urls: dict[str, str] | None = None
+    # Each class's due queue URL; a class spread over several queues: their URLs by index.
+    queue_urls: dict[str, str | list[str]] | None = None
+    # The classes spread over more than one due queue by shard ({"default": 4}; JobClassDef.queues).
+    class_queues: dict[str, int] | None = None
     dlq_urls: dict[str, str] | None = None
     alert_topic_arn: str | None = None
     jwt_secret: str | None = None
@@ -119,6 +124,24 @@ class RuntimeConfig(BaseSettings):
             raise ValueError(problem)
         return self
 
+    @model_validator(mode="after")
+    def _class_queues(self) -> RuntimeConfig:
+        """Refused at cold start: a count out of range, or queue URLs that do not match it (a message
+        would be sent to a queue no worker reads)."""
+        counts = self.class_queues or {}
+        for name, count in counts.items():
+            problem = class_queues_problem(name, count, JOB_CLASSES)
+            if problem:
+                raise ValueError(f"{self.env_name('class_queues')}: {problem}")
+        for name, urls in (self.queue_urls or {}).items():
+            given = 1 if isinstance(urls, str) else len(urls)
+            if given != counts.get(name, 1):
+                raise ValueError(
+                    f"{self.env_name('queue_urls')} gives {given} queue(s) of class {name!r}, "
+                    f"{self.env_name('class_queues')} {counts.get(name, 1)}"
+                )
+        return self
+
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> RuntimeConfig:
         """The configuration in the DUETIME_* variables of `environ` (the process environment by default)."""
@@ -143,12 +166,16 @@ class RuntimeConfig(BaseSettings):
     def of_settings(cls, settings: Settings, **given: Any) -> RuntimeConfig:
         """The configuration that carries `settings` (what settings() gives back, less the job classes'
         own leases), with the other fields `given`."""
+        spread: dict[str, Any] = {}
+        if settings.class_queues():  # only then: a stack with one queue per class keeps its environment
+            spread["class_queues"] = settings.class_queues()
         return cls(
             prefix=settings.prefix,
             shards=settings.shards,
             preload_interval_seconds=settings.preload_interval_seconds,
             preload_window_seconds=settings.preload_window_seconds,
             history_retention_days=settings.history_retention_days,
+            **spread,
             **given,
         )
 
@@ -162,7 +189,7 @@ class RuntimeConfig(BaseSettings):
             history_retention_days=self.history_retention_days,
             job_classes=dict(base.job_classes),
             allow_loopback_webhooks=base.allow_loopback_webhooks,
-        )
+        ).with_class_queues(self.class_queues or {})
         return settings.with_lease_seconds(self.lease_seconds) if self.lease_seconds else settings
 
     def grants(self) -> Grants:
@@ -195,12 +222,13 @@ class RuntimeConfig(BaseSettings):
 def runtime_environment(
     settings: Settings,
     region: str,
-    queue_urls: Mapping[str, str],
+    queue_urls: Mapping[str, str | list[str]],
     dlq_urls: Mapping[str, str],
     lease_seconds: int | None = None,
 ) -> dict[str, str]:
     """The variables shared by every function and the `long` worker, for the CDK stack and the local Lambda
-    emulation: the settings and the queues by job class (CDK passes tokens that resolve to their URLs)."""
+    emulation: the settings and the queues by job class (CDK passes tokens that resolve to their URLs; a class
+    spread over several due queues, a list of their URLs by index)."""
     given: dict[str, Any] = {"lease_seconds": lease_seconds} if lease_seconds is not None else {}
     config = RuntimeConfig.of_settings(
         settings, region=region, queue_urls=dict(queue_urls), dlq_urls=dict(dlq_urls), **given

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
 
@@ -108,6 +109,9 @@ class JobClassDef:
     """A class of work with its own due queue and DLQ, so long jobs never starve short ones.
 
     worker_kind "lambda" runs on the SQS event source of functions/worker; "ecs" on `duetime worker`.
+    `queues` spreads the class over that many due queues by shard (a message goes to queue
+    `shard % queues`): Lambda's SQS event source runs at most ~1,000 batches at once per function, and each
+    queue has a worker function of its own. Every queue of the class redrives to its one DLQ.
     """
 
     name: str
@@ -115,9 +119,19 @@ class JobClassDef:
     max_timeout_seconds: int
     worker_kind: str
     concurrency: int
+    queues: int = 1
 
-    def queue_name(self, prefix: str) -> str:
-        return f"{prefix}-due-{self.name}"
+    def queue_name(self, prefix: str, index: int = 0) -> str:
+        """Queue `index` of the class: queue 0 keeps the name a one-queue class always had."""
+        return f"{prefix}-due-{self.name}" if index == 0 else f"{prefix}-due-{self.name}-{index}"
+
+    def queue_names(self, prefix: str) -> list[str]:
+        """Every due queue of the class, by index."""
+        return [self.queue_name(prefix, index) for index in range(self.queues)]
+
+    def queue_of_shard(self, shard: int) -> int:
+        """The index of the queue a message of execution shard `shard` goes to."""
+        return shard % self.queues
 
     def dlq_name(self, prefix: str) -> str:
         return f"{prefix}-dlq-{self.name}"
@@ -138,6 +152,39 @@ JOB_CLASSES: dict[str, JobClassDef] = {
         LONG_JOB_CLASS, lease_seconds=30, max_timeout_seconds=MAX_TIMEOUT_SECONDS, worker_kind="ecs", concurrency=4
     ),
 }
+
+# A class's due queues at most (JobClassDef.queues): 10 x 1,000 concurrent batches covers 100,000/s of 2-s jobs.
+MAX_CLASS_QUEUES = 10
+
+
+def class_queues_problem(job_class: str, queues: int, known: Iterable[str]) -> str | None:
+    """Why `queues` due queues for class `job_class` cannot be configured, or None if they can."""
+    if job_class not in known:
+        return f"unknown job class {job_class!r} (known: {', '.join(sorted(known))})"
+    if not 1 <= queues <= MAX_CLASS_QUEUES:
+        return f"the queues of job class {job_class!r} must be 1..{MAX_CLASS_QUEUES}, got {queues}"
+    return None
+
+
+def parse_class_queues(raw: str, separator: str, known: Iterable[str]) -> dict[str, int]:
+    """`default:4,long:1` (CDK context, separator ":") or `default=2` (`duetime local`, "="): queues per
+    class. ValueError says what is wrong with which entry."""
+    counts: dict[str, int] = {}
+    for entry in (part.strip() for part in raw.split(",")):
+        if not entry:
+            continue
+        name, mark, count = entry.partition(separator)
+        if not mark or not count.strip().lstrip("-").isdigit():
+            raise ValueError(f"{entry!r} is not CLASS{separator}COUNT (e.g. default{separator}4)")
+        name = name.strip()
+        if name in counts:
+            raise ValueError(f"job class {name!r} is given twice")
+        problem = class_queues_problem(name, int(count), known)
+        if problem:
+            raise ValueError(problem)
+        counts[name] = int(count)
+    return counts
+
 
 # A message received more often than this goes to the class's DLQ by SQS redrive.
 MAX_RECEIVE_COUNT = 50
@@ -223,6 +270,19 @@ class Settings:
 
     def job_class(self, name: str) -> JobClassDef:
         return self.job_classes[name]
+
+    def with_class_queues(self, queues: Mapping[str, int]) -> Settings:
+        """The same settings with each class named in `queues` spread over that many due queues."""
+        for name, count in queues.items():
+            problem = class_queues_problem(name, count, self.job_classes)
+            if problem:
+                raise ValueError(problem)
+        classes = {name: replace(c, queues=queues.get(name, c.queues)) for name, c in self.job_classes.items()}
+        return replace(self, job_classes=classes)
+
+    def class_queues(self) -> dict[str, int]:
+        """The classes spread over more than one due queue, with their count (empty: one queue each)."""
+        return {name: c.queues for name, c in self.job_classes.items() if c.queues != 1}
 
     def with_lease_seconds(self, lease_seconds: int) -> Settings:
         """The same settings with every job class leased for `lease_seconds` (`--lease-seconds`)."""

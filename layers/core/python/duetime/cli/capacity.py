@@ -22,6 +22,7 @@ from duetime.definitions import (
     SQS_BATCH_SIZE,
     SQS_MAX_DELAY_SECONDS,
     Settings,
+    parse_class_queues,
 )
 
 # --- AWS limits (docs/measured.md, AWS documentation) --------------------------------------------------------
@@ -248,6 +249,8 @@ class Inputs:
     jitter_seconds: int = 0  # the herd's jobs' jitterSeconds (domain/spread.py): due over this many seconds
     preload_window_seconds: int = Settings().preload_window_seconds  # sent this far ahead at most
     lambda_account_concurrency: int = LAMBDA_ACCOUNT_CONCURRENCY
+    # Due queues per class as deployed (CDK context classQueues; JobClassDef.queues), e.g. (("default", 4),).
+    class_queues: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass
@@ -393,7 +396,7 @@ def estimate(inputs: Inputs, prices: Prices | None = None) -> Estimate:
     if in_flight > SQS_IN_FLIGHT_PER_QUEUE:
         result.warnings.append(
             f"{in_flight:,.0f} messages in flight exceeds SQS's {SQS_IN_FLIGHT_PER_QUEUE:,} per queue: "
-            "split the job class over more queues"
+            "split the job class over more queues by shard (`-c classQueues=CLASS:N`)"
         )
     result.fits = not result.warnings
     # Advisory, like the quotas below: more shard groups or calls at once fix it without a redesign.
@@ -468,6 +471,11 @@ def job_classes(inputs: Inputs) -> list[ClassLoad]:
     return [ClassLoad(c.name, c.share / total, c.avg_seconds, c.worker_kind) for c in inputs.classes]
 
 
+def class_queues_setting(name: str, queues: int) -> str:
+    """The deploy setting that spreads class `name` over `queues` due queues by shard."""
+    return f"`-c classQueues={name}:{queues}`"
+
+
 def class_plan(inputs: Inputs, job_class: ClassLoad) -> dict[str, Any]:
     """Where a class's runs can execute and the fix when Lambda's SQS event source cannot carry them:
     Little's law gives the runs in progress; the event source hands them over in batches of up to 10 and
@@ -479,6 +487,7 @@ def class_plan(inputs: Inputs, job_class: ClassLoad) -> dict[str, Any]:
     queues = max(1, math.ceil(batches / LAMBDA_SQS_MAX_CONCURRENT_BATCHES))
     # SQS's in-flight cap is per queue whichever worker receives: past it the class needs more queues anyway.
     in_flight_queues = max(1, math.ceil(slots / SQS_IN_FLIGHT_PER_QUEUE))
+    configured = dict(inputs.class_queues).get(job_class.name, 1)
     tasks = math.ceil(slots / inputs.worker_concurrency)
     warnings: list[str] = []
     fits = True
@@ -490,14 +499,20 @@ def class_plan(inputs: Inputs, job_class: ClassLoad) -> dict[str, Any]:
         kind = "ecs"
         warnings.append(f"class {job_class.name}: {fix}")
         fits = False
-    elif queues == 1:
-        cap = min(LAMBDA_SQS_MAX_CONCURRENT_BATCHES, max(2, math.ceil(batches * 1.25)))
+    elif queues <= configured:
+        cap = min(LAMBDA_SQS_MAX_CONCURRENT_BATCHES, max(2, math.ceil(batches / configured * 1.25)))
         fix = f"Lambda: set the event source's maximum concurrency to {cap:,} (room for 25% more)"
+        if configured > 1:  # each queue's function takes its share of the batches
+            fix = (
+                f"Lambda over {configured} queues by shard ({class_queues_setting(job_class.name, configured)}): "
+                f"{batches / configured:,.0f} batches a queue; set each event source's maximum concurrency to "
+                f"{cap:,} (`-c workerMaxConcurrency={cap}`)"
+            )
         kind = "lambda"
     elif queues <= MAX_SPILL_QUEUES:
         fix = (
-            f"Lambda over {queues} queues by shard, each with a worker function of its own "
-            f"(the {LAMBDA_SQS_MAX_CONCURRENT_BATCHES:,} batches are per function)"
+            f"Lambda over {queues} queues by shard ({class_queues_setting(job_class.name, queues)}), each with a "
+            f"worker function of its own (the {LAMBDA_SQS_MAX_CONCURRENT_BATCHES:,} batches are per function)"
         )
         kind = "lambda"
         warnings.append(
@@ -515,8 +530,10 @@ def class_plan(inputs: Inputs, job_class: ClassLoad) -> dict[str, Any]:
             f"{LAMBDA_SQS_MAX_CONCURRENT_BATCHES:,} {queues} times over: run it on {fix}"
         )
         fits = False
-    if in_flight_queues > 1:
-        fix += f"; split over {in_flight_queues} queues by shard for SQS's {SQS_IN_FLIGHT_PER_QUEUE:,} in flight"
+    if in_flight_queues > configured:
+        setting = class_queues_setting(job_class.name, in_flight_queues)
+        cap = SQS_IN_FLIGHT_PER_QUEUE
+        fix += f"; split over {in_flight_queues} queues by shard ({setting}) for SQS's {cap:,} in flight"
     if kind == "lambda" and batches > inputs.lambda_account_concurrency:
         warnings.append(
             f"class {job_class.name}: {batches:,.0f} concurrent worker invocations exceed the account's Lambda "
@@ -530,7 +547,7 @@ def class_plan(inputs: Inputs, job_class: ClassLoad) -> dict[str, Any]:
         "held_seconds": round(held, 2),
         "slots": round(slots, 1),
         "lambda_batches": round(batches, 1),
-        "queues": max(queues if kind == "lambda" else 1, in_flight_queues),
+        "queues": max(queues if kind == "lambda" else 1, in_flight_queues, configured),
         "ecs_tasks": tasks,
         "runs_on": kind,
         "fix": fix,
@@ -591,7 +608,7 @@ def herd_plan(inputs: Inputs, profile: CallProfile) -> dict[str, Any]:
     if in_flight > SQS_IN_FLIGHT_PER_QUEUE:
         warnings.append(
             f"herd: {in_flight:,.0f} messages in flight exceeds SQS's {SQS_IN_FLIGHT_PER_QUEUE:,} per queue: "
-            "split the class over more queues"
+            "split the class over more queues by shard (`-c classQueues=CLASS:N`)"
         )
         fits = False
     return {
@@ -827,6 +844,11 @@ def cmd_capacity(args: argparse.Namespace) -> int:
             jitter_seconds=args.jitter_seconds,
             preload_window_seconds=args.preload_window,
             lambda_account_concurrency=args.lambda_account_concurrency,
+            class_queues=tuple(
+                parse_class_queues(
+                    args.class_queues, "=", {*JOB_CLASSES, *(parse_class(text).name for text in args.job_class)}
+                ).items()
+            ),
         )
         result = estimate(inputs)
     except ValueError as exc:
@@ -853,6 +875,12 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     capacity.add_argument("--json", action="store_true")
     capacity.add_argument(
         "--mix", help="kinds of execution and their shares, e.g. oneoff=0.8,cron=0.2 (over --profile)"
+    )
+    capacity.add_argument(
+        "--class-queues",
+        default="",
+        metavar="CLASS=N[,CLASS=N]",
+        help="due queues per class as deployed (-c classQueues): the plan checks each queue's share",
     )
     capacity.add_argument(
         "--open-index-keys",

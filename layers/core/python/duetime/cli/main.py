@@ -20,7 +20,14 @@ from duetime.api.auth import DEFAULT_TOKEN_TTL, check_owner_name, issue_token
 from duetime.cli.audit import add_audit_command
 from duetime.cli.client import add_client_commands
 from duetime.config import RuntimeConfig, build_ports, build_targets
-from duetime.definitions import DEFAULT_JOB_CLASS, LOCAL_API_PROCESSES, LOCAL_API_PROCESSES_MAX
+from duetime.definitions import (
+    DEFAULT_JOB_CLASS,
+    JOB_CLASSES,
+    LOCAL_API_PROCESSES,
+    LOCAL_API_PROCESSES_MAX,
+    MAX_CLASS_QUEUES,
+    parse_class_queues,
+)
 from duetime.domain.errors import DuetimeError, InvalidInput
 from duetime.domain.grants import Grants
 from duetime.domain.models import Schedule, format_time
@@ -57,6 +64,14 @@ def read_grants(path: str | None) -> list[dict[str, Any]] | None:
     return [{"owners": list(r.owners), "handlers": list(r.handlers)} for r in grants.rules]
 
 
+def class_queues_arg(raw: str) -> dict[str, int]:
+    """`--class-queues default=2,long=1`, checked as the stack checks context classQueues."""
+    try:
+        return parse_class_queues(raw, "=", JOB_CLASSES)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+
+
 def cmd_local(args: argparse.Namespace) -> int:
     from duetime.console import sign_in_link
     from duetime.local.system import FIRST_USER, LocalSystem
@@ -78,6 +93,7 @@ def cmd_local(args: argparse.Namespace) -> int:
         reset=args.reset,
         events_console=args.events,
         events_webhook=args.events_webhook,
+        class_queues=args.class_queues,
         quotas=Quotas(
             max_active_jobs=args.max_active_jobs or None,
             job_creates_per_minute=args.job_creates_per_minute or None,
@@ -232,6 +248,14 @@ def parser() -> argparse.ArgumentParser:
         metavar="N",
         help=f"sqlite: processes answering the API on its one port (default {LOCAL_API_PROCESSES}; more "
         "take more submits a second where cores are free)",
+    )
+    local.add_argument(
+        "--class-queues",
+        type=class_queues_arg,
+        default={},
+        metavar="CLASS=N[,CLASS=N]",
+        help=f"spread a job class over N due queues by shard (1..{MAX_CLASS_QUEUES}; default 1 each), as the "
+        "stack's -c classQueues does",
     )
     local.set_defaults(fn=cmd_local)
 

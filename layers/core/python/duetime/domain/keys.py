@@ -68,6 +68,11 @@ class ExecutionKey:
     def for_due(cls, job_id: str, execution_id: str, due_at: datetime, shards: int) -> ExecutionKey:
         return cls(pk=due_partition(due_at, shard_of(job_id, shards)), sk=sort_key(due_at, execution_id))
 
+    @property
+    def shard(self) -> int:
+        """The shard of the row's partition (`YYYYMMDDHH#shard`): it picks the due queue of a spread class."""
+        return shard_of_partition(self.pk)
+
 
 def due_partition(due_at: datetime, shard: int) -> str:
     return f"{hour_bucket(due_at)}#{shard:03d}"

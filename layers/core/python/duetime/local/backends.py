@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -35,9 +35,12 @@ DEFAULT_BACKEND = BACKENDS[0]
 SWEEP_SECONDS = 300
 
 
-def local_settings(backend: str, prefix: str, shards: int, lease_seconds: int) -> Settings:
+def local_settings(
+    backend: str, prefix: str, shards: int, lease_seconds: int, class_queues: Mapping[str, int] | None = None
+) -> Settings:
     """The settings of a `duetime local` on `backend`: its pre-load cadence (definitions.py says why
-    each backend has its own), the shards and lease given on the command line, every job class."""
+    each backend has its own), the shards, lease and queues per class given on the command line, every
+    job class."""
     cadence = SQLITE_LOCAL_SETTINGS if backend == SQLITE else LOCAL_SETTINGS
     settings = Settings(
         prefix=prefix,
@@ -46,7 +49,7 @@ def local_settings(backend: str, prefix: str, shards: int, lease_seconds: int) -
         preload_window_seconds=cadence.preload_window_seconds,
         job_classes=dict(JOB_CLASSES),
         allow_loopback_webhooks=cadence.allow_loopback_webhooks,
-    )
+    ).with_class_queues(class_queues or {})
     return settings.with_lease_seconds(lease_seconds)
 
 
@@ -140,6 +143,7 @@ def config_from_state(state: LocalState) -> RuntimeConfig:
         jwt_secret=state.jwt_secret,
         jwt_audience=state.instance_id,
         handler_grants=state.handler_grants,
+        class_queues=state.class_queues or None,
     )
 
 
@@ -172,7 +176,8 @@ def _attach_ports(data_dir: str | Path, state: LocalState, notifier: Notifier | 
             preload_window_seconds=state.preload_window_seconds,
             job_classes=dict(JOB_CLASSES),
             allow_loopback_webhooks=True,  # a local system: its webhooks may call this machine
-        ).with_lease_seconds(state.lease_seconds)
+        ).with_class_queues(state.class_queues)
+        settings = settings.with_lease_seconds(state.lease_seconds)
         return _sqlite_ports(Database(path), settings, notifier, state.handler_grants)
     if state.backend == MOTO:
         return build_ports(config_from_state(state), notifier)

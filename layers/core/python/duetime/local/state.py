@@ -55,6 +55,8 @@ class LocalState(LocalConnection):
     # Events (`--events`, `--events-webhook`): attached workers publish their runs' events the same way.
     events_console: bool = False
     events_webhook: str | None = None
+    # `--class-queues`: the classes spread over more than one due queue, so attached workers read them all.
+    class_queues: dict[str, int] = Field(default_factory=dict)
 
     def write(self, data_dir: str | Path) -> None:
         """Write local.json readable by its owner alone (it holds the token secret and moto's endpoint).

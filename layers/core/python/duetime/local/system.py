@@ -14,7 +14,7 @@ import logging
 import os
 import secrets
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -124,6 +124,7 @@ class LocalSystem:
         events_console: bool = False,
         events_webhook: str | None = None,
         api_processes: int = 1,
+        class_queues: Mapping[str, int] | None = None,
     ) -> None:
         if backend not in BACKENDS:
             raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, not {backend!r}")
@@ -168,6 +169,8 @@ class LocalSystem:
         self.grants = grants
         # SQLite: processes answering the API, this one included (local/api_process.py says why).
         self.api_processes = api_processes
+        # `--class-queues`: job classes spread over more than one due queue by shard.
+        self.class_queues = dict(class_queues or {})
         self.api_children: list[ApiProcess] = []
 
     def start(self) -> LocalSystem:
@@ -183,7 +186,7 @@ class LocalSystem:
         self.instance_id = (before.instance_id if before else None) or f"duetime-local-{secrets.token_hex(8)}"
         resumed = before.preloader_id if before and before.backend == self.backend else None
         preloader_id = resumed or f"local-preloader-{secrets.token_hex(3)}"
-        settings = local_settings(self.backend, self.prefix, self.shards, self.lease_seconds)
+        settings = local_settings(self.backend, self.prefix, self.shards, self.lease_seconds, self.class_queues)
         self.local_backend = backend = start_backend(
             self.backend, self.data_dir, settings, self.notifier, self.moto_port, self.moto_in_process, self.grants
         )
@@ -248,7 +251,7 @@ class LocalSystem:
         shared = runtime_environment(
             settings,
             region=config.region,
-            queue_urls=queues.queue_urls,
+            queue_urls=queues.runtime_queue_urls(),
             dlq_urls=queues.dlq_urls,
             lease_seconds=self.lease_seconds,
         )
@@ -298,16 +301,18 @@ class LocalSystem:
                 job_class=job_class.name,
                 handler_modules=",".join(self.handler_modules),
             )
-            source = SqsEventSource(
-                queues.client,
-                queues.queue_urls[job_class.name],
-                worker.invoke,
-                batch_size=WORKER_BATCH_SIZE,
-                pollers=self.workers,
-                region=config.region,
-                name=f"worker-{job_class.name}",
-            )
-            self.event_sources.append(source.start())
+            # An event source per due queue of the class (on AWS each has a function of its own).
+            for index, queue_url in enumerate(queues.class_queue_urls[job_class.name]):
+                source = SqsEventSource(
+                    queues.client,
+                    queue_url,
+                    worker.invoke,
+                    batch_size=WORKER_BATCH_SIZE,
+                    pollers=self.workers,
+                    region=config.region,
+                    name=f"worker-{job_class.name}" + (f"-{index}" if index else ""),
+                )
+                self.event_sources.append(source.start())
 
     def _write_state(self, preloader_id: str) -> None:
         assert self.local_backend and self.api
@@ -330,6 +335,7 @@ class LocalSystem:
             pid=os.getpid(),
             events_console=self.events_console,
             events_webhook=self.events_webhook,
+            class_queues=settings.class_queues(),
         ).write(self.data_dir)
 
     def token(

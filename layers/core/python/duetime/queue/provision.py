@@ -1,4 +1,4 @@
-"""Create each job class's due queue and DLQ with redrive, as the CDK stack does (the local runtime and tests)."""
+"""Create each job class's due queues and DLQ with redrive, as the CDK stack does (the local runtime and tests)."""
 
 from __future__ import annotations
 
@@ -12,10 +12,11 @@ def create_queues(client: Any, settings: Settings) -> None:
     for job_class in settings.job_classes.values():
         dlq_url = client.create_queue(QueueName=job_class.dlq_name(settings.prefix))["QueueUrl"]
         dlq_arn = client.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-        client.create_queue(
-            QueueName=job_class.queue_name(settings.prefix),
-            Attributes={
-                "VisibilityTimeout": str(queue_visibility_seconds(job_class)),
-                "RedrivePolicy": json.dumps({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": MAX_RECEIVE_COUNT}),
-            },
-        )
+        for queue_name in job_class.queue_names(settings.prefix):  # every queue of the class, one DLQ
+            client.create_queue(
+                QueueName=queue_name,
+                Attributes={
+                    "VisibilityTimeout": str(queue_visibility_seconds(job_class)),
+                    "RedrivePolicy": json.dumps({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": MAX_RECEIVE_COUNT}),
+                },
+            )

@@ -6,13 +6,13 @@ import json
 import logging
 import math
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
 from duetime.definitions import SQS_BATCH_SIZE, SQS_MAX_DELAY_SECONDS, SQS_MAX_VISIBILITY_SECONDS, Settings
 from duetime.domain.models import to_ms
-from duetime.service.ports import DueMessage, Queues, Received
+from duetime.service.ports import DueMessage, Queues, Received, queue_receipt, split_receipt
 
 __all__ = ["DeleteBatcher", "DueMessage", "DueQueues", "Received", "delay_seconds"]
 
@@ -30,26 +30,41 @@ def delay_seconds(due_ms: int, now: datetime, cap: int = SQS_MAX_DELAY_SECONDS) 
 
 
 class DueQueues:
-    """The due queue and dead-letter queue of every job class."""
+    """The due queues and dead-letter queue of every job class.
+
+    `queue_urls` gives each class its queue's URL, or the URLs of its queues by index when the class is
+    spread over several (JobClassDef.queues): a message goes to queue `shard % queues` of its class, a
+    receive reads them all, and a received message's receipt names its queue (ports.queue_receipt).
+    """
 
     def __init__(
         self,
         client: Any,
-        queue_urls: Mapping[str, str],
+        queue_urls: Mapping[str, str | Sequence[str]],
         dlq_urls: Mapping[str, str],
         max_delay_seconds: int = SQS_MAX_DELAY_SECONDS,
     ) -> None:
         self.client = client
-        self.queue_urls = dict(queue_urls)
+        self.class_queue_urls = {
+            name: [urls] if isinstance(urls, str) else list(urls) for name, urls in queue_urls.items()
+        }
+        # Each class's queue 0: the one queue of a class that is not spread.
+        self.queue_urls = {name: urls[0] for name, urls in self.class_queue_urls.items()}
         self.dlq_urls = dict(dlq_urls)
+        # The queue of each class that the next receive waits on: a spread class's queues take turns.
+        self._next_queue: dict[str, int] = {}
         # Tests that drive a hand clock set 0: SQS's delays run on the real clock.
         self.max_delay_seconds = max_delay_seconds
+
+    def runtime_queue_urls(self) -> dict[str, str | list[str]]:
+        """The queue URLs as RuntimeConfig.queue_urls holds them: one URL, or a spread class's list."""
+        return {name: urls[0] if len(urls) == 1 else urls for name, urls in self.class_queue_urls.items()}
 
     @classmethod
     def resolve(cls, client: Any, settings: Settings, max_delay_seconds: int = SQS_MAX_DELAY_SECONDS) -> DueQueues:
         """Look up every class's queue URLs by name (the local runtime and tests)."""
         urls = {
-            n: client.get_queue_url(QueueName=c.queue_name(settings.prefix))["QueueUrl"]
+            n: [client.get_queue_url(QueueName=name)["QueueUrl"] for name in c.queue_names(settings.prefix)]
             for n, c in settings.job_classes.items()
         }
         dlqs = {
@@ -59,13 +74,14 @@ class DueQueues:
         return cls(client, urls, dlqs, max_delay_seconds)
 
     def send(self, messages: Iterable[DueMessage], now: datetime) -> int:
-        """Send each message to its class's queue with its delay, 10 to a call; returns the number sent."""
-        by_class: dict[str, list[DueMessage]] = {}
+        """Send each message to its class's queue (`shard % queues` of a spread class) with its delay, 10 to a
+        call; returns the number sent."""
+        by_queue: dict[tuple[str, int], list[DueMessage]] = {}
         for message in messages:
-            by_class.setdefault(message.job_class, []).append(message)
+            by_queue.setdefault((message.job_class, self.queue_index(message)), []).append(message)
         sent = 0
-        for job_class, items in by_class.items():
-            url = self.queue_urls[job_class]
+        for (job_class, index), items in by_queue.items():
+            url = self.class_queue_urls[job_class][index]
             for start in range(0, len(items), SQS_BATCH_SIZE):
                 batch = items[start : start + SQS_BATCH_SIZE]
                 entries = [
@@ -88,42 +104,70 @@ class DueQueues:
                     raise RuntimeError(f"SQS refused {len(pending)} messages for {job_class}")
         return sent
 
+    def queue_index(self, message: DueMessage) -> int:
+        """The index of the queue of its class that `message` goes to: `shard % queues`."""
+        count = len(self.class_queue_urls[message.job_class])
+        return 0 if count == 1 else message.key.shard % count
+
     def receive(self, job_class: str, max_messages: int, wait_seconds: float, visibility: float) -> list[Received]:
-        """Up to 10 messages; SQS counts waits and visibility in whole seconds, so both are rounded up."""
-        response = self.client.receive_message(
-            QueueUrl=self.queue_urls[job_class],
-            MaxNumberOfMessages=max(1, min(SQS_BATCH_SIZE, max_messages)),
-            WaitTimeSeconds=math.ceil(wait_seconds),
-            VisibilityTimeout=math.ceil(visibility),
-            MessageSystemAttributeNames=["ApproximateReceiveCount"],
-        )
-        return [
-            Received(
-                message=DueMessage.from_body(m["Body"]),
-                receipt=m["ReceiptHandle"],
-                receive_count=int(m.get("Attributes", {}).get("ApproximateReceiveCount", "1")),
+        """Up to 10 messages; SQS counts waits and visibility in whole seconds, so both are rounded up.
+
+        A spread class's queues are read in turn from the one after the last that gave messages: each
+        without waiting but the last, which waits, so a message on any queue is received within one wait
+        (an empty receive costs one request per queue)."""
+        urls = self.class_queue_urls[job_class]
+        start = self._next_queue.get(job_class, 0)
+        for step in range(len(urls)):
+            index = (start + step) % len(urls)
+            last = step == len(urls) - 1
+            response = self.client.receive_message(
+                QueueUrl=urls[index],
+                MaxNumberOfMessages=max(1, min(SQS_BATCH_SIZE, max_messages)),
+                WaitTimeSeconds=math.ceil(wait_seconds) if last else 0,
+                VisibilityTimeout=math.ceil(visibility),
+                MessageSystemAttributeNames=["ApproximateReceiveCount"],
             )
-            for m in response.get("Messages", [])
-        ]
+            messages = response.get("Messages", [])
+            if messages or last:
+                self._next_queue[job_class] = (index + 1) % len(urls)
+                return [
+                    Received(
+                        message=DueMessage.from_body(m["Body"]),
+                        receipt=queue_receipt(index, m["ReceiptHandle"]),
+                        receive_count=int(m.get("Attributes", {}).get("ApproximateReceiveCount", "1")),
+                    )
+                    for m in messages
+                ]
+        return []
+
+    def _queue_of_receipt(self, job_class: str, receipt: str) -> tuple[str, str]:
+        """(queue URL, SQS receipt handle) of a receipt this adapter gave out."""
+        index, handle = split_receipt(receipt)
+        return self.class_queue_urls[job_class][index], handle
 
     def extend(self, job_class: str, receipt: str, seconds: float) -> None:
         """Hide a received message for `seconds` from now (0: visible at once), within SQS's 12-hour cap
         (in whole seconds, rounded up)."""
         whole = max(0, min(SQS_MAX_VISIBILITY_SECONDS, math.ceil(seconds)))
-        self.client.change_message_visibility(
-            QueueUrl=self.queue_urls[job_class], ReceiptHandle=receipt, VisibilityTimeout=whole
-        )
+        url, handle = self._queue_of_receipt(job_class, receipt)
+        self.client.change_message_visibility(QueueUrl=url, ReceiptHandle=handle, VisibilityTimeout=whole)
 
     def delete(self, job_class: str, receipt: str) -> None:
-        self.client.delete_message(QueueUrl=self.queue_urls[job_class], ReceiptHandle=receipt)
+        url, handle = self._queue_of_receipt(job_class, receipt)
+        self.client.delete_message(QueueUrl=url, ReceiptHandle=handle)
 
     def delete_batch(self, job_class: str, receipts: list[str]) -> None:
-        """Delete up to 10 messages in one request. One that fails to delete comes back later and is
-        dropped at claim (its execution has ended), so failures are logged, not retried."""
-        entries = [{"Id": str(i), "ReceiptHandle": r} for i, r in enumerate(receipts)]
-        response = self.client.delete_message_batch(QueueUrl=self.queue_urls[job_class], Entries=entries)
-        for failure in response.get("Failed", []):
-            log.warning("could not delete a message of %s: %s", job_class, failure.get("Message"))
+        """Delete up to 10 messages in one request per queue they came from. One that fails to delete comes
+        back later and is dropped at claim (its execution has ended), so failures are logged, not retried."""
+        by_url: dict[str, list[str]] = {}
+        for receipt in receipts:
+            url, handle = self._queue_of_receipt(job_class, receipt)
+            by_url.setdefault(url, []).append(handle)
+        for url, handles in by_url.items():
+            entries = [{"Id": str(i), "ReceiptHandle": h} for i, h in enumerate(handles)]
+            response = self.client.delete_message_batch(QueueUrl=url, Entries=entries)
+            for failure in response.get("Failed", []):
+                log.warning("could not delete a message of %s: %s", job_class, failure.get("Message"))
 
     def dead_letter(self, job_class: str, body: dict[str, Any]) -> None:
         """Record an exhausted or permanently failed execution on the class's DLQ (alarmed on AWS)."""

@@ -177,6 +177,25 @@ class Received:
     receive_count: int
 
 
+# A class spread over several due queues (JobClassDef.queues): the receipt of a message received from queue
+# i > 0 carries i after this mark, so a delete or visibility change goes to the queue the message came from.
+# Queue 0's receipts are the queue's own handles, unchanged. SQS handles and SQLite receipts never hold it.
+QUEUE_RECEIPT_MARK = "#q"
+
+
+def queue_receipt(queue_index: int, handle: str) -> str:
+    """The receipt of a message received from queue `queue_index` of its class with handle `handle`."""
+    return handle if queue_index == 0 else f"{handle}{QUEUE_RECEIPT_MARK}{queue_index}"
+
+
+def split_receipt(receipt: str) -> tuple[int, str]:
+    """(queue index, the queue's handle) of a receipt made by queue_receipt."""
+    handle, mark, index = receipt.rpartition(QUEUE_RECEIPT_MARK)
+    if mark and index.isdigit():
+        return int(index), handle
+    return 0, receipt
+
+
 class JobStore(Protocol):
     """Jobs, written with their first execution and idempotency record in one transaction."""
 
