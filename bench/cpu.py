@@ -3,7 +3,7 @@ HTTP, and to accept and run one, counted from /proc in CPU seconds.
 
 Lateness and throughput figures move with whatever else the machine runs; CPU seconds per job barely do,
 so this is the figure to compare two versions of the hot path by. Two phases against one `duetime local`
-(its default 4 worker slots a class), each over `count` jobs sent from 4 keep-alive connections as fast as
+(its default worker slots), each over `count` jobs sent from 4 keep-alive connections as fast as
 they are answered:
 - accept: jobs due 10 minutes out (beyond the dispatch horizon: nothing is sent or run), so the tree's CPU is
   the API's (plus its idle timers);
@@ -95,7 +95,7 @@ def phase(
 
 
 def measure(count: int, log: Callable[[str], None] = print) -> dict[str, Any]:
-    system = DuetimeLocal("sqlite", workers=4)
+    system = DuetimeLocal("sqlite")  # its default worker slots
     system.start()
     try:
         submitters = [system.submitter() for _ in range(CONNECTIONS)]

@@ -34,7 +34,7 @@ class Plan:
     rates: tuple[float, ...] = (20.0, 100.0, 300.0)
     seconds: float = 30.0
     rounds: int = 2
-    workers: int = 4  # `duetime local`'s default
+    workers: int | None = None  # `duetime local`'s default
     lead: tuple[float, float] = (8.0, 18.0)
 
     @classmethod

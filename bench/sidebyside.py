@@ -66,7 +66,7 @@ class Plan:
     burst_drain_seconds: float = 240.0  # 10,000 at the ~75/s measured before would take ~135 s
     give_up_lag: float = 5.0
     submitters: int = 8
-    workers: int = 4  # `duetime local --workers` (its default)
+    workers: int | None = None  # `duetime local --workers`; None: its default (8 slots a class on SQLite, 4 on moto)
     api_processes: int = 1  # `duetime local --api-processes` on SQLite (its default)
     celery_concurrency: int = 4
     reuse: bool = False  # one system for all runs of a kind (the smoke run), not a fresh one per run

@@ -205,7 +205,12 @@ class DuetimeLocal:
     kept), reached only over its HTTP API; results are read back from each job's history."""
 
     def __init__(
-        self, backend: str, workers: int, data_dir: Path | None = None, legacy: bool = False, api_processes: int = 1
+        self,
+        backend: str,
+        workers: int | None = None,
+        data_dir: Path | None = None,
+        legacy: bool = False,
+        api_processes: int = 1,
     ) -> None:
         self.backend, self.workers, self.api_processes = backend, workers, api_processes
         self.name = f"duetime {backend}"
@@ -221,7 +226,8 @@ class DuetimeLocal:
         if self.given_dir is None:
             self.data_dir = Path(tempfile.mkdtemp(prefix=f"duetime-bench-{self.backend}-"))
         command = [PYTHON, "-m", "duetime.cli", "local", "--port", "0", "--data-dir", str(self.data_dir)]
-        command += ["--workers", str(self.workers)]
+        if self.workers is not None:  # else its default for the backend
+            command += ["--workers", str(self.workers)]
         if not self.legacy:
             command += ["--backend", self.backend]
         if self.api_processes > 1:  # given only when asked: older checkouts have no --api-processes

@@ -254,3 +254,45 @@ def test_a_process_frozen_mid_write_delays_writers_with_503_not_a_crash_and_a_ne
         if writer.poll() is None:
             writer.send_signal(signal.SIGCONT)
             writer.kill()
+
+
+LATER_SENDER = """
+import sys, time
+sys.path.insert(0, sys.argv[2])
+from duetime.adapters.sqlite.db import Database
+from duetime.adapters.sqlite.queue import SqliteQueues
+from duetime.definitions import Settings
+from duetime.domain.keys import ExecutionKey
+from duetime.service.ports import DueMessage
+from datetime import UTC, datetime
+queues = SqliteQueues(Database(sys.argv[1]), Settings(shards=4))
+for n in range(20):  # each due 30 s from now: nothing a receiver waiting 2 s could take
+    due = time.time_ns() // 10**6 + 30_000
+    execution_id = f"j_{n:016x}.{due:013d}"
+    key = ExecutionKey(pk="2026113009#001", sk=f"{due:013d}#{execution_id}")
+    queues.send([DueMessage(key, execution_id, f"j_{n:016x}", due, "default")], datetime.now(UTC))
+    time.sleep(0.02)
+"""
+
+
+def test_a_send_from_another_process_due_after_a_waiters_timeout_does_not_wake_it(database, queues):
+    # Given a receiver waiting 2 s on an empty queue, counting each time it looks
+    looks = []
+    take = queues._take
+
+    def counted(*args, **kwargs):
+        looks.append(time.monotonic())
+        return take(*args, **kwargs)
+
+    queues._take = counted
+    got: list = []
+    waiter = threading.Thread(target=lambda: got.extend(queues.receive("default", 10, 2.0, 30)))
+    waiter.start()
+    # When another process commits 20 sends, each due 30 s from now
+    layers = str(Path(__file__).resolve().parents[2] / "layers" / "core" / "python")
+    done = subprocess.run([sys.executable, "-c", LATER_SENDER, database.path, layers], timeout=30)
+    assert done.returncode == 0
+    waiter.join(10)
+    # Then it was not woken for them: it looked when it began (and once more when its watcher started),
+    # not once per commit, and took nothing
+    assert got == [] and len(looks) <= 3, len(looks)

@@ -33,7 +33,7 @@ from duetime.domain.grants import Grants
 from duetime.domain.models import Schedule, format_time
 from duetime.domain.quotas import Quotas
 from duetime.local import BACKENDS as LOCAL_BACKENDS
-from duetime.local.backends import MOTO, SQLITE, attach_ports, config_from_state
+from duetime.local.backends import DEFAULT_WORKERS, MOTO, SQLITE, attach_ports, config_from_state
 from duetime.local.state import load_state
 from duetime.service.jobs import preview
 from duetime.store.aws import make_client
@@ -82,7 +82,7 @@ def cmd_local(args: argparse.Namespace) -> int:
     system = LocalSystem(
         args.data_dir,
         port=args.port,
-        workers=args.workers,
+        workers=DEFAULT_WORKERS[args.backend] if args.workers is None else args.workers,
         lease_seconds=args.lease_seconds,
         shards=args.shards,
         handler_modules=args.handlers,
@@ -209,7 +209,9 @@ def parser() -> argparse.ArgumentParser:
     local = sub.add_parser("local", help="run the whole system on this machine")
     local.add_argument("--port", type=int, default=8080)
     local.add_argument(
-        "--workers", type=int, default=4, help="per job class: concurrent worker invocations or threads (0: none)"
+        "--workers",
+        type=int,
+        help="per job class: concurrent worker invocations or threads (0: none; default 8 on sqlite, 4 on moto)",
     )
     local.add_argument("--lease-seconds", type=int, default=30)
     local.add_argument("--data-dir", default=".duetime")

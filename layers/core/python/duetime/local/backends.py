@@ -30,6 +30,11 @@ if TYPE_CHECKING:  # moto is imported only by the moto backend: SQLite needs non
 
 SQLITE, MOTO = BACKENDS
 DEFAULT_BACKEND = BACKENDS[0]
+# Worker slots per job class when `duetime local --workers` is not given. On SQLite a slot is held through
+# the claim and finish writes, which share the write lock with the API's process: 4 slots ran ~400 trivial
+# jobs/s at most on 2 cores and 8 take 500/s (docs/performance.md). moto serves ~26 executions/s: more slots
+# would only queue on it.
+DEFAULT_WORKERS = {SQLITE: 8, MOTO: 4}
 # How often expired history (expiresAt, DynamoDB's TTL attribute) is swept out of the SQLite file; reads
 # skip expired rows already, so this only bounds the file's growth.
 SWEEP_SECONDS = 300

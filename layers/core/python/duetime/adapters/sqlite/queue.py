@@ -115,7 +115,7 @@ class SqliteQueues:
             row = self.db.query_one(f"SELECT MIN(visible_at_ms) FROM messages WHERE queue {among}", tuple(queues))
             if row[0] is not None:
                 remaining = min(remaining, max(0.0, (row[0] - self.wall_ms()) / 1000))
-            self.db.wait_for_change(seen, remaining)
+            self.db.wait_for_change(seen, remaining, queues)
 
     def _take(
         self, queues: list[str], limit: int, visibility: float, redrive_to: str | None
