@@ -131,7 +131,7 @@ class JobClassDef:
 
     def queue_of_shard(self, shard: int) -> int:
         """The index of the queue a message of execution shard `shard` goes to."""
-        return shard % self.queues
+        return queue_of_shard(shard, self.queues)
 
     def dlq_name(self, prefix: str) -> str:
         return f"{prefix}-dlq-{self.name}"
@@ -152,6 +152,12 @@ JOB_CLASSES: dict[str, JobClassDef] = {
         LONG_JOB_CLASS, lease_seconds=30, max_timeout_seconds=MAX_TIMEOUT_SECONDS, worker_kind="ecs", concurrency=4
     ),
 }
+
+
+def queue_of_shard(shard: int, queues: int) -> int:
+    """Which of a class's `queues` due queues a message of execution shard `shard` goes to."""
+    return shard % queues
+
 
 # A class's due queues at most (JobClassDef.queues): 10 x 1,000 concurrent batches covers 100,000/s of 2-s jobs.
 MAX_CLASS_QUEUES = 10

@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import select
 import signal
 import socket
 import subprocess
@@ -35,10 +34,9 @@ from duetime.domain.quotas import Quotas
 from duetime.local.backends import attach_ports
 from duetime.local.http_bridge import ApiServer
 from duetime.local.state import load_state
-from duetime.local.worker_process import die_with, stop_at_end_of_input
+from duetime.local.worker_process import die_with, end_child, signalled_ready, stop_at_end_of_input
 
 log = logging.getLogger("duetime.local")
-READY_TIMEOUT_SECONDS = 60.0
 STOP_TIMEOUT_SECONDS = 15.0
 # The child is a fresh interpreter given the parent's sys.path, as local/worker_process.py starts its own.
 _BOOTSTRAP = (
@@ -72,29 +70,15 @@ class ApiProcess:
     def wait_ready(self) -> None:
         """Wait until the child serves; raises RuntimeError if it ends or stays silent for
         READY_TIMEOUT_SECONDS instead."""
-        ready_read = self.ready_read
-        try:
-            readable, _, _ = select.select([ready_read], [], [], READY_TIMEOUT_SECONDS)
-            signalled = os.read(ready_read, 1) if readable else b""
-        finally:
-            os.close(ready_read)
-        if not signalled:
+        if not signalled_ready(self.ready_read):
             self.stop()
             raise RuntimeError("duetime local's API process did not start (its errors are above)")
 
     def stop(self) -> None:
         """Close its stdin (it stops accepting and answers requests still arriving on kept-alive connections
         with 503, as the parent's bridge does when stopping), then wait; kill it if it does not end."""
-        process = self.process
-        if process is None:
-            return
-        if process.stdin is not None:
-            process.stdin.close()
-        try:
-            process.wait(timeout=STOP_TIMEOUT_SECONDS)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
+        if self.process is not None:
+            end_child(self.process, STOP_TIMEOUT_SECONDS)
         self.process = None
 
 

@@ -73,12 +73,7 @@ class WorkerProcess:
             )
         finally:
             os.close(ready_write)
-        try:
-            readable, _, _ = select.select([ready_read], [], [], READY_TIMEOUT_SECONDS)
-            signalled = os.read(ready_read, 1) if readable else b""
-        finally:
-            os.close(ready_read)
-        if not signalled:  # end of file (the child died) or the timeout
+        if not signalled_ready(ready_read):
             self.stop()
             raise RuntimeError("duetime local's worker process did not start (its errors are above)")
         return self
@@ -86,16 +81,8 @@ class WorkerProcess:
     def stop(self) -> None:
         """Close its stdin (it lets runs finish within GRACE_SECONDS and hands back the rest), then wait; kill
         it if it does not end."""
-        process = self.process
-        if process is None:
-            return
-        if process.stdin is not None:
-            process.stdin.close()
-        try:
-            process.wait(timeout=GRACE_SECONDS + 10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
+        if self.process is not None:
+            end_child(self.process, GRACE_SECONDS + 10)
         self.process = None
 
 
@@ -137,6 +124,27 @@ def main(argv: Sequence[str]) -> None:
     threading.Thread(target=stop_at_end_of_input, args=(stop,), name="parent-watch", daemon=True).start()
     for thread in threads:
         thread.join()
+
+
+def signalled_ready(ready_read: int) -> bool:
+    """Whether a child wrote its ready byte to the pipe `ready_read` within READY_TIMEOUT_SECONDS (False: it
+    ended, or stayed silent); the pipe is closed either way."""
+    try:
+        readable, _, _ = select.select([ready_read], [], [], READY_TIMEOUT_SECONDS)
+        return bool(os.read(ready_read, 1)) if readable else False
+    finally:
+        os.close(ready_read)
+
+
+def end_child(process: subprocess.Popen[bytes], timeout: float) -> None:
+    """Close a child's stdin (its signal to stop), wait up to `timeout` s for it to end, then kill it."""
+    if process.stdin is not None:
+        process.stdin.close()
+    try:
+        process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=10)
 
 
 def die_with(parent: int) -> None:

@@ -12,7 +12,7 @@ from typing import Any
 
 from duetime.definitions import SQS_BATCH_SIZE, SQS_MAX_DELAY_SECONDS, SQS_MAX_VISIBILITY_SECONDS, Settings
 from duetime.domain.models import to_ms
-from duetime.service.ports import DueMessage, Queues, Received, queue_receipt, split_receipt
+from duetime.service.ports import DueMessage, Queues, Received, queue_index, queue_receipt, split_receipt
 
 __all__ = ["DeleteBatcher", "DueMessage", "DueQueues", "Received", "delay_seconds"]
 
@@ -78,7 +78,8 @@ class DueQueues:
         call; returns the number sent."""
         by_queue: dict[tuple[str, int], list[DueMessage]] = {}
         for message in messages:
-            by_queue.setdefault((message.job_class, self.queue_index(message)), []).append(message)
+            index = queue_index(message, len(self.class_queue_urls[message.job_class]))
+            by_queue.setdefault((message.job_class, index), []).append(message)
         sent = 0
         for (job_class, index), items in by_queue.items():
             url = self.class_queue_urls[job_class][index]
@@ -103,11 +104,6 @@ class DueQueues:
                 if pending:
                     raise RuntimeError(f"SQS refused {len(pending)} messages for {job_class}")
         return sent
-
-    def queue_index(self, message: DueMessage) -> int:
-        """The index of the queue of its class that `message` goes to: `shard % queues`."""
-        count = len(self.class_queue_urls[message.job_class])
-        return 0 if count == 1 else message.key.shard % count
 
     def receive(self, job_class: str, max_messages: int, wait_seconds: float, visibility: float) -> list[Received]:
         """Up to 10 messages; SQS counts waits and visibility in whole seconds, so both are rounded up.

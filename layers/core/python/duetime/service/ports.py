@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Generic, Protocol, TypeVar
 
-from duetime.definitions import DEFAULT_JOB_CLASS
+from duetime.definitions import DEFAULT_JOB_CLASS, queue_of_shard
 from duetime.domain.exclusions import Calendar
 from duetime.domain.keys import ExecutionKey
 from duetime.domain.limits import RateLimit
@@ -186,6 +186,12 @@ QUEUE_RECEIPT_MARK = "#q"
 def queue_receipt(queue_index: int, handle: str) -> str:
     """The receipt of a message received from queue `queue_index` of its class with handle `handle`."""
     return handle if queue_index == 0 else f"{handle}{QUEUE_RECEIPT_MARK}{queue_index}"
+
+
+def queue_index(message: DueMessage, queues: int) -> int:
+    """Which of its class's `queues` due queues `message` goes to (a one-queue class: 0, with no look at
+    the key)."""
+    return 0 if queues == 1 else queue_of_shard(message.key.shard, queues)
 
 
 def split_receipt(receipt: str) -> tuple[int, str]:

@@ -28,7 +28,7 @@ from typing import Any
 
 from duetime.adapters.sqlite.db import Database
 from duetime.definitions import MAX_RECEIVE_COUNT, SQS_BATCH_SIZE, SQS_MAX_VISIBILITY_SECONDS, Settings
-from duetime.service.ports import DueMessage, Received, queue_receipt, split_receipt
+from duetime.service.ports import DueMessage, Received, queue_index, queue_receipt, split_receipt
 
 # SQS's default visibility timeout, which the DLQs keep: a notice being handled is hidden this long.
 DLQ_VISIBILITY_SECONDS = 30
@@ -67,7 +67,7 @@ class SqliteQueues:
         sent_ms = self.wall_ms()
         for message in messages:
             names = self.class_queue_names[message.job_class]
-            queue = names[0] if len(names) == 1 else names[message.key.shard % len(names)]
+            queue = names[queue_index(message, len(names))]
             visible = message.visible_ms
             if self.max_delay_seconds is not None:
                 visible = min(visible, sent_ms + round(self.max_delay_seconds * 1000))
