@@ -23,6 +23,7 @@ from duetime.domain.keys import ExecutionKey
 from duetime.service.ports import DueMessage
 
 from tests.contract.conftest import wall_ms, wall_now
+from tests.frozen_writer import frozen_writer
 
 CHILD = Path(__file__).with_name("sqlite_child.py")
 
@@ -217,24 +218,12 @@ def test_workers_killed_at_random_lose_no_message(database, queues, children):
     assert queues.depth("default") == 0
 
 
-FROZEN_WRITER = """
-import os, signal, sqlite3, sys
-conn = sqlite3.connect(sys.argv[1], isolation_level=None)
-conn.execute("BEGIN IMMEDIATE")
-conn.execute("UPDATE messages SET receive_count = receive_count WHERE 0")
-print("holding", flush=True)
-os.kill(os.getpid(), signal.SIGSTOP)  # frozen mid-write: the write lock stays held until SIGCONT
-conn.execute("COMMIT")
-"""
-
-
 def test_a_process_frozen_mid_write_delays_writers_with_503_not_a_crash_and_a_new_process_still_opens(
     database, queues, monkeypatch
 ):
     # Given another process that took the write lock and was then frozen (SIGSTOP) holding it
-    writer = subprocess.Popen([sys.executable, "-c", FROZEN_WRITER, database.path], stdout=subprocess.PIPE, text=True)
+    writer = frozen_writer(database.path)
     try:
-        assert writer.stdout is not None and writer.stdout.readline().strip() == "holding"
         # When a process starts on the file meanwhile, it opens (the schema is current: it only reads)
         started = Database(database.path)
         started.close()

@@ -31,6 +31,7 @@ from duetime.service.context import Ports
 
 from tests.e2e import recording
 from tests.e2e.helpers import E2E_BACKEND, executions, iso_in, new_local_system, parse, submit, wait_for
+from tests.frozen_writer import frozen_writer
 from tests.http_client import Api
 
 pytestmark = pytest.mark.skipif(
@@ -357,17 +358,6 @@ def test_a_kept_alive_connection_is_refused_with_503_once_stopped(tmp_path):
     assert response.status_code == 503 and response.json()["error"]["code"] == "unavailable", response.text
 
 
-FROZEN_WRITER = """
-import os, signal, sqlite3, sys
-conn = sqlite3.connect(sys.argv[1], isolation_level=None)
-conn.execute("BEGIN IMMEDIATE")
-conn.execute("UPDATE messages SET receive_count = receive_count WHERE 0")
-print("holding", flush=True)
-os.kill(os.getpid(), signal.SIGSTOP)
-conn.execute("COMMIT")
-"""
-
-
 @pytest.mark.timeout(120)
 def test_a_process_frozen_holding_the_write_lock_gets_callers_503_then_everything_goes_on(tmp_path):
     """Another process on the file frozen mid-write (SIGSTOP) holds SQLite's write lock: a create waits out
@@ -380,11 +370,8 @@ def test_a_process_frozen_holding_the_write_lock_gets_callers_503_then_everythin
         60,
         what="the worker to announce demo.echo",
     )
-    writer = subprocess.Popen(
-        [sys.executable, "-c", FROZEN_WRITER, str(tmp_path / "duetime.sqlite3")], stdout=subprocess.PIPE, text=True
-    )
+    writer = frozen_writer(tmp_path / "duetime.sqlite3")
     try:
-        assert writer.stdout is not None and writer.stdout.readline().strip() == "holding"
         body = {"name": "after-a-freeze", "handler": "demo.echo", "schedule": {"at": iso_in(1)}}
         headers = {"Idempotency-Key": "frozen-writer-1"}
         refused = api.post("/jobs", json=body, headers=headers)

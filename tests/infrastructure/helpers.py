@@ -1,8 +1,11 @@
-"""Reading IAM policies of the synthesized template by role."""
+"""Reading IAM policies of the synthesized template by role, and cfn-lint's verdict on it."""
 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 
@@ -32,3 +35,20 @@ def actions_on(synthesized: Any, role: Any, resource_logical_id: str) -> set[str
             actions = statement["Action"]
             found.update([actions] if isinstance(actions, str) else actions)
     return found
+
+
+def cfn_lint_errors(synthesized: Any, tmp_path: Path) -> tuple[list[str], str]:
+    """cfn-lint's errors on the synthesized template (its exit code's error bit counts as one), and its whole
+    output."""
+    template = tmp_path / "DuetimeStack.template.json"
+    template.write_text(json.dumps(synthesized.raw))
+    result = subprocess.run(
+        [sys.executable, "-m", "cfnlint", "--format", "parseable", str(template)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    errors = [line for line in result.stdout.splitlines() if ":E" in line or line.split(":")[-2:-1] == ["error"]]
+    if result.returncode & 2:
+        errors.append(f"cfn-lint exited {result.returncode}")
+    return errors, result.stdout + result.stderr

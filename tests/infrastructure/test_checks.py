@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import aws_cdk as cdk
 import pytest
@@ -12,6 +10,7 @@ from duetime.definitions import Settings
 
 from infra.build_layers import layer_requirements
 from infra.context import DeployContext
+from tests.infrastructure.helpers import cfn_lint_errors
 
 
 def test_cdk_nag_aws_solutions_runs_and_reports_nothing_unacknowledged(synthesized):
@@ -46,16 +45,8 @@ def test_the_app_fails_synthesis_on_an_unacknowledged_aws_solutions_finding(synt
 
 
 def test_cfn_lint_reports_no_errors(synthesized, tmp_path):
-    template = tmp_path / "DuetimeStack.template.json"
-    template.write_text(json.dumps(synthesized.raw))
-    result = subprocess.run(
-        [sys.executable, "-m", "cfnlint", "--format", "parseable", str(template)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    errors = [line for line in result.stdout.splitlines() if ":E" in line or line.split(":")[-2:-1] == ["error"]]
-    assert result.returncode & 2 == 0 and not errors, result.stdout + result.stderr
+    errors, output = cfn_lint_errors(synthesized, tmp_path)
+    assert not errors, output
 
 
 def test_context_defaults_are_the_shared_settings():

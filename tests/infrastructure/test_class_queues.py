@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import aws_cdk as cdk
 import pytest
@@ -13,6 +11,7 @@ from duetime.definitions import JOB_CLASSES, MAX_RECEIVE_COUNT, Settings
 
 from infra.context import DeployContext
 from tests.infrastructure.conftest import Synthesized, synthesize
+from tests.infrastructure.helpers import cfn_lint_errors
 
 PREFIX = Settings().prefix
 DEFAULT = JOB_CLASSES["default"]
@@ -157,16 +156,8 @@ def test_the_dashboard_counts_and_shows_every_due_queue(spread):
 
 
 def test_the_spread_template_passes_cfn_lint(spread, tmp_path):
-    template = tmp_path / "DuetimeStack.template.json"
-    template.write_text(json.dumps(spread.raw))
-    result = subprocess.run(
-        [sys.executable, "-m", "cfnlint", "--format", "parseable", str(template)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    errors = [line for line in result.stdout.splitlines() if ":E" in line]
-    assert result.returncode & 2 == 0 and not errors, result.stdout + result.stderr
+    errors, output = cfn_lint_errors(spread, tmp_path)
+    assert not errors, output
 
 
 def test_the_default_context_keeps_one_queue_and_function_per_class_with_their_ids(synthesized):

@@ -9,25 +9,31 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def smoke(tmp_path: Path, *systems: str) -> tuple[dict[str, object], str]:
+def bench(tmp_path: Path, *args: str, timeout: float = 240) -> tuple[dict[str, Any], str]:
+    """`python -m bench ARGS --output` into `tmp_path`: the figures it wrote and what it printed."""
     output = tmp_path / "results.json"
     done = subprocess.run(
-        [sys.executable, "-m", "bench", "--smoke", "--output", str(output), "--systems", *systems],
+        [sys.executable, "-m", "bench", *args, "--output", str(output)],
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=240,
+        timeout=timeout,
         check=False,
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    results: dict[str, object] = json.loads(output.read_text())
+    results: dict[str, Any] = json.loads(output.read_text())
     return results, done.stdout
+
+
+def smoke(tmp_path: Path, *systems: str) -> tuple[dict[str, Any], str]:
+    return bench(tmp_path, "--smoke", "--systems", *systems)
 
 
 @pytest.mark.bench  # ~45 s of processes starting and waiting for due times: `make bench-smoke`, not `make test`
@@ -56,20 +62,11 @@ def test_the_smoke_run_measures_every_job_of_each_system_and_prints_the_table(tm
 @pytest.mark.bench  # ~50 s: two short rounds of each tool against one `duetime local`
 @pytest.mark.timeout(300)
 def test_the_load_check_runs_duetime_load_and_the_bench_against_one_system_and_compares_them(tmp_path: Path) -> None:
-    output = tmp_path / "results.json"
-    done = subprocess.run(
-        [sys.executable, "-m", "bench", "--only", "load", "--quick", "--output", str(output)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=280,
-        check=False,
-    )
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    [rate] = json.loads(output.read_text())["loadCheck"]["rates"]
+    results, printed = bench(tmp_path, "--only", "load", "--quick", timeout=280)
+    [rate] = results["loadCheck"]["rates"]
     assert len(rate["bench"]) == len(rate["load"]) == 2
     for run in rate["bench"] + rate["load"]:
         assert run["accepted"] == run["planned"] > 0 and not run["saturated"], run
     assert rate["load"][0]["notStarted"] == rate["load"][1]["notStarted"] == 0
     assert set(rate["compared"]) == {"p50Ms", "p99Ms", "executionsPerSecond"}
-    assert "duetime load against the bench" in done.stdout
+    assert "duetime load against the bench" in printed

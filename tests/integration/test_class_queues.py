@@ -5,11 +5,9 @@ from, and retries and a DLQ redrive route the same way."""
 from __future__ import annotations
 
 import threading
-import time
 from datetime import timedelta
 
 import pytest
-from duetime.adapters.sqlite.queue import SqliteQueues
 from duetime.definitions import Settings
 from duetime.domain.keys import shard_of
 from duetime.domain.models import ExecutionStatus, JobSpec, format_time
@@ -22,6 +20,8 @@ from duetime.service.redrive import list_dead_letters, redrive
 from duetime.worker.runtime import Worker
 
 from tests.conftest import BOTH_BACKENDS
+from tests.integration.succeeded import first_runs_once_succeeded
+from tests.queue_depths import class_queue_depths
 
 pytestmark = BOTH_BACKENDS
 QUEUES = 2
@@ -42,25 +42,6 @@ def receive_all(ports, wait: float = 0) -> list[Received]:
     while batch := ports.queues.receive("default", 10, wait, 30):
         taken += batch
     return taken
-
-
-def queued(ports) -> list[int]:
-    """Messages on each due queue of `default`, visible, delayed or in flight."""
-    queues = ports.queues
-    if isinstance(queues, SqliteQueues):
-        return [queues.depth("default", index) for index in range(QUEUES)]
-    names = [
-        "ApproximateNumberOfMessages",
-        "ApproximateNumberOfMessagesNotVisible",
-        "ApproximateNumberOfMessagesDelayed",
-    ]
-    return [
-        sum(
-            int(v)
-            for v in queues.client.get_queue_attributes(QueueUrl=url, AttributeNames=names)["Attributes"].values()
-        )
-        for url in queues.class_queue_urls["default"]
-    ]
 
 
 def queue_of(received: Received) -> int:
@@ -156,15 +137,10 @@ def test_the_worker_loop_runs_what_is_due_on_both_queues_and_deletes_each_on_its
     thread = threading.Thread(target=worker.run, kwargs={"grace_seconds": 1})
     thread.start()
     try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            rows = [ports.store.executions_of_job(j.job_id)[0] for j in jobs]
-            if all(r.status == ExecutionStatus.SUCCEEDED for r in rows):
-                break
-            time.sleep(0.2)
+        rows = first_runs_once_succeeded(ports, jobs)
     finally:
         worker.stopping.set()
         thread.join(timeout=15)
     # Then every one ran, and each message was deleted from the queue it came from (none is left in flight)
     assert all(r.status == ExecutionStatus.SUCCEEDED for r in rows)
-    assert queued(ports) == [0, 0]
+    assert class_queue_depths(ports.queues) == [0, 0]

@@ -5,10 +5,14 @@ comes back promptly, not after the queue's visibility timeout."""
 from __future__ import annotations
 
 import importlib
+import json
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
+from types import ModuleType
 
 import pytest
 from duetime.definitions import Settings
@@ -30,26 +34,38 @@ class LambdaContext:
     aws_request_id: str = "req-1"
 
 
-@pytest.fixture
-def worker_module(monkeypatch):
+@contextmanager
+def worker_function(monkeypatch, class_queues: dict[str, int] | None = None) -> Iterator[ModuleType]:
+    """functions/worker imported fresh (a cold start) over moto's tables and queues, prefix `lw`, 4 shards."""
     with mock_aws():
         monkeypatch.setenv("DUETIME_PREFIX", "lw")
         monkeypatch.setenv("DUETIME_SHARDS", "4")
         monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
         settings = Settings(prefix="lw", shards=4)
+        if class_queues:
+            monkeypatch.setenv("DUETIME_CLASS_QUEUES", json.dumps(class_queues))
+            settings = settings.with_class_queues(class_queues)
         create_tables(make_client("dynamodb", "us-east-1"), settings)
         create_queues(make_client("sqs", "us-east-1"), settings)
         sys.modules.pop("functions.worker.index", None)
         yield importlib.import_module("functions.worker.index")
 
 
-def record_for(ports, message: DueMessage) -> dict:
-    """Put `message` on the default queue and take it off as the SQS event source would."""
+@pytest.fixture
+def worker_module(monkeypatch):
+    with worker_function(monkeypatch) as module:
+        yield module
+
+
+def record_for(ports, message: DueMessage, index: int = 0) -> dict:
+    """Put `message` on due queue `index` of `default` and take it off as that queue's event source would."""
     queues = ports.queues
-    queues.client.send_message(QueueUrl=queues.queue_urls["default"], MessageBody=message.to_body())
-    [raw] = queues.client.receive_message(
-        QueueUrl=queues.queue_urls["default"], VisibilityTimeout=900, MessageSystemAttributeNames=["All"]
-    )["Messages"]
+    url = queues.class_queue_urls["default"][index]
+    queues.client.send_message(QueueUrl=url, MessageBody=message.to_body())
+    [raw] = queues.client.receive_message(QueueUrl=url, VisibilityTimeout=900, MessageSystemAttributeNames=["All"])[
+        "Messages"
+    ]
+    name = ports.settings.job_class("default").queue_name(ports.settings.prefix, index)
     return {
         "messageId": raw["MessageId"],
         "receiptHandle": raw["ReceiptHandle"],
@@ -57,7 +73,7 @@ def record_for(ports, message: DueMessage) -> dict:
         "attributes": raw["Attributes"],
         "messageAttributes": {},
         "eventSource": "aws:sqs",
-        "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:lw-due-default",
+        "eventSourceARN": f"arn:aws:sqs:us-east-1:123456789012:{name}",
         "awsRegion": "us-east-1",
     }
 

@@ -3,40 +3,25 @@ queue 1 (its eventSourceARN): every visibility change and delete goes to queue 1
 
 from __future__ import annotations
 
-import importlib
-import sys
 import time
 from datetime import timedelta
 from typing import Any
 
 import pytest
-from duetime.definitions import Settings
 from duetime.domain.keys import shard_of
 from duetime.domain.models import JobSpec
-from duetime.queue.provision import create_queues
 from duetime.queue.sqs import DueMessage
 from duetime.service.jobs import submit_job
-from duetime.store.aws import make_client
-from duetime.store.provision import create_tables
-from moto import mock_aws
 
-from tests.integration.test_lambda_worker import LambdaContext
+from tests.integration.test_lambda_worker import LambdaContext, record_for, worker_function
 
 QUEUE_CALLS = {"ChangeMessageVisibility", "ChangeMessageVisibilityBatch", "DeleteMessage", "DeleteMessageBatch"}
 
 
 @pytest.fixture
 def worker_module(monkeypatch):
-    with mock_aws():
-        monkeypatch.setenv("DUETIME_PREFIX", "lw")
-        monkeypatch.setenv("DUETIME_SHARDS", "4")
-        monkeypatch.setenv("DUETIME_CLASS_QUEUES", '{"default":2}')
-        monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
-        settings = Settings(prefix="lw", shards=4).with_class_queues({"default": 2})
-        create_tables(make_client("dynamodb", "us-east-1"), settings)
-        create_queues(make_client("sqs", "us-east-1"), settings)
-        sys.modules.pop("functions.worker.index", None)
-        yield importlib.import_module("functions.worker.index")
+    with worker_function(monkeypatch, {"default": 2}) as module:
+        yield module
 
 
 class QueueCalls:
@@ -71,25 +56,6 @@ def message_of_queue_1(ports, clock_offset: float) -> DueMessage:
     return DueMessage.for_execution(execution, ports.store.key_of(execution))
 
 
-def record_from_queue_1(ports, message: DueMessage) -> dict:
-    """Put `message` on queue 1 and take it off as that queue's event source would."""
-    url = ports.queues.class_queue_urls["default"][1]
-    ports.queues.client.send_message(QueueUrl=url, MessageBody=message.to_body())
-    [raw] = ports.queues.client.receive_message(
-        QueueUrl=url, VisibilityTimeout=900, MessageSystemAttributeNames=["All"]
-    )["Messages"]
-    return {
-        "messageId": raw["MessageId"],
-        "receiptHandle": raw["ReceiptHandle"],
-        "body": raw["Body"],
-        "attributes": raw["Attributes"],
-        "messageAttributes": {},
-        "eventSource": "aws:sqs",
-        "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:lw-due-default-1",
-        "awsRegion": "us-east-1",
-    }
-
-
 def visible_on(ports, index: int) -> list[str]:
     url = ports.queues.class_queue_urls["default"][index]
     messages = ports.queues.client.receive_message(QueueUrl=url, MaxNumberOfMessages=10, VisibilityTimeout=900)
@@ -101,7 +67,7 @@ def test_a_batch_from_queue_1_changes_visibility_on_queue_1(worker_module):
     assert len(ports.queues.class_queue_urls["default"]) == 2
     queue_1 = ports.queues.class_queue_urls["default"][1]
     due, early = message_of_queue_1(ports, -1), message_of_queue_1(ports, 120)
-    records = [record_from_queue_1(ports, m) for m in (due, early)]
+    records = [record_for(ports, m, index=1) for m in (due, early)]
     calls = QueueCalls(ports.queues.client)
     result = worker_module.handler({"Records": records}, LambdaContext(aws_request_id="q1-1"))
     # The early one stays queued (hidden until near its due time, on queue 1); the due one ran
@@ -113,7 +79,7 @@ def test_a_batch_from_queue_1_changes_visibility_on_queue_1(worker_module):
 def test_a_record_from_queue_1_that_fails_before_its_claim_comes_back_on_queue_1_promptly(worker_module, monkeypatch):
     ports = worker_module.PORTS
     queue_1 = ports.queues.class_queue_urls["default"][1]
-    record = record_from_queue_1(ports, message_of_queue_1(ports, -1))
+    record = record_for(ports, message_of_queue_1(ports, -1), index=1)
 
     def unreachable(job_id: str) -> None:
         raise ConnectionError("DynamoDB is unreachable")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
 from datetime import UTC, datetime, timedelta
 
 from duetime.adapters.sqlite.db import Database
@@ -13,6 +12,8 @@ from duetime.notify import ConsoleNotifier
 from duetime.service.jobs import submit_job
 from duetime.worker.observe import CountingObserver
 from duetime.worker.runtime import Worker
+
+from tests.integration.succeeded import first_runs_once_succeeded
 
 
 def test_one_off_jobs_start_at_their_due_instant_not_before(tmp_path, test_settings):
@@ -30,12 +31,7 @@ def test_one_off_jobs_start_at_their_due_instant_not_before(tmp_path, test_setti
             spec = JobSpec.model_validate({"name": f"t{i}", "handler": "demo.echo", "schedule": {"at": at}})
             jobs.append(submit_job(ports, "alice", spec)[0])
         # When the worker runs them
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            rows = [ports.store.executions_of_job(j.job_id)[0] for j in jobs]
-            if all(r.status == ExecutionStatus.SUCCEEDED for r in rows):
-                break
-            time.sleep(0.1)
+        rows = first_runs_once_succeeded(ports, jobs, poll=0.1)
     finally:
         worker.stopping.set()
         thread.join(timeout=15)

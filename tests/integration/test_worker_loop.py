@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import threading
-import time
 from collections import Counter
 
 from duetime.domain.models import ExecutionStatus, JobSpec
 from duetime.service.jobs import submit_job
 from duetime.worker.observe import CountingObserver
 from duetime.worker.runtime import Worker
+
+from tests.integration.succeeded import first_runs_once_succeeded
 
 
 def test_the_receive_loop_runs_due_executions_and_batches_its_deletes(ports, clock):
@@ -28,12 +29,7 @@ def test_the_receive_loop_runs_due_executions_and_batches_its_deletes(ports, clo
     worker = Worker(ports, "default", "w1", concurrency=8, observer=CountingObserver())
     thread = threading.Thread(target=worker.run, kwargs={"grace_seconds": 1})
     thread.start()
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        rows = [ports.store.executions_of_job(j.job_id)[0] for j in jobs]
-        if all(r.status == ExecutionStatus.SUCCEEDED for r in rows):
-            break
-        time.sleep(0.2)
+    rows = first_runs_once_succeeded(ports, jobs)
     worker.stopping.set()
     thread.join(timeout=15)
     assert all(r.status == ExecutionStatus.SUCCEEDED for r in rows)
