@@ -45,7 +45,7 @@ import math
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -128,6 +128,14 @@ _process_write_locks: dict[str, threading.Lock] = {}
 _process_write_locks_guard = threading.Lock()
 
 
+def earliest_visible_ms(conn: sqlite3.Connection, queues: Iterable[str]) -> int | None:
+    """The earliest instant (epoch ms) a message of `queues` is or becomes visible; None when they hold none."""
+    names = tuple(queues)
+    marks = ", ".join("?" * len(names))
+    earliest = conn.execute(f"SELECT MIN(visible_at_ms) FROM messages WHERE queue IN ({marks})", names).fetchone()[0]
+    return None if earliest is None else int(earliest)
+
+
 def _write_lock_for(path: str) -> threading.Lock:
     with _process_write_locks_guard:
         return _process_write_locks.setdefault(path, threading.Lock())
@@ -148,11 +156,10 @@ class Database:
         self._changed = threading.Condition()
         self._generation = 0
         self._waiters = 0
-        # The wall-clock instant (epoch ms) each waiting thread wakes at by itself: a commit making a message
-        # visible only at or after all of them need wake no one (see notify_local).
-        self._wake_deadlines: list[int] = []
-        # The queues each waiting thread receives from (None: it named none, so any commit elsewhere wakes it).
-        self._wait_queues: list[tuple[str, ...] | None] = []
+        # Each waiting thread's wall-clock instant (epoch ms) it wakes at by itself, and the queues it receives
+        # from (None: it named none, so any commit elsewhere wakes it). A commit making a message visible only
+        # at or after every deadline need wake no one (see notify_local).
+        self._waits: list[tuple[int, tuple[str, ...] | None]] = []
         self._watch_needed = threading.Event()
         self._closed = False
         self._watcher: threading.Thread | None = None
@@ -286,7 +293,7 @@ class Database:
         thread hand-offs, each wake-up to find nothing visible yet."""
         with self._changed:
             self._generation += 1
-            if visible_at_ms is None or any(deadline > visible_at_ms for deadline in self._wake_deadlines):
+            if visible_at_ms is None or any(deadline > visible_at_ms for deadline, _ in self._waits):
                 self._changed.notify_all()
 
     def wait_for_change(self, seen: int, timeout: float, queues: Sequence[str] | None = None) -> None:
@@ -301,16 +308,14 @@ class Database:
                 return
             self._waiters += 1
             deadline = time.time_ns() // 1_000_000 + math.ceil(timeout * 1000)
-            named = tuple(queues) if queues is not None else None
-            self._wake_deadlines.append(deadline)
-            self._wait_queues.append(named)
+            wait = (deadline, tuple(queues) if queues is not None else None)
+            self._waits.append(wait)
             self._watch_needed.set()
             try:
                 self._changed.wait(timeout)
             finally:
                 self._waiters -= 1
-                self._wake_deadlines.remove(deadline)
-                self._wait_queues.remove(named)
+                self._waits.remove(wait)
 
     def _ensure_watcher(self) -> None:
         """Start the watcher once, from its first baseline. A commit between a caller's look and that
@@ -355,19 +360,15 @@ class Database:
         waiters' queues is visible, NEVER_VISIBLE_MS when they hold none, or None (wake everyone) when a
         waiter named no queues or the read fails."""
         with self._changed:
-            named = list(self._wait_queues)
+            named = [queues for _, queues in self._waits]
         if not named or any(queues is None for queues in named):
             return None
-        queues = sorted({queue for queues in named if queues for queue in queues})
         try:
-            earliest = [
-                conn.execute("SELECT MIN(visible_at_ms) FROM messages WHERE queue = ?", (queue,)).fetchone()[0]
-                for queue in queues
-            ]
+            earliest = earliest_visible_ms(conn, {queue for queues in named if queues for queue in queues})
         except sqlite3.Error:
             log.exception("could not read when the next message is visible")
             return None
-        return min((value for value in earliest if value is not None), default=NEVER_VISIBLE_MS)
+        return NEVER_VISIBLE_MS if earliest is None else earliest
 
     def _checkpoint(self) -> None:
         """Checkpoint the WAL after this process wrote, at most every CHECKPOINT_INTERVAL_SECONDS."""

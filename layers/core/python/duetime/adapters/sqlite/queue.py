@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import Any
 
-from duetime.adapters.sqlite.db import Database
+from duetime.adapters.sqlite.db import Database, earliest_visible_ms
 from duetime.definitions import MAX_RECEIVE_COUNT, SQS_BATCH_SIZE, SQS_MAX_VISIBILITY_SECONDS, Settings
 from duetime.service.ports import DueMessage, Received, queue_index, queue_receipt, split_receipt
 
@@ -105,16 +105,16 @@ class SqliteQueues:
         self, queues: list[str], max_messages: int, wait_seconds: float, visibility: float, redrive_to: str | None
     ) -> list[tuple[str, str, int]]:
         deadline = time.monotonic() + max(0.0, wait_seconds)
-        among = _among(queues)
         while True:
             seen = self.db.generation
             taken = self._take(queues, max(1, max_messages), visibility, redrive_to)
             remaining = deadline - time.monotonic()
             if taken or remaining <= 0:
                 return taken
-            row = self.db.query_one(f"SELECT MIN(visible_at_ms) FROM messages WHERE queue {among}", tuple(queues))
-            if row[0] is not None:
-                remaining = min(remaining, max(0.0, (row[0] - self.wall_ms()) / 1000))
+            with self.db.read() as conn:
+                earliest = earliest_visible_ms(conn, queues)
+            if earliest is not None:
+                remaining = min(remaining, max(0.0, (earliest - self.wall_ms()) / 1000))
             self.db.wait_for_change(seen, remaining, queues)
 
     def _take(
