@@ -6,7 +6,11 @@ imports neither moto nor werkzeug (tests/unit/test_import_cost.py checks it)."""
 from __future__ import annotations
 
 import itertools
+import os
 import sys
+import threading
+import time
+import traceback
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -98,6 +102,41 @@ def ports(clock: Clock, test_settings: Settings, backend: str, tmp_path: Path) -
             queues=DueQueues.resolve(sqs, test_settings, max_delay_seconds=0),
             **injected,
         )
+
+
+# A thread a test left running (a receive loop whose test failed before stopping it, say) would keep this pytest
+# process from exiting after its last test: `make test` would wait on it until CI's limit. At the end of the
+# session such threads get a while to end; any still running fail the run, with their stacks, and the process
+# exits anyway.
+LEFTOVER_THREAD_GRACE_SECONDS = 30
+_LEFTOVER = pytest.StashKey[list[threading.Thread]]()
+
+
+def _leftover_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t is not threading.main_thread() and not t.daemon and t.is_alive()]
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    deadline = time.monotonic() + LEFTOVER_THREAD_GRACE_SECONDS
+    for thread in _leftover_threads():
+        thread.join(max(0.0, deadline - time.monotonic()))
+    session.config.stash[_LEFTOVER] = _leftover_threads()
+    if session.config.stash[_LEFTOVER]:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    leftover = config.stash.get(_LEFTOVER, [])
+    if not leftover:
+        return
+    frames = sys._current_frames()
+    sys.stderr.write(f"\n{len(leftover)} thread(s) a test started still run after the session; failing the run:\n")
+    for thread in leftover:
+        stack = "".join(traceback.format_stack(frames[thread.ident])) if thread.ident in frames else ""
+        sys.stderr.write(f"--- {thread.name}\n{stack}")
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(int(pytest.ExitCode.TESTS_FAILED))
 
 
 __all__ = ["BACKENDS", "BOTH_BACKENDS", "ROOT", "Clock"]

@@ -23,6 +23,7 @@ from duetime.worker.runtime import Worker
 
 import tests.integration.checkpoint_handlers  # noqa: F401  (registers sample.count_in_child)
 from tests.conftest import BOTH_BACKENDS
+from tests.integration.succeeded import worker_loop
 from tests.integration.test_api_contract import SECRET, Client, assert_error
 
 pytestmark = BOTH_BACKENDS
@@ -140,11 +141,8 @@ def test_a_worker_shutting_down_writes_the_waiting_checkpoint_before_it_hands_th
     worker = Worker(ports, "default", "w1", concurrency=1)
     worker.announcer.announce()
     job = submit(ports, "tests.checkpoint_then_hand_over", {})
-    loop = threading.Thread(target=worker.run, kwargs={"grace_seconds": 0.2})
-    loop.start()
-    assert Handover.waiting.wait(15)
-    worker.stopping.set()
-    loop.join(15)
+    with worker_loop(worker, grace_seconds=0.2):
+        assert Handover.waiting.wait(15)
     # The run was released (its lease ends now, for the next worker) with the newest checkpoint on the row
     [row] = ports.store.executions_of_job(job.job_id)
     assert (row.status, row.attempt, row.lease_until) == (ExecutionStatus.RUNNING, 1, clock())

@@ -4,7 +4,6 @@ from, and retries and a DLQ redrive route the same way."""
 
 from __future__ import annotations
 
-import threading
 from datetime import timedelta
 
 import pytest
@@ -20,7 +19,7 @@ from duetime.service.redrive import list_dead_letters, redrive
 from duetime.worker.runtime import Worker
 
 from tests.conftest import BOTH_BACKENDS
-from tests.integration.succeeded import first_runs_once_succeeded
+from tests.integration.succeeded import first_runs_once_succeeded, worker_loop
 from tests.queue_depths import class_queue_depths
 
 pytestmark = BOTH_BACKENDS
@@ -134,13 +133,8 @@ def test_the_worker_loop_runs_what_is_due_on_both_queues_and_deletes_each_on_its
     assert {shard_of(j.job_id, 4) % QUEUES for j in jobs} == {0, 1}
     # When `duetime worker`'s receive loop runs (batched deletes, a receive reading both queues)
     worker = Worker(ports, "default", "w1", concurrency=4)
-    thread = threading.Thread(target=worker.run, kwargs={"grace_seconds": 1})
-    thread.start()
-    try:
+    with worker_loop(worker):
         rows = first_runs_once_succeeded(ports, jobs)
-    finally:
-        worker.stopping.set()
-        thread.join(timeout=15)
     # Then every one ran, and each message was deleted from the queue it came from (none is left in flight)
     assert all(r.status == ExecutionStatus.SUCCEEDED for r in rows)
     assert class_queue_depths(ports.queues) == [0, 0]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections.abc import Iterator
 from datetime import timedelta
@@ -24,6 +23,8 @@ from duetime.store.dynamo import DynamoStore
 from duetime.store.provision import create_tables
 from duetime.worker.observe import CountingObserver
 from duetime.worker.runtime import RunRecord, Worker
+
+from tests.integration.succeeded import worker_loop
 
 LEASE_SECONDS = 2
 MAX_RECEIVES = 3  # the queue's maxReceiveCount here; the run lasts longer than MAX_RECEIVES leases
@@ -70,9 +71,7 @@ def test_a_long_run_with_duplicate_messages_succeeds_once_and_the_drain_never_fa
     duplicate = DueMessage.for_execution(execution, ports.store.key_of(execution))
     runs: list[RunRecord] = []
     worker = Worker(ports, "long", "w1", concurrency=3, on_run=runs.append, observer=CountingObserver())
-    thread = threading.Thread(target=worker.run, kwargs={"grace_seconds": 1})
-    thread.start()
-    try:
+    with worker_loop(worker):
         deadline = time.monotonic() + run_seconds + 20
         sent_duplicates = 0
         while time.monotonic() < deadline:
@@ -84,9 +83,6 @@ def test_a_long_run_with_duplicate_messages_succeeds_once_and_the_drain_never_fa
                 sent_duplicates += 1
             drain_dead_letters(ports, "long")  # the DLQ notifier runs all along
             time.sleep(1)
-    finally:
-        worker.stopping.set()
-        thread.join(timeout=15)
     row = ports.store.get_execution(duplicate.key)
     assert sent_duplicates == 4
     assert row is not None and row.status == ExecutionStatus.SUCCEEDED and row.attempt == 1

@@ -85,25 +85,28 @@ def test_an_ecs_handler_starts_a_task_with_the_run_references_and_stops_it_when_
         except BaseException as exc:
             failure.append(exc)
 
-    thread = threading.Thread(target=go)
+    thread = threading.Thread(target=go, daemon=True)
     thread.start()
-    arns: list[str] = []
-    for _ in range(50):
-        arns = ecs.list_tasks(cluster="jobs")["taskArns"]
-        if arns:
-            break
-        threading.Event().wait(0.1)
-    [task] = ecs.describe_tasks(cluster="jobs", tasks=arns)["tasks"]
-    environment = {e["name"]: e["value"] for e in task["overrides"]["containerOverrides"][0]["environment"]}
-    assert environment["DUETIME_EXECUTION_ID"] == ctx.execution_id and environment["DUETIME_ATTEMPT"] == "2"
-    assert environment["DUETIME_OWNER"] == "alice"
-    # The payload is not among them (DescribeTasks and CloudTrail show overrides): the task reads it itself,
-    # and neither is the claim's token: the worker that started the task heartbeats and completes for it.
-    assert "DUETIME_PAYLOAD" not in environment and "payload-secret-7f3a" not in json.dumps(task)
-    assert "DUETIME_CLAIM_TOKEN" not in environment and "claim-secret" not in json.dumps(task)
-    # When the run is told to stop (timeout, lost lease, replace), the task is stopped
-    ctx.cancelled.set()
-    thread.join(timeout=10)
+    try:
+        arns: list[str] = []
+        for _ in range(50):
+            arns = ecs.list_tasks(cluster="jobs")["taskArns"]
+            if arns:
+                break
+            threading.Event().wait(0.1)
+        [task] = ecs.describe_tasks(cluster="jobs", tasks=arns)["tasks"]
+        environment = {e["name"]: e["value"] for e in task["overrides"]["containerOverrides"][0]["environment"]}
+        assert environment["DUETIME_EXECUTION_ID"] == ctx.execution_id and environment["DUETIME_ATTEMPT"] == "2"
+        assert environment["DUETIME_OWNER"] == "alice"
+        # The payload is not among them (DescribeTasks and CloudTrail show overrides): the task reads it itself,
+        # and neither is the claim's token: the worker that started the task heartbeats and completes for it.
+        assert "DUETIME_PAYLOAD" not in environment and "payload-secret-7f3a" not in json.dumps(task)
+        assert "DUETIME_CLAIM_TOKEN" not in environment and "claim-secret" not in json.dumps(task)
+    finally:
+        # When the run is told to stop (timeout, lost lease, replace), the task is stopped. In `finally`:
+        # however the checks above end, the run must not go on polling ECS once mock_aws has ended.
+        ctx.cancelled.set()
+        thread.join(timeout=10)
     assert failure and isinstance(failure[0], InterruptedError)
     [stopped] = ecs.describe_tasks(cluster="jobs", tasks=arns)["tasks"]
     assert stopped["lastStatus"] == "STOPPED" and "duetime stopped attempt 2" in stopped["stoppedReason"]

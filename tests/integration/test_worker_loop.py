@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 from collections import Counter
 
 from duetime.domain.models import ExecutionStatus, JobSpec
@@ -10,7 +9,7 @@ from duetime.service.jobs import submit_job
 from duetime.worker.observe import CountingObserver
 from duetime.worker.runtime import Worker
 
-from tests.integration.succeeded import first_runs_once_succeeded
+from tests.integration.succeeded import first_runs_once_succeeded, worker_loop
 
 
 def test_the_receive_loop_runs_due_executions_and_batches_its_deletes(ports, clock):
@@ -27,11 +26,8 @@ def test_the_receive_loop_runs_due_executions_and_batches_its_deletes(ports, clo
         for i in range(20)
     ]
     worker = Worker(ports, "default", "w1", concurrency=8, observer=CountingObserver())
-    thread = threading.Thread(target=worker.run, kwargs={"grace_seconds": 1})
-    thread.start()
-    rows = first_runs_once_succeeded(ports, jobs)
-    worker.stopping.set()
-    thread.join(timeout=15)
+    with worker_loop(worker):
+        rows = first_runs_once_succeeded(ports, jobs)
     assert all(r.status == ExecutionStatus.SUCCEEDED for r in rows)
     assert calls["DeleteMessage"] == 0
     assert 2 <= calls["DeleteMessageBatch"] <= 20
