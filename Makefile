@@ -5,7 +5,11 @@ VENV := .venv/.installed
 NODE := node_modules/.installed
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 export PYTHONDONTWRITEBYTECODE := 1
-PYTEST := $(PY) -m pytest -q -p no:cacheprovider
+# Every pytest process ends within PYTEST_LIMIT seconds (the longest takes about 7 minutes here): one that hangs
+# (a thread left running, a wait with no end) is interrupted with SIGINT, which prints where it waited, and
+# fails its target with exit status 124, instead of CI waiting out its own 90 minutes.
+PYTEST_LIMIT ?= 1800
+PYTEST := timeout --signal=INT --kill-after=60 $(PYTEST_LIMIT) $(PY) -m pytest -q -p no:cacheprovider
 LINTED := layers functions infra tests scripts app.py $(wildcard bench)
 
 .PHONY: dev local test test-tiers test-infrastructure test-fast test-e2e browser test-browser lint format docs synth scan bench bench-quick bench-smoke bench-side redis-server chaos clean
