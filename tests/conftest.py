@@ -109,7 +109,6 @@ def ports(clock: Clock, test_settings: Settings, backend: str, tmp_path: Path) -
 # session such threads get a while to end; any still running fail the run, with their stacks, and the process
 # exits anyway.
 LEFTOVER_THREAD_GRACE_SECONDS = 30
-_LEFTOVER = pytest.StashKey[list[threading.Thread]]()
 
 
 def _leftover_threads() -> list[threading.Thread]:
@@ -120,13 +119,13 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     deadline = time.monotonic() + LEFTOVER_THREAD_GRACE_SECONDS
     for thread in _leftover_threads():
         thread.join(max(0.0, deadline - time.monotonic()))
-    session.config.stash[_LEFTOVER] = _leftover_threads()
-    if session.config.stash[_LEFTOVER]:
+    if _leftover_threads():
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    leftover = config.stash.get(_LEFTOVER, [])
+    """After pytest's summary: print the threads still running, and exit without waiting on them."""
+    leftover = _leftover_threads()
     if not leftover:
         return
     frames = sys._current_frames()
