@@ -137,7 +137,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
     load_modules(args.handlers or [])
     if args.data_dir:  # attach to a running `duetime local`: its SQLite file, or its moto server
         state = load_state(args.data_dir)
-        ports = attach_ports(args.data_dir, state, worker=True)
+        ports = attach_ports(args.data_dir, state)
         # `lambda:` and `ecs:` handlers reach AWS APIs: moto's stand-ins on moto, none on SQLite; webhooks
         # are signed with the same secrets as the `duetime local` it joins.
         if state.backend == MOTO:

@@ -161,18 +161,15 @@ def local_events(data_dir: str | Path, console: bool, webhook: str | None) -> Co
     return ConsoleEvents(webhook_url=webhook, webhooks=webhooks, echo=console)
 
 
-def attach_ports(
-    data_dir: str | Path, state: LocalState, notifier: Notifier | None = None, worker: bool = False
-) -> Ports:
-    """Ports of this process on the data of the `duetime local` that wrote `state` into `data_dir`;
-    `worker`: a worker process, whose writers share commits on SQLite (adapters/sqlite/db.py says why)."""
-    ports = _attach_ports(data_dir, state, notifier, worker)
+def attach_ports(data_dir: str | Path, state: LocalState, notifier: Notifier | None = None) -> Ports:
+    """Ports of this process on the data of the `duetime local` that wrote `state` into `data_dir`."""
+    ports = _attach_ports(data_dir, state, notifier)
     if ports.events is None:
         ports.events = local_events(data_dir, state.events_console, state.events_webhook)
     return ports
 
 
-def _attach_ports(data_dir: str | Path, state: LocalState, notifier: Notifier | None, worker: bool) -> Ports:
+def _attach_ports(data_dir: str | Path, state: LocalState, notifier: Notifier | None = None) -> Ports:
     if state.backend == SQLITE:
         path = Path(data_dir) / (state.database_file or DATABASE_FILE)
         if not path.exists():  # opening would create an empty one
@@ -186,7 +183,7 @@ def _attach_ports(data_dir: str | Path, state: LocalState, notifier: Notifier | 
             allow_loopback_webhooks=True,  # a local system: its webhooks may call this machine
         ).with_class_queues(state.class_queues)
         settings = settings.with_lease_seconds(state.lease_seconds)
-        return _sqlite_ports(Database(path, group_commit=worker), settings, notifier, state.handler_grants)
+        return _sqlite_ports(Database(path), settings, notifier, state.handler_grants)
     if state.backend == MOTO:
         return build_ports(config_from_state(state), notifier)
     raise ValueError(f"{data_dir}: unknown backend {state.backend!r} in local.json")

@@ -94,7 +94,7 @@ def main(argv: Sequence[str]) -> None:
     logging.basicConfig(level=os.environ.get("DUETIME_LOG_LEVEL", "WARNING"))
     load_modules(modules)
     state = load_state(data_dir)
-    ports = attach_ports(data_dir, state, worker=True)
+    ports = attach_ports(data_dir, state)
     webhooks = WebhookTarget(FileSecrets(data_dir), allow_loopback=ports.settings.allow_loopback_webhooks)
     workers = [
         Worker(

@@ -18,21 +18,10 @@ Settings, and why:
   every WRITE_RETRY_SECONDS instead (up to BUSY_TIMEOUT_SECONDS). Readers keep the busy timeout.
 - Connections: one writer connection per process (writes are serialized in the process anyway) and a
   small pool of reader connections lent to one thread at a time, so a server starting a thread per
-  request does not hold the file open once per thread it ever ran. Every state change runs inside a
+  request does not hold the file open once per thread it ever ran. Every state change is one
   `BEGIN IMMEDIATE` transaction, so a read-check-write is atomic across processes, and a killed
   process's unfinished transaction is rolled back by the next opener. Nothing is held across a kill:
   SQLite's file locks die with the process.
-- Group commit, in worker processes (`group_commit=True`: `duetime local`'s worker process and
-  `duetime worker --data-dir`): a writer ending its block while other threads of the process queue for
-  the write lock leaves the transaction open for them, each joining block in a savepoint of its own; the
-  last of the queue commits (or the GROUP_COMMIT_MAX_WRITES-th write, or the first after
-  GROUP_COMMIT_MAX_SECONDS, so the other process's writers wait little). No write returns before the
-  commit that holds it, a block that raises takes back only its own changes, and a failed commit fails
-  every write of it. A worker's receives, claims and completes queue behind one another while the API's
-  process holds the file's lock; committed together, they catch up in one hold. Measured here at 500
-  one-off jobs/s over the API (alternating 40-s runs, docs/performance.md): start lateness p99 39-195 ms
-  (median 88) with it, 270-1,523 ms (median 498) without. The API's process does not group: its longer
-  holds kept the worker's claims waiting (p99 1,038 and 4,148 ms with both grouping).
 
 Wake-ups: `wait_for_change` returns as soon as the file may have changed. A commit in this process wakes
 waiters at once; a commit in another process is seen by one watcher thread per process polling
@@ -57,7 +46,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -73,8 +62,6 @@ DEADLINE_ROUNDING_MS = 2
 MAX_IDLE_READERS = 8
 CHECKPOINT_INTERVAL_SECONDS = 0.5
 CHECKPOINT_FALLBACK_PAGES = 10_000
-GROUP_COMMIT_MAX_WRITES = 32
-GROUP_COMMIT_MAX_SECONDS = 0.005
 DATABASE_FILE = "duetime.sqlite3"
 
 # Keys and sort orders mirror the DynamoDB tables of duetime.definitions: executions by due partition
@@ -137,8 +124,8 @@ CREATE INDEX IF NOT EXISTS executions_dead_by_owner ON executions (dead_owner, d
 MIGRATIONS: tuple[str, ...] = (SCHEMA, DEAD_LETTERS)
 
 # Threads of one process that opened the same file write one at a time (see the module docstring).
-_process_writers: dict[str, _Writers] = {}
-_process_writers_guard = threading.Lock()
+_process_write_locks: dict[str, threading.Lock] = {}
+_process_write_locks_guard = threading.Lock()
 
 
 def earliest_visible_ms(conn: sqlite3.Connection, queues: Iterable[str]) -> int | None:
@@ -149,54 +136,23 @@ def earliest_visible_ms(conn: sqlite3.Connection, queues: Iterable[str]) -> int 
     return None if earliest is None else int(earliest)
 
 
-def _writers_for(path: str) -> _Writers:
-    with _process_writers_guard:
-        return _process_writers.setdefault(path, _Writers())
-
-
-class _Writers:
-    """What the writers of one file in this process share: the write lock, how many threads wait for it,
-    and the transaction left open for them (of whichever Database object's connection began it)."""
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.guard = threading.Lock()
-        self.queued = 0
-        self.batch: _GroupCommit | None = None
-
-
-class _GroupCommit:
-    """One transaction that the writes of several threads share (group commit). A thread finishing its
-    write leaves the transaction open while another thread of this process is queued for the write lock,
-    up to GROUP_COMMIT_MAX_WRITES writes or GROUP_COMMIT_MAX_SECONDS; the last one commits, and none
-    returns before that commit."""
-
-    __slots__ = ("conn", "done", "error", "opened", "writes")
-
-    def __init__(self, conn: sqlite3.Connection) -> None:
-        self.conn = conn
-        self.done = threading.Event()
-        self.error: BaseException | None = None
-        self.writes = 0
-        self.opened = time.monotonic()
+def _write_lock_for(path: str) -> threading.Lock:
+    with _process_write_locks_guard:
+        return _process_write_locks.setdefault(path, threading.Lock())
 
 
 class Database:
     """A SQLite file opened for duetime: per-thread connections, one-transaction writes, change wake-ups."""
 
-    def __init__(self, path: str | Path, group_commit: bool = False) -> None:
-        """`group_commit`: writers of this process that queue for the write lock share one transaction
-        (worker processes; see the module docstring)."""
+    def __init__(self, path: str | Path) -> None:
         self.path = str(Path(path).resolve())
-        self.group_commit = group_commit
         Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self._idle_readers: list[sqlite3.Connection] = []
         self._pool_guard = threading.Lock()
         self._writer: sqlite3.Connection | None = None
         self._checkpointer: threading.Thread | None = None
         self._written = threading.Event()
-        self._writers = _writers_for(self.path)
-        self._write_lock = self._writers.lock
+        self._write_lock = _write_lock_for(self.path)
         self._changed = threading.Condition()
         self._generation = 0
         self._waiters = 0
@@ -225,9 +181,9 @@ class Database:
                 conn.execute(f"PRAGMA user_version = {version + 1}")
 
     @classmethod
-    def in_directory(cls, data_dir: str | Path, group_commit: bool = False) -> Database:
+    def in_directory(cls, data_dir: str | Path) -> Database:
         """The database of a `--data-dir`."""
-        return cls(Path(data_dir) / DATABASE_FILE, group_commit)
+        return cls(Path(data_dir) / DATABASE_FILE)
 
     # -- connections and transactions ---------------------------------------------------------------
 
@@ -273,105 +229,35 @@ class Database:
 
     @contextmanager
     def write(self, wakes: bool = False, visible_at_ms: int | None = None) -> Iterator[sqlite3.Connection]:
-        """One atomic write: committed before the block's caller goes on if the block ends normally, undone
-        if it raises. Threads of this process that queue for the writer share one transaction (see
-        _GroupCommit): each block runs alone, in a savepoint of its own when it joins others.
+        """One `BEGIN IMMEDIATE` transaction: committed if the block ends normally, rolled back if it raises.
 
         `wakes`: the change may make a message visible, so waiters of this process look again (at once, or
         only if one would sleep past `visible_at_ms`, the earliest instant a message it wrote is visible).
         """
-        shared = self._writers
-        with shared.guard:
-            shared.queued += 1
-        shared.lock.acquire()
-        with shared.guard:
-            shared.queued -= 1
-        failure: BaseException | None = None
-        try:
-            conn = self._writer_connection()
-            batch = shared.batch
-            if batch is not None and batch.conn is not conn:  # another Database object's: commit it first
-                self._commit(batch)
-                batch = None
-            if batch is None:
-                self._retry_busy(conn, "BEGIN IMMEDIATE")
-                batch = shared.batch = _GroupCommit(conn)
-            joined = batch.writes > 0  # alone in the transaction so far: a failure rolls all of it back
-            if joined:
-                conn.execute("SAVEPOINT duetime_write")
+        with self._write_lock:
+            if self._writer is None:
+                self._writer = self._open()
+                self._writer.execute(f"PRAGMA wal_autocheckpoint={CHECKPOINT_FALLBACK_PAGES}")
+                self._writer.execute("PRAGMA busy_timeout=0")  # _begin waits for the lock (see the docstring)
+                self._checkpointer = threading.Thread(
+                    target=self._checkpoint, name="duetime-sqlite-checkpoint", daemon=True
+                )
+                self._checkpointer.start()
+            conn = self._writer
+            self._retry_busy(conn, "BEGIN IMMEDIATE")
             try:
                 yield conn
-            except BaseException as exc:
-                failure = exc
-                self._undo(conn, batch, joined)
-            else:
-                if joined:
-                    conn.execute("RELEASE duetime_write")
-                batch.writes += 1
-            if shared.batch is batch and not self._keep_open(batch):
-                self._commit(batch)
-        finally:
-            shared.lock.release()
-        if failure is not None:
-            raise failure
-        batch.done.wait()
-        if batch.error is not None:
-            raise Unavailable(f"the write was not committed: {batch.error}") from batch.error
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            try:
+                self._retry_busy(conn, "COMMIT")  # a busy COMMIT leaves the transaction open: try again
+            except BaseException:
+                conn.execute("ROLLBACK")  # still busy at the deadline: the connection must not stay mid-transaction
+                raise
         self._written.set()
         if wakes:
             self.notify_local(visible_at_ms)
-
-    def _writer_connection(self) -> sqlite3.Connection:
-        """This process's writer connection (the caller holds the write lock)."""
-        if self._writer is None:
-            self._writer = self._open()
-            self._writer.execute(f"PRAGMA wal_autocheckpoint={CHECKPOINT_FALLBACK_PAGES}")
-            self._writer.execute("PRAGMA busy_timeout=0")  # _begin waits for the lock (see the docstring)
-            self._checkpointer = threading.Thread(
-                target=self._checkpoint, name="duetime-sqlite-checkpoint", daemon=True
-            )
-            self._checkpointer.start()
-        return self._writer
-
-    def _keep_open(self, batch: _GroupCommit) -> bool:
-        """Whether to leave the transaction open for the next writer of this process (one is queued, and
-        the transaction is young and small enough that the other process's writers wait little for it)."""
-        with self._writers.guard:
-            queued = self._writers.queued
-        return (
-            self.group_commit
-            and queued > 0
-            and batch.writes < GROUP_COMMIT_MAX_WRITES
-            and time.monotonic() - batch.opened < GROUP_COMMIT_MAX_SECONDS
-        )
-
-    def _undo(self, conn: sqlite3.Connection, batch: _GroupCommit, joined: bool) -> None:
-        """Undo the failed block's changes: its savepoint, or the whole transaction when it was alone in it
-        (or when SQLite's error already ended the transaction, taking the batch's earlier writes with it)."""
-        if joined:
-            with suppress(sqlite3.Error):
-                conn.execute("ROLLBACK TO duetime_write")
-                conn.execute("RELEASE duetime_write")
-            if conn.in_transaction:
-                return
-        elif conn.in_transaction:
-            conn.execute("ROLLBACK")
-        batch.error = sqlite3.OperationalError("the transaction was rolled back by an error of a write in it")
-        self._writers.batch = None
-        batch.done.set()
-
-    def _commit(self, batch: _GroupCommit) -> None:
-        """Commit the batch and release every thread waiting on it (with the error, if the commit failed);
-        the caller holds the write lock."""
-        try:
-            self._retry_busy(batch.conn, "COMMIT")  # a busy COMMIT leaves the transaction open: try again
-        except BaseException as exc:
-            batch.error = exc
-            with suppress(sqlite3.Error):
-                batch.conn.execute("ROLLBACK")  # the connection must not stay mid-transaction
-        finally:
-            self._writers.batch = None
-            batch.done.set()
 
     @staticmethod
     def _retry_busy(conn: sqlite3.Connection, statement: str) -> None:
@@ -510,9 +396,6 @@ class Database:
         for conn in idle:
             conn.close()
         with self._write_lock:
-            batch = self._writers.batch
-            if batch is not None and batch.conn is self._writer:  # its writers wait for the commit
-                self._commit(batch)
             if self._writer is not None:
                 self._writer.close()
                 self._writer = None
