@@ -322,6 +322,22 @@ def side_targets(side: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
+def _stored_pairs(side: dict[str, Any]) -> list[tuple[dict[str, Any], dict[str, Any] | None]]:
+    """Each stored run with the fresh-data-dir run it is compared with: the n-th of its scenario and rate
+    with the n-th (the first pass's run, then the paired repeats in turn)."""
+    stored = side["stored"]
+    fresh = [r for r in side.get("runs", []) if r["system"] == SQLITE] + stored.get("baseRepeats", [])
+    seen: dict[tuple[str, Any], int] = {}
+    pairs = []
+    for run in stored["runs"]:
+        key = (run["scenario"], run.get("rate"))
+        index = seen.get(key, 0)
+        seen[key] = index + 1
+        matching = [r for r in fresh if (r["scenario"], r.get("rate")) == key]
+        pairs.append((run, matching[index] if index < len(matching) else None))
+    return pairs
+
+
 def _usable(runs: list[dict[str, Any]], scenario: str, rate: float | None) -> list[dict[str, Any]]:
     """The runs of one scenario and rate that measured something (not skipped)."""
     return [r for r in runs if r["scenario"] == scenario and r.get("rate") == rate and "skipped" not in r]
@@ -385,8 +401,7 @@ def render_side(side: dict[str, Any]) -> str:
             f"duetime sqlite with {seed['executions']:,} future executions stored (seeded in {seed['seconds']} s, "
             f"database {seed['databaseMb']:,.0f} MB; RSS idle {stored['rssIdleMb']:.0f} MB)",
         ]
-        for run in stored["runs"]:
-            base = _find(runs, SQLITE, run["scenario"], run.get("rate"))
+        for run, base in _stored_pairs(side):
             label = f"{run['scenario']} " + (f"{run['rate']:g}/s" if "rate" in run else f"of {run['count']:,}")
             extra = f", drain {run['drainSeconds']} s" if run.get("drainSeconds") is not None else ""
             lines.append(f"  {label}: {_cell(run)}{extra}  (without: {_cell(base)})")
@@ -426,9 +441,10 @@ def markdown_side(side: dict[str, Any]) -> str:
     if stored:
         header = f"| run | duetime sqlite | with {stored['seed']['executions']:,} stored |"
         lines += ["", header, "| --- | ---: | ---: |"]
-        for run in stored["runs"]:
-            base = _find(runs, SQLITE, run["scenario"], run.get("rate"))
+        for run, base in _stored_pairs(side):
             label = f"{run['scenario']}, " + (f"{run['rate']:g}/s" if "rate" in run else f"{run['count']:,} jobs")
+            if run.get("repeat"):
+                label += f" (paired repeat {run['repeat']})"
             before, after = _cell(base), _cell(run)
             if run.get("drainSeconds") is not None and base:
                 before, after = f"{base.get('drainSeconds')} s, {before}", f"{run['drainSeconds']} s, {after}"

@@ -510,9 +510,9 @@ def paired_repeats(plan: Plan, stored_runner: Runner, base: Runner, log: Callabl
     if not rate:
         return out
     log(f"... paired repeats of one-off {rate:g}/s, fresh and {plan.stored:,} stored by turns")
-    for _ in range(plan.paired_repeats):
-        out["base"].append(base.one_off(rate, plan.seconds))
-        out["stored"].append(stored_runner.one_off(rate, plan.seconds))
+    for repeat in range(1, plan.paired_repeats + 1):
+        out["base"].append({**base.one_off(rate, plan.seconds), "repeat": repeat})
+        out["stored"].append({**stored_runner.one_off(rate, plan.seconds), "repeat": repeat})
     return out
 
 
