@@ -299,7 +299,7 @@ def side_targets(side: dict[str, Any]) -> list[dict[str, Any]]:
     stored = side.get("stored")
     if stored:
         compared = []
-        fresh = [r for r in runs if r["system"] == SQLITE] + stored.get("baseRepeats", [])
+        fresh = _fresh_runs(side)
         for scenario, rate in dict.fromkeys((r["scenario"], r.get("rate")) for r in stored["runs"]):
             before_runs = _usable(fresh, scenario, rate)
             after_runs = _usable(stored["runs"], scenario, rate)
@@ -322,14 +322,19 @@ def side_targets(side: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
+def _fresh_runs(side: dict[str, Any]) -> list[dict[str, Any]]:
+    """The SQLite runs on a fresh data dir: the first pass's, then the paired repeats'."""
+    fresh = [r for r in side.get("runs", []) if r["system"] == SQLITE]
+    return fresh + side["stored"].get("baseRepeats", [])
+
+
 def _stored_pairs(side: dict[str, Any]) -> list[tuple[dict[str, Any], dict[str, Any] | None]]:
     """Each stored run with the fresh-data-dir run it is compared with: the n-th of its scenario and rate
     with the n-th (the first pass's run, then the paired repeats in turn)."""
-    stored = side["stored"]
-    fresh = [r for r in side.get("runs", []) if r["system"] == SQLITE] + stored.get("baseRepeats", [])
+    fresh = _fresh_runs(side)
     seen: dict[tuple[str, Any], int] = {}
     pairs = []
-    for run in stored["runs"]:
+    for run in side["stored"]["runs"]:
         key = (run["scenario"], run.get("rate"))
         index = seen.get(key, 0)
         seen[key] = index + 1

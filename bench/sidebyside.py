@@ -61,7 +61,7 @@ class Plan:
     burst: int = 10_000
     moto_burst: int = 1_000  # moto serves ~26 executions/s: 10,000 would take ~7 minutes to drain
     stored: int = 1_000_000
-    paired_repeats: int = 2  # more runs of the top one-off rate on a fresh and the stored data dir, by turns
+    paired_repeats: int = 2  # more runs of the top one-off rate and the burst, fresh and stored data dir by turns
     max_setup_seconds: float = 150.0
     drain_seconds: float = 60.0
     burst_drain_seconds: float = 240.0  # 10,000 at the ~75/s measured before would take ~135 s
@@ -474,7 +474,7 @@ def run(plan: Plan, wanted: list[str], log: Callable[[str], None] = print) -> di
         if name == "sqlite":
             base = Runner(label, factory(name, plan, backends), plan, log)
             base.submit_rate = runner.submit_rate  # sizes the burst's setup as the first pass did
-            out["stored"] = stored(plan, runner.submit_rate, base, log)
+            out["stored"] = stored(plan, base, log)
     if "sqlite" not in wanted or "sqlite" in {k.split()[-1] for k in out["skipped"]}:
         out["skipped"]["stored"] = "the 1,000,000-stored figures need the SQLite backend"
     if "moto" in wanted:
@@ -512,18 +512,20 @@ def paired_repeats(plan: Plan, stored_runner: Runner, base: Runner, log: Callabl
     if not rate:
         return out
     log(f"... paired repeats of one-off {rate:g}/s and the burst, fresh and {plan.stored:,} stored by turns")
-    for repeat in range(1, plan.paired_repeats + 1):
-        out["base"].append({**base.one_off(rate, plan.seconds), "repeat": repeat})
-        out["stored"].append({**stored_runner.one_off(rate, plan.seconds), "repeat": repeat})
-    for repeat in range(1, plan.paired_repeats + 1):
-        out["base"].append({**base.burst(plan.burst), "repeat": repeat})
-        out["stored"].append({**stored_runner.burst(plan.burst), "repeat": repeat})
+    runs: list[Callable[[Runner], dict[str, Any]]] = [
+        lambda runner: runner.one_off(rate, plan.seconds),
+        lambda runner: runner.burst(plan.burst),
+    ]
+    for measure in runs:
+        for repeat in range(1, plan.paired_repeats + 1):
+            out["base"].append({**measure(base), "repeat": repeat})
+            out["stored"].append({**measure(stored_runner), "repeat": repeat})
     return out
 
 
-def stored(plan: Plan, submit_rate: float, base: Runner, log: Callable[[str], None]) -> dict[str, Any]:
-    """The one-off rates and the burst again, on a data dir holding `plan.stored` future executions (and
-    the top rate's paired repeats, `base` making the fresh-data-dir runs)."""
+def stored(plan: Plan, base: Runner, log: Callable[[str], None]) -> dict[str, Any]:
+    """The one-off rates and the burst again, on a data dir holding `plan.stored` future executions, and the
+    paired repeats (`base` makes the fresh-data-dir runs; its submit rate, the first pass's, sizes setups)."""
     from bench import seed
 
     data_dir = Path(tempfile.mkdtemp(prefix="duetime-bench-stored-"))
@@ -536,7 +538,7 @@ def stored(plan: Plan, submit_rate: float, base: Runner, log: Callable[[str], No
         runner = Runner(
             label, lambda: DuetimeLocal("sqlite", workers, data_dir=data_dir, api_processes=api_processes), plan, log
         )
-        runner.submit_rate = submit_rate
+        runner.submit_rate = base.submit_rate
         found = run_scenarios(runner, plan, plan.burst, search=False)
         repeats = paired_repeats(plan, runner, base, log)
         idle = [r["rssIdleMb"] for r in found["runs"] if "rssIdleMb" in r]
