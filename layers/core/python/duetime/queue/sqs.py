@@ -18,13 +18,14 @@ __all__ = ["DeleteBatcher", "DueMessage", "DueQueues", "Received", "delay_second
 
 log = logging.getLogger("duetime.queue")
 
-# Send a second short of due: SQS delays are whole seconds and a delayed message can surface up to a
-# second late (moto's long poll re-checks once a second), so the worker waits out the remainder itself.
+# Send at least a second short of due: SQS delays are whole seconds and a delayed message can surface up to
+# a second late (moto's long poll re-checks once a second), so the delay is the whole seconds left after
+# that second, and the message surfaces one to two seconds early; the worker waits out the rest itself.
 EARLY_SECONDS = 1
 
 
 def delay_seconds(due_ms: int, now: datetime, cap: int = SQS_MAX_DELAY_SECONDS) -> int:
-    """DelaySeconds for a message due at `due_ms`: whole seconds, a second early, within SQS's 0..900."""
+    """DelaySeconds for a message due at `due_ms`: whole seconds, one to two seconds early, within 0..900."""
     remaining = (due_ms - to_ms(now)) / 1000 - EARLY_SECONDS
     return max(0, min(cap, math.floor(remaining)))
 
