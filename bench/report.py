@@ -444,8 +444,8 @@ def markdown_side(side: dict[str, Any]) -> str:
     lines.append("| RSS MB, idle / peak | " + " | ".join(rss) + " |")
     stored = side.get("stored")
     if stored:
-        header = f"| run | duetime sqlite | with {stored['seed']['executions']:,} stored |"
-        lines += ["", header, "| --- | ---: | ---: |"]
+        header = f"| run | duetime sqlite | with {stored['seed']['executions']:,} stored | host probe, ms |"
+        lines += ["", header, "| --- | ---: | ---: | ---: |"]
         for run, base in _stored_pairs(side):
             label = f"{run['scenario']}, " + (f"{run['rate']:g}/s" if "rate" in run else f"{run['count']:,} jobs")
             if run.get("repeat"):
@@ -453,7 +453,8 @@ def markdown_side(side: dict[str, Any]) -> str:
             before, after = _cell(base), _cell(run)
             if run.get("drainSeconds") is not None and base:
                 before, after = f"{base.get('drainSeconds')} s, {before}", f"{run['drainSeconds']} s, {after}"
-            lines.append(f"| {label} | {before} | {after} |")
+            probes = " / ".join(f"{r['hostProbeMs']:g}" if "hostProbeMs" in r else "-" for r in (base or {}, run))
+            lines.append(f"| {label} | {before} | {after} | {probes} |")
     targets13 = side.get("targets", [])
     if targets13:
         lines += ["", "| target | measured | |", "| --- | --- | --- |"]

@@ -45,6 +45,18 @@ from bench.systems import (
 SEARCH_P99_MS = 1000.0
 SETTLE_SECONDS = 1.0
 COLLECT_CHUNK = 400
+HOST_PROBE_LOOPS = 1_000_000
+
+
+def host_probe_ms() -> float:
+    """How long this machine takes, now, for a fixed pure-Python loop: recorded beside each run, as the
+    machine's speed at the time (on this 2-core VM the same loop takes 159-274 ms from one second to the
+    next, idle), so a slow run can be told from a slow machine."""
+    started = time.perf_counter()
+    total = 0
+    for n in range(HOST_PROBE_LOOPS):
+        total += n
+    return round((time.perf_counter() - started) * 1000, 1)
 
 
 @dataclass
@@ -61,7 +73,9 @@ class Plan:
     burst: int = 10_000
     moto_burst: int = 1_000  # moto serves ~26 executions/s: 10,000 would take ~7 minutes to drain
     stored: int = 1_000_000
-    paired_repeats: int = 2  # more runs of the top one-off rate and the burst, fresh and stored data dir by turns
+    # More runs of the top one-off rate and the burst, fresh and stored data dir by turns: the machine's own
+    # speed varies by a quarter from second to second (host_probe_ms), so one run each says little.
+    paired_repeats: int = 4
     max_setup_seconds: float = 150.0
     drain_seconds: float = 60.0
     burst_drain_seconds: float = 240.0  # 10,000 at the ~75/s measured before would take ~135 s
@@ -295,6 +309,7 @@ class Runner:
             self.shared = None
 
     def _record(self, result: dict[str, Any]) -> dict[str, Any]:
+        result["hostProbeMs"] = host_probe_ms()
         self.submit_rate = max(self.submit_rate, result.get("submitPerSecond", 0.0))
         late = result.get("lateness", {})
         self.log(
@@ -306,6 +321,7 @@ class Runner:
                 f"p50 {late.get('p50Ms')} ms, p99 {late.get('p99Ms')} ms"
                 + (f", drain {result['drainSeconds']} s" if "drainSeconds" in result else "")
                 + (", saturated" if result.get("saturated") else "")
+                + f", host probe {result['hostProbeMs']} ms"
             )
         )
         return result
