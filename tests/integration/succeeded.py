@@ -35,7 +35,13 @@ def first_runs_once_succeeded(
     """Each job's first execution as it stands once all have succeeded, or after `seconds` (the caller asserts)."""
     deadline = time.monotonic() + seconds
     while True:
-        rows = [ports.store.executions_of_job(job.job_id)[0] for job in jobs]
+        try:
+            rows = [ports.store.executions_of_job(job.job_id)[0] for job in jobs]
+        except RuntimeError:  # moto in process is not thread-safe: a worker thread changed the item being read
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(poll)
+            continue
         if all(r.status == ExecutionStatus.SUCCEEDED for r in rows) or time.monotonic() >= deadline:
             return rows
         time.sleep(poll)
