@@ -79,14 +79,18 @@ def ports(clock: Clock, test_settings: Settings, backend: str, tmp_path: Path) -
         "settings": test_settings,
         "notifier": ConsoleNotifier(),
         "clock": clock,
-        "random_hex": lambda: f"{next(counter):016x}",
+        "id_hex": lambda: f"{next(counter):016x}",
         "uniform": lambda lo, hi: hi,  # the longest backoff: deterministic
     }
     if backend == "sqlite":
         db = Database(tmp_path / "duetime.sqlite3")
+        # The store's TTL follows the hand clock too: on the real clock (the adapter's default, as DynamoDB's
+        # TTL runs) a record the tests give a TTL from the hand clock expires once the wall clock passes it,
+        # and the clock above is a fixed date (the quota tests failed from 2026-12-01 09:01 on).
+        store = SqliteStore(db, test_settings, epoch_seconds=lambda: int(clock().timestamp()))
         try:
             # max_delay_seconds=0: the queue runs on the real clock, the tests on a hand clock.
-            yield Ports(store=SqliteStore(db, test_settings), queues=SqliteQueues(db, test_settings, 0), **injected)
+            yield Ports(store=store, queues=SqliteQueues(db, test_settings, 0), **injected)
         finally:
             db.close()
         return
