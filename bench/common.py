@@ -253,7 +253,7 @@ class Harness:
             queues=DueQueues.resolve(self.sqs, self.settings, max_delay_seconds=max_delay_seconds),
             settings=self.settings,
             notifier=ConsoleNotifier(),
-            random_hex=lambda: f"{next(counter):016x}",
+            id_hex=lambda: f"{next(counter):016x}",
             uniform=lambda lo, hi: hi,
             **extra,
         )

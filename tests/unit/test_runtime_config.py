@@ -3,13 +3,15 @@ reads back; limits the API and the worker apply are the same ones."""
 
 from __future__ import annotations
 
+import itertools
 import re
+import time
 
 import pytest
 from duetime.api.models import CompleteRequest
 from duetime.config import RuntimeConfig, function_environment, runtime_environment
 from duetime.definitions import DEFAULT_JOB_CLASS, MAX_RESULT_BYTES, Settings
-from duetime.domain.keys import JOB_ID_PATTERN, new_job_id
+from duetime.domain.keys import JOB_ID_PATTERN, new_job_id, time_ordered_hex
 from pydantic import ValidationError
 
 
@@ -88,4 +90,18 @@ def test_the_api_takes_a_result_on_the_terms_a_worker_stores_it():
 
 def test_a_new_job_id_has_the_shape_the_api_accepts():
     assert re.fullmatch(JOB_ID_PATTERN, new_job_id("0123456789abcdef"))
+    assert re.fullmatch(JOB_ID_PATTERN, new_job_id(time_ordered_hex()))
     assert not re.fullmatch(JOB_ID_PATTERN, "j_XYZ")
+
+
+def test_job_ids_made_later_sort_later_and_keep_64_random_bits():
+    made = []
+    for _ in range(3):
+        made.append([new_job_id(time_ordered_hex()) for _ in range(50)])
+        time.sleep(0.002)  # the next round is at least a millisecond later
+    for earlier, later in itertools.pairwise(made):
+        assert max(earlier) < min(later)
+    ids = [i for round_ in made for i in round_]
+    assert len(set(ids)) == len(ids)
+    assert len({i[-16:] for i in ids}) == len(ids)  # the random part differs within a millisecond too
+    assert abs(int(ids[0][2:14], 16) - time.time() * 1000) < 60_000

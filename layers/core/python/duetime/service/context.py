@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import random
-import secrets
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -12,6 +11,7 @@ from typing import Protocol
 from duetime.definitions import Settings
 from duetime.domain.events import Event
 from duetime.domain.grants import EVERYONE, Grants
+from duetime.domain.keys import time_ordered_hex
 from duetime.domain.quotas import UNLIMITED, Quotas
 from duetime.service.ports import Queues, Store
 
@@ -42,7 +42,7 @@ class Ports:
     settings: Settings
     notifier: Notifier
     clock: Callable[[], datetime] = utc_now
-    random_hex: Callable[[], str] = field(default=lambda: secrets.token_hex(8))
+    id_hex: Callable[[], str] = time_ordered_hex  # a new job id's digits (domain.keys says why time-ordered)
     uniform: Callable[[float, float], float] = random.uniform
     # Who may use which handler (checked at POST /jobs and again at claim), and, on AWS, the Python
     # handlers each job class's workers were built with ({jobClass: names}, computed at synth).

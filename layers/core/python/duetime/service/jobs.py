@@ -191,7 +191,7 @@ def submit_job(
             return existing, False
     job = Job(
         **anchored(spec, now).model_dump(),
-        job_id=new_job_id(ports.random_hex()),
+        job_id=new_job_id(ports.id_hex()),
         owner=owner,
         owner_groups=list(groups),
         created_at=now,
