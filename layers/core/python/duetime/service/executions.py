@@ -96,6 +96,9 @@ def claim_execution(
     max_attempts = job.retry.max_attempts + message.retry_base
     if message.kind == "backfill" and message.overlap == Overlap.FORBID and _backfill_waits(ports, job, message, now):
         return Claim(ClaimVerdict.BUSY, job=job, hide_seconds=max(1, lease // 3))
+    # The claim's own instant, read again after the reads above (tens of ms on moto): the row's startedAt is
+    # when the claim is written, so a serial run never shows a start before the end of the run it waited for.
+    now = ports.clock()
     lease_ends = lease_until or now + timedelta(seconds=lease)
     if limits.is_limited(job):  # before the claim, so a run held back spends no attempt
         admission = limits.admit(ports, job, message, to_ms(lease_ends))
