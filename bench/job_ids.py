@@ -1,10 +1,10 @@
 """What a job id's shape costs SQLite: random ids (duetime's until 2026-12-01) against time-ordered ones
 (`domain.keys.time_ordered_hex`, docs/decisions.md 15), in one run, through the SQLite adapter itself.
 
-For each shape: a fresh database file holding `stored` jobs with their first executions (written in batches
-of 10,000, ids of that shape made earlier), then `count` jobs created one transaction each as the API does
-(`SqliteStore.create_job`), then each of them read back as a worker's claim does (`SqliteStore.get_job`).
-Printed: CPU (user + system) and wall time per create and per read, and the WAL bytes the creates wrote,
+For each shape: a fresh database file holding `stored` jobs with their first executions (written in
+batches of 10,000 as bench/seed.py writes them, ids of that shape made earlier), then `count` jobs created
+one transaction each as the API does (`SqliteStore.create_job`), then each of them read back as a worker's
+claim does (`SqliteStore.get_job`). Printed: CPU (user + system) and wall time per create and per read,
 for each shape and their ratio. The shapes run by turns, `rounds` times each.
 
     .venv/bin/python -m bench.job_ids [--stored 150000] [--count 10000] [--rounds 2]
@@ -13,7 +13,6 @@ for each shape and their ratio. The shapes run by turns, `rounds` times each.
 from __future__ import annotations
 
 import argparse
-import os
 import secrets
 import shutil
 import statistics
@@ -25,35 +24,19 @@ from pathlib import Path
 from typing import Any
 
 from duetime.adapters.sqlite.db import DATABASE_FILE, Database
-from duetime.adapters.sqlite.store import SqliteStore, created_key, job_to_doc
+from duetime.adapters.sqlite.store import SqliteStore
 from duetime.definitions import Settings
 from duetime.domain.keys import new_job_id, time_ordered_hex
-from duetime.domain.models import Job, JobSpec, format_time
 from duetime.service.dispatch import new_execution
 
-BATCH = 10_000
+from bench.seed import BATCH, one_off_copy, one_off_template, store_batch
+
 SHAPES = ("random", "time-ordered")
 
 
 def random_hex() -> str:
     """The id digits duetime made until 2026-12-01: 64 random bits."""
     return secrets.token_hex(8)
-
-
-def earlier_ordered_hex(offset_ms: int) -> str:
-    """A time-ordered id made `offset_ms` ago: the stored jobs were created before the timed ones."""
-    return f"{time.time_ns() // 1_000_000 - offset_ms:012x}{secrets.token_hex(8)}"
-
-
-def template(now: datetime) -> Job:
-    spec = JobSpec.model_validate(
-        {"name": "ids", "handler": "demo.echo", "schedule": {"at": format_time(now + timedelta(hours=2))}}
-    )
-    return Job(**spec.model_dump(), job_id="j_0", owner="bench", created_at=now, updated_at=now)
-
-
-def make_job(base: Job, job_id: str, due: datetime) -> Job:
-    return base.model_copy(update={"job_id": job_id, "schedule": base.schedule.model_copy(update={"at": due})})
 
 
 def measure(shape: str, stored: int, count: int) -> dict[str, Any]:
@@ -63,32 +46,28 @@ def measure(shape: str, stored: int, count: int) -> dict[str, Any]:
     try:
         store = SqliteStore(database, Settings(shards=8))
         now = datetime.now(UTC).replace(microsecond=0)
-        base = template(now)
+        base = one_off_template(now, "bench", "ids", now + timedelta(hours=2))
+        now_ms = time.time_ns() // 1_000_000  # the stored jobs were made before the timed ones, oldest first
         earlier: Callable[[int], str] = (
-            (lambda i: random_hex()) if shape == "random" else (lambda i: earlier_ordered_hex(stored - i + 1))
+            (lambda i: random_hex()) if shape == "random" else (lambda i: time_ordered_hex(now_ms - stored + i))
         )
         for first in range(0, stored, BATCH):
             jobs, executions = [], []
             for index in range(first, min(stored, first + BATCH)):
                 due = now + timedelta(hours=2, seconds=index)
-                job = make_job(base, new_job_id(earlier(index)), due)
-                jobs.append((job.job_id, job.owner, created_key(job), job_to_doc(job)))
+                job = one_off_copy(base, new_job_id(earlier(index)), due)
+                jobs.append(job)
                 executions.append(new_execution(job, due))
-            with database.write() as conn:
-                conn.executemany("INSERT INTO jobs (job_id, owner, created_key, doc) VALUES (?, ?, ?, ?)", jobs)
-            store.put_executions(executions)
+            store_batch(store, jobs, executions)
         database.query_one("PRAGMA wal_checkpoint(TRUNCATE)")
         made = random_hex if shape == "random" else time_ordered_hex
         due = now + timedelta(hours=1)
-        timed = [make_job(base, new_job_id(made()), due) for _ in range(count)]
+        timed = [one_off_copy(base, new_job_id(made()), due) for _ in range(count)]
         firsts = [new_execution(job, due) for job in timed]
-        wal = directory / (DATABASE_FILE + "-wal")
-        wal_before = wal.stat().st_size if wal.exists() else 0
         cpu, wall = time.process_time(), time.perf_counter()
         for job, first_execution in zip(timed, firsts, strict=True):
             store.create_job(job, first_execution)
         create_cpu, create_wall = time.process_time() - cpu, time.perf_counter() - wall
-        wal_after = wal.stat().st_size if wal.exists() else 0
         cpu, wall = time.process_time(), time.perf_counter()
         for job in timed:
             assert store.get_job(job.job_id) is not None
@@ -101,8 +80,6 @@ def measure(shape: str, stored: int, count: int) -> dict[str, Any]:
             "createWallUs": round(create_wall / count * 1e6, 1),
             "readCpuUs": round(read_cpu / count * 1e6, 1),
             "readWallUs": round(read_wall / count * 1e6, 1),
-            # The WAL is reused from its start after each checkpoint: its size is the most it held at once.
-            "walGrowthMb": round(max(0, wal_after - wal_before) / 2**20, 1),
         }
     finally:
         database.close()
@@ -131,7 +108,7 @@ def run(stored: int, count: int, rounds: int, log: Callable[[str], None] = print
         for key in medians["random"]
     }
     log(f"    medians: {medians}; random / time-ordered: {ratio}")
-    return {"runs": runs, "medians": medians, "randomOverOrdered": ratio, "cpus": os.cpu_count()}
+    return {"runs": runs, "medians": medians, "randomOverOrdered": ratio}
 
 
 def main(argv: list[str] | None = None) -> int:

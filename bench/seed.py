@@ -16,7 +16,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from duetime.domain.models import Job, JobSpec, format_time
+from duetime.domain.models import Execution, Job, JobSpec, format_time
 from duetime.service.dispatch import new_execution
 
 BATCH = 10_000
@@ -32,7 +32,7 @@ PREFIX = "duetime"
 def seed(data_dir: Path, count: int, log: Callable[[str], None] = print) -> dict[str, Any]:
     """`count` future one-off jobs and their executions in `data_dir`'s database; how long it took."""
     from duetime.adapters.sqlite.db import DATABASE_FILE, Database
-    from duetime.adapters.sqlite.store import SqliteStore, created_key, job_to_doc
+    from duetime.adapters.sqlite.store import SqliteStore
     from duetime.local.backends import SQLITE, local_settings
 
     database = Database(data_dir / DATABASE_FILE)
@@ -40,31 +40,16 @@ def seed(data_dir: Path, count: int, log: Callable[[str], None] = print) -> dict
     started = time.monotonic()
     now = datetime.now(UTC).replace(microsecond=0)
     step = (SEED_UNTIL - SEED_FROM) / max(1, count)
-    template = Job(
-        **JobSpec.model_validate(
-            {"name": "seeded", "handler": "demo.echo", "schedule": {"at": format_time(now + SEED_FROM)}}
-        ).model_dump(),
-        job_id="j_seed",
-        owner=OWNER,
-        created_at=now,
-        updated_at=now,
-    )
+    template = one_off_template(now, OWNER, "seeded", now + SEED_FROM)
     try:
         for first in range(0, count, BATCH):
             jobs, executions = [], []
             for index in range(first, min(count, first + BATCH)):
                 due = now + SEED_FROM + step * index
-                schedule = template.schedule.model_copy(update={"at": due})
-                job = template.model_copy(
-                    update={"job_id": f"j_seed{index:011x}", "name": f"seeded-{index}", "schedule": schedule}
-                )
-                jobs.append((job.job_id, job.owner, created_key(job), job_to_doc(job)))
+                job = one_off_copy(template, f"j_seed{index:011x}", due, name=f"seeded-{index}")
+                jobs.append(job)
                 executions.append(new_execution(job, due))
-            with store.db.write() as conn:
-                conn.executemany("INSERT INTO jobs (job_id, owner, created_key, doc) VALUES (?, ?, ?, ?)", jobs)
-            created = store.put_executions(executions)
-            if len(created) != len(executions):
-                raise RuntimeError(f"seeding: {len(executions) - len(created)} executions existed already")
+            store_batch(store, jobs, executions)
             done = first + len(jobs)
             if done % (BATCH * 20) == 0 or done == count:
                 log(f"    seeded {done:,} of {count:,} in {time.monotonic() - started:.0f} s")
@@ -81,3 +66,28 @@ def seed(data_dir: Path, count: int, log: Callable[[str], None] = print) -> dict
         "how": "through the SQLite adapter: jobs with its row encoding, executions by Store.put_executions, "
         f"{BATCH:,} per transaction",
     }
+
+
+def one_off_template(now: datetime, owner: str, name: str, due: datetime) -> Job:
+    """A one-off `demo.echo` job due at `due`, created `now`: what seeded and benchmark jobs are copied from."""
+    spec = JobSpec.model_validate({"name": name, "handler": "demo.echo", "schedule": {"at": format_time(due)}})
+    return Job(**spec.model_dump(), job_id="j_0", owner=owner, created_at=now, updated_at=now)
+
+
+def one_off_copy(template: Job, job_id: str, due: datetime, **more: Any) -> Job:
+    """`template` as job `job_id`, due at `due` (and any other field in `more`)."""
+    schedule = template.schedule.model_copy(update={"at": due})
+    return template.model_copy(update={"job_id": job_id, "schedule": schedule, **more})
+
+
+def store_batch(store: Any, jobs: list[Job], executions: list[Execution]) -> None:
+    """Jobs in one transaction with the SQLite adapter's row encoding, then their executions by
+    `Store.put_executions` (one more); raises RuntimeError if any execution existed already."""
+    from duetime.adapters.sqlite.store import created_key, job_to_doc
+
+    rows = [(job.job_id, job.owner, created_key(job), job_to_doc(job)) for job in jobs]
+    with store.db.write() as conn:
+        conn.executemany("INSERT INTO jobs (job_id, owner, created_key, doc) VALUES (?, ?, ?, ?)", rows)
+    created = store.put_executions(executions)
+    if len(created) != len(executions):
+        raise RuntimeError(f"seeding: {len(executions) - len(created)} executions existed already")

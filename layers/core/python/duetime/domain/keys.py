@@ -133,8 +133,9 @@ def new_job_id(id_hex: str) -> str:
     return f"{JOB_ID_PREFIX}{id_hex}"
 
 
-def time_ordered_hex() -> str:
-    """A new job's id digits: 12 hex digits of the wall-clock epoch milliseconds, then 64 random bits.
+def time_ordered_hex(epoch_ms: int | None = None) -> str:
+    """A new job's id digits: 12 hex digits of the wall-clock epoch milliseconds (now, or `epoch_ms`), then
+    64 random bits.
 
     Ids made later sort later (as UUIDv7 and ULIDs do), so every index keyed by job id (SQLite's jobs
     table, byJob and openByJob) takes a new job at its right edge, and the jobs of one burst sit side by
@@ -144,7 +145,8 @@ def time_ordered_hex() -> str:
     id unguessable (README: what a handler task's role can read); DynamoDB hashes the partition key, so the
     time prefix makes no hot partition there, and shards hash the whole id.
     """
-    return f"{time.time_ns() // 1_000_000:012x}{secrets.token_hex(8)}"
+    made = time.time_ns() // 1_000_000 if epoch_ms is None else epoch_ms
+    return f"{made:012x}{secrets.token_hex(8)}"
 
 
 # In an announcements record, each live worker's entry is the attribute "worker:<id>".
