@@ -802,3 +802,26 @@ def test_a_backfill_answers_what_it_created_and_a_second_creates_nothing(alice, 
     assert_error(alice.call("POST", path, {**day, "overlap": "replace"}), 400, "overlap")
     assert_error(alice.call("POST", path, {"from": "2026-10-01T00:00:00Z", "to": day["to"]}), 400, "to")  # > 1000 slots
     assert_error(bob.call("POST", path, day), 404, "jobId")
+
+
+def test_the_jobs_list_carries_each_jobs_next_run_and_last_run(alice, app, ports, clock):
+    from duetime.worker.runtime import Worker
+
+    # Given a one-off job that has run, and a cron job waiting for its first slot
+    once = created(alice, name="once", schedule={"at": "2026-12-01T09:00:05Z"})
+    cron = created(alice, name="cron", schedule={"cron": "0 10 * * *"})
+    worker = Worker(ports, "default", "w1", concurrency=1)
+    clock.advance(5)
+    for received in ports.queues.receive("default", 10, 0, 30):
+        worker.process(received)
+    # When the owner lists its jobs
+    status, page = alice.call("GET", "/jobs")
+    assert status == 200
+    listed = {job["name"]: job for job in page["jobs"]}
+    # Then each carries what GET /jobs/{id} shows of its next and last run, with no request per job
+    assert listed["once"]["status"] == "completed" and listed["once"]["nextRunAt"] is None
+    assert listed["once"]["lastRun"]["status"] == "succeeded"
+    assert listed["once"]["lastRun"]["executionId"].startswith(once["jobId"])
+    assert listed["cron"]["nextRunAt"] == "2026-12-01T10:00:00.000Z" and listed["cron"]["lastRun"] is None
+    _, detail = alice.call("GET", f"/jobs/{cron['jobId']}")
+    assert detail["nextRunAt"] == listed["cron"]["nextRunAt"]

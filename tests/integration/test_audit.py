@@ -108,6 +108,15 @@ def test_an_active_cron_job_without_a_waiting_execution_is_a_broken_chain(ports,
     assert checks(report) == ["cron chain broken"] and report.findings[0].subject == job.job_id
 
 
+def test_an_open_one_off_job_whose_run_ended_without_completing_it_is_found(ports, clock):
+    job = submit(ports)
+    [waiting] = ports.store.executions_of_job(job.job_id)
+    # Ended the way no path of the service ends it: the run alone, the job left active
+    ports.store.end_waiting(ports.store.key_of(waiting), ExecutionStatus.SKIPPED, clock.now, "lost in a test")
+    report = audit(ports)
+    assert checks(report) == ["one-off not completed"] and report.findings[0].subject == job.job_id
+
+
 def test_dead_letters_not_yet_handled_are_reported_per_class(ports, clock):
     submit(ports, retry={"maxAttempts": 1})
     received, execution = claim_one(ports, clock)

@@ -48,6 +48,10 @@ class Calls:
     def execution_writes(self) -> int:
         return sum(n for (table, _), n in self.writes.items() if table == self.executions_table)
 
+    def job_and_control_write_units(self) -> int:
+        """Write units on the jobs and control tables (one per write, two inside a transaction)."""
+        return sum(n * (2 if tx else 1) for (table, tx), n in self.writes.items() if table != self.executions_table)
+
     def execution_write_units(self) -> int:
         """Rows are well under 1 KB: one unit per write, two inside a transaction."""
         return sum(n * (2 if tx else 1) for (table, tx), n in self.writes.items() if table == self.executions_table)
@@ -68,30 +72,39 @@ def run_next(ports, worker):
     return worker.process(received)
 
 
-def test_a_successful_one_off_execution_costs_three_executions_table_writes_and_three_sqs_requests(ports, clock, calls):
+def test_a_successful_one_off_execution_costs_three_executions_table_writes_its_job_s_end_and_three_sqs_requests(
+    ports, clock, calls
+):
     # Given a one-off job due within the dispatch horizon, so it is sent at submit, in an hour whose shard
     # count this process knows already (read once per process and hour, fixed ahead by the pre-loader: the
     # one-time cost is pinned by the next test)
     worker = Worker(ports, "default", "w1", concurrency=1)
     ports.store.shards_of_bucket(hour_bucket(clock.now))
     calls.reset()
-    submit_job(ports, "alice", one_off(clock))
+    job, _ = submit_job(ports, "alice", one_off(clock))
     clock.advance(10)
     # When a worker runs it to success
     assert run_next(ports, worker) == "succeeded"
-    # Then create (in the job's transaction), claim and finish are its only executions-table writes
+    # Then create (in the job's transaction), claim and finish are its only executions-table writes; the
+    # finish completes the job and gives its place in the owner's quota back in the same transaction, and
+    # the row as written is read back (a transaction returns no values)
     assert calls.calls == Counter(
         {
-            "dynamodb:TransactWriteItems": 1,
+            "dynamodb:TransactWriteItems": 2,
             "sqs:SendMessageBatch": 1,
             "sqs:ReceiveMessage": 1,
-            "dynamodb:GetItem": 1,
-            "dynamodb:UpdateItem": 2,
+            "dynamodb:GetItem": 2,
+            "dynamodb:UpdateItem": 1,
             "sqs:DeleteMessage": 1,
         }
     )
     assert calls.execution_writes() == 3 == capacity.ONE_OFF.executions_writes
-    assert calls.execution_write_units() == 4 == capacity.ONE_OFF.executions_wcu
+    assert calls.execution_write_units() == 5 == capacity.ONE_OFF.executions_wcu
+    # jobs and control: the job's put and the counter's +1 at create, its completion and the -1 at the end,
+    # each inside a transaction (the byOwner index's one unit at create is counted by the profile)
+    assert calls.job_and_control_write_units() == 8 == capacity.ONE_OFF.jobs_wcu - 1
+    assert ports.store.get_job(job.job_id).status == "completed"
+    assert ports.store.active_jobs("alice") == 0
 
 
 def test_an_hour_s_shard_count_costs_one_read_per_process_and_two_writes_once_per_deployment(ports, clock, calls):
@@ -118,11 +131,13 @@ def test_a_retried_failure_costs_a_move_transaction_and_a_second_claim_and_finis
     assert run_next(ports, worker) == "failed"
     clock.advance(1)
     assert run_next(ports, worker) == "succeeded"
-    # create, claim, move (delete + put in one transaction), claim, finish
+    # create, claim, move (delete + put in one transaction), claim, finish (in the transaction that
+    # completes the one-off job: 2 units)
     assert calls.execution_writes() == 6
-    assert calls.execution_write_units() == 9
-    assert calls.calls["dynamodb:TransactWriteItems"] == 2
-    assert calls.calls["dynamodb:GetItem"] == 2  # the job at each claim (the worker knows the row it claimed)
+    assert calls.execution_write_units() == 10
+    assert calls.calls["dynamodb:TransactWriteItems"] == 3  # create, move, and the finish that ends the job
+    # the job at each claim (the worker knows the row it claimed), and the finished row read back once
+    assert calls.calls["dynamodb:GetItem"] == 3
     assert calls.sqs() == 6  # the retry is sent at once (due within the horizon): send, receive, delete twice
 
 

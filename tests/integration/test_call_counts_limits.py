@@ -31,10 +31,13 @@ def test_a_run_under_a_limit_with_a_start_free_costs_two_reads_and_the_bucket_wr
     assert calls.calls == Counter(
         {
             "sqs:ReceiveMessage": 1,
-            "dynamodb:GetItem": 2,  # the job, the owner's limits
+            # the job, the owner's limits, and the finished row read back (the finish is the transaction
+            # that completes the one-off job)
+            "dynamodb:GetItem": 3,
             # The bucket is idle: its busy-bucket write is refused, then it restarts from now (under load the
-            # first write takes the start: one), then the claim and the finish
-            "dynamodb:UpdateItem": 4,
+            # first write takes the start: one), then the claim
+            "dynamodb:UpdateItem": 3,
+            "dynamodb:TransactWriteItems": 1,
             "sqs:DeleteMessage": 1,
         }
     )
@@ -73,8 +76,9 @@ def test_a_run_held_back_by_its_limit_costs_a_send_and_a_delete_then_its_wait_is
     assert calls.calls == Counter(
         {
             "sqs:ReceiveMessage": 1,
-            "dynamodb:GetItem": 2,
-            "dynamodb:UpdateItem": 3,  # the claim, the wait, the finish
+            "dynamodb:GetItem": 3,  # the job, the owner's limits, the finished row read back
+            "dynamodb:UpdateItem": 2,  # the claim, the wait
+            "dynamodb:TransactWriteItems": 1,  # the finish, which completes the one-off job
             "sqs:DeleteMessage": 1,
         }
     )

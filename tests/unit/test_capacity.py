@@ -20,7 +20,7 @@ def test_heartbeats_come_every_third_of_a_lease_while_the_job_runs():
 def test_writes_per_partition_are_the_rate_per_shard_times_the_write_units_of_one_execution():
     result = estimate(Inputs(rate=1000, shards=10, avg_seconds=2))
     assert result.partition_wcu_per_second == 100 * ONE_OFF.executions_wcu
-    assert result.partition_wcu_share == pytest.approx(0.4)
+    assert result.partition_wcu_share == pytest.approx(0.5)
 
 
 def test_heartbeats_add_one_write_per_beat_on_the_partition():
@@ -31,7 +31,7 @@ def test_heartbeats_add_one_write_per_beat_on_the_partition():
 
 def test_the_smallest_shard_count_keeps_every_partition_within_1000_write_units():
     shards = smallest_shards(10_000, ONE_OFF, 0)
-    assert shards == 40
+    assert shards == 50
     assert estimate(Inputs(rate=10_000, shards=shards)).fits
     assert not estimate(Inputs(rate=10_000, shards=shards - 1)).fits
 
@@ -39,7 +39,7 @@ def test_the_smallest_shard_count_keeps_every_partition_within_1000_write_units(
 def test_10000_per_second_does_not_fit_the_default_32_shards_for_one_off_jobs_but_does_for_cron_runs():
     one_off = estimate(Inputs(rate=10_000, shards=32))
     cron = estimate(Inputs(rate=10_000, shards=32, profile="cron"))
-    assert not one_off.fits and one_off.smallest_shards == 40
+    assert not one_off.fits and one_off.smallest_shards == 50
     assert cron.fits and cron.partition_wcu_per_second == pytest.approx(937.5)
 
 
@@ -81,7 +81,7 @@ def test_the_cli_prints_the_estimate_and_exits_nonzero_when_it_does_not_fit(caps
 
     assert main(["capacity", "--rate", "10000", "--shards", "32"]) == 1
     out = capsys.readouterr().out
-    assert "smallest shard count that fits 40" in out
+    assert "smallest shard count that fits 50" in out
     assert main(["capacity", "--rate", "100", "--shards", "32", "--lease", "30", "--avg-seconds", "2", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["smallest_shards"] == 1
 

@@ -75,7 +75,8 @@ class JobResponse(Job):
 
     GET /jobs/{jobId} adds the schedule's health, derived from its newest executions: lastRun (the last run
     that started), lastSuccess, lastFailure (among the newest 20 executions) and pastDue (a waiting run
-    more than two minutes past its dueAt while the job is active; null if none)."""
+    more than two minutes past its dueAt while the job is active; null if none). GET /jobs carries each
+    job's nextRunAt, lastRun and pastDue (not its nextRuns, lastSuccess or lastFailure)."""
 
     next_runs: list[UtcDatetime] = Field(default_factory=list)
     last_run: RunSummary | None = None

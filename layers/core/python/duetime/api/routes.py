@@ -172,8 +172,8 @@ def create_job(call: Call) -> Reply:
 
 def list_jobs(call: Call) -> Reply:
     filters = job_cases.job_filter(call.first("status"), call.first("handler"), call.query.get("tag") or [])
-    jobs, next_cursor = job_cases.list_jobs(call.ports, call.owner, call.page.limit, call.page.cursor, filters)
-    return Reply(200, JobPage(jobs=[JobResponse(**dict(job)) for job in jobs], next_cursor=next_cursor))
+    views, next_cursor = job_cases.list_job_views(call.ports, call.owner, call.page.limit, call.page.cursor, filters)
+    return Reply(200, JobPage(jobs=[job_response(view) for view in views], next_cursor=next_cursor))
 
 
 def get_job(call: Call) -> Reply:
@@ -364,7 +364,7 @@ ROUTES: tuple[Route, ...] = (
         "/jobs",
         list_jobs,
         "The caller's jobs, newest first, optionally filtered (a page may hold fewer than `limit` jobs while "
-        "`nextCursor` is set).",
+        "`nextCursor` is set); each with its nextRunAt, lastRun and pastDue, as GET /jobs/{jobId} shows them.",
         {200: Answer("a page of jobs", JobPage)},
         params=JOB_FILTER_PARAMS,
         paged=True,

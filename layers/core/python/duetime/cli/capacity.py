@@ -75,24 +75,26 @@ class CallProfile:
     executions_wcu: float  # their write units (the hot-partition figure)
     index_wcu: float  # index write units (byJob, open and openByJob)
     open_index_wcu: float  # of which on the execution's `open` index partition (its shard)
-    jobs_wcu: float  # jobs table and its byOwner index
+    jobs_wcu: float  # jobs table, its byOwner index and the owner's counter record (control table)
     read_units: float  # GetItem/BatchGetItem of the job, overlap Query, pre-load Query share
     partition_read_units: float  # of which on the hour#shard partition (the pre-load Query)
     sqs_requests: float  # SendMessageBatch, ReceiveMessage and DeleteMessageBatch shares at full batches
     api_requests: float  # API Gateway requests (POST /jobs for a one-off)
 
 
-# A one-off job submitted through the API and due soon: one TransactWriteItems (job + execution, so the
-# execution's create costs 2 units), a SendMessageBatch of one; at run time ReceiveMessage and
-# DeleteMessageBatch (full batches at load), GetItem of the job, the claim and the finish.
+# A one-off job submitted through the API and due soon: one TransactWriteItems (job + execution + the
+# owner's active-jobs counter, so the execution's create costs 2 units), a SendMessageBatch of one; at run
+# time ReceiveMessage and DeleteMessageBatch (full batches at load), GetItem of the job, the claim, and the
+# finish in one TransactWriteItems with the job's completion and the counter's -1 (issue 35: the run's end
+# ends the job in the same write), read back with one strongly consistent GetItem.
 ONE_OFF = CallProfile(
     name="one-off",
     executions_writes=3,
-    executions_wcu=4,
+    executions_wcu=5,
     index_wcu=5,
     open_index_wcu=2,
-    jobs_wcu=3,
-    read_units=1,
+    jobs_wcu=2 + 1 + 2 + 2 + 2,  # job put, byOwner entry, counter +1; completion and counter -1 (transactional)
+    read_units=1 + 1,
     partition_read_units=0,
     sqs_requests=1 + 1 / SQS_BATCH + 1 / SQS_BATCH,
     api_requests=1,
@@ -668,7 +670,7 @@ def per_execution_lines(profile: CallProfile) -> list[str]:
     return [
         f"  per execution ({profile.name}; pinned by {COUNTS_SOURCE}, bench/calls.py measures them):",
         f"    executions table   {profile.executions_writes:g} writes, {profile.executions_wcu:g} WCU on its "
-        "hour#shard (create, 2 inside a one-off's transaction; claim; finish)",
+        "hour#shard (create; claim; finish: a one-off's create and finish are 2 each, inside its job's transactions)",
         f"    indexes            {profile.index_wcu:g} WCU, {profile.open_index_wcu:g} of them on the `open` index "
         "(entry added at create, removed at the end)",
         f"    jobs table         {profile.jobs_wcu:g} WCU; reads {profile.read_units:g} RCU "

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from duetime.client import ApiError, ConfigError, DuetimeClient
+from duetime.domain.interval import every_words
 
 EXIT_API_ERROR = 1
 EXIT_CONFIG_ERROR = 2
@@ -28,17 +29,24 @@ def schedule_text(schedule: dict[str, Any]) -> str:
     if schedule.get("cron"):
         return f"{schedule['cron']} ({schedule.get('timeZone', 'UTC')})"
     if schedule.get("every"):
-        return f"every {schedule['every']} from {schedule.get('startAt')}"
+        return f"{every_words(schedule['every'])} from {schedule.get('startAt')}"
     return f"at {schedule.get('at')}"
 
 
 def job_rows(jobs: Sequence[dict[str, Any]]) -> str:
-    # A listing carries no nextRunAt (that takes a read per job); `duetime jobs get` shows it.
     rows = [
-        (j["jobId"], j["name"], j["status"], schedule_text(j["schedule"]), j["handler"], j.get("createdAt"))
+        (
+            j["jobId"],
+            j["name"],
+            j["status"],
+            schedule_text(j["schedule"]),
+            j["handler"],
+            j.get("nextRunAt"),
+            (j.get("lastRun") or {}).get("status"),
+        )
         for j in jobs
     ]
-    return table(rows, ("JOB ID", "NAME", "STATUS", "SCHEDULE", "HANDLER", "CREATED"))
+    return table(rows, ("JOB ID", "NAME", "STATUS", "SCHEDULE", "HANDLER", "NEXT RUN", "LAST RUN"))
 
 
 def job_detail(job: dict[str, Any]) -> str:

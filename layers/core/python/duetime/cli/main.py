@@ -231,7 +231,7 @@ def parser() -> argparse.ArgumentParser:
         help="start on empty data: delete the data dir's database and signing key (every earlier token is refused)",
     )
     for flag, what in (
-        ("--max-active-jobs", "jobs (not cancelled) each owner may hold"),
+        ("--max-active-jobs", "jobs (neither cancelled nor completed) each owner may hold"),
         ("--job-creates-per-minute", "jobs each owner may create per minute"),
         ("--run-nows-per-minute", "run-now requests each owner may make per minute"),
     ):

@@ -29,6 +29,7 @@ class JobChange(StrEnum):
     RESUMED = "Resumed"
     CANCELLED = "Cancelled"
     COMPLETED = "Completed"
+    REOPENED = "Reopened"  # a completed one-off job whose run was retried: active until that run ends
 
 
 # A terminal run's detail-type by its status.

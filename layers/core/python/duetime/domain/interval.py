@@ -71,3 +71,19 @@ class IntervalSchedule:
             current = self.next_after(current)
             out.append(current)
         return out
+
+
+def every_words(text: str) -> str:
+    """An `every` value in words, as the console and the CLI show it: "every minute", "every 15 minutes",
+    "every 1 hour 30 minutes" (one of a unit reads as the unit alone). Text that is not an interval is
+    shown as given."""
+    try:
+        span = parse_every(text)
+    except InvalidSchedule:
+        return f"every {text}"
+    minutes = int(span.total_seconds()) // 60
+    parts = [(minutes // 1440, "day"), (minutes // 60 % 24, "hour"), (minutes % 60, "minute")]
+    named = [(n, unit) for n, unit in parts if n]
+    if len(named) == 1 and named[0][0] == 1:
+        return f"every {named[0][1]}"
+    return "every " + " ".join(f"{n} {unit}{'' if n == 1 else 's'}" for n, unit in named)

@@ -11,6 +11,7 @@ from duetime.domain.models import ExecutionStatus
 from duetime.service.context import Ports
 from duetime.service.events import run_ended
 from duetime.service.executions import failure_notice, live_others
+from duetime.service.job_ends import announce, one_off_ending
 from duetime.service.ports import DueMessage
 
 POISON = "poison message: received too many times without completing"
@@ -68,14 +69,18 @@ def _fail_redriven(ports: Ports, body: dict[str, Any]) -> dict[str, Any] | None:
         # (hidden a while each time) until SQS redrives it: it is not poison. It stays waiting in the
         # `open` index, where the reconciler finds it overdue and sends it again.
         return None
+    ending = one_off_ending(job, execution.kind, now)
     try:
         if execution.status == ExecutionStatus.SCHEDULED:
-            ended = ports.store.end_waiting(message.key, ExecutionStatus.FAILED, now, POISON)
+            ended = ports.store.end_waiting(message.key, ExecutionStatus.FAILED, now, POISON, ending=ending)
         else:
-            ended = ports.store.finish(message.key, execution.attempt, ExecutionStatus.FAILED, now, error=POISON)
+            ended = ports.store.finish(
+                message.key, execution.attempt, ExecutionStatus.FAILED, now, error=POISON, ending=ending
+            )
     except Conflict:
         return None
     if ended is None:
         return None
     run_ended(ports, ended, job)
+    announce(ports, ending)
     return failure_notice(ports, ended, job)

@@ -22,7 +22,7 @@ from duetime.domain.spread import spread, spread_due
 from duetime.service import limits
 from duetime.service.context import Ports
 from duetime.service.events import run_ended
-from duetime.service.job_ends import complete_if_last, pause_if_failing
+from duetime.service.job_ends import announce, complete_if_last, one_off_ending, pause_if_failing
 from duetime.service.outcomes import ClaimVerdict, RunResult
 from duetime.service.ports import DueMessage
 
@@ -71,9 +71,11 @@ def claim_execution(
     if can_run is not None and not can_run(job):
         return Claim(ClaimVerdict.PASSED, job=job, hide_seconds=PASS_HIDE_SECONDS)
     if _past_starting_deadline(job, message, now):
-        ended = ports.store.end_waiting(message.key, ExecutionStatus.SKIPPED, now, "starting deadline")
+        ending = one_off_ending(job, message.kind, now)
+        ended = ports.store.end_waiting(message.key, ExecutionStatus.SKIPPED, now, "starting deadline", ending=ending)
         if ended is not None:
             run_ended(ports, ended, job)
+            job = announce(ports, ending) or job
             complete_if_last(ports, job, ended, now)
             return Claim(ClaimVerdict.DONE, execution=ended, job=job)
     if _planned_before_an_edit(job, message):
@@ -137,10 +139,13 @@ def _claim(
             # The last attempt's worker was lost (its lease ended) and no attempt is left: fail it for good.
             error = f"attempt {current.attempt}'s worker stopped heartbeating and no attempt is left"
             with contextlib.suppress(Conflict):
-                failed = ports.store.finish(message.key, current.attempt, ExecutionStatus.FAILED, now, error=error)
+                ending = one_off_ending(job, current.kind, now)
+                failed = ports.store.finish(
+                    message.key, current.attempt, ExecutionStatus.FAILED, now, error=error, ending=ending
+                )
                 ports.queues.dead_letter(failed.job_class, failure_notice(ports, failed, job))
                 run_ended(ports, failed, job)
-                ended_for_good(ports, job, failed, now)
+                ended_for_good(ports, announce(ports, ending) or job, failed, now)
                 return Claim(ClaimVerdict.DONE, execution=failed, job=job)
         return Claim(ClaimVerdict.DONE, execution=current, job=job)
     claimed = outcome.claimed
@@ -311,18 +316,23 @@ def complete(
     truncated to MAX_ERROR_BYTES on every path.
     """
     now = ports.clock()
+    if job is None:
+        # Read before the outcome's write: a one-off job's run completes its job in that very write. A worker
+        # passes both (it read them to claim), so the hot path reads nothing here.
+        current = current or ports.store.get_execution(key)
+        job = ports.store.get_job(current.job_id) if current is not None else None
     if succeeded:
         try:
             encode_result(result)
         except ResultRejected as exc:
             error, retryable = str(exc), False
         else:
+            ending = one_off_ending(job, current.kind if current else None, now)
             succeeded_row = ports.store.finish(
-                key, attempt, ExecutionStatus.SUCCEEDED, now, result=result, claim_token=claim_token
+                key, attempt, ExecutionStatus.SUCCEEDED, now, result=result, claim_token=claim_token, ending=ending
             )
-            if job is None and (succeeded_row.run_number is not None or ports.events is not None):
-                job = ports.store.get_job(succeeded_row.job_id)  # the owner of its event, or its bounds
             run_ended(ports, succeeded_row, job)
+            announce(ports, ending)
             if succeeded_row.run_number is not None:  # a bounded schedule's run: was it the last?
                 complete_if_last(ports, job, succeeded_row, now)
             return succeeded_row
@@ -335,18 +345,22 @@ def complete(
     runnable = (JobStatus.ACTIVE, JobStatus.COMPLETED)  # a completed job's last run still retries
     if job is not None and job.status in runnable and should_retry(job.retry, attempt, retryable, current.retry_base):
         return _retry(ports, key, current, attempt, error, now, job, claim_token)
-    failed = ports.store.finish(key, attempt, ExecutionStatus.FAILED, now, error=error, claim_token=claim_token)
+    ending = one_off_ending(job, current.kind, now)
+    failed = ports.store.finish(
+        key, attempt, ExecutionStatus.FAILED, now, error=error, claim_token=claim_token, ending=ending
+    )
     # A crash here loses no notice: the row stays in the open index until the DLQ drain has told the
     # owner, and the reconciler sends the notice again if it never got there.
     ports.queues.dead_letter(failed.job_class, failure_notice(ports, failed, job))
     run_ended(ports, failed, job)
-    ended_for_good(ports, job, failed, now)
+    ended_for_good(ports, announce(ports, ending) or job, failed, now)
     return failed
 
 
 def ended_for_good(ports: Ports, job: Job | None, failed: Execution, now: datetime) -> None:
     """What a run that failed for good does to its job: a pause after pauseAfterFailures failures in a
-    row, else the completion of a bounded schedule whose last run it was."""
+    row, else the completion of a bounded schedule whose last run it was (a one-off job was completed in
+    the run's own write: it has nothing left to pause)."""
     if not pause_if_failing(ports, job, failed, now):
         complete_if_last(ports, job, failed, now)
 

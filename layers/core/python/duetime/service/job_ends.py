@@ -1,4 +1,5 @@
-"""What a run's end does to its job: a bounded schedule's last run completes it, failures in a row pause it."""
+"""What a run's end does to its job: a one-off job's run and a bounded schedule's last run complete it,
+failures in a row pause it."""
 
 from __future__ import annotations
 
@@ -13,11 +14,47 @@ from duetime.domain.models import Execution, ExecutionStatus, Job, JobStatus
 from duetime.domain.recurrence import recurrence_of
 from duetime.service.context import Ports
 from duetime.service.events import job_changed
+from duetime.service.ports import JobEnding
 
 log = logging.getLogger("duetime.job_ends")
 
 # Statuses that end a run that ran (or was meant to): what "consecutive failed runs" looks through.
 _RAN = (ExecutionStatus.SUCCEEDED, ExecutionStatus.FAILED)
+
+
+# The note a one-off job carries once its one run has ended for good.
+ONE_OFF_ENDED = "its one run ended"
+
+
+def one_off_ending(job: Job | None, run_kind: str | None, now: datetime) -> JobEnding | None:
+    """The completion of a one-off job to write together with the end for good of a run of `run_kind`, if
+    that is its one run (succeeded, failed after its last attempt, skipped by its deadline, failed as
+    poison); None for any other run (a run-now, a repeating schedule's) or a job already ended. Written in
+    the run's own write, it gives the job's place in its owner's active-jobs quota back at most once."""
+    if job is None or job.schedule.at is None or run_kind != "scheduled":
+        return None
+    if job.status not in (JobStatus.ACTIVE, JobStatus.PAUSED):
+        return None
+    return JobEnding(job, now, note=ONE_OFF_ENDED)
+
+
+def one_off_reopening(job: Job, execution: Execution, now: datetime) -> JobEnding | None:
+    """The reopening of a completed one-off job whose one run, failed, is retried: active again (taking its
+    place in the quota back) until that run ends; None for any other retry."""
+    if job.schedule.at is None or execution.kind != "scheduled" or job.status != JobStatus.COMPLETED:
+        return None
+    return JobEnding(job, now, reopen=True)
+
+
+def announce(ports: Ports, ending: JobEnding | None) -> Job | None:
+    """Publish the job change `ending` made, if the store applied it; returns the job as changed (None if
+    nothing changed)."""
+    if ending is None or ending.changed is None:
+        return None
+    log.info("job %s %s", ending.changed.job_id, ending.changed.status.value)
+    change = JobChange.REOPENED if ending.reopen else JobChange.COMPLETED
+    job_changed(ports, ending.changed, change, ending.now)
+    return ending.changed
 
 
 def complete_schedule(ports: Ports, job: Job, now: datetime, note: str | None = None) -> None:

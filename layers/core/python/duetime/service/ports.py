@@ -52,6 +52,47 @@ class JobFilter:
         )
 
 
+# What a one-off job's status moves between when its run ends for good, and when that run is retried.
+_ENDING_MOVES = {
+    False: ((JobStatus.ACTIVE, JobStatus.PAUSED), JobStatus.COMPLETED, -1),
+    True: ((JobStatus.COMPLETED,), JobStatus.ACTIVE, 1),
+}
+
+
+@dataclass
+class JobEnding:
+    """A job whose status changes in the same write as its run: a one-off job `completed` by the end of its
+    one run (its place in its owner's active-jobs counter given back), or reopened (`active`, the place taken
+    again) by a retry of that run. The store applies it only while the job is in a status it moves from
+    (active or paused; completed to reopen) and sets `changed` to the job as written; otherwise (cancelled,
+    or completed already) the run's own write happens alone and `changed` stays None, so an ending is
+    applied, and counted, at most once."""
+
+    job: Job
+    now: datetime
+    note: str | None = None
+    reopen: bool = False
+    changed: Job | None = None
+
+    @property
+    def from_statuses(self) -> tuple[JobStatus, ...]:
+        return _ENDING_MOVES[self.reopen][0]
+
+    @property
+    def to_status(self) -> JobStatus:
+        return _ENDING_MOVES[self.reopen][1]
+
+    @property
+    def counter_delta(self) -> int:
+        """What the owner's active-jobs counter moves by in the same write."""
+        return _ENDING_MOVES[self.reopen][2]
+
+    def applied_to(self, stored: Job) -> Job:
+        """`stored` (the job as it stands) with this change made: status, note, version and update time."""
+        update = {"status": self.to_status, "note": self.note, "updated_at": self.now, "version": stored.version + 1}
+        return stored.model_copy(update=update)
+
+
 @dataclass(frozen=True)
 class ClaimOutcome:
     """The result of a claim: `claimed` if this worker now holds the attempt (with the claim's token in
@@ -332,7 +373,11 @@ class ExecutionStore(Protocol):
         result: Any = None,
         error: str | None = None,
         claim_token: str | None = None,
-    ) -> Execution: ...
+        ending: JobEnding | None = None,
+    ) -> Execution:
+        """Record the outcome of `attempt` (fenced by it and `claim_token`; raises StaleAttempt), with
+        `ending`'s change of its job in the same write."""
+        ...
 
     def move_for_retry(
         self, key: ExecutionKey, attempt: int, moved: Execution, claim_token: str | None = None
@@ -345,7 +390,11 @@ class ExecutionStore(Protocol):
         now: datetime,
         reason: str | None = None,
         skipped_count: int | None = None,
-    ) -> Execution | None: ...
+        ending: JobEnding | None = None,
+    ) -> Execution | None:
+        """End a still-`scheduled` execution (None if it was not waiting: nothing written), with `ending`'s
+        change of its job in the same write."""
+        ...
 
     def end_claimed(
         self,
@@ -362,10 +411,13 @@ class ExecutionStore(Protocol):
         enters that owner's dead letters (list_dead_letters), in one write. No row: nothing to do."""
         ...
 
-    def retry_failed(self, key: ExecutionKey, attempt: int, retried: Execution) -> bool:
+    def retry_failed(
+        self, key: ExecutionKey, attempt: int, retried: Execution, ending: JobEnding | None = None
+    ) -> bool:
         """Replace the failed row at `key` (still `failed` after `attempt`) by `retried` (waiting, in the
-        partition of its new due time, out of the dead letters) in one transaction; False, with nothing
-        written, if the row is no longer that failed one or the new key is taken."""
+        partition of its new due time, out of the dead letters) in one transaction, with `ending` (a one-off
+        job reopened) in it; False, with nothing written, if the row is no longer that failed one or the new
+        key is taken."""
         ...
 
     def list_dead_letters(self, owner: str, limit: int, cursor: str | None) -> Page[Execution]:

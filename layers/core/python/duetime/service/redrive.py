@@ -12,6 +12,7 @@ from duetime.domain.errors import Conflict, DuetimeError, InvalidInput, NotFound
 from duetime.domain.keys import parse_execution_id
 from duetime.domain.models import Execution, ExecutionStatus, Job, JobStatus
 from duetime.service.context import Ports
+from duetime.service.job_ends import announce, one_off_reopening
 from duetime.service.jobs import get_owned_job
 from duetime.service.ports import DueMessage, Page
 
@@ -79,8 +80,11 @@ def _retry_failed(ports: Ports, job: Job, execution: Execution) -> Execution:
     retried = _retried(execution, now)
     if ports.store.key_of(retried) == key:  # due in the very millisecond it was due before: a key of its own
         retried = _retried(execution, now + timedelta(milliseconds=1))
-    if not ports.store.retry_failed(key, execution.attempt, retried):
+    # A completed one-off job's run retried: the job is active again, in the same write, until that run ends.
+    reopening = one_off_reopening(job, execution, now)
+    if not ports.store.retry_failed(key, execution.attempt, retried, ending=reopening):
         raise Conflict("the execution changed meanwhile (retried already?)", field="status")
+    announce(ports, reopening)
     ports.queues.send([DueMessage.for_execution(retried, ports.store.key_of(retried))], now)
     return retried
 

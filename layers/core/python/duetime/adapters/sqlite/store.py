@@ -68,7 +68,15 @@ from duetime.domain.models import (
 )
 from duetime.domain.quotas import COUNT_ATTR, RateWindow, active_jobs_exceeded, active_jobs_key, rate_exceeded
 from duetime.domain.results import truncate_error
-from duetime.service.ports import ClaimOutcome, JobFilter, OpenPage, Page, StoredExecution, new_claim_token
+from duetime.service.ports import (
+    ClaimOutcome,
+    JobEnding,
+    JobFilter,
+    OpenPage,
+    Page,
+    StoredExecution,
+    new_claim_token,
+)
 
 # SQLite's default limit of host parameters in one statement is 999 (3.40): ask for jobs in chunks below it.
 IN_CHUNK = 500
@@ -347,6 +355,20 @@ class SqliteStore:
                 self._count(conn, active_jobs_key(job.owner), -1)  # its place goes back to the owner
         return job.model_copy(update=change)
 
+    def _change_job(self, conn: sqlite3.Connection, ending: JobEnding | None) -> None:
+        """Apply `ending` (a one-off job completed or reopened) inside the caller's transaction, with its move
+        of the owner's active-jobs counter, if the job stands in a status it moves from."""
+        if ending is None:
+            return
+        row = conn.execute("SELECT doc FROM jobs WHERE job_id = ?", (ending.job.job_id,)).fetchone()
+        stored = job_from_doc(row[0]) if row else None
+        if stored is None or stored.status not in ending.from_statuses:
+            return
+        changed = ending.applied_to(stored)
+        conn.execute("UPDATE jobs SET doc = ? WHERE job_id = ?", (job_to_doc(changed), stored.job_id))
+        self._count(conn, active_jobs_key(stored.owner), ending.counter_delta)
+        ending.changed = changed
+
     def scan_jobs(self) -> Iterator[Job]:
         """Every job (`duetime audit` only)."""
         rows = self.db.query("SELECT doc FROM jobs ORDER BY job_id")
@@ -432,10 +454,11 @@ class SqliteStore:
         attempt: int,
         change: Callable[[dict[str, Any]], Change],
         claim_token: str | None = None,
+        ending: JobEnding | None = None,
     ) -> Execution:
         """Apply `change` to the row's values if `attempt` still holds the row (running under that attempt
         number, claimed with `claim_token` when given); it returns the new TTL (None: keep it) and the
-        open-set changes. Raises StaleAttempt otherwise."""
+        open-set changes. `ending` changes the job in the same transaction. Raises StaleAttempt otherwise."""
         with self.db.write() as conn:
             loaded = self._values(conn, key)
             if not _held(loaded[0] if loaded else None, attempt, claim_token):
@@ -445,6 +468,7 @@ class SqliteStore:
             new_expires, shard, job = change(values)
             expires = expires if new_expires is None else new_expires
             doc = self._write_values(conn, key, values, expires, shard, job)
+            self._change_job(conn, ending)
         return execution_from_doc(doc)
 
     def claim(
@@ -513,9 +537,10 @@ class SqliteStore:
         result: Any = None,
         error: str | None = None,
         claim_token: str | None = None,
+        ending: JobEnding | None = None,
     ) -> Execution:
-        """Record the outcome of `attempt` (the fencing token, with its claim's token when given); raises
-        StaleAttempt if it no longer holds.
+        """Record the outcome of `attempt` (the fencing token, with its claim's token when given), with
+        `ending`'s change of its job in the same transaction; raises StaleAttempt if it no longer holds.
         A failed execution stays in the open set until its owner has been told (mark_notified)."""
         error = None if error is None else truncate_error(error)
         now_ms, expires = to_ms(now), self._expires_at(now)
@@ -533,7 +558,7 @@ class SqliteStore:
             # reconciler can repeat a notice lost to a crash between this write and the DLQ send.
             return expires, None if status == ExecutionStatus.FAILED else False, False
 
-        return self._fenced(key, attempt, record, claim_token)
+        return self._fenced(key, attempt, record, claim_token, ending)
 
     def move_for_retry(self, key: ExecutionKey, attempt: int, moved: Execution, claim_token: str | None = None) -> None:
         """Move a failed attempt's row to the partition of its new due time in one transaction, fenced by
@@ -555,8 +580,10 @@ class SqliteStore:
         now: datetime,
         reason: str | None = None,
         skipped_count: int | None = None,
+        ending: JobEnding | None = None,
     ) -> Execution | None:
-        """End a still-`scheduled` execution as cancelled, skipped or failed; None if it was not waiting."""
+        """End a still-`scheduled` execution as cancelled, skipped or failed, with `ending`'s change of its
+        job in the same transaction; None (nothing written) if it was not waiting."""
         now_ms, expires = to_ms(now), self._expires_at(now)
         with self.db.write() as conn:
             loaded = self._values(conn, key)
@@ -571,6 +598,7 @@ class SqliteStore:
             # A failure stays open until its owner is told (see finish); anything else leaves the open set.
             shard = None if status == ExecutionStatus.FAILED else False
             doc = self._write_values(conn, key, values, expires, shard=shard, job=False)
+            self._change_job(conn, ending)
         return execution_from_doc(doc)
 
     def end_claimed(
@@ -916,9 +944,12 @@ class SqliteStore:
 
     # -- dead letters ----------------------------------------------------------------------------------
 
-    def retry_failed(self, key: ExecutionKey, attempt: int, retried: Execution) -> bool:
+    def retry_failed(
+        self, key: ExecutionKey, attempt: int, retried: Execution, ending: JobEnding | None = None
+    ) -> bool:
         """Replace the failed row at `key` (still `failed` after `attempt`) by `retried`, in the partition of
-        its new due time, in one transaction; False (nothing written) if it is no longer that failed row."""
+        its new due time, with `ending` (its one-off job reopened), in one transaction; False (nothing
+        written) if it is no longer that failed row."""
         row = self._new_row(retried)
         with self.db.write() as conn:
             loaded = self._values(conn, key)
@@ -927,7 +958,10 @@ class SqliteStore:
             if (row[0], row[1]) != (key.pk, key.sk) and self._values(conn, ExecutionKey(pk=row[0], sk=row[1])):
                 return False  # the new key is taken: as DynamoDB's conditional put refuses the transaction
             conn.execute("DELETE FROM executions WHERE pk = ? AND sk = ?", (key.pk, key.sk))
-            return self._insert(conn, row)
+            if not self._insert(conn, row):
+                return False
+            self._change_job(conn, ending)
+            return True
 
     def list_dead_letters(self, owner: str, limit: int, cursor: str | None) -> Page[Execution]:
         """The owner's executions that failed for good (and were told), newest first, from the

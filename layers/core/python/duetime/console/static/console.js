@@ -103,10 +103,10 @@
     const [minute, hour, dom, month, dow] = fields;
     let when;
     if (minute === "*" && hour === "*") when = "every minute";
-    else if (/^\*\/\d+$/.test(minute) && hour === "*") when = `every ${minute.slice(2)} minutes`;
+    else if (/^\*\/\d+$/.test(minute) && hour === "*") when = everyCount(Number(minute.slice(2)), "minute");
     else if (/^\d+$/.test(minute) && hour === "*") when = `at minute ${minute} of every hour`;
     else if (/^\d+$/.test(minute) && /^\d+$/.test(hour)) when = `at ${pad(hour)}:${pad(minute)}`;
-    else if (/^\d+$/.test(minute) && /^\*\/\d+$/.test(hour)) when = `at minute ${minute} every ${hour.slice(2)} hours`;
+    else if (/^\d+$/.test(minute) && /^\*\/\d+$/.test(hour)) when = `at minute ${minute} ${everyCount(Number(hour.slice(2)), "hour")}`;
     else if (/^\d+$/.test(minute) && /^[\d,-]+$/.test(hour)) when = `at minute ${minute} past hour ${listWords(hour)}`;
     else return `cron ${cron}`;
     const days = [];
@@ -119,10 +119,26 @@
     if (!days.length && when.startsWith("at ") && /^\d+$/.test(hour)) days.push("every day");
     return [when, ...days].join(" ");
   }
+  // "every minute", "every 15 minutes": one of a unit reads as the unit alone.
+  function everyCount(n, unit) {
+    return n === 1 ? `every ${unit}` : `every ${n} ${unit}s`;
+  }
+  // An interval (90m, 1h30m, 2d, rate(1 hour)) in words: "every minute", "every 1 hour 30 minutes".
+  function everyWords(every) {
+    const rate = /^rate\((\d+) (minute|hour|day)s?\)$/.exec(every);
+    const compact = /^(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?$/.exec(every);
+    let parts;
+    if (rate) parts = [[Number(rate[1]), rate[2]]];
+    else if (compact) parts = [[Number(compact[1] || 0), "day"], [Number(compact[2] || 0), "hour"], [Number(compact[3] || 0), "minute"]];
+    else return `every ${every}`;
+    parts = parts.filter(([n]) => n > 0);
+    if (parts.length === 1) return everyCount(parts[0][0], parts[0][1]);
+    return `every ${parts.map(([n, unit]) => `${n} ${unit}${n === 1 ? "" : "s"}`).join(" ")}`;
+  }
   function scheduleWords(schedule) {
     const zone = schedule.timeZone || "UTC";
     if (schedule.cron) return `${cronWords(schedule.cron)} (${zone})`;
-    if (schedule.every) return `every ${schedule.every}`;
+    if (schedule.every) return everyWords(schedule.every);
     if (schedule.at) return `once, at ${utc(schedule.at)}`;
     return "—";
   }
@@ -275,13 +291,6 @@
   }
 
   // ---------- jobs list ----------
-  async function recentRuns(jobId) {
-    // The listing carries no nextRunAt: a job's newest executions give its waiting run and its last result.
-    const data = await api("GET", `/jobs/${jobId}/executions?limit=5`);
-    const waiting = data.executions.filter((e) => e.status === "scheduled").map((e) => e.dueAt).sort();
-    const last = data.executions.find((e) => !["scheduled", "running"].includes(e.status)) || null;
-    return { next: waiting[0] || null, last };
-  }
   function tagsOf(job) {
     const tags = job.tags;
     if (!tags) return [];
@@ -327,13 +336,11 @@
       history.replaceState(null, "", `${location.pathname}#/jobs${text ? `?${text}` : ""}`);
     }
     function row(job) {
-      const result = h("td", { "data-col": "last" }, "…");
-      const next = h("td", { "data-col": "next" }, job.status === "active" ? utc(job.nextRunAt) : "—");
-      recentRuns(job.jobId).then(({ next: due, last: e }) => {
-        result.replaceChildren(e ? statusBadge(e.status) : "—");
-        if (e && (e.finishedAt || e.startedAt)) result.append(" ", h("span", { class: "hint" }, utc(e.finishedAt || e.startedAt)));
-        if (job.status === "active" && !job.nextRunAt) next.textContent = utc(due);
-      }).catch(() => { result.textContent = "?"; });
+      // The listing carries each job's nextRunAt and lastRun: no request per row.
+      const e = job.lastRun;
+      const result = h("td", { "data-col": "last" }, e ? statusBadge(e.status) : "—");
+      if (e && (e.finishedAt || e.startedAt)) result.append(" ", h("span", { class: "hint" }, utc(e.finishedAt || e.startedAt)));
+      const next = h("td", { "data-col": "next" }, job.status === "active" && job.nextRunAt ? utc(job.nextRunAt) : "—");
       return h("tr", { "data-job-id": job.jobId },
         h("td", {}, h("a", { href: `#/jobs/${job.jobId}` }, job.name)),
         h("td", {}, statusBadge(job.status), job.note ? h("span", { class: "hint list-note" }, ` ${shorten(job.note, 80)}`) : null),

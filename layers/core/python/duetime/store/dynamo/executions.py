@@ -9,6 +9,8 @@ from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 
+from botocore.exceptions import ClientError
+
 from duetime.adapters.cursors import decode_cursor, encode_cursor
 from duetime.definitions import (
     EXECUTIONS_BY_JOB_INDEX,
@@ -25,10 +27,12 @@ from duetime.domain.keys import (
     open_page_after,
 )
 from duetime.domain.models import Execution, ExecutionStatus, to_ms
+from duetime.domain.quotas import active_jobs_key
 from duetime.domain.results import truncate_error
-from duetime.service.ports import ClaimOutcome, OpenPage, Page, StoredExecution, new_claim_token
-from duetime.store.dynamo.base import DynamoTables, Refused, refused_as
+from duetime.service.ports import ClaimOutcome, JobEnding, OpenPage, Page, StoredExecution, new_claim_token
+from duetime.store.dynamo.base import Refused, is_refused, refused_as
 from duetime.store.dynamo.items import _deser, _ser, execution_from_item, open_shard_of
+from duetime.store.dynamo.quotas import QUOTA_TRANSACTION_ATTEMPTS, DynamoQuotas
 
 # The fence of every write by the worker holding an attempt: the row still runs that attempt.
 # Pauses before looking an execution up again by id while a retry moves its row (find_execution).
@@ -45,8 +49,75 @@ def _fence(claim_token: str | None) -> tuple[str, dict[str, Any]]:
     return HELD_BY_CLAIM, {":token": claim_token}
 
 
-class DynamoExecutions(DynamoTables):
+class DynamoExecutions(DynamoQuotas):
     """The executions table and its byJob, open and openByJob indexes (keys only: rows are read behind them)."""
+
+    # -- a one-off job completed (or reopened) in the write that ends (or retries) its run -----------------
+
+    def _job_ending_ops(self, ending: JobEnding) -> list[dict[str, Any]]:
+        """The job's status change, conditioned on a status it moves from (not on its version: an edit
+        meanwhile does not stop a run's end), and the owner's active-jobs counter moved with it."""
+        job = ending.job
+        froms = {f":from{i}": status.value for i, status in enumerate(ending.from_statuses)}
+        values = {":to": ending.to_status.value, ":u": to_ms(ending.now), ":one": 1, ":note": ending.note, **froms}
+        update = {
+            "Update": {
+                "TableName": self.jobs_table,
+                "Key": _ser({"jobId": job.job_id}),
+                "UpdateExpression": "SET #s = :to, updatedMs = :u, version = version + :one"
+                + (", note = :note" if ending.note is not None else " REMOVE note"),
+                "ConditionExpression": f"#s IN ({', '.join(froms)})",
+                "ExpressionAttributeNames": {"#s": "status"},
+                "ExpressionAttributeValues": _ser(values),
+            }
+        }
+        return [update, self._count_op(active_jobs_key(job.owner), ending.counter_delta)]
+
+    def _transact_ending(self, items: list[dict[str, Any]], ending: JobEnding) -> bool:
+        """Write `items` (the run's own transaction items) with `ending`'s job change in one transaction.
+
+        False, with nothing written, if a condition of `items` refused it. If only the job's condition failed
+        (the job is cancelled, or ended already), `items` are written alone and `ending.changed` stays None.
+        A conflict with a concurrent transaction on the owner's counter is tried again."""
+        job_ops = self._job_ending_ops(ending)
+        for attempt in range(QUOTA_TRANSACTION_ATTEMPTS):
+            try:
+                self.client.transact_write_items(TransactItems=[*items, *job_ops])
+            except ClientError as exc:
+                if not is_refused(exc):
+                    raise
+                codes = [r.get("Code") for r in exc.response.get("CancellationReasons") or []]
+                if any(code == "ConditionalCheckFailed" for code in codes[: len(items)]):
+                    return False
+                if not codes or "ConditionalCheckFailed" in codes[len(items) :]:
+                    return self._write_alone(items)
+                if attempt + 1 == QUOTA_TRANSACTION_ATTEMPTS:
+                    raise
+                time.sleep(0.01 * 2**attempt)
+                continue
+            ending.changed = ending.applied_to(ending.job)
+            return True
+        return False  # not reached: the last attempt returns or raises
+
+    def _write_alone(self, items: list[dict[str, Any]]) -> bool:
+        """`items` without a job change: one Update as a plain write, several as a transaction; False if refused."""
+        try:
+            if len(items) == 1 and "Update" in items[0]:
+                self.client.update_item(**items[0]["Update"])
+            else:
+                self.client.transact_write_items(TransactItems=items)
+        except ClientError as exc:
+            if not is_refused(exc):
+                raise
+            return False
+        return True
+
+    def _read_row(self, key: ExecutionKey) -> Execution:
+        """The row at `key` as just written (a transaction returns no values)."""
+        response = self.client.get_item(
+            TableName=self.executions_table, Key=_ser({"pk": key.pk, "sk": key.sk}), ConsistentRead=True
+        )
+        return execution_from_item(response["Item"])
 
     def put_execution(self, execution: Execution) -> bool:
         """Create an execution unless its slot exists already; True if this call created it."""
@@ -354,22 +425,29 @@ class DynamoExecutions(DynamoTables):
         values: dict[str, Any],
         names: dict[str, str] | None = None,
         claim_token: str | None = None,
+        ending: JobEnding | None = None,
     ) -> Execution:
         """The one write of a worker holding `attempt`: applied only while the row still runs that attempt
-        (under `claim_token`, when given); returns the row as written, raises StaleAttempt otherwise."""
+        (under `claim_token`, when given), with `ending`'s job change in the same transaction when given;
+        returns the row as written, raises StaleAttempt otherwise."""
         also, token_values = _fence(claim_token)
         condition = f"attribute_exists(pk) AND {HELD_BY_ATTEMPT}" + (f" AND {also}" if also else "")
         values = {**values, **token_values}
-        with refused_as(StaleAttempt(f"attempt {attempt} no longer holds {key.sk}")):
-            response = self.client.update_item(
-                TableName=self.executions_table,
-                Key=_ser({"pk": key.pk, "sk": key.sk}),
-                UpdateExpression=update,
-                ConditionExpression=condition,
-                ExpressionAttributeNames={"#s": "status", **(names or {})},
-                ExpressionAttributeValues=_ser({**values, ":running": ExecutionStatus.RUNNING.value, ":a": attempt}),
-                ReturnValues="ALL_NEW",
-            )
+        stale = StaleAttempt(f"attempt {attempt} no longer holds {key.sk}")
+        op = {
+            "TableName": self.executions_table,
+            "Key": _ser({"pk": key.pk, "sk": key.sk}),
+            "UpdateExpression": update,
+            "ConditionExpression": condition,
+            "ExpressionAttributeNames": {"#s": "status", **(names or {})},
+            "ExpressionAttributeValues": _ser({**values, ":running": ExecutionStatus.RUNNING.value, ":a": attempt}),
+        }
+        if ending is not None:
+            if not self._transact_ending([{"Update": op}], ending):
+                raise stale
+            return self._read_row(key)
+        with refused_as(stale):
+            response = self.client.update_item(**op, ReturnValues="ALL_NEW")
         return execution_from_item(response["Attributes"])
 
     def heartbeat(
@@ -397,9 +475,10 @@ class DynamoExecutions(DynamoTables):
         result: Any = None,
         error: str | None = None,
         claim_token: str | None = None,
+        ending: JobEnding | None = None,
     ) -> Execution:
-        """Record the outcome of `attempt` (the fencing token, with its claim's token when given); raises
-        StaleAttempt if it no longer holds."""
+        """Record the outcome of `attempt` (the fencing token, with its claim's token when given), with
+        `ending`'s job change in the same transaction; raises StaleAttempt if it no longer holds."""
         index = attempt - 1
         error = None if error is None else truncate_error(error)
         values: dict[str, Any] = {
@@ -429,7 +508,7 @@ class DynamoExecutions(DynamoTables):
         else:
             removes.append("#e")
         update = f"SET {', '.join(sets)} REMOVE {', '.join(removes)}"
-        return self._fenced_update(key, attempt, update, values, names, claim_token)
+        return self._fenced_update(key, attempt, update, values, names, claim_token, ending)
 
     def end_claimed(
         self,
@@ -480,8 +559,10 @@ class DynamoExecutions(DynamoTables):
         now: datetime,
         reason: str | None = None,
         skipped_count: int | None = None,
+        ending: JobEnding | None = None,
     ) -> Execution | None:
-        """End a still-`scheduled` execution as cancelled or skipped; None if it was no longer waiting."""
+        """End a still-`scheduled` execution as cancelled or skipped, with `ending`'s job change in the same
+        transaction; None (nothing written) if it was no longer waiting."""
         values: dict[str, Any] = {
             ":status": status.value,
             ":now": to_ms(now),
@@ -495,20 +576,22 @@ class DynamoExecutions(DynamoTables):
         if skipped_count and skipped_count > 1:
             sets.append("skippedCount = :count")
             values[":count"] = skipped_count
+        op = {
+            "TableName": self.executions_table,
+            "Key": _ser({"pk": key.pk, "sk": key.sk}),
+            # A failure stays open until its owner is told (see finish); anything else leaves the index.
+            "UpdateExpression": "SET "
+            + ", ".join(sets)
+            + (" REMOVE openJob" if status == ExecutionStatus.FAILED else " REMOVE openShard, openJob"),
+            "ConditionExpression": "attribute_exists(pk) AND #s = :scheduled",
+            "ExpressionAttributeNames": {"#s": "status"},
+            "ExpressionAttributeValues": _ser(values),
+        }
+        if ending is not None:
+            return self._read_row(key) if self._transact_ending([{"Update": op}], ending) else None
         try:
             with refused_as():
-                response = self.client.update_item(
-                    TableName=self.executions_table,
-                    Key=_ser({"pk": key.pk, "sk": key.sk}),
-                    # A failure stays open until its owner is told (see finish); anything else leaves the index.
-                    UpdateExpression="SET "
-                    + ", ".join(sets)
-                    + (" REMOVE openJob" if status == ExecutionStatus.FAILED else " REMOVE openShard, openJob"),
-                    ConditionExpression="attribute_exists(pk) AND #s = :scheduled",
-                    ExpressionAttributeNames={"#s": "status"},
-                    ExpressionAttributeValues=_ser(values),
-                    ReturnValues="ALL_NEW",
-                )
+                response = self.client.update_item(**op, ReturnValues="ALL_NEW")
         except Refused:
             return None
         return execution_from_item(response["Attributes"])
@@ -533,30 +616,27 @@ class DynamoExecutions(DynamoTables):
         except Refused:
             return
 
-    def retry_failed(self, key: ExecutionKey, attempt: int, retried: Execution) -> bool:
+    def retry_failed(
+        self, key: ExecutionKey, attempt: int, retried: Execution, ending: JobEnding | None = None
+    ) -> bool:
         """Replace the failed row at `key` (still `failed` after `attempt`) by `retried`, in the partition of
-        its new due time, in one transaction; False (nothing written) if it is no longer that failed row."""
-        try:
-            with refused_as():
-                self.client.transact_write_items(
-                    TransactItems=[
-                        {
-                            "Delete": {
-                                "TableName": self.executions_table,
-                                "Key": _ser({"pk": key.pk, "sk": key.sk}),
-                                "ConditionExpression": "#s = :failed AND attempt = :a",
-                                "ExpressionAttributeNames": {"#s": "status"},
-                                "ExpressionAttributeValues": _ser(
-                                    {":failed": ExecutionStatus.FAILED.value, ":a": attempt}
-                                ),
-                            }
-                        },
-                        self._put_execution_op(retried),
-                    ]
-                )
-        except Refused:
-            return False
-        return True
+        its new due time, with `ending` (its one-off job reopened), in one transaction; False (nothing
+        written) if it is no longer that failed row."""
+        items = [
+            {
+                "Delete": {
+                    "TableName": self.executions_table,
+                    "Key": _ser({"pk": key.pk, "sk": key.sk}),
+                    "ConditionExpression": "#s = :failed AND attempt = :a",
+                    "ExpressionAttributeNames": {"#s": "status"},
+                    "ExpressionAttributeValues": _ser({":failed": ExecutionStatus.FAILED.value, ":a": attempt}),
+                }
+            },
+            self._put_execution_op(retried),
+        ]
+        if ending is not None:
+            return self._transact_ending(items, ending)
+        return self._write_alone(items)
 
     def list_dead_letters(self, owner: str, limit: int, cursor: str | None) -> Page[Execution]:
         """The owner's executions that failed for good (and were told), newest first, from the sparse
