@@ -132,3 +132,23 @@ def test_a_job_excluded_up_to_the_horizon_reads_with_no_next_run_and_resumes_onc
     view = get_job(ports, "mallory", poisoned.job_id)
     assert view.job.status == JobStatus.ACTIVE
     assert view.next_runs and all(run.date() >= date(2026, 12, 2) for run in view.next_runs)
+
+
+def test_a_store_error_on_one_jobs_slot_leaves_it_waiting_for_the_reconciler_not_paused(ports, clock, monkeypatch):
+    # Given mallory's job naming a calendar, alice's in the same shard, and the calendar read failing
+    poisoned, other = neighbours(ports, "2026-12-25")
+    sent(ports)
+
+    def unreachable(owner: str) -> Any:
+        raise ConnectionError("the control table is unreachable")
+
+    monkeypatch.setattr(ports.store, "get_calendars", unreachable)
+    # When the next slots come due
+    clock.advance(60)
+    report = preload(ports, "p")
+    # Then the pass went on without it (alice's run sent), and mallory's job is not paused for a passing fault:
+    # its row stays waiting where the reconciler finds it
+    assert (report.errors, report.paused, report.unplanned) == (0, 0, 1)
+    assert other.job_id in sent(ports)
+    assert ports.store.get_job(poisoned.job_id).status == JobStatus.ACTIVE
+    assert len(waiting(ports, poisoned.job_id)) == 1

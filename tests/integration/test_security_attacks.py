@@ -19,13 +19,16 @@ from duetime.adapters.cursors import encode_cursor
 from duetime.api.app import build_app
 from duetime.api.auth import DEFAULT_TOKEN_TTL, ISSUER, issue_token
 from duetime.cli.main import main as cli_main
-from duetime.definitions import API_MAX_BODY_BYTES, MAX_CURSOR_CHARS, MAX_CURSOR_KEY_BYTES
+from duetime.definitions import API_MAX_BODY_BYTES, MAX_CURSOR_CHARS, MAX_CURSOR_KEY_BYTES, MAX_RECEIVE_COUNT
 from duetime.domain.errors import InvalidInput
 from duetime.domain.quotas import ACTIVE_JOBS, JOB_CREATES_PER_MINUTE, RUN_NOWS_PER_MINUTE, Quotas
 from duetime.local.http_bridge import ApiServer, body_length
 from duetime.local.system import LocalSystem
 from duetime.service import executions as execution_cases
+from duetime.service.deadletters import drain_dead_letters
 from duetime.service.dispatch import preload
+from duetime.service.outcomes import RunOutcome
+from duetime.worker.runtime import Worker
 from moto import mock_aws
 
 from tests.http_client import Api
@@ -374,6 +377,40 @@ def test_a_backfill_from_1960_or_year_1_is_400_naming_from_not_500(ports, server
     body = {"from": start, "to": "2026-01-02T00:00:00Z"}
     status, error = call(server, "POST", f"/jobs/{created['jobId']}/backfill", token, body)
     assert status == 400 and error is not None and error["error"]["field"] == field
+
+
+def test_a_serial_backfill_slot_waiting_longer_than_the_receive_limit_is_never_failed_as_poison(ports, server):
+    # The review's attack: a serial backfill whose later slots wait, each wait one more receive of the same
+    # message until SQS redrove it and the DLQ drain failed the slot ("poison message") without running it
+    alice = issue_token(SECRET, "alice")
+    yearly = {"name": "y", "handler": "demo.echo", "schedule": {"cron": "0 0 1 1 *"}}
+    status, job = call(server, "POST", "/jobs", alice, yearly)
+    assert status == 201 and job is not None
+    backfill = {"from": "2024-01-01T00:00:00Z", "to": "2026-01-01T00:00:00Z", "overlap": "forbid"}
+    assert call(server, "POST", f"/jobs/{job['jobId']}/backfill", alice, backfill)[0] == 200
+    first, second = sorted(drain_queue(ports), key=lambda r: r.message.execution_id)
+    assert execution_cases.claim_execution(ports, first.message, "w-long").verdict.value == "claimed"
+    worker = Worker(ports, "default", "w1", concurrency=1)
+    received = second
+    for _ in range(MAX_RECEIVE_COUNT + 5):  # the second waits its turn, looking again each time
+        assert worker.process(received) == RunOutcome.BUSY
+        ports.clock.advance(10)
+        execution_cases.heartbeat(ports, first.message.key, 1)
+        [received] = drain_queue(ports)
+        assert received.receive_count == 1  # a fresh copy each time: nothing ages towards the DLQ
+    assert drain_dead_letters(ports, "default") == 0
+    execution_cases.complete(ports, first.message.key, 1, succeeded=True)
+    assert worker.process(received) == RunOutcome.SUCCEEDED
+    status, history = call(server, "GET", f"/jobs/{job['jobId']}/executions", alice)
+    assert status == 200 and history is not None
+    assert sorted(e["status"] for e in history["executions"] if e["kind"] == "backfill") == ["succeeded"] * 2
+
+
+def drain_queue(ports) -> list[Any]:
+    out = []
+    while batch := ports.queues.receive("default", 10, 0, 900):
+        out += batch
+    return out
 
 
 # --- local tokens: a lifetime and an audience -------------------------------------------------------------------
