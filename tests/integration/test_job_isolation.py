@@ -119,8 +119,10 @@ def test_a_job_excluded_up_to_the_horizon_reads_with_no_next_run_and_resumes_onc
     sent(ports)
     # Then reading it answers (it used to raise OverflowError: a 500), showing no run to come
     assert get_job(ports, "mallory", poisoned.job_id).next_runs == []
-    # And a preview with that exclusion shows none
+    # And a preview with that calendar, or with the inline range up to the horizon, shows none
     job = ports.store.get_job(poisoned.job_id)
+    calendars = ports.store.get_calendars("mallory")
+    assert preview(job.schedule, clock.now, 5, ["calendar:hol2"], calendars) == []
     assert preview(job.schedule, clock.now, 5, ["2026-12-01/2200-12-31"]) == []
     # When dispatch pauses it, its calendar is fixed and it is resumed
     clock.advance(60)
