@@ -11,7 +11,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from types import ModuleType
 
 import pytest
@@ -19,6 +19,7 @@ from duetime.definitions import Settings
 from duetime.domain.models import JobSpec
 from duetime.queue.provision import create_queues
 from duetime.queue.sqs import DueMessage
+from duetime.service.backfill import backfill
 from duetime.service.executions import claim_execution
 from duetime.service.jobs import submit_job
 from duetime.store.aws import make_client
@@ -156,3 +157,32 @@ def test_a_record_that_fails_after_its_claim_keeps_the_visibility_of_its_lease(w
     # Its visibility ends with the lease this invocation took (30 s), not after the short backoff
     time.sleep(worker_module.retry_backoff_seconds(1) + 0.2)
     assert ports.queues.receive("default", 10, 0, 0) == []
+
+
+def test_a_serial_backfill_record_waiting_its_turn_is_deleted_and_sent_again_as_a_fresh_delayed_message(
+    worker_module,
+):
+    # Given a serial backfill of two slots whose first runs on another worker
+    ports = worker_module.PORTS
+    spec = JobSpec.model_validate({"name": "y", "handler": "demo.echo", "schedule": {"cron": "0 0 1 1 *"}})
+    created, _ = submit_job(ports, "alice", spec)
+    backfill(ports, "alice", created.job_id, datetime(2024, 1, 1, tzinfo=UTC), datetime(2025, 1, 2, tzinfo=UTC))
+    first, second = sorted(
+        (e for e in ports.store.executions_of_job(created.job_id) if e.kind == "backfill"),
+        key=lambda e: e.scheduled_at,
+    )
+    while ports.queues.receive("default", 10, 0, 0):  # drop what backfill sent; the test sends its own
+        pass
+    first_message = DueMessage.for_execution(first, ports.store.key_of(first))
+    assert claim_execution(ports, first_message, "another-worker").verdict.value == "claimed"
+    # When the second's record reaches the function while the first runs
+    record = record_for(ports, DueMessage.for_execution(second, ports.store.key_of(second)))
+    result = worker_module.handler({"Records": [record]}, LambdaContext(aws_request_id="req-3"))
+    # Then the record is not a failure (the event source deletes it: its receive count goes with it) and a fresh
+    # copy waits on the queue, delayed until the run should look again
+    assert result == {"batchItemFailures": []}
+    attributes = ports.queues.client.get_queue_attributes(
+        QueueUrl=ports.queues.queue_urls["default"], AttributeNames=["ApproximateNumberOfMessagesDelayed"]
+    )["Attributes"]
+    assert attributes["ApproximateNumberOfMessagesDelayed"] == "1"
+    assert ports.store.get_execution(ports.store.key_of(second)).status.value == "scheduled"

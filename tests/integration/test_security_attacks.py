@@ -19,12 +19,16 @@ from duetime.adapters.cursors import encode_cursor
 from duetime.api.app import build_app
 from duetime.api.auth import DEFAULT_TOKEN_TTL, ISSUER, issue_token
 from duetime.cli.main import main as cli_main
-from duetime.definitions import API_MAX_BODY_BYTES, MAX_CURSOR_CHARS, MAX_CURSOR_KEY_BYTES
+from duetime.definitions import API_MAX_BODY_BYTES, MAX_CURSOR_CHARS, MAX_CURSOR_KEY_BYTES, MAX_RECEIVE_COUNT
 from duetime.domain.errors import InvalidInput
 from duetime.domain.quotas import ACTIVE_JOBS, JOB_CREATES_PER_MINUTE, RUN_NOWS_PER_MINUTE, Quotas
 from duetime.local.http_bridge import ApiServer, body_length
 from duetime.local.system import LocalSystem
 from duetime.service import executions as execution_cases
+from duetime.service.deadletters import drain_dead_letters
+from duetime.service.dispatch import preload
+from duetime.service.outcomes import RunOutcome
+from duetime.worker.runtime import Worker
 from moto import mock_aws
 
 from tests.http_client import Api
@@ -301,6 +305,112 @@ def test_an_owner_past_its_run_now_rate_gets_429_and_no_run(ports, server):
         e for e in call(server, "GET", f"/jobs/{job_id}/executions", alice)[1]["executions"] if e["kind"] == "manual"
     ]
     assert len(manual) == 1
+
+
+# --- one owner's dates cannot stall a shard, nor reach a 500 (issue 31) -------------------------------------
+
+
+def test_a_calendar_excluding_up_to_year_9999_is_400_and_one_up_to_the_horizon_pauses_only_its_own_job(ports, server):
+    mallory, alice = issue_token(SECRET, "mallory"), issue_token(SECRET, "alice")
+    # The review's calendar: refused, naming the field
+    status, error = call(server, "PUT", "/calendars/hol2", mallory, {"dates": ["2026-12-01/9999-12-31"]})
+    assert status == 400 and error is not None and error["error"]["field"] == "dates"
+    # Up to the horizon's last day it is a calendar; a job excluding it is created and paused, saying why
+    assert call(server, "PUT", "/calendars/hol2", mallory, {"dates": ["2026-12-01/2200-12-31"]})[0] in (200, 201)
+    every_minute = {"name": "m", "handler": "demo.echo", "schedule": {"every": "1m"}, "exclude": ["calendar:hol2"]}
+    status, created = call(server, "POST", "/jobs", mallory, every_minute)
+    assert status == 201 and created is not None and created["nextRuns"] == []
+    status, other = call(server, "POST", "/jobs", alice, {**every_minute, "exclude": []})
+    assert status == 201 and other is not None
+    ports.clock.advance(60)
+    report = preload(ports, "p")
+    assert (report.errors, report.paused) == (0, 1)
+    status, read = call(server, "GET", f"/jobs/{created['jobId']}", mallory)
+    assert status == 200 and read is not None and read["status"] == "paused"
+    assert "up to 2200-12-31 is excluded" in read["note"]
+    # And a preview excluding up to the horizon shows no run, where it used to answer 500
+    preview = {"every": "1m", "exclude": ["2026-12-01/2200-12-31"], "count": 3}
+    status, runs = call(server, "POST", "/schedules/preview", mallory, preview)
+    assert status == 200 and runs is not None and runs["runs"] == []
+    # While another owner's job was sent in the same pass and runs on as before
+    assert other["jobId"] in {r.message.job_id for r in ports.queues.receive("default", 10, 0, 30)}
+    status, other = call(server, "GET", f"/jobs/{other['jobId']}", alice)
+    assert status == 200 and other is not None and other["status"] == "active" and other["nextRuns"]
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"schedule": {"cron": "* * * * *", "endAt": "9999-12-31T00:00:00Z"}}, "schedule.endAt"),
+        ({"schedule": {"cron": "* * * * *", "startAt": "1960-01-01T00:00:00Z"}}, "schedule.startAt"),
+        ({"schedule": {"every": "1m", "startAt": "0001-01-01T00:00:00Z"}}, "schedule.startAt"),
+        ({"schedule": {"every": "1m"}, "exclude": ["2026-12-01/9999-12-31"]}, "exclude"),
+        ({"schedule": {"every": "1m"}, "exclude": ["1960-01-01"]}, "exclude"),
+        ({"schedule": {"at": "9999-12-31T00:00:00Z"}}, "schedule.at"),
+    ],
+)
+def test_a_job_date_outside_the_horizon_is_400_naming_the_field(ports, server, body, field):
+    token = issue_token(SECRET, "mallory")
+    status, error = call(server, "POST", "/jobs", token, {"name": "m", "handler": "demo.echo", **body})
+    assert status == 400 and error is not None and error["error"]["field"] == field
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"every": "1m", "exclude": ["2026-12-01/9999-12-31"]}, "exclude"),
+        ({"cron": "* * * * *", "from": "1960-01-01T00:00:00Z"}, "from"),
+        ({"cron": "* * * * *", "endAt": "9999-12-31T00:00:00Z"}, "endAt"),
+    ],
+)
+def test_a_preview_date_outside_the_horizon_is_400_naming_the_field(ports, server, body, field):
+    status, error = call(server, "POST", "/schedules/preview", issue_token(SECRET, "mallory"), body)
+    assert status == 400 and error is not None and error["error"]["field"] == field
+
+
+@pytest.mark.parametrize(("start", "field"), [("1960-01-01T00:00:00Z", "from"), ("0001-01-01T00:00:00Z", "from")])
+def test_a_backfill_from_1960_or_year_1_is_400_naming_from_not_500(ports, server, start, field):
+    token = issue_token(SECRET, "mallory")
+    job = {"name": "m", "handler": "demo.echo", "schedule": {"cron": "0 0 1 1 *"}}
+    status, created = call(server, "POST", "/jobs", token, job)
+    assert status == 201 and created is not None
+    body = {"from": start, "to": "2026-01-02T00:00:00Z"}
+    status, error = call(server, "POST", f"/jobs/{created['jobId']}/backfill", token, body)
+    assert status == 400 and error is not None and error["error"]["field"] == field
+
+
+def test_a_serial_backfill_slot_waiting_longer_than_the_receive_limit_is_never_failed_as_poison(ports, server):
+    # The review's attack: a serial backfill whose later slots wait, each wait one more receive of the same
+    # message until SQS redrove it and the DLQ drain failed the slot ("poison message") without running it
+    alice = issue_token(SECRET, "alice")
+    yearly = {"name": "y", "handler": "demo.echo", "schedule": {"cron": "0 0 1 1 *"}}
+    status, job = call(server, "POST", "/jobs", alice, yearly)
+    assert status == 201 and job is not None
+    backfill = {"from": "2024-01-01T00:00:00Z", "to": "2026-01-01T00:00:00Z", "overlap": "forbid"}
+    assert call(server, "POST", f"/jobs/{job['jobId']}/backfill", alice, backfill)[0] == 200
+    first, second = sorted(drain_queue(ports), key=lambda r: r.message.execution_id)
+    assert execution_cases.claim_execution(ports, first.message, "w-long").verdict.value == "claimed"
+    worker = Worker(ports, "default", "w1", concurrency=1)
+    received = second
+    for _ in range(MAX_RECEIVE_COUNT + 5):  # the second waits its turn, looking again each time
+        assert worker.process(received) == RunOutcome.BUSY
+        ports.clock.advance(10)
+        execution_cases.heartbeat(ports, first.message.key, 1)
+        [received] = drain_queue(ports)
+        assert received.receive_count == 1  # a fresh copy each time: nothing ages towards the DLQ
+    assert drain_dead_letters(ports, "default") == 0
+    execution_cases.complete(ports, first.message.key, 1, succeeded=True)
+    assert worker.process(received) == RunOutcome.SUCCEEDED
+    status, history = call(server, "GET", f"/jobs/{job['jobId']}/executions", alice)
+    assert status == 200 and history is not None
+    assert sorted(e["status"] for e in history["executions"] if e["kind"] == "backfill") == ["succeeded"] * 2
+
+
+def drain_queue(ports) -> list[Any]:
+    out = []
+    while batch := ports.queues.receive("default", 10, 0, 900):
+        out += batch
+    return out
 
 
 # --- local tokens: a lifetime and an audience -------------------------------------------------------------------

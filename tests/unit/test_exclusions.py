@@ -7,9 +7,10 @@ from datetime import UTC, date, datetime, timedelta
 import pytest
 from duetime.domain.catchup import plan_catch_up
 from duetime.domain.cron import CronSchedule
-from duetime.domain.exclusions import DateRange, Exclusions, parse_exclusion
+from duetime.domain.exclusions import DateRange, Exclusions, parse_bounded_exclusion, parse_exclusion
+from duetime.domain.interval import IntervalSchedule
 from duetime.domain.models import CatchUp, JobSpec
-from duetime.domain.recurrence import included_runs
+from duetime.domain.recurrence import included_runs, next_included
 from pydantic import ValidationError
 
 
@@ -62,3 +63,23 @@ def test_catch_up_never_runs_an_excluded_missed_slot() -> None:
     assert plan is not None
     assert plan.run_slots == [first]  # the 3rd and 4th are excluded: the latest runnable one is the 2nd
     assert plan.skipped_count == 2 and plan.next_slot == first + timedelta(days=3)
+
+
+@pytest.mark.parametrize("last", ["2200-12-31", "9999-12-31"])
+def test_an_exclusion_reaching_the_horizon_leaves_no_slot_instead_of_overflowing(last: str) -> None:
+    # 9999-12-31: a range stored before the horizon bound; the day after it is past Python's calendar
+    every_minute = IntervalSchedule("1m", datetime(2026, 12, 1, tzinfo=UTC))
+    exclusions = Exclusions([f"2026-12-01/{last}"], "UTC")
+    after = datetime(2026, 12, 1, 9, tzinfo=UTC)
+    assert next_included(every_minute, exclusions, after) is None
+    assert included_runs(every_minute, exclusions, after, 5) == []
+    # A range ending before the horizon still has the slot after it
+    shorter = Exclusions(["2026-12-01/2199-12-31"], "UTC")
+    assert next_included(every_minute, shorter, after) == datetime(2200, 1, 1, tzinfo=UTC)
+
+
+@pytest.mark.parametrize("entry", ["1960-01-01", "0001-01-01/2026-12-01", "2026-12-01/2201-01-01", "9999-12-31"])
+def test_a_requests_dates_outside_the_horizon_are_refused_but_stored_ones_still_load(entry: str) -> None:
+    with pytest.raises(ValueError, match="out of range: duetime plans between 2000-01-01 and 2200-12-31"):
+        parse_bounded_exclusion(entry)
+    parse_exclusion(entry)  # a job or calendar stored before the bound is read as it was

@@ -18,7 +18,13 @@ from duetime.definitions import (
     MIN_LIMIT_PER_SECOND,
 )
 from duetime.domain.destinations import Notify
-from duetime.domain.exclusions import MAX_EXCLUSIONS, Calendar, check_exclude_entry, parse_exclusion
+from duetime.domain.exclusions import (
+    MAX_EXCLUSIONS,
+    Calendar,
+    check_bounded_entries,
+    check_exclude_entry,
+    parse_bounded_exclusion,
+)
 from duetime.domain.limits import RateLimit
 from duetime.domain.models import (
     MAX_JITTER_SECONDS,
@@ -133,6 +139,7 @@ class PreviewRequest(CamelModel):
     def _exclusions(cls, value: list[str]) -> list[str]:
         for entry in value:
             check_exclude_entry(entry)
+        check_bounded_entries(value)  # a preview's dates are a request's, bounded as a job's are
         return value
 
 
@@ -165,7 +172,7 @@ class CalendarRequest(CamelModel):
     @classmethod
     def _dates(cls, value: list[str]) -> list[str]:
         for entry in value:
-            parse_exclusion(entry)
+            parse_bounded_exclusion(entry)
         return value
 
 

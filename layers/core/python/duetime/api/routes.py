@@ -50,6 +50,7 @@ from duetime.domain.bounds import first_run_number
 from duetime.domain.errors import Conflict, InvalidInput, InvalidSchedule, NotFound
 from duetime.domain.exclusions import CALENDAR_NAME as CALENDAR_NAME_PATTERN
 from duetime.domain.exclusions import CALENDAR_NAME_RULE
+from duetime.domain.horizon import HORIZON_RULE, within_horizon
 from duetime.domain.keys import JOB_ID_PATTERN, parse_execution_id
 from duetime.domain.models import Execution, JobSpec, JobStatus, Overlap, Schedule
 from duetime.service import backfill as backfill_cases
@@ -277,6 +278,8 @@ def preview_schedule(call: Call) -> Reply:
     if request.jitter_seconds and request.job_id is None:
         raise InvalidInput("jitterSeconds spreads a job's runs by its id: give jobId too", field="jobId")
     start: datetime = request.from_ or call.ports.clock()
+    if not within_horizon(start):
+        raise InvalidInput(f"from is out of range: {HORIZON_RULE}", field="from")
     try:
         runs = job_cases.preview(schedule, start, request.count, request.exclude, calendars)
     except InvalidSchedule as exc:  # named for a job's `schedule.*`; here the fields are top level

@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
+from duetime.domain.horizon import check_dates
+
 MAX_EXCLUSIONS = 366
 # "2026-12-25" or an inclusive range "2026-12-24/2026-12-26" (ISO 8601's interval separator).
 _ENTRY = re.compile(r"(?P<first>[0-9]{4}-[0-9]{2}-[0-9]{2})(?:/(?P<last>[0-9]{4}-[0-9]{2}-[0-9]{2}))?")
@@ -76,6 +78,22 @@ def parse_exclusion(text: str) -> DateRange:
     return DateRange(first, last)
 
 
+def parse_bounded_exclusion(text: str) -> DateRange:
+    """An entry a request gives (a job's `exclude`, a calendar's dates): parsed, and within the horizon
+    (domain/horizon.py). Stored entries are read with parse_exclusion, so one written before the bound
+    still loads; planning stops at the horizon all the same."""
+    entry = parse_exclusion(text)
+    check_dates(entry.first, entry.last, text)
+    return entry
+
+
+def check_bounded_entries(entries: Sequence[str]) -> None:
+    """Each inline date or range of a request's `exclude` within the horizon; ValueError otherwise."""
+    for entry in entries:
+        if calendar_reference(entry) is None:
+            parse_bounded_exclusion(entry)
+
+
 class Exclusions:
     """The dates a job skips, read in its time zone: a slot is excluded when its local date is listed."""
 
@@ -105,6 +123,8 @@ class Exclusions:
         after it is the first one not on those days (unless another range follows at once)."""
         local = slot.astimezone(self.zone).date()
         last = max(r.last for r in self.ranges if r.first <= local <= r.last)
+        # A range up to date.max (stored before the horizon bound) raises OverflowError here: the caller,
+        # recurrence.next_included, takes it as "no slot left".
         # Local midnight after the range; one in a DST gap resolves to the gap's end (fold=0 offset).
         midnight = datetime.combine(last + timedelta(days=1), datetime.min.time(), tzinfo=self.zone)
         return midnight.astimezone(UTC) - timedelta(microseconds=1)

@@ -7,6 +7,7 @@ from typing import Protocol
 
 from duetime.domain.cron import CronSchedule
 from duetime.domain.exclusions import Exclusions
+from duetime.domain.horizon import LATEST
 from duetime.domain.interval import IntervalSchedule
 from duetime.domain.models import Schedule
 
@@ -46,19 +47,27 @@ def is_slot(recurrence: Recurrence, instant: datetime) -> bool:
     return abs(recurrence.next_after(instant - timedelta(seconds=1)) - instant) <= SLOT_TOLERANCE
 
 
-def next_included(recurrence: Recurrence, exclusions: Exclusions, after: datetime) -> datetime:
-    """The first slot strictly after `after` that is not on an excluded date (jumping whole ranges)."""
-    slot = recurrence.next_after(after)
-    while exclusions.excludes(slot):
-        slot = recurrence.next_after(exclusions.end_of_exclusion(slot))
-    return slot
+def next_included(recurrence: Recurrence, exclusions: Exclusions, after: datetime) -> datetime | None:
+    """The first slot strictly after `after` that is not on an excluded date (jumping whole ranges); None
+    when there is none up to the horizon's end (domain/horizon.py): every later slot is excluded."""
+    try:
+        slot = recurrence.next_after(after)
+        while slot <= LATEST and exclusions.excludes(slot):
+            slot = recurrence.next_after(exclusions.end_of_exclusion(slot))
+    except OverflowError:  # a stored range reaching year 9999: nothing after it, so no slot left
+        return None
+    return slot if slot <= LATEST else None
 
 
 def included_runs(recurrence: Recurrence, exclusions: Exclusions, after: datetime, count: int) -> list[datetime]:
-    """The next `count` slots after `after` that are not excluded: what will run (previews, nextRuns)."""
+    """The next `count` slots after `after` that are not excluded: what will run (previews, nextRuns).
+    Fewer when the horizon comes first."""
     out: list[datetime] = []
     current = after
     for _ in range(count):
-        current = next_included(recurrence, exclusions, current)
-        out.append(current)
+        found = next_included(recurrence, exclusions, current)
+        if found is None:
+            break
+        out.append(found)
+        current = found
     return out

@@ -111,10 +111,14 @@ def audit(ports: Ports, now: datetime | None = None) -> AuditReport:
             last_run_running = job.schedule.is_bounded and running_of[job.job_id] > 0
             if waiting_of[job.job_id] == 0 and not last_run_running:
                 report.findings.append(Finding("cron chain broken", job.job_id, "active, but no waiting execution"))
-        elif job.status in (JobStatus.ACTIVE, JobStatus.PAUSED) and job.schedule.at is not None:
-            # Its run's end completes it in the same write: an open one-off job has its run waiting or running.
-            if waiting_of[job.job_id] == 0 and running_of[job.job_id] == 0:
-                report.findings.append(Finding("one-off not completed", job.job_id, f"{job.status.value}, no open run"))
+        # A one-off job's run's end completes it in the same write: an open one-off job has its run open.
+        elif (
+            job.status in (JobStatus.ACTIVE, JobStatus.PAUSED)
+            and job.schedule.at is not None
+            and waiting_of[job.job_id] == 0
+            and running_of[job.job_id] == 0
+        ):
+            report.findings.append(Finding("one-off not completed", job.job_id, f"{job.status.value}, no open run"))
     for job_class in ports.settings.job_classes:
         depth = ports.queues.dead_letter_depth(job_class)
         report.dead_letters[job_class] = depth

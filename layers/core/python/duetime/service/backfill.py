@@ -8,6 +8,7 @@ from datetime import datetime, timedelta
 from duetime.definitions import MAX_BACKFILL_SLOTS
 from duetime.domain.errors import Conflict, InvalidInput
 from duetime.domain.exclusions import Exclusions
+from duetime.domain.horizon import HORIZON_RULE, within_horizon
 from duetime.domain.models import Execution, ExecutionStatus, Job, JobStatus, Overlap, Schedule, to_ms
 from duetime.domain.recurrence import Recurrence, recurrence_of
 from duetime.service.calendars import CalendarCache
@@ -59,6 +60,10 @@ def backfill(
     if recurrence is None:
         raise Conflict("a one-off (at) job has no schedule to backfill", field="schedule")
     now = ports.clock()
+    # Before any slot is worked out: a slot outside the horizon has no execution id (years 1970..2286).
+    for name, value in (("from", start), ("to", end)):
+        if not within_horizon(value):
+            raise InvalidInput(f"`{name}` is out of range: {HORIZON_RULE}", field=name)
     if start >= end:
         raise InvalidInput("`to` must be after `from`", field="to")
     if end > now:

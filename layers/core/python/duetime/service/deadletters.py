@@ -10,7 +10,7 @@ from duetime.domain.keys import ExecutionKey
 from duetime.domain.models import ExecutionStatus
 from duetime.service.context import Ports
 from duetime.service.events import run_ended
-from duetime.service.executions import failure_notice, live_others
+from duetime.service.executions import failure_notice, waits_its_turn
 from duetime.service.job_ends import announce, one_off_ending
 from duetime.service.ports import DueMessage
 
@@ -63,11 +63,11 @@ def _fail_redriven(ports: Ports, body: dict[str, Any]) -> dict[str, Any] | None:
         # the run ends on its own; if its worker is lost, the reconciler resends it after the lease.
         return None
     job = ports.store.get_job(message.job_id)
-    waits_its_turn = execution.status == ExecutionStatus.SCHEDULED and execution.kind == "catchup"
-    if waits_its_turn and job is not None and live_others(ports, job, execution.execution_id, now):
-        # A catch-up run waiting its turn behind its job's running one is received again and again
-        # (hidden a while each time) until SQS redrives it: it is not poison. It stays waiting in the
-        # `open` index, where the reconciler finds it overdue and sends it again.
+    waiting = execution.status == ExecutionStatus.SCHEDULED
+    if waiting and job is not None and waits_its_turn(ports, job, message, now):
+        # A run waiting its turn (a catch-up run behind its job's running one, a serial backfilled slot) is
+        # not poison: each wait sends a fresh message, and one redriven all the same (sent before that rule)
+        # stays waiting in the `open` index, where the reconciler finds it overdue and sends it again.
         return None
     ending = one_off_ending(job, execution.kind, now)
     try:

@@ -12,16 +12,28 @@ from datetime import datetime, timedelta
 from duetime.definitions import RECONCILE_ROWS_PER_SHARD, SHARD_COUNT_FIXED_AHEAD, SQS_BATCH_SIZE
 from duetime.domain.bounds import following_number, within_bounds
 from duetime.domain.catchup import MAX_SCAN, CatchUpPlan, first_slot_only, plan_catch_up
+from duetime.domain.events import JobChange
 from duetime.domain.exclusions import Exclusions
+from duetime.domain.horizon import LATEST_DATE
 from duetime.domain.keys import due_partition, execution_id, hour_bucket
-from duetime.domain.models import Execution, ExecutionStatus, Job, JobStatus, RunKind, from_ms, to_ms
+from duetime.domain.models import (
+    MAX_NOTE_CHARS,
+    Execution,
+    ExecutionStatus,
+    Job,
+    JobStatus,
+    RunKind,
+    format_time,
+    from_ms,
+    to_ms,
+)
 from duetime.domain.recurrence import SCHEDULE_EDITED, Recurrence, is_slot, next_included, recurrence_of
 from duetime.domain.spread import spread, spread_due
 from duetime.service.calendars import CalendarCache
 from duetime.service.context import Ports
-from duetime.service.events import batched_events, run_ended
+from duetime.service.events import batched_events, job_changed, run_ended
 from duetime.service.executions import failure_notice
-from duetime.service.job_ends import complete_schedule
+from duetime.service.job_ends import auto_pause_notice, complete_schedule
 from duetime.service.ports import DueMessage
 
 log = logging.getLogger("duetime.preloader")
@@ -54,6 +66,16 @@ def new_execution(
     )
 
 
+class NoSlotLeft(ValueError):
+    """Every slot of a job's schedule up to the horizon's end is excluded: there is nothing left to plan."""
+
+
+# Errors planning one job's slot that its own data causes (a date out of range, an exclusion that leaves no
+# slot, a stored value that no longer parses): they would repeat every pass, so the job is paused, saying
+# why. Anything else (the store or queue failing) is transient: the row is left for the reconciler.
+UNPLANNABLE = (ArithmeticError, LookupError, TypeError, ValueError)
+
+
 @dataclass
 class DispatchReport:
     sent: int = 0
@@ -65,6 +87,8 @@ class DispatchReport:
     shards: int = 0  # shards this cycle pre-loaded
     busy: int = 0  # shards another pre-loader was working on
     errors: int = 0  # shards whose cycle failed (logged; the other shards still ran)
+    paused: int = 0  # jobs paused because a slot of theirs could not be planned (the note says why)
+    unplanned: int = 0  # executions whose dispatch failed on the store or queue: left for the reconciler
 
     def add(self, other: DispatchReport) -> None:
         for name in vars(self):
@@ -124,83 +148,135 @@ def dispatch(
         if job.status == JobStatus.PAUSED:
             report.held += 1
             continue
-        schedule = recurrence_of(job.schedule, job.created_at)
-        if schedule is None or execution.kind != "scheduled" or execution.attempt > 0:
-            to_send.append(execution)
-            continue
-        if not is_slot(schedule, execution.scheduled_at):
-            # Planned under the schedule the job had before an edit, by a pre-loader that read the job just
-            # before it: the edit's own first slot carries the job on, so this row ends here, with no follower.
-            key = ports.store.key_of(execution)
-            if ports.store.end_waiting(key, ExecutionStatus.SKIPPED, now, SCHEDULE_EDITED) is not None:
-                report.skipped += 1
-            continue
-        exclusions = Exclusions(job.exclude, job.schedule.time_zone, calendars.of(job)) if job.exclude else None
-        next_slot: datetime | None
-        # Slots from this one to next_slot, for the run count; excluded dates are not slots of the schedule.
-        walked = 1
-        # Sent to run as it is: a bounded schedule's last slot completes the job when its run ends.
-        runs_plainly = False
-        if exclusions is not None and exclusions.excludes(execution.scheduled_at):
-            next_slot = _skip_excluded(ports, execution, schedule, exclusions, now, report, job)
-            walked = 0
-        else:
-            excluded = exclusions.excludes if exclusions is not None else None
-            # Lateness is judged against when this run is due (its slot plus the job's spread), and no
-            # slot past the schedule's bounds is planned.
-            planned_now = now - spread(job.job_id, execution.scheduled_at, job.jitter_seconds)
-            plan = plan_catch_up(
-                schedule,
-                execution.scheduled_at,
-                planned_now,
-                job.catch_up,
-                job.starting_deadline_seconds,
-                excluded,
-                last_bound(job, execution, schedule, planned_now),
-            )
-            if plan is None:
-                to_send.append(execution)
-                next_slot = schedule.next_after(execution.scheduled_at)
-                runs_plainly = True
-            else:
-                # Only on this rare path (a missed slot) does dispatch read: if the next slot has a row
-                # already, this one was dispatched before (queued just before an outage, say) and the next
-                # row's own dispatch plans the slots from there; planning them here too would count them twice.
-                following = schedule.next_after(execution.scheduled_at)
-                if (
-                    plan.next_slot
-                    and following < plan.next_slot
-                    and not _in_batch(pending, job, following)
-                    and ports.store.get_execution(
-                        ports.store.key_of(new_execution(job, following, run_number=following_number(execution)))
-                    )
-                    is not None
-                ):
-                    plan = first_slot_only(plan, execution.scheduled_at, following)
-                # Other waiting slots of this job that the plan covers (a job paused mid-chain has several).
-                siblings = [
-                    e
-                    for e in pending
-                    if e.job_id == job.job_id
-                    and e.kind == "scheduled"
-                    and e.attempt == 0
-                    and plan.next_slot is not None
-                    and e.scheduled_at < plan.next_slot
-                ]
-                for sibling in siblings:
-                    pending.remove(sibling)
-                _apply_catch_up(ports, job, [execution, *siblings], plan, now, to_send, report)
-                next_slot = plan.next_slot
-                walked = plan.skipped_count + len(plan.run_slots)
-        number = following_number(execution, walked)
-        if next_slot is not None and within_bounds(job.schedule, next_slot, number):
-            followers.append(new_execution(job, next_slot, run_number=number))
-        elif job.schedule.is_bounded and not runs_plainly:
-            # The schedule has no slot left and what it ran here (catch-up runs) carries no count: the job
-            # completes now (runs already sent still run). A plain last run completes it when it ends.
-            complete_schedule(ports, job, now)
+        try:
+            _plan(ports, execution, job, pending, to_send, followers, calendars, now, report)
+        except UNPLANNABLE as exc:
+            # This job's data makes its slot impossible to plan (an error that would repeat every pass): it
+            # is paused, saying why, and the pass goes on with the other jobs of the shard.
+            why = str(exc) if isinstance(exc, NoSlotLeft) else f"{type(exc).__name__}: {exc}"
+            log.warning("planning %s failed (%s): job %s is paused", execution.execution_id, why, job.job_id)
+            to_send[:] = [e for e in to_send if e.job_id != job.job_id]
+            jobs[job.job_id] = pause_unplannable(ports, job, execution, now, why)
+            report.paused += 1
+        except Exception:
+            # The store or queue failed (transient): the row stays waiting in the `open` index, where the
+            # reconciler finds it overdue and dispatches it again. The other jobs still go on.
+            log.exception("dispatching %s failed; the reconciler sends it again", execution.execution_id)
+            report.unplanned += 1
     report.sent += _send_all(ports, [DueMessage.for_execution(e, ports.store.key_of(e)) for e in to_send], now, threads)
     return report
+
+
+def _plan(
+    ports: Ports,
+    execution: Execution,
+    job: Job,
+    pending: deque[Execution],
+    to_send: list[Execution],
+    followers: list[Execution],
+    calendars: CalendarCache,
+    now: datetime,
+    report: DispatchReport,
+) -> None:
+    """Do at dispatch what `job`'s schedule asks for `execution` (its job active): send it or skip it, plan
+    the next slot (added to `followers`), apply catch-up, complete a bounded schedule that has run out."""
+    schedule = recurrence_of(job.schedule, job.created_at)
+    if schedule is None or execution.kind != "scheduled" or execution.attempt > 0:
+        to_send.append(execution)
+        return
+    if not is_slot(schedule, execution.scheduled_at):
+        # Planned under the schedule the job had before an edit, by a pre-loader that read the job just
+        # before it: the edit's own first slot carries the job on, so this row ends here, with no follower.
+        key = ports.store.key_of(execution)
+        if ports.store.end_waiting(key, ExecutionStatus.SKIPPED, now, SCHEDULE_EDITED) is not None:
+            report.skipped += 1
+        return
+    exclusions = Exclusions(job.exclude, job.schedule.time_zone, calendars.of(job)) if job.exclude else None
+    next_slot: datetime | None
+    # Slots from this one to next_slot, for the run count; excluded dates are not slots of the schedule.
+    walked = 1
+    # Sent to run as it is: a bounded schedule's last slot completes the job when its run ends.
+    runs_plainly = False
+    if exclusions is not None and exclusions.excludes(execution.scheduled_at):
+        if job.schedule.end_at is None and next_included(schedule, exclusions, execution.scheduled_at) is None:
+            # Kept waiting (not skipped): the job is paused, and its resume plans from this row again.
+            raise NoSlotLeft(f"every slot from {format_time(execution.scheduled_at)} up to {LATEST_DATE} is excluded")
+        next_slot = _skip_excluded(ports, execution, schedule, exclusions, now, report, job)
+        walked = 0
+    else:
+        excluded = exclusions.excludes if exclusions is not None else None
+        # Lateness is judged against when this run is due (its slot plus the job's spread), and no
+        # slot past the schedule's bounds is planned.
+        planned_now = now - spread(job.job_id, execution.scheduled_at, job.jitter_seconds)
+        plan = plan_catch_up(
+            schedule,
+            execution.scheduled_at,
+            planned_now,
+            job.catch_up,
+            job.starting_deadline_seconds,
+            excluded,
+            last_bound(job, execution, schedule, planned_now),
+        )
+        if plan is None:
+            to_send.append(execution)
+            next_slot = schedule.next_after(execution.scheduled_at)
+            runs_plainly = True
+        else:
+            # Only on this rare path (a missed slot) does dispatch read: if the next slot has a row
+            # already, this one was dispatched before (queued just before an outage, say) and the next
+            # row's own dispatch plans the slots from there; planning them here too would count them twice.
+            following = schedule.next_after(execution.scheduled_at)
+            if (
+                plan.next_slot
+                and following < plan.next_slot
+                and not _in_batch(pending, job, following)
+                and ports.store.get_execution(
+                    ports.store.key_of(new_execution(job, following, run_number=following_number(execution)))
+                )
+                is not None
+            ):
+                plan = first_slot_only(plan, execution.scheduled_at, following)
+            # Other waiting slots of this job that the plan covers (a job paused mid-chain has several).
+            siblings = [
+                e
+                for e in pending
+                if e.job_id == job.job_id
+                and e.kind == "scheduled"
+                and e.attempt == 0
+                and plan.next_slot is not None
+                and e.scheduled_at < plan.next_slot
+            ]
+            for sibling in siblings:
+                pending.remove(sibling)
+            _apply_catch_up(ports, job, [execution, *siblings], plan, now, to_send, report)
+            next_slot = plan.next_slot
+            walked = plan.skipped_count + len(plan.run_slots)
+    number = following_number(execution, walked)
+    if next_slot is not None and within_bounds(job.schedule, next_slot, number):
+        followers.append(new_execution(job, next_slot, run_number=number))
+    elif job.schedule.is_bounded and not runs_plainly:
+        # The schedule has no slot left and what it ran here (catch-up runs) carries no count: the job
+        # completes now (runs already sent still run). A plain last run completes it when it ends.
+        complete_schedule(ports, job, now)
+
+
+def pause_unplannable(ports: Ports, job: Job, execution: Execution, now: datetime, why: str) -> Job:
+    """Pause `job`, whose slot in `execution` cannot be planned, with a note saying why, as a pause after
+    failures does (service/job_ends.py): its waiting rows are held for resume, a `Job Auto-Paused` event is
+    published and its owner is told through the DLQ notifier. Returns the job as it now stands: as it was if
+    the pause could not be written (a concurrent change, the store down): the next pass tries again."""
+    note = f"paused by dispatch: the slot {format_time(execution.scheduled_at)} could not be planned: {why}"
+    try:
+        paused = ports.store.update_job_status(job, JobStatus.PAUSED, now, note[:MAX_NOTE_CHARS])
+        for row in ports.store.open_executions_of_job(job.job_id):
+            if row.status == ExecutionStatus.SCHEDULED:
+                ports.store.hold_waiting(ports.store.key_of(row))
+        job_changed(ports, paused, JobChange.AUTO_PAUSED, now)
+        ports.queues.dead_letter(job.job_class, auto_pause_notice(paused, execution))
+    except Exception:
+        log.exception("pausing job %s failed; the next pass tries again", job.job_id)
+        return job
+    return paused
 
 
 def last_bound(job: Job, execution: Execution, schedule: Recurrence, now: datetime) -> datetime | None:
@@ -253,26 +329,27 @@ def _skip_excluded(
     now: datetime,
     report: DispatchReport,
     job: Job | None = None,
-) -> datetime:
+) -> datetime | None:
     """End a waiting slot on an excluded date as skipped (`excluded`), one record for the whole run of
     consecutive excluded slots it starts (skippedCount), and return the first slot after that run.
 
     Counting walks the slots, at most MAX_SCAN of them; a longer run is jumped over by dates and its
-    count stops at MAX_SCAN.
+    count stops at MAX_SCAN. None when no slot is left up to the horizon (domain/horizon.py).
     """
     count = 0
     slot = execution.scheduled_at
     while exclusions.excludes(slot) and count < MAX_SCAN:
         count += 1
         slot = schedule.next_after(slot)
+    following: datetime | None = slot
     if exclusions.excludes(slot):
-        slot = next_included(schedule, exclusions, slot)
+        following = next_included(schedule, exclusions, slot)
     key = ports.store.key_of(execution)
     skipped = ports.store.end_waiting(key, ExecutionStatus.SKIPPED, now, EXCLUDED, count)
     if skipped is not None:
         report.skipped += count
         run_ended(ports, skipped, job)
-    return slot
+    return following
 
 
 def _apply_catch_up(

@@ -28,6 +28,9 @@ from duetime.service.ports import DueMessage
 
 # A message passed on by a worker that cannot run its handler is hidden this long, for another to take it.
 PASS_HIDE_SECONDS = 1
+# A run waiting its turn looks again after a third of a lease, and no sooner than this: SQS delays are whole
+# seconds sent a second early (queue/sqs.py), so a shorter wait would come back at once.
+TURN_WAIT_SECONDS = 2
 
 
 @dataclass(frozen=True)
@@ -39,7 +42,7 @@ class Claim:
     # The concurrency slots the claimed run holds (service/limits.py), given back when it ends.
     slots: tuple[str, ...] = ()
     slot_holder: str = ""
-    # LIMITED: the message to send again, for when the run should look again.
+    # LIMITED and BUSY: the message to send again, for when the run should look again.
     deferred: DueMessage | None = None
 
 
@@ -93,11 +96,11 @@ def claim_execution(
     checks_overlap = job.overlap != Overlap.ALLOW and job.schedule.is_recurring
     if checks_overlap and message.kind == "catchup" and _live_others(ports, job, message.execution_id, now):
         # Catch-up runs of one job go one after another: wait for the running one, never skip.
-        return Claim(ClaimVerdict.BUSY, job=job, hide_seconds=max(1, lease // 3))
+        return _waits_its_turn(job, message, now, lease)
     # The retry budget counts from the row's retryBase (carried on its message, so the claim reads nothing more).
     max_attempts = job.retry.max_attempts + message.retry_base
     if message.kind == "backfill" and message.overlap == Overlap.FORBID and _backfill_waits(ports, job, message, now):
-        return Claim(ClaimVerdict.BUSY, job=job, hide_seconds=max(1, lease // 3))
+        return _waits_its_turn(job, message, now, lease)
     # The claim's own instant, read again after the reads above (tens of ms on moto): the row's startedAt is
     # when the claim is written, so a serial run never shows a start before the end of the run it waited for.
     now = ports.clock()
@@ -166,6 +169,16 @@ def _claim(
     return Claim(ClaimVerdict.CLAIMED, execution=claimed, job=job)
 
 
+def _waits_its_turn(job: Job, message: DueMessage, now: datetime, lease: int) -> Claim:
+    """BUSY: the run waits for its job's running one. The worker sends `deferred`, a fresh copy visible when
+    the run should look again, and deletes what it received (as for a LIMITED run): however long the wait,
+    no message of it is received more than once or twice, so none reaches the queue's maxReceiveCount and the
+    DLQ drain never fails a run that was only waiting."""
+    wait = max(TURN_WAIT_SECONDS, lease // 3)
+    deferred = replace(message, not_before_ms=to_ms(now) + wait * 1000)
+    return Claim(ClaimVerdict.BUSY, job=job, hide_seconds=wait, deferred=deferred)
+
+
 def _past_starting_deadline(job: Job, message: DueMessage, now: datetime) -> bool:
     """A first attempt that would start more than startingDeadlineSeconds after its slot is skipped (a
     retry is not: its due time moved on purpose)."""
@@ -231,6 +244,16 @@ def _backfill_waits(ports: Ports, job: Job, message: DueMessage, now: datetime) 
         if earlier_backfill and other.status == ExecutionStatus.SCHEDULED and other.execution_id < message.execution_id:
             return True
     return False
+
+
+def waits_its_turn(ports: Ports, job: Job, message: DueMessage, now: datetime) -> bool:
+    """Whether the waiting run of `message` is one the claim would answer BUSY: a catch-up run behind its
+    job's running one, or a serial backfilled run behind a running or earlier one (what the DLQ drain must
+    not fail as poison, should a message of it ever be redriven)."""
+    if message.kind == "catchup":
+        return bool(_live_others(ports, job, message.execution_id, now))
+    serial_backfill = message.kind == "backfill" and message.overlap == Overlap.FORBID
+    return serial_backfill and _backfill_waits(ports, job, message, now)
 
 
 def live_others(ports: Ports, job: Job, execution_id: str, now: datetime) -> list[Execution]:

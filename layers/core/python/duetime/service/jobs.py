@@ -16,7 +16,8 @@ from duetime.domain.cron import load_zone
 from duetime.domain.destinations import check_webhook_destinations
 from duetime.domain.errors import Conflict, IdempotencyMismatch, InvalidInput, InvalidSchedule, NotFound
 from duetime.domain.events import JobChange
-from duetime.domain.exclusions import Calendar, Exclusions
+from duetime.domain.exclusions import Calendar, Exclusions, check_bounded_entries
+from duetime.domain.horizon import HORIZON_RULE, within_horizon
 from duetime.domain.keys import in_key_range, new_job_id
 from duetime.domain.models import (
     EPOCH,
@@ -99,6 +100,10 @@ def validate_spec(ports: Ports, spec: JobSpec, now: datetime) -> tuple[JobSpec, 
     check_webhook_destinations(spec.notify, ports.settings.allow_loopback_webhooks)
     if spec.exclude and not spec.schedule.is_recurring:
         raise InvalidInput("exclude applies to 'cron' and 'every' schedules; an 'at' job runs once", field="exclude")
+    try:
+        check_bounded_entries(spec.exclude)
+    except ValueError as exc:
+        raise InvalidInput(f"exclude: {exc}", field="exclude") from exc
     if spec.retry.max_delay_seconds < spec.retry.base_delay_seconds:
         raise InvalidInput("retry.maxDelaySeconds must be at least baseDelaySeconds", field="retry.maxDelaySeconds")
     check_bounds(spec.schedule)
@@ -117,6 +122,9 @@ def check_bounds(schedule: Schedule) -> None:
                 raise InvalidInput(
                     f"schedule.{name} bounds 'cron' and 'every' schedules; 'at' runs once", field=f"schedule.{name}"
                 )
+    for name, value in (("at", schedule.at), ("startAt", schedule.start_at), ("endAt", schedule.end_at)):
+        if value is not None and not within_horizon(value):
+            raise InvalidInput(f"schedule.{name} is out of range: {HORIZON_RULE}", field=f"schedule.{name}")
     if schedule.start_at is not None and schedule.end_at is not None and schedule.end_at < schedule.start_at:
         raise InvalidInput("schedule.endAt is before schedule.startAt", field="schedule.endAt")
 
@@ -285,11 +293,16 @@ def describe(
     if schedule is not None and job.status == JobStatus.ACTIVE:
         # Slots past endAt are not shown, nor past maxRuns (counted from the waiting row's runNumber).
         exclusions = Exclusions(job.exclude, job.schedule.time_zone, calendars)
+        none_left = False
         if next_run is not None and exclusions.excludes(next_run):
             # The waiting slot is on an excluded date: it will be recorded skipped, not run.
-            next_run = spread_due(job.job_id, next_included(schedule, exclusions, next_run), job.jitter_seconds)
+            included = next_included(schedule, exclusions, next_run)
+            # None: every slot up to the horizon is excluded (dispatch pauses the job): nothing to show.
+            none_left = included is None
+            next_run = None if included is None else spread_due(job.job_id, included, job.jitter_seconds)
         start = next_run or now
-        later = included_runs(schedule, exclusions, start, NEXT_RUNS_SHOWN - (1 if next_run else 0))
+        shown = 0 if none_left else NEXT_RUNS_SHOWN - (1 if next_run else 0)
+        later = included_runs(schedule, exclusions, start, shown)
         later = [slot for slot in later if job.schedule.end_at is None or slot <= job.schedule.end_at]
         # Each shown as when it is due: its slot plus the job's spread (as nextRunAt is).
         runs = ([next_run] if next_run else []) + [spread_due(job.job_id, s, job.jitter_seconds) for s in later]

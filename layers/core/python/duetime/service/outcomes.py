@@ -20,7 +20,7 @@ class ClaimVerdict(StrEnum):
     CLAIMED = "claimed"  # this worker holds the new attempt: run it
     DONE = "done"  # nothing to run (terminal, moved, skipped or cancelled): delete the message
     HELD = "held"  # the job is paused: delete the message, the row waits for resume
-    BUSY = "busy"  # a catch-up run waiting for its job's running one: hide the message for a while
+    BUSY = "busy"  # a run waiting its turn (catch-up, serial backfill): sent again for later, this one goes
     PASSED = "passed"  # this worker cannot run the job's handler but another serves it: hide it briefly
     LIMITED = "limited"  # its rate limit or a concurrency cap holds it back: sent again for later, this one goes
 
@@ -31,7 +31,7 @@ class RunOutcome(StrEnum):
     EARLY = "early"  # received well before it is due: hidden until then
     DONE = "done"  # nothing to run (ended, moved, a duplicate of a held attempt)
     HELD = "held"  # the job is paused: the row waits for resume, the message goes
-    BUSY = "busy"  # a catch-up run waits for its job's running one: hidden for a while
+    BUSY = "busy"  # waits for its job's running one: a fresh copy waits (never aging to the DLQ), this goes
     PASSED = "passed"  # another worker serves the handler: hidden briefly for it
     SUCCEEDED = "succeeded"  # ran and its result is stored
     FAILED = "failed"  # ran and failed: retried (a new message) or failed for good
@@ -62,7 +62,7 @@ _FATES = {
     RunOutcome.EARLY: MessageFate.CHANGE_VISIBILITY,
     RunOutcome.DONE: MessageFate.DELETE,
     RunOutcome.HELD: MessageFate.DELETE,
-    RunOutcome.BUSY: MessageFate.CHANGE_VISIBILITY,
+    RunOutcome.BUSY: MessageFate.DELETE,
     RunOutcome.PASSED: MessageFate.CHANGE_VISIBILITY,
     RunOutcome.SUCCEEDED: MessageFate.DELETE,
     RunOutcome.FAILED: MessageFate.DELETE,

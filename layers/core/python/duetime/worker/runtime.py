@@ -252,7 +252,11 @@ class Worker:
             self._delete(received)
             return RunOutcome.of_claim(claim.verdict)
         if claim.verdict == ClaimVerdict.BUSY:
-            self.ports.queues.extend(self.job_class, received.receipt, claim.hide_seconds)
+            # Waiting its turn: a fresh copy for later, as a LIMITED run. Hiding this message again and again
+            # would bring it to the queue's receive limit, and the DLQ drain would fail a run that never ran.
+            assert claim.deferred is not None
+            limited.send_again(self.ports, claim.deferred)
+            self._delete(received)
             return RunOutcome.of_claim(claim.verdict)
         if claim.verdict == ClaimVerdict.PASSED:
             # Hidden a little longer each time it comes back, so a message the serving worker is too busy to
