@@ -89,6 +89,33 @@ class LocalProcess:
                 self.process.wait()
 
 
+# How much of `duetime local`'s log a failed test's report shows (the whole log is saved beside the screenshots).
+LOG_TAIL_LINES = 150
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """A failed browser test keeps the log of the `duetime local` it ran against: its tail (and every
+    traceback in it) in the report, the whole log as tests/browser/screenshots/<test>.local.log. A server
+    error the page only shows as "internal error" then names its exception."""
+    outcome = yield
+    report = outcome.get_result()  # type: ignore[attr-defined]
+    local = getattr(item, "funcargs", {}).get("local")
+    if not report.failed or not isinstance(local, LocalProcess) or not local.log.exists():
+        return
+    text = local.log.read_text(errors="replace")
+    SCREENSHOTS.mkdir(exist_ok=True)
+    saved = SCREENSHOTS / (re.sub(r"[^A-Za-z0-9_.-]+", "_", item.name) + ".local.log")
+    saved.write_text(text)
+    lines = text.splitlines()
+    tracebacks = [n for n, line in enumerate(lines) if line.startswith("Traceback")]
+    shown = lines[-LOG_TAIL_LINES:]
+    if tracebacks and tracebacks[0] < len(lines) - LOG_TAIL_LINES:
+        first = tracebacks[0]
+        shown = [*lines[max(0, first - 5) : first + 40], "...", *shown]
+    report.sections.append((f"duetime local log (whole: {saved})", "\n".join(shown)))
+
+
 @pytest.fixture(scope="session")
 def local(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalProcess]:
     if _browser_missing():

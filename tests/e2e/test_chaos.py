@@ -37,9 +37,11 @@ from tests.http_client import Api
 
 LEASE = 4
 WORKERS = 4
-ONE_OFFS = 240
+ONE_OFFS = 200
 CRON_JOBS = 3
-CHAOS_SECONDS = 130
+# The properties (nothing lost, never double-held) are proven under seeded faults by tests/simulation; this soak
+# keeps what only real processes show (SIGKILL, SIGSTOP past a lease, a pre-loader thread dying mid-call).
+CHAOS_SECONDS = 100
 SETTLE_SECONDS = 75
 SEED = int(os.environ.get("DUETIME_CHAOS_SEED", "0")) or random.randrange(1, 10**6)
 # The worker's log line when a heartbeat finds its lease gone (worker/runtime.py): execution id and attempt.
@@ -276,7 +278,8 @@ def why_repeated(
 
 
 @pytest.mark.observe_last
-@pytest.mark.timeout(300)
+# Its own budget: a minute to start and announce on a loaded machine, the chaos, the settle, the read-back over moto.
+@pytest.mark.timeout(480)
 def test_chaos_soak_loses_nothing_and_never_double_holds_an_attempt(tmp_path):
     rng = random.Random(SEED)
     notices = Notices()

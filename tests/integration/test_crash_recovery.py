@@ -66,6 +66,8 @@ def worker(ports, runs) -> Callable[[str], Worker]:
 CLAIM = during("claim")
 HEARTBEAT = during("heartbeat")
 FINISH = during("finish")
+# A one-off job's finish is one TransactWriteItems: the run's end, its job's completion and the owner's counter.
+FINISH_WRITE = "TransactWriteItems"
 CURSOR = during("advance_cursor")
 
 
@@ -217,7 +219,7 @@ def test_a_worker_dying_after_recording_success_leaves_a_message_that_is_dropped
     job = submit(ports)
     clock.advance(5)
     [received] = received_now(ports)
-    faults.crash_after("dynamodb", "UpdateItem", match=FINISH)
+    faults.crash_after("dynamodb", FINISH_WRITE, match=FINISH)
     with pytest.raises(Crash):
         worker("w1").process(received)
     [execution] = history(ports, job.job_id)
@@ -232,7 +234,7 @@ def test_a_worker_dying_before_recording_its_outcome_is_run_again_after_the_leas
     job = submit(ports)
     clock.advance(5)
     [received] = received_now(ports)
-    faults.crash_before("dynamodb", "UpdateItem", match=FINISH)
+    faults.crash_before("dynamodb", FINISH_WRITE, match=FINISH)
     with pytest.raises(Crash):
         worker("w1").process(received)
     recover(ports, clock, worker("w2"), ended(ports, job.job_id))
@@ -310,7 +312,7 @@ def test_a_worker_dying_after_recording_the_failure_leaves_it_failed_with_its_re
     ports, clock, faults, worker, notices
 ):
     job, received = exhausted(ports, clock)
-    faults.crash_after("dynamodb", "UpdateItem", match=FINISH)
+    faults.crash_after("dynamodb", FINISH_WRITE, match=FINISH)
     with pytest.raises(Crash):
         worker("w1").process(received)
     [execution] = history(ports, job.job_id)
@@ -386,7 +388,7 @@ def test_the_hot_path_succeeds_through_throttling_without_doubling_anything(port
     for service, operation in HOT_PATH:
         faults.throttle(service, operation, times=1)
     faults.throttle("dynamodb", "UpdateItem", times=2, match=CLAIM)
-    faults.throttle("dynamodb", "UpdateItem", times=2, match=FINISH)
+    faults.throttle("dynamodb", FINISH_WRITE, times=2, match=FINISH)
     # When a job is submitted, received and run
     job = submit(ports)
     assert queue_depth(ports) == 1  # one message, though its send was throttled

@@ -211,7 +211,8 @@ def test_the_worker_lambda_sends_its_batchs_events_in_one_put_events_request(dep
         for m in batch:
             sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=m["ReceiptHandle"])
     kinds = Counter(m["detail-type"] for m in messages)
-    assert kinds == Counter({"Job Created": 3, "Execution Succeeded": 3})
+    # Each one-off job completes with its run, in the same batch's PutEvents
+    assert kinds == Counter({"Job Created": 3, "Execution Succeeded": 3, "Job Completed": 3})
     succeeded = {m["detail"]["jobId"] for m in messages if m["detail-type"] == "Execution Succeeded"}
     assert succeeded == {job["jobId"] for job in jobs}
 

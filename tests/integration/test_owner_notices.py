@@ -120,9 +120,10 @@ def test_an_automatic_pause_is_told_at_the_owners_destinations(ports, clock, not
     sns, sqs = make_client("sns", "us-east-1"), make_client("sqs", "us-east-1")
     sns.create_topic(Name="duetime-notify-alice")
     owner_queue = subscribed_queue(sns, sqs, OWNER_TOPIC, "alice-inbox")
-    job, _ = submit_job(
-        ports, "alice", failing_job(clock, {"onFailure": [{"snsTopicArn": OWNER_TOPIC}]}, pauseAfterFailures=1)
-    )
+    # A repeating job: a one-off job's failed run completes it (there is nothing left to pause)
+    hourly = {"every": "1h", "startAt": format_time(clock.now + timedelta(seconds=10))}
+    notify = {"onFailure": [{"snsTopicArn": OWNER_TOPIC}]}
+    job, _ = submit_job(ports, "alice", failing_job(clock, notify, pauseAfterFailures=1, schedule=hourly))
     assert run_once(ports, clock) == "failed"
     assert get_job(ports, "alice", job.job_id).job.status == "paused"
     assert drain_dead_letters(ports, "default") == 2  # the failure, then the pause
