@@ -517,3 +517,22 @@ def test_duetime_token_names_the_data_dirs_instance_and_its_lifetime(tmp_path, c
     assert claims["sub"] == "alice" and claims["exp"] - claims["iat"] == 2 * 3600
     assert cli_main(["token", "--owner", "alice", "--ttl", "1000", "--data-dir", str(tmp_path)]) == 2
     assert "30 days" in capsys.readouterr().err
+
+
+# --- grants over webhook URLs match the parsed URL -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("url", ["https://evil.test/.example.com/x", "https://evil.test?.example.com/"])
+def test_a_url_whose_string_meets_a_grant_glob_but_whose_host_does_not_is_403(ports, server, url):
+    from duetime.domain.grants import Grants
+
+    ports.grants = Grants.parse([{"owners": ["*"], "handlers": ["demo.*", "https://*.example.com/*"]}])
+    alice = issue_token(SECRET, "alice")
+    status, error = call(server, "POST", "/jobs", alice, {**cron_job(0), "handler": url})
+    assert status == 403 and error is not None and error["error"]["field"] == "handler"
+    granted = {**cron_job(1), "handler": "https://hooks.example.com/x"}
+    status, job = call(server, "POST", "/jobs", alice, granted)
+    assert status == 201 and job is not None
+    version = job["version"]
+    status, error = call(server, "PATCH", f"/jobs/{job['jobId']}", alice, {"version": version, "handler": url})
+    assert status == 403 and error is not None and error["error"]["field"] == "handler"

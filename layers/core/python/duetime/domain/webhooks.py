@@ -105,13 +105,11 @@ def forbidden_reason(address: IpAddress, allow_loopback: bool = False) -> str | 
     return None
 
 
-def parse_webhook_url(url: str, allow_loopback: bool = False) -> WebhookUrl:
-    """Check a webhook handler as far as can be without DNS; raises InvalidInput naming `handler`.
-
-    Refused: anything but http(s) with a host, user info in the URL (it would be stored and listed),
-    a literal IP in a forbidden range, a loopback host name unless `allow_loopback`, and plain `http:`
-    to anything but loopback (allowed only with `allow_loopback`, i.e. by `duetime local`).
-    """
+def split_webhook_url(url: str) -> WebhookUrl:
+    """The parts of a webhook URL as the worker will call it (scheme, host as connected to, port, path and
+    query); raises InvalidInput naming `handler` for a URL that is not http(s) with a host, carries user
+    info or a fragment, or whose host or path cannot be sent as given. No address policy: see
+    parse_webhook_url."""
     if any(ch.isspace() or ord(ch) < 0x20 for ch in url):
         raise InvalidInput("the webhook URL must not contain spaces or control characters", field="handler")
     try:
@@ -138,7 +136,23 @@ def parse_webhook_url(url: str, allow_loopback: bool = False) -> WebhookUrl:
         path = f"{path}?{parts.query}"
     if not path.isascii():
         raise InvalidInput("the webhook URL's path and query must be ASCII: percent-encode them", field="handler")
-    target = WebhookUrl(scheme=scheme, host=host.lower(), port=port or (443 if scheme == "https" else 80), path=path)
+    return WebhookUrl(scheme=scheme, host=host.lower(), port=port or default_port(scheme), path=path)
+
+
+def default_port(scheme: str) -> int:
+    return 443 if scheme == "https" else 80
+
+
+def parse_webhook_url(url: str, allow_loopback: bool = False) -> WebhookUrl:
+    """Check a webhook handler as far as can be without DNS; raises InvalidInput naming `handler`.
+
+    Refused: anything but http(s) with a host, user info in the URL (it would be stored and listed),
+    a literal IP in a forbidden range, a loopback host name unless `allow_loopback`, and plain `http:`
+    to anything but loopback (allowed only with `allow_loopback`, i.e. by `duetime local`).
+    """
+    target = split_webhook_url(url)
+    host = target.host
+    scheme = target.scheme
     literal = target.literal_ip
     if literal is not None:
         reason = forbidden_reason(literal, allow_loopback)
