@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import socket
@@ -536,3 +537,17 @@ def test_a_url_whose_string_meets_a_grant_glob_but_whose_host_does_not_is_403(po
     version = job["version"]
     status, error = call(server, "PATCH", f"/jobs/{job['jobId']}", alice, {"version": version, "handler": url})
     assert status == 403 and error is not None and error["error"]["field"] == "handler"
+
+
+# --- webhook hosts: every form of a forbidden address is refused at POST --------------------------------------
+
+
+@pytest.mark.parametrize(
+    "host", ["[::7f00:1]", "[::ffff:0:7f00:1]", "[::a9fe:a9fe]", "127.1", "2130706433", "0x7f.1", "169.254.43518"]
+)
+def test_a_webhook_to_a_loopback_or_metadata_address_in_another_form_is_400_at_post(ports, server, host):
+    ports.settings = dataclasses.replace(ports.settings, allow_loopback_webhooks=False)  # as on AWS
+    alice = issue_token(SECRET, "alice")
+    status, error = call(server, "POST", "/jobs", alice, {**cron_job(0), "handler": f"https://{host}/latest/x"})
+    assert status == 400 and error is not None and error["error"]["field"] == "handler"
+    assert call(server, "GET", "/jobs", alice)[1] == {"jobs": [], "nextCursor": None}

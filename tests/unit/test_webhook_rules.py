@@ -34,6 +34,10 @@ from tests.webhook_receiver import readme_verify
         ("::ffff:169.254.169.254", "link-local (instance metadata) (embedded in ::ffff:a9fe:a9fe)"),
         ("64:ff9b::7f00:1", "loopback (embedded in 64:ff9b::7f00:1)"),  # NAT64 of 127.0.0.1
         ("2002:a00:1::", "private (embedded in 2002:a00:1::)"),  # 6to4 of 10.0.0.1
+        ("::7f00:1", "loopback (embedded in ::7f00:1)"),  # IPv4-compatible 127.0.0.1 (Python: is_global)
+        ("::a9fe:a9fe", "link-local (instance metadata) (embedded in ::a9fe:a9fe)"),
+        ("::ffff:0:7f00:1", "loopback (embedded in ::ffff:0:7f00:1)"),  # IPv4-translated 127.0.0.1
+        ("::ffff:0:a00:1", "private (embedded in ::ffff:0:a00:1)"),
     ],
 )
 def test_addresses_a_webhook_may_not_reach(address, reason):
@@ -71,6 +75,16 @@ def test_loopback_is_allowed_only_when_asked_and_nothing_else_with_it():
         "https://localhost/x",
         "https://metadata/x",  # a bare name resolves inside the network only
         "https://hooks.example.com/résumé",  # http.client sends ASCII request lines only
+        "https://[::7f00:1]/x",
+        "https://[::ffff:0:7f00:1]/x",
+        "https://[::a9fe:a9fe]/latest/meta-data/",
+        "https://127.1/x",  # numeric forms a resolver reads as 127.0.0.1
+        "https://2130706433/x",
+        "https://0x7f.1/x",
+        "https://0x7f000001/x",
+        "https://0177.0.0.1/x",
+        "https://10.1/x",
+        "https://169.254.43518/x",
     ],
 )
 def test_urls_refused_at_submit_name_the_handler_field(url):

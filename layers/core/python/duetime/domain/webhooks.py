@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import ipaddress
+import re
 from dataclasses import dataclass
 from enum import StrEnum
 from urllib.parse import urlsplit
@@ -44,6 +45,11 @@ FORBIDDEN_NETWORKS: tuple[tuple[str, str], ...] = (
 _NETWORKS = tuple((ipaddress.ip_network(net), reason) for net, reason in FORBIDDEN_NETWORKS)
 # IPv6 prefixes that carry an IPv4 address in their last 32 bits (NAT64, RFC 6052 and RFC 8215).
 _NAT64 = (ipaddress.ip_network("64:ff9b::/96"), ipaddress.ip_network("64:ff9b:1::/48"))
+# The upper 96 bits of ::ffff:0:0:0/96 (IPv4-translated, RFC 2765); ::/96 (IPv4-compatible) is all zeros.
+_IPV4_TRANSLATED_HIGH = 0xFFFF0000
+# A last label that is a number (127.1, 2130706433, 0x7f.1, 0177.0.0.1): resolvers read such a host as an
+# IPv4 address in a legacy form, and no top-level domain is numeric.
+_NUMERIC_LABEL = re.compile(r"(?:0x[0-9a-f]*|[0-9]+)", re.IGNORECASE)
 
 
 def is_webhook(handler: str) -> bool:
@@ -72,11 +78,18 @@ class WebhookUrl:
 
 
 def embedded_ipv4(address: IpAddress) -> ipaddress.IPv4Address | None:
-    """The IPv4 address an IPv6 one stands for (mapped, 6to4, Teredo, NAT64), if any."""
+    """The IPv4 address an IPv6 one stands for (mapped, translated, compatible, 6to4, Teredo, NAT64), if any.
+
+    Python calls IPv4-compatible (::a.b.c.d) and IPv4-translated (::ffff:0:a.b.c.d) addresses global, and a
+    stack may still route them to the IPv4 address they carry: they are judged by that address.
+    """
     if isinstance(address, ipaddress.IPv4Address):
         return None
     if address.ipv4_mapped is not None:
         return address.ipv4_mapped
+    high, low = int(address) >> 32, int(address) & 0xFFFFFFFF
+    if high == _IPV4_TRANSLATED_HIGH or (high == 0 and int(address) > 1):  # :: and ::1 are their own
+        return ipaddress.IPv4Address(low)
     if address.sixtofour is not None:
         return address.sixtofour
     if address.teredo is not None:
@@ -158,6 +171,11 @@ def parse_webhook_url(url: str, allow_loopback: bool = False) -> WebhookUrl:
         reason = forbidden_reason(literal, allow_loopback)
         if reason:
             raise InvalidInput(f"webhook host {host} is a {reason} address", field="handler")
+    elif _NUMERIC_LABEL.fullmatch(host.rsplit(".", 1)[-1]):
+        raise InvalidInput(
+            f"webhook host {host!r} is an IPv4 address in a legacy numeric form: write it as a.b.c.d",
+            field="handler",
+        )
     elif target.is_loopback_name and not allow_loopback:
         raise InvalidInput(f"webhook host {host} is a loopback address", field="handler")
     elif not target.is_loopback_name and "." not in host:
