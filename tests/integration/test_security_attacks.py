@@ -551,3 +551,30 @@ def test_a_webhook_to_a_loopback_or_metadata_address_in_another_form_is_400_at_p
     status, error = call(server, "POST", "/jobs", alice, {**cron_job(0), "handler": f"https://{host}/latest/x"})
     assert status == 400 and error is not None and error["error"]["field"] == "handler"
     assert call(server, "GET", "/jobs", alice)[1] == {"jobs": [], "nextCursor": None}
+
+
+# --- failure destinations are granted as handlers are ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("destination", "field"),
+    [
+        ({"webhook": "http://127.0.0.1:18943/not-granted"}, "webhook"),
+        ({"snsTopicArn": "arn:aws:sns:us-east-1:123456789012:duetime-notify-x"}, "snsTopicArn"),
+        ({"email": "victim@example.com"}, "email"),
+    ],
+)
+def test_a_failure_destination_the_owner_is_not_granted_is_403_at_create_and_edit(ports, server, destination, field):
+    from duetime.domain.grants import Grants
+
+    ports.settings = dataclasses.replace(ports.settings, allow_loopback_webhooks=True)  # as `duetime local`
+    ports.grants = Grants.parse([{"owners": ["*"], "handlers": ["demo.*"]}])
+    alice = issue_token(SECRET, "alice")
+    notify = {"onFailure": [destination]}
+    status, error = call(server, "POST", "/jobs", alice, {**cron_job(0), "notify": notify})
+    assert status == 403 and error is not None and error["error"]["field"] == f"notify.onFailure[0].{field}"
+    status, job = call(server, "POST", "/jobs", alice, cron_job(1))
+    assert status == 201 and job is not None
+    edit = {"version": job["version"], "notify": notify}
+    status, error = call(server, "PATCH", f"/jobs/{job['jobId']}", alice, edit)
+    assert status == 403 and error is not None and error["error"]["field"] == f"notify.onFailure[0].{field}"

@@ -298,7 +298,8 @@ def build_owner_notifier(config: RuntimeConfig, also: Notifier | None = None) ->
         # `duetime local --backend moto`: every notice is also relayed to its console through the alert
         # topic on moto (local/notices.py), as the local machine shows every owner's notices.
         also = SnsNotifier(sns, config.alert_topic_arn)
-    return OwnerNotifier(sns, webhooks, config.prefix, also=also, count_metric=emf_count if _on_aws() else None)
+    count_metric = emf_count if _on_aws() else None
+    return OwnerNotifier(sns, webhooks, config.prefix, also=also, count_metric=count_metric, grants=config.grants())
 
 
 def build_events(config: RuntimeConfig) -> EventSink | None:

@@ -32,6 +32,7 @@ from duetime.definitions import (
     Settings,
     lambda_worker_timeout_seconds,
 )
+from duetime.domain.grants import EVERYONE, Grants
 from duetime.domain.quotas import UNLIMITED, Quotas
 from duetime.local import BACKENDS
 from duetime.local.api_process import ApiProcess
@@ -142,7 +143,11 @@ class LocalSystem:
         # Each failure is told on the console (or to the given notifier) and at its job's own destinations
         # (webhooks: signed with the data dir's secrets; SNS topics and mail only on the moto backend).
         webhooks = WebhookTarget(FileSecrets(self.data_dir), allow_loopback=True)
-        self.notifier: Notifier = OwnerNotifier(None, webhooks, prefix, also=notifier or ConsoleNotifier())
+        # Only to destinations the owner is granted (`--grants`; without, everyone may use everything).
+        rules = EVERYONE if grants is None else Grants.parse(grants, source="--grants")
+        self.notifier: Notifier = OwnerNotifier(
+            None, webhooks, prefix, also=notifier or ConsoleNotifier(), grants=rules
+        )
         # Events (docs/events.md): printed with `--events`, POSTed to `--events-webhook`; none by default.
         self.events_console, self.events_webhook = events_console, events_webhook
         self.prefix = prefix  # moto servers in one process share their backends: a prefix keeps them apart

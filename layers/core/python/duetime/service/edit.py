@@ -17,6 +17,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from duetime.domain.bounds import first_run_number
+from duetime.domain.destinations import check_destination_grants
 from duetime.domain.errors import Conflict, InvalidInput
 from duetime.domain.events import JobChange
 from duetime.domain.models import ENDED_JOB_STATUSES, Execution, Job, JobSpec, JobStatus
@@ -91,6 +92,8 @@ def edit_job(
     slot = first_slot if retimed else None
     if {"handler", "job_class"} & set(changes):
         check_handler(ports, owner, groups, spec.handler, spec.job_class)
+    if "notify" in changes:
+        check_destination_grants(spec.notify, ports.grants, owner, groups)
     if "exclude" in changes:
         check_references(ports, owner, spec.exclude)
     if "rate_limit" in changes:

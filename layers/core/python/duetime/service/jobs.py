@@ -13,7 +13,7 @@ from typing import Any
 from duetime.definitions import HEALTH_HISTORY_ROWS, LONG_JOB_CLASS, PAST_DUE_GRACE_SECONDS
 from duetime.domain.bounds import first_bounded_slot, first_run_number
 from duetime.domain.cron import load_zone
-from duetime.domain.destinations import check_webhook_destinations
+from duetime.domain.destinations import check_destination_grants, check_webhook_destinations
 from duetime.domain.errors import Conflict, IdempotencyMismatch, InvalidInput, InvalidSchedule, NotFound
 from duetime.domain.events import JobChange
 from duetime.domain.exclusions import Calendar, Exclusions
@@ -175,12 +175,14 @@ def submit_job(
     body returns the first job, with another body raises IdempotencyMismatch.
 
     The handler must be granted to the owner (or one of its `groups`), else Forbidden, and served by the
-    job class's workers, else InvalidInput listing what is served; both name the field `handler`. An owner
-    at its activeJobs or jobCreatesPerMinute quota (ports.quotas) gets QuotaExceeded naming it.
+    job class's workers, else InvalidInput listing what is served; both name the field `handler`. Each
+    failure destination must be granted too, else Forbidden naming it (`notify.onFailure[i].webhook`...).
+    An owner at its activeJobs or jobCreatesPerMinute quota (ports.quotas) gets QuotaExceeded naming it.
     """
     now = ports.clock()
     spec, slot = validate_spec(ports, spec, now)
     check_handler(ports, owner, groups, spec.handler, spec.job_class)
+    check_destination_grants(spec.notify, ports.grants, owner, groups)
     check_references(ports, owner, spec.exclude)
     check_limit_reference(ports, owner, spec.rate_limit)
     idem_key = f"idem#{owner}#{idempotency_key}" if idempotency_key else None
