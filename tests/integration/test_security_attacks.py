@@ -578,3 +578,41 @@ def test_a_failure_destination_the_owner_is_not_granted_is_403_at_create_and_edi
     edit = {"version": job["version"], "notify": notify}
     status, error = call(server, "PATCH", f"/jobs/{job['jobId']}", alice, edit)
     assert status == 403 and error is not None and error["error"]["field"] == f"notify.onFailure[0].{field}"
+
+
+# --- the local database is its owner's alone -------------------------------------------------------------------
+
+
+def test_duetime_local_makes_its_data_dir_0700_and_the_database_and_its_journals_0600(tmp_path):
+    data_dir = tmp_path / "fresh" / ".duetime"
+    previous = os.umask(0o022)  # the usual umask: what an unprotected file would get is 0644
+    try:
+        system = LocalSystem(data_dir, port=0, workers=0, backend="sqlite").start()
+        try:
+            assert Api(system.api_url, system.token("alice")).post("/jobs", json=cron_job(0)).status_code == 201
+            names = {p.name: stat.S_IMODE(p.stat().st_mode) for p in data_dir.iterdir() if p.is_file()}
+        finally:
+            system.stop()
+    finally:
+        os.umask(previous)
+    assert stat.S_IMODE(data_dir.stat().st_mode) == 0o700
+    assert {"duetime.sqlite3", "duetime.sqlite3-wal", "duetime.sqlite3-shm"} <= set(names)
+    assert all(mode == 0o600 for mode in names.values()), names
+
+
+def test_a_database_an_earlier_version_left_world_readable_is_made_private_at_its_next_open(tmp_path):
+    from duetime.adapters.sqlite.db import Database
+
+    first = Database(tmp_path / "duetime.sqlite3")
+    with first.write() as conn:
+        conn.execute("SELECT 1")
+    first.close()
+    for name in ("duetime.sqlite3", "duetime.sqlite3-wal", "duetime.sqlite3-shm"):
+        if (tmp_path / name).exists():
+            os.chmod(tmp_path / name, 0o644)
+    again = Database(tmp_path / "duetime.sqlite3")
+    with again.write() as conn:
+        conn.execute("SELECT 1")
+    modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in tmp_path.iterdir()}
+    again.close()
+    assert "duetime.sqlite3-wal" in modes and set(modes.values()) == {0o600}, modes

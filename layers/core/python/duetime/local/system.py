@@ -19,7 +19,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from duetime.adapters.sqlite.db import DATABASE_FILE
+from duetime.adapters.sqlite.db import DATABASE_FILE, private_directory
 from duetime.api.app import build_app
 from duetime.api.auth import DEFAULT_TOKEN_TTL, issue_token
 from duetime.config import RuntimeConfig, function_environment, quota_environment, runtime_environment
@@ -180,7 +180,7 @@ class LocalSystem:
 
     def start(self) -> LocalSystem:
         load_modules(self.handler_modules)  # a module that does not import fails before anything starts
-        self.data_dir.mkdir(parents=True, exist_ok=True)
+        private_directory(self.data_dir)  # 0700 when made here: it holds the database and the secrets
         # A restart on the same data dir keeps the secret (tokens stay valid) and the pre-loader's owner:
         # on SQLite its shard leases outlive a killed process, and the same owner resumes them at once.
         # A reset forgets the data and the key: every token issued before it is refused.
