@@ -616,3 +616,97 @@ def test_a_database_an_earlier_version_left_world_readable_is_made_private_at_it
     modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in tmp_path.iterdir()}
     again.close()
     assert "duetime.sqlite3-wal" in modes and set(modes.values()) == {0o600}, modes
+
+
+# --- the HTTP bridge frames every body, waits for none for ever, and queues a burst ------------------------------
+
+
+def exchange(server: ApiServer, data: bytes, timeout: float = SOCKET_TIMEOUT) -> bytes:
+    """Send `data` as it is and read every byte the server answers until it closes the connection."""
+    host, port = server.server.server_address[:2]
+    with socket.create_connection((str(host), int(port)), timeout=timeout) as sock:
+        sock.sendall(data)
+        reply = b""
+        while chunk := sock.recv(65536):
+            reply += chunk
+    return reply
+
+
+def statuses(reply: bytes) -> list[int]:
+    return [int(line.split()[1]) for line in reply.split(b"\r\n") if line.startswith(b"HTTP/1.1 ")]
+
+
+def test_a_chunked_body_is_read_as_the_body_and_never_served_as_a_second_request(ports, server):
+    alice = issue_token(SECRET, "alice")
+    body = json.dumps(cron_job(0)).encode()
+    # The chunks carry a job; a request smuggled after a bare header block would be a second one
+    chunked = b"".join(f"{len(part):x}\r\n".encode() + part + b"\r\n" for part in (body[:10], body[10:])) + b"0\r\n\r\n"
+    head = f"POST /jobs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {alice}\r\nTransfer-Encoding: chunked\r\n"
+    reply = exchange(server, head.encode() + b"Connection: close\r\n\r\n" + chunked)
+    assert statuses(reply) == [201]
+    assert [j["name"] for j in call(server, "GET", "/jobs", alice)[1]["jobs"]] == ["q0"]
+    # The old attack: a chunked "body" that is itself a request is not answered as one
+    smuggled = f"GET /jobs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {alice}\r\n\r\n".encode()
+    chunk = f"{len(smuggled):x}\r\n".encode() + smuggled + b"\r\n0\r\n\r\n"
+    attack = head.encode() + b"Connection: close\r\n\r\n" + chunk
+    assert statuses(exchange(server, attack)) == [400]  # one answer: the body is not JSON
+
+
+@pytest.mark.parametrize(
+    ("extra", "body"),
+    [
+        ("Transfer-Encoding: chunked\r\nContent-Length: 7\r\n", b"2\r\n{}\r\n0\r\n\r\n"),  # both: not guessed
+        ("Transfer-Encoding: gzip, chunked\r\n", b"2\r\n{}\r\n0\r\n\r\n"),
+        ("Transfer-Encoding: chunked\r\n", b"zz\r\n{}\r\n0\r\n\r\n"),  # a malformed size line
+    ],
+)
+def test_an_ambiguous_or_malformed_transfer_encoding_is_400_and_nothing_after_it_is_served(ports, server, extra, body):
+    alice = issue_token(SECRET, "alice")
+    head = f"POST /jobs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {alice}\r\n{extra}\r\n"
+    after = f"GET /jobs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {alice}\r\nConnection: close\r\n\r\n"
+    reply = exchange(server, head.encode() + body + after.encode())
+    assert statuses(reply) == [400], reply
+    assert json.loads(reply.partition(b"\r\n\r\n")[2])["error"]["field"] in ("Transfer-Encoding", "Content-Length")
+
+
+def test_a_chunked_body_above_the_limit_is_413(ports, server):
+    alice = issue_token(SECRET, "alice")
+    head = f"POST /jobs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {alice}\r\nTransfer-Encoding: chunked\r\n\r\n"
+    assert statuses(exchange(server, head.encode() + f"{API_MAX_BODY_BYTES + 1:x}\r\n".encode())) == [413]
+
+
+def test_a_body_that_stops_arriving_is_answered_408_and_frees_its_thread(ports):
+    # Given a bridge that waits a short while for each read (the default is 10 s, 30 s for a whole body)
+    bridge = ApiServer(build_app(ports, local_secret=SECRET).resolve, port=0, read_timeout=0.5).start()
+    try:
+        alice = issue_token(SECRET, "alice")
+        # When a client declares 100 bytes and sends 2, then nothing
+        head = post_head(alice, "100") + "\r\n"
+        reply = exchange(bridge, head.encode() + b"{}")  # no timeout of ours could end this: the server must
+        assert statuses(reply) == [408]
+        # And a connection that never sends its request line is closed
+        assert exchange(bridge, b"") == b""
+    finally:
+        bridge.stop()
+
+
+def test_a_burst_of_connections_before_the_server_accepts_is_queued_not_reset(ports):
+    # Given a bridge whose accept loop has not started: every connection waits in the listen backlog
+    bridge = ApiServer(build_app(ports, local_secret=SECRET).resolve, port=0)
+    host, port = bridge.server.server_address[:2]
+    alice = issue_token(SECRET, "alice")
+    sockets = [socket.create_connection((str(host), int(port)), timeout=SOCKET_TIMEOUT) for _ in range(64)]
+    try:
+        request = f"GET /jobs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {alice}\r\nConnection: close\r\n\r\n"
+        for sock in sockets:
+            sock.sendall(request.encode())
+        bridge.start()
+        for sock in sockets:  # then each is served once the server runs
+            reply = b""
+            while chunk := sock.recv(65536):
+                reply += chunk
+            assert statuses(reply) == [200]
+    finally:
+        for sock in sockets:
+            sock.close()
+        bridge.stop()
