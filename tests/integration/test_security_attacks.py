@@ -710,3 +710,28 @@ def test_a_burst_of_connections_before_the_server_accepts_is_queued_not_reset(po
         for sock in sockets:
             sock.close()
         bridge.stop()
+
+
+# --- a signed webhook request cannot be replayed to another of the owner's endpoints ---------------------------
+
+
+def test_a_delivered_request_replayed_to_another_endpoint_of_the_same_owner_fails_the_readme_check(tmp_path):
+    import threading
+
+    from duetime.store.secrets import FileSecrets
+    from duetime.targets.webhook import WebhookTarget
+
+    from tests.webhook_receiver import readme_verify, receiver
+
+    secrets = FileSecrets(tmp_path)
+    with receiver(secrets.secret_for) as hook:
+        target = WebhookTarget(secrets, allow_loopback=True)
+        assert target.deliver(hook.url, "alice", "j_1.1", 1, b'{"n":1}', threading.Event()).status == 200
+    [request] = hook.requests
+    assert request.verified  # at the endpoint it was sent to
+    verify = readme_verify()
+    # Captured there and sent to the owner's other endpoint (its failure notices, say) within 300 s
+    elsewhere = hook.url.replace("/hook", "/notices")
+    assert not verify(secrets.secret_for("alice"), request.headers, request.body, elsewhere)
+    # What the v1 check alone accepted
+    assert request.headers["Duetime-Signature"].startswith("v1=")

@@ -6,6 +6,8 @@ import hashlib
 import hmac
 import ipaddress
 import re
+import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from urllib.parse import urlsplit
@@ -20,6 +22,13 @@ OWNER_HEADER = "Duetime-Owner"
 TIMESTAMP_HEADER = "Duetime-Timestamp"
 SIGNATURE_HEADER = "Duetime-Signature"
 SIGNATURE_VERSION = "v1"
+# v2 signs the method and URL too, so a request cannot be replayed to another of the owner's endpoints (one
+# secret signs all of them). Its own header: a receiver checking v1 with the old snippet goes on working.
+SIGNATURE_V2_HEADER = "Duetime-Signature-V2"
+SIGNATURE_V2_VERSION = "v2"
+SIGNATURE_TOLERANCE_SECONDS = 300
+# A timestamp is Unix seconds: never longer than this (a 5,000-digit one must not reach int()).
+MAX_TIMESTAMP_DIGITS = 12
 # Host names that mean this machine whatever DNS says: refused on AWS, the only names plain http may use locally.
 LOOPBACK_NAMES = ("localhost", "localhost.localdomain")
 
@@ -192,6 +201,55 @@ def sign(secret: str, timestamp: int, body: bytes) -> str:
     """The Duetime-Signature header: "v1=" and the hex HMAC-SHA256 of "<timestamp>.<body>" keyed by `secret`."""
     digest = hmac.new(secret.encode(), f"{timestamp}.".encode() + body, hashlib.sha256).hexdigest()
     return f"{SIGNATURE_VERSION}={digest}"
+
+
+def signed_url(target: WebhookUrl) -> str:
+    """The URL v2 signs: scheme and host in lower case, the port only when not the scheme's default, then
+    the path and query as the job gives them (`/` when it gives none)."""
+    host = f"[{target.host}]" if ":" in target.host else target.host
+    port = "" if target.port == default_port(target.scheme) else f":{target.port}"
+    return f"{target.scheme}://{host}{port}{target.path}"
+
+
+def sign_v2(secret: str, timestamp: int | str, method: str, url: str, body: bytes) -> str:
+    """The Duetime-Signature-V2 header: "v2=" and the hex HMAC-SHA256, keyed by `secret`, of
+    "<timestamp>\\n<METHOD>\\n<url>\\n<body>" (`url` as signed_url gives it)."""
+    signed = f"{timestamp}\n{method.upper()}\n{url}\n".encode() + body
+    return f"{SIGNATURE_V2_VERSION}={hmac.new(secret.encode(), signed, hashlib.sha256).hexdigest()}"
+
+
+def _header(headers: Mapping[str, object], name: str) -> object:
+    """A header's value whatever the case of its name (a plain dict keeps the sender's case)."""
+    if name in headers:
+        return headers[name]
+    wanted = name.lower()
+    return next((value for key, value in headers.items() if str(key).lower() == wanted), None)
+
+
+def verify_request(
+    secret: str,
+    headers: Mapping[str, object],
+    body: bytes,
+    url: str,
+    method: str = "POST",
+    tolerance_seconds: int = SIGNATURE_TOLERANCE_SECONDS,
+    now: float | None = None,
+) -> bool:
+    """True if duetime signed this request (v2) with `secret` for `method` and `url`, at most
+    `tolerance_seconds` from `now`. Never raises on what a sender controls: a missing, non-ASCII or
+    malformed header is False. `url` is this endpoint's URL; signed_url's rules make it comparable."""
+    timestamp, signature = _header(headers, TIMESTAMP_HEADER), _header(headers, SIGNATURE_V2_HEADER)
+    if not isinstance(timestamp, str) or not isinstance(signature, str) or not signature.isascii():
+        return False
+    if not (timestamp.isascii() and timestamp.isdigit() and len(timestamp) <= MAX_TIMESTAMP_DIGITS):
+        return False
+    if abs((time.time() if now is None else now) - int(timestamp)) > tolerance_seconds:
+        return False  # too old, or from the future: a replay
+    try:
+        expected = sign_v2(secret, timestamp, method, signed_url(split_webhook_url(url)), body)
+    except InvalidInput:
+        return False
+    return hmac.compare_digest(expected.encode(), signature.encode())
 
 
 class Reply(StrEnum):
