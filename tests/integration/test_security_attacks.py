@@ -735,3 +735,42 @@ def test_a_delivered_request_replayed_to_another_endpoint_of_the_same_owner_fail
     assert not verify(secrets.secret_for("alice"), request.headers, request.body, elsewhere)
     # What the v1 check alone accepted
     assert request.headers["Duetime-Signature"].startswith("v1=")
+
+
+# --- a handler's process gets none of the worker's credentials ------------------------------------------------------
+
+
+def test_a_child_process_handler_gets_no_aws_credentials_nor_duetimes_settings(monkeypatch):
+    import threading
+
+    from duetime.worker.isolation import run_in_child
+    from duetime.worker.registry import JobContext, get_registered
+
+    from tests.integration import sample_handlers
+
+    worker_only = {
+        "AWS_ACCESS_KEY_ID": "AKIAWORKER",
+        "AWS_SECRET_ACCESS_KEY": "worker-secret",
+        "AWS_SESSION_TOKEN": "worker-session",
+        "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI": "/v2/credentials/worker",
+        "AWS_LAMBDA_RUNTIME_API": "127.0.0.1:9001",
+        "DUETIME_HANDLER_GRANTS": "[]",
+        "TEAM_API_TOKEN": "not-listed",
+    }
+    for name, value in worker_only.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("LC_ALL", "C.UTF-8")
+    monkeypatch.setenv("TZ", "UTC")
+    monkeypatch.setenv("BILLING_URL", "https://billing.example.com")  # listed by the operator below
+    monkeypatch.setenv("DUETIME_HANDLER_ENV", "BILLING_URL")
+    registered = get_registered("sample.environment")
+    assert registered is not None and sample_handlers.environment
+    ctx = JobContext("j_1.1", "j_1", 1, datetime(2026, 12, 1, tzinfo=UTC), {}, owner="alice")
+    ctx.cancelled = threading.Event()
+    outcome = run_in_child(registered, ctx)
+    seen = outcome.result
+    assert isinstance(seen, dict), outcome
+    assert not set(worker_only) & set(seen)
+    assert not [name for name in seen if name.startswith(("AWS_", "DUETIME_"))]
+    assert seen["BILLING_URL"] == "https://billing.example.com" and seen["LC_ALL"] == "C.UTF-8"
+    assert seen["TZ"] == "UTC" and seen["PATH"] == os.environ["PATH"]
