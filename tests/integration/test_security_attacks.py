@@ -774,3 +774,41 @@ def test_a_child_process_handler_gets_no_aws_credentials_nor_duetimes_settings(m
     assert not [name for name in seen if name.startswith(("AWS_", "DUETIME_"))]
     assert seen["BILLING_URL"] == "https://billing.example.com" and seen["LC_ALL"] == "C.UTF-8"
     assert seen["TZ"] == "UTC" and seen["PATH"] == os.environ["PATH"]
+
+
+# --- a group's grant ends with the membership: every edit, run now and backfill reads the caller's groups ----------
+
+
+def test_a_member_removed_from_a_group_can_no_longer_edit_run_or_backfill_a_job_its_grant_allowed(ports, server):
+    from duetime.domain.grants import Grants
+
+    ports.grants = Grants.parse(
+        [{"owners": ["*"], "handlers": ["demo.echo"]}, {"owners": ["group:ops"], "handlers": ["demo.sleep"]}]
+    )
+    in_ops = issue_token(SECRET, "carol", groups=["ops"])
+    left_ops = issue_token(SECRET, "carol")  # the same user, once removed from ops
+    job = {"name": "t", "handler": "demo.sleep", "schedule": {"cron": "0 9 * * *"}}
+    status, created = call(server, "POST", "/jobs", in_ops, job)
+    assert status == 201 and created is not None
+    path = f"/jobs/{created['jobId']}"
+    backfill = {"from": "2026-11-20T00:00:00Z", "to": "2026-11-22T00:00:00Z"}
+    for method, where, body in (
+        ("PATCH", path, {"version": created["version"], "name": "renamed"}),
+        ("POST", f"{path}/run", None),
+        ("POST", f"{path}/backfill", backfill),
+    ):
+        status, error = call(server, method, where, left_ops, body)
+        assert status == 403 and error is not None and error["error"]["field"] == "handler", (where, error)
+    executions = call(server, "GET", f"{path}/executions", in_ops)[1]["executions"]
+    assert [e["kind"] for e in executions] == ["scheduled"]
+    # While a member, the same requests pass, and an edit keeps the editor's groups for the claim's check
+    status, edited = call(server, "PATCH", path, in_ops, {"version": created["version"], "name": "renamed"})
+    assert status == 200 and edited is not None and edited["name"] == "renamed"
+    assert call(server, "POST", f"{path}/run", in_ops)[0] == 201
+    assert call(server, "POST", f"{path}/backfill", in_ops, backfill)[0] == 200
+    # Switching to a handler granted to everyone is an edit the former member may make
+    status, _ = call(server, "PATCH", path, left_ops, {"version": edited["version"], "handler": "demo.echo"})
+    assert status == 200
+    from duetime.service.jobs import get_owned_job
+
+    assert get_owned_job(ports, "carol", created["jobId"]).owner_groups == []  # what the claim checks from now

@@ -214,13 +214,15 @@ def list_executions(call: Call) -> Reply:
 def run_job_now(call: Call) -> Reply:
     override = call.optional_body(RunNowRequest)
     payload = None if override is None else override.payload
-    return Reply(201, job_cases.run_now(call.ports, call.owner, call.path["jobId"], payload))
+    who = call.who  # its current groups: a grant through a group left since creation no longer runs it
+    return Reply(201, job_cases.run_now(call.ports, who.owner, call.path["jobId"], payload, groups=who.groups))
 
 
 def backfill_job(call: Call) -> Reply:
     request = call.body_as(BackfillRequest)
+    who = call.who  # with its current groups, as run now
     done = backfill_cases.backfill(
-        call.ports, call.owner, call.path["jobId"], request.start, request.end, Overlap(request.overlap)
+        call.ports, who.owner, call.path["jobId"], request.start, request.end, Overlap(request.overlap), who.groups
     )
     return Reply(
         200,
@@ -388,7 +390,7 @@ ROUTES: tuple[Route, ...] = (
         params=[JOB_ID_PARAM],
         body=JobChange,
         example={"version": 3, "schedule": {"cron": "30 2 * * *", "timeZone": "Asia/Kolkata"}},
-        errors=(409,),
+        errors=(403, 409),
     ),
     Route(
         "DELETE",
@@ -418,7 +420,7 @@ ROUTES: tuple[Route, ...] = (
         body=RunNowRequest,
         body_required=False,
         example={"payload": {"region": "EU"}},
-        errors=(409, 429),
+        errors=(403, 409, 429),
     ),
     Route(
         "GET",
@@ -527,7 +529,7 @@ ROUTES: tuple[Route, ...] = (
         params=[JOB_ID_PARAM],
         body=BackfillRequest,
         example={"from": "2026-11-01T00:00:00Z", "to": "2026-11-02T00:00:00Z", "overlap": "forbid"},
-        errors=(409,),
+        errors=(403, 409),
     ),
     Route(
         "GET",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -13,6 +14,7 @@ from duetime.domain.recurrence import Recurrence, recurrence_of
 from duetime.service.calendars import CalendarCache
 from duetime.service.context import Ports
 from duetime.service.dispatch import EXCLUDED, new_execution
+from duetime.service.handlers import check_grant
 from duetime.service.jobs import get_owned_job
 from duetime.service.ports import DueMessage
 
@@ -37,7 +39,13 @@ class BackfillResult:
 
 
 def backfill(
-    ports: Ports, owner: str, job_id: str, start: datetime, end: datetime, overlap: Overlap = Overlap.FORBID
+    ports: Ports,
+    owner: str,
+    job_id: str,
+    start: datetime,
+    end: datetime,
+    overlap: Overlap = Overlap.FORBID,
+    groups: Sequence[str] = (),
 ) -> BackfillResult:
     """Create one execution of kind `backfill` for each slot of the job's schedule in [start, end) and send
     it to run at once, as docs/schedules.md's "Backfill" says.
@@ -48,9 +56,11 @@ def backfill(
     not touched, so a second identical request creates nothing. Slots outside startAt/endAt are not slots;
     a slot on an excluded date is recorded skipped (`excluded`) and not run. At most MAX_BACKFILL_SLOTS slots
     per request (400 naming `to` beyond). `overlap`: `forbid` runs them one at a time, never beside another
-    running run of the job; `allow` lets them run together and beside the live schedule.
+    running run of the job; `allow` lets them run together and beside the live schedule. The owner or the
+    caller's current `groups` must be granted the job's handler (Forbidden naming `handler`).
     """
     job = get_owned_job(ports, owner, job_id)
+    check_grant(ports, owner, groups, job.handler)
     if overlap not in BACKFILL_OVERLAPS:
         raise InvalidInput("a backfill's overlap is allow or forbid", field="overlap")
     if job.status != JobStatus.ACTIVE:

@@ -38,7 +38,7 @@ from duetime.service.calendars import CalendarCache, check_references
 from duetime.service.context import Ports
 from duetime.service.dispatch import dispatch, new_execution
 from duetime.service.events import job_changed
-from duetime.service.handlers import check_handler
+from duetime.service.handlers import check_grant, check_handler
 from duetime.service.limits import check_reference as check_limit_reference
 from duetime.service.ports import DueMessage, JobFilter
 
@@ -401,11 +401,15 @@ def cancel_job(ports: Ports, owner: str, job_id: str) -> None:
                 ports.store.end_claimed(key, execution.attempt, ExecutionStatus.CANCELLED, now, "job cancelled")
 
 
-def run_now(ports: Ports, owner: str, job_id: str, payload: dict[str, Any] | None = None) -> Execution:
+def run_now(
+    ports: Ports, owner: str, job_id: str, payload: dict[str, Any] | None = None, groups: Sequence[str] = ()
+) -> Execution:
     """An execution due now, outside the schedule; the schedule is not disturbed. A `payload` replaces the
-    job's for this execution only (stored on its row). Raises QuotaExceeded past the owner's
+    job's for this execution only (stored on its row). Raises Forbidden (field `handler`) unless the owner
+    or the caller's current `groups` are granted the job's handler, QuotaExceeded past the owner's
     runNowsPerMinute."""
     job = get_owned_job(ports, owner, job_id)
+    check_grant(ports, owner, groups, job.handler)
     if job.status != JobStatus.ACTIVE:
         raise Conflict(f"job is {job.status.value}; only an active job can run now", field="status")
     if payload is not None and job.handler.startswith("ecs:"):
