@@ -445,13 +445,21 @@ def test_an_ecs_run_starts_its_task_without_the_payload_in_what_cloudtrail_recor
 
 def test_quotas_default_on_aws_none_locally_and_zero_means_none():
     from duetime.config import RuntimeConfig, quota_environment
-    from duetime.definitions import DEFAULT_JOB_CREATES_PER_MINUTE, DEFAULT_MAX_ACTIVE_JOBS, DEFAULT_RUN_NOWS_PER_MINUTE
+    from duetime.definitions import (
+        DEFAULT_BACKFILL_SLOTS_PER_HOUR,
+        DEFAULT_JOB_CREATES_PER_MINUTE,
+        DEFAULT_MAX_ACTIVE_JOBS,
+        DEFAULT_RUN_NOWS_PER_MINUTE,
+    )
 
     assert RuntimeConfig().quotas() == Quotas(
-        DEFAULT_MAX_ACTIVE_JOBS, DEFAULT_JOB_CREATES_PER_MINUTE, DEFAULT_RUN_NOWS_PER_MINUTE
+        DEFAULT_MAX_ACTIVE_JOBS,
+        DEFAULT_JOB_CREATES_PER_MINUTE,
+        DEFAULT_RUN_NOWS_PER_MINUTE,
+        DEFAULT_BACKFILL_SLOTS_PER_HOUR,
     )
     assert RuntimeConfig(endpoint_url="http://127.0.0.1:1/x").quotas() == Quotas()
-    configured = Quotas(max_active_jobs=5, run_nows_per_minute=2)
+    configured = Quotas(max_active_jobs=5, run_nows_per_minute=2, backfill_slots_per_hour=7)
     assert RuntimeConfig.from_env(quota_environment(configured)).quotas() == configured
 
 
@@ -812,3 +820,31 @@ def test_a_member_removed_from_a_group_can_no_longer_edit_run_or_backfill_a_job_
     from duetime.service.jobs import get_owned_job
 
     assert get_owned_job(ports, "carol", created["jobId"]).owner_groups == []  # what the claim checks from now
+
+
+# --- backfill is no way around the quotas -----------------------------------------------------------------------
+
+
+def test_backfilled_slots_count_against_a_quota_of_their_own_with_retry_after(ports, server):
+    from duetime.domain.quotas import BACKFILL_SLOTS_PER_HOUR
+
+    ports.quotas = Quotas(run_nows_per_minute=1, backfill_slots_per_hour=30)
+    alice = issue_token(SECRET, "alice")
+    hourly = {"name": "h", "handler": "demo.echo", "schedule": {"cron": "0 * * * *"}}
+    job_id = call(server, "POST", "/jobs", alice, hourly)[1]["jobId"]
+    path = f"/jobs/{job_id}/backfill"
+    # Days before the job existed: what backfill is for, within the quota
+    assert call(server, "POST", path, alice, {"from": "2026-11-01T00:00:00Z", "to": "2026-11-02T00:00:00Z"})[0] == 200
+    # The next 24 slots would pass 30 this hour: 429 naming the quota, and not one of them created
+    second = {"from": "2026-11-02T00:00:00Z", "to": "2026-11-03T00:00:00Z"}
+    status, error, headers = call_for_headers(server, "POST", path, alice, second)
+    assert status == 429 and error["error"]["field"] == BACKFILL_SLOTS_PER_HOUR
+    assert 1 <= int(headers["retry-after"]) <= 3600
+    listed = call(server, "GET", f"{path.removesuffix('/backfill')}/executions?limit=100", alice)[1]["executions"]
+    assert sum(1 for e in listed if e["kind"] == "backfill") == 24
+    # More than the quota in one request could never pass: 400 naming the range's end
+    status, error = call(server, "POST", path, alice, {"from": "2026-10-01T00:00:00Z", "to": "2026-10-03T00:00:00Z"})
+    assert status == 400 and error is not None and error["error"]["field"] == "to"
+    # The next hour has room again
+    ports.clock.advance(int(headers["retry-after"]))
+    assert call(server, "POST", path, alice, second)[0] == 200

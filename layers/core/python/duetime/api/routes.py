@@ -529,7 +529,7 @@ ROUTES: tuple[Route, ...] = (
         params=[JOB_ID_PARAM],
         body=BackfillRequest,
         example={"from": "2026-11-01T00:00:00Z", "to": "2026-11-02T00:00:00Z", "overlap": "forbid"},
-        errors=(403, 409),
+        errors=(403, 409, 429),
     ),
     Route(
         "GET",

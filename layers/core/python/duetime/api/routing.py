@@ -71,7 +71,8 @@ ERROR_STATUSES = (
     ErrorStatus(
         QuotaExceeded,
         429,
-        "an owner quota is exceeded; `error.field` names it (activeJobs, jobCreatesPerMinute, runNowsPerMinute)",
+        "an owner quota is exceeded; `error.field` names it (activeJobs, jobCreatesPerMinute, runNowsPerMinute, "
+        "backfillSlotsPerHour)",
     ),
     ErrorStatus(
         Unavailable,

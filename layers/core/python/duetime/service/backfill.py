@@ -10,6 +10,7 @@ from duetime.definitions import MAX_BACKFILL_SLOTS
 from duetime.domain.errors import Conflict, InvalidInput
 from duetime.domain.exclusions import Exclusions
 from duetime.domain.models import Execution, ExecutionStatus, Job, JobStatus, Overlap, Schedule, to_ms
+from duetime.domain.quotas import BACKFILL_SLOTS_PER_HOUR, HOUR_WINDOW_SECONDS, rate_window
 from duetime.domain.recurrence import Recurrence, recurrence_of
 from duetime.service.calendars import CalendarCache
 from duetime.service.context import Ports
@@ -80,6 +81,7 @@ def backfill(
     present_ids = ports.store.execution_ids_between(job.job_id, to_ms(slots[0]), to_ms(slots[-1]) + 1)
     rows = [_row(job, slot, overlap, exclusions, now) for slot in slots]
     new_rows = [row for row in rows if row.execution_id not in present_ids]
+    count_backfilled_slots(ports, owner, sum(1 for row in new_rows if row.status == ExecutionStatus.SCHEDULED), now)
     created: list[Execution] = []
     for first in range(0, len(new_rows), PUT_BATCH):
         created.extend(ports.store.put_executions(new_rows[first : first + PUT_BATCH]))
@@ -94,6 +96,23 @@ def backfill(
         last_slot=slots[-1],
         overlap=overlap,
     )
+
+
+def count_backfilled_slots(ports: Ports, owner: str, runs: int, now: datetime) -> None:
+    """Count the `runs` a backfill is about to create against the owner's backfillSlotsPerHour, before any is
+    written: QuotaExceeded (429, Retry-After: the next hour) if this hour cannot take them all, InvalidInput
+    naming `to` if no hour could (the range must be backfilled in parts)."""
+    limit = ports.quotas.backfill_slots_per_hour
+    if limit is None or runs == 0:
+        return
+    if runs > limit:
+        raise InvalidInput(
+            f"the range holds {runs} slots to run, more than the owner's {BACKFILL_SLOTS_PER_HOUR} of {limit}; "
+            "backfill it in parts",
+            field="to",
+        )
+    window = rate_window(owner, BACKFILL_SLOTS_PER_HOUR, limit, now, amount=runs, seconds=HOUR_WINDOW_SECONDS)
+    ports.store.count_request(window)
 
 
 def slots_between(recurrence: Recurrence, schedule: Schedule, start: datetime, end: datetime) -> list[datetime]:
