@@ -814,8 +814,14 @@ def test_a_member_removed_from_a_group_can_no_longer_edit_run_or_backfill_a_job_
     assert status == 200 and edited is not None and edited["name"] == "renamed"
     assert call(server, "POST", f"{path}/run", in_ops)[0] == 201
     assert call(server, "POST", f"{path}/backfill", in_ops, backfill)[0] == 200
+    # Nor resume it once paused (pausing needs no grant)
+    assert call(server, "PATCH", path, left_ops, {"status": "paused"})[0] == 200
+    status, error = call(server, "PATCH", path, left_ops, {"status": "active"})
+    assert status == 403 and error is not None and error["error"]["field"] == "handler"
+    assert call(server, "PATCH", path, in_ops, {"status": "active"})[0] == 200
     # Switching to a handler granted to everyone is an edit the former member may make
-    status, _ = call(server, "PATCH", path, left_ops, {"version": edited["version"], "handler": "demo.echo"})
+    version = call(server, "GET", path, left_ops)[1]["version"]  # reading needs no grant
+    status, _ = call(server, "PATCH", path, left_ops, {"version": version, "handler": "demo.echo"})
     assert status == 200
     from duetime.service.jobs import get_owned_job
 

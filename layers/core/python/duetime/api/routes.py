@@ -195,8 +195,10 @@ def change_job(call: Call) -> Reply:
         raise InvalidInput("give status, or version with the spec fields to edit", field="status")
     if change.version is not None:  # optional for a pause or resume; checked when given
         edit_cases.check_version(job_cases.get_owned_job(call.ports, call.owner, job_id), change.version)
-    pause_or_resume = job_cases.pause_job if change.status == "paused" else job_cases.resume_job
-    return Reply(200, job_response(pause_or_resume(call.ports, call.owner, job_id, change.note)))
+    if change.status == "paused":  # stopping runs needs no grant
+        return Reply(200, job_response(job_cases.pause_job(call.ports, call.owner, job_id, change.note)))
+    who = call.who  # resuming starts runs again: with the caller's current groups, as an edit
+    return Reply(200, job_response(job_cases.resume_job(call.ports, who.owner, job_id, change.note, who.groups)))
 
 
 def cancel_job(call: Call) -> Reply:

@@ -363,10 +363,12 @@ def pause_job(ports: Ports, owner: str, job_id: str, note: str | None = None) ->
     return get_job(ports, owner, job_id)
 
 
-def resume_job(ports: Ports, owner: str, job_id: str, note: str | None = None) -> JobView:
+def resume_job(ports: Ports, owner: str, job_id: str, note: str | None = None, groups: Sequence[str] = ()) -> JobView:
     """Active again: the waiting execution is dispatched, so missed slots follow the catch-up policy. The
-    pause's note gives way to `note` (none: cleared)."""
+    pause's note gives way to `note` (none: cleared). The owner or the caller's current `groups` must be
+    granted the job's handler (Forbidden naming `handler`); a pause needs no grant."""
     job = get_owned_job(ports, owner, job_id)
+    check_grant(ports, owner, groups, job.handler)
     if job.status in (JobStatus.CANCELLED, JobStatus.COMPLETED):
         raise Conflict(f"a {job.status.value} job cannot be resumed", field="status")
     if job.status == JobStatus.PAUSED:
