@@ -854,3 +854,14 @@ def test_backfilled_slots_count_against_a_quota_of_their_own_with_retry_after(po
     # The next hour has room again
     ports.clock.advance(int(headers["retry-after"]))
     assert call(server, "POST", path, alice, second)[0] == 200
+
+
+def test_a_webhook_secret_made_before_duetime_local_makes_the_data_dir_0700(tmp_path):
+    from duetime.store.secrets import FileSecrets
+
+    previous = os.umask(0o022)
+    try:
+        FileSecrets(tmp_path / ".duetime").secret_for("alice")
+    finally:
+        os.umask(previous)
+    assert stat.S_IMODE((tmp_path / ".duetime").stat().st_mode) == 0o700
