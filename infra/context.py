@@ -31,6 +31,7 @@ duetime.definitions.JOB_CLASSES: the runtime reads the same table, so they are n
 | maxActiveJobs          | 10000 (definitions.py)               | jobs (not cancelled) per owner; 0: unlimited         |
 | jobCreatesPerMinute    | 600 (definitions.py)                 | job creations per owner and minute; 0: unlimited     |
 | runNowsPerMinute       | 120 (definitions.py)                 | run-now requests per owner and minute; 0: unlimited  |
+| backfillSlotsPerHour   | 2000 (definitions.py)                | backfilled runs per owner and hour; 0: unlimited     |
 | kmsKey                 | none: AWS managed keys               | "create" or a key ARN: tables, queues, topic, logs   |
 | logRetentionDays       | 90                                   | retention of every log group                         |
 | apiRateLimit           | 1000                                 | API Gateway steady requests per second               |
@@ -52,6 +53,7 @@ from typing import Any
 
 from constructs import Node
 from duetime.definitions import (
+    DEFAULT_BACKFILL_SLOTS_PER_HOUR,
     DEFAULT_JOB_CREATES_PER_MINUTE,
     DEFAULT_MAX_ACTIVE_JOBS,
     DEFAULT_RUN_NOWS_PER_MINUTE,
@@ -67,7 +69,12 @@ from infra.handlers import HandlerCode
 
 # SQS's delay cap less the pre-load interval: what is loaded must still fit a DelaySeconds next minute.
 MAX_PRELOAD_WINDOW_SECONDS = SQS_MAX_DELAY_SECONDS - Settings().preload_interval_seconds
-DEFAULT_QUOTAS = Quotas(DEFAULT_MAX_ACTIVE_JOBS, DEFAULT_JOB_CREATES_PER_MINUTE, DEFAULT_RUN_NOWS_PER_MINUTE)
+DEFAULT_QUOTAS = Quotas(
+    DEFAULT_MAX_ACTIVE_JOBS,
+    DEFAULT_JOB_CREATES_PER_MINUTE,
+    DEFAULT_RUN_NOWS_PER_MINUTE,
+    DEFAULT_BACKFILL_SLOTS_PER_HOUR,
+)
 DEFAULT_CALLBACK_URL = "http://localhost:8080/callback"
 # Lambda's SQS event source accepts a maximum concurrency of 2 to 1000; WAF a rate limit from 10 (per 5 minutes).
 DEFAULT_WORKER_MAX_CONCURRENCY = 50
@@ -268,6 +275,8 @@ class DeployContext:
                 job_creates_per_minute=_int(node, "jobCreatesPerMinute", DEFAULT_JOB_CREATES_PER_MINUTE, minimum=0)
                 or None,
                 run_nows_per_minute=_int(node, "runNowsPerMinute", DEFAULT_RUN_NOWS_PER_MINUTE, minimum=0) or None,
+                backfill_slots_per_hour=_int(node, "backfillSlotsPerHour", DEFAULT_BACKFILL_SLOTS_PER_HOUR, minimum=0)
+                or None,
             ),
             console=str(node.try_get_context("console") or "").lower() in ("true", "1", "yes"),
             event_bus=_event_bus(node),

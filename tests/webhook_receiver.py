@@ -85,7 +85,8 @@ def receiver(
             body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
             headers = {k: v for k, v in self.headers.items()}
             owner = headers.get("Duetime-Owner", "")
-            request = Received(self.path, headers, body, verify(state.secret(owner), headers, body))
+            url = state.url.removesuffix("/hook") + self.path  # this endpoint's URL, as the README says
+            request = Received(self.path, headers, body, verify(state.secret(owner), headers, body, url))
             with lock:
                 answer = state.answer()
                 state.requests.append(request)

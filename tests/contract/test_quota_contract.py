@@ -90,3 +90,21 @@ def test_counted_requests_are_refused_past_the_windows_limit_and_each_owner_has_
     store.count_request(rate_window("bob", RUN_NOWS_PER_MINUTE, 3, clock()))
     # The window's record is forgotten (TTL) once it ends
     assert store.get_control(window.key)["expiresAt"] == window.ends_at_s
+
+
+def test_a_request_that_counts_many_is_taken_whole_or_refused_whole(ports, clock):
+    from duetime.domain.quotas import BACKFILL_SLOTS_PER_HOUR, HOUR_WINDOW_SECONDS
+
+    store = ports.store
+
+    def slots(n: int):
+        return rate_window("alice", BACKFILL_SLOTS_PER_HOUR, 10, clock(), amount=n, seconds=HOUR_WINDOW_SECONDS)
+
+    store.count_request(slots(6))
+    with pytest.raises(QuotaExceeded) as refused:
+        store.count_request(slots(5))  # 11 would pass the 10: refused, and nothing of it counted
+    assert refused.value.field == BACKFILL_SLOTS_PER_HOUR and 0 < refused.value.retry_after <= HOUR_WINDOW_SECONDS
+    store.count_request(slots(4))  # exactly the limit
+    assert store.get_control(slots(1).key)["count"] == 10
+    with pytest.raises(QuotaExceeded):
+        store.count_request(slots(1))

@@ -263,6 +263,13 @@ def test_per_owner_quotas_reach_the_api_function_from_context(synthesized):
     assert env["DUETIME_MAX_ACTIVE_JOBS"] == str(DEFAULT_MAX_ACTIVE_JOBS)
     assert env["DUETIME_JOB_CREATES_PER_MINUTE"] == str(DEFAULT_JOB_CREATES_PER_MINUTE)
     assert env["DUETIME_RUN_NOWS_PER_MINUTE"] == str(DEFAULT_RUN_NOWS_PER_MINUTE)
+    from duetime.definitions import DEFAULT_BACKFILL_SLOTS_PER_HOUR
+    from duetime.domain.quotas import Quotas
+
+    assert env["DUETIME_BACKFILL_SLOTS_PER_HOUR"] == str(DEFAULT_BACKFILL_SLOTS_PER_HOUR)
     ctx = DeployContext.from_node(cdk.App(context={"maxActiveJobs": "50", "runNowsPerMinute": 0}).node)
     assert (ctx.quotas.max_active_jobs, ctx.quotas.run_nows_per_minute) == (50, None)  # 0: unlimited
     assert ctx.quotas.job_creates_per_minute == DEFAULT_JOB_CREATES_PER_MINUTE
+    assert DeployContext.from_node(cdk.App(context={"backfillSlotsPerHour": "300"}).node).quotas == Quotas(
+        DEFAULT_MAX_ACTIVE_JOBS, DEFAULT_JOB_CREATES_PER_MINUTE, DEFAULT_RUN_NOWS_PER_MINUTE, 300
+    )

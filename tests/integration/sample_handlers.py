@@ -63,3 +63,9 @@ def long_error(ctx: JobContext) -> Any:
 def counted(ctx: JobContext) -> Any:
     _record_run(ctx)
     return {"ran": True}
+
+
+@handler("sample.environment")
+def environment(ctx: JobContext) -> Any:
+    """The environment the handler's process was given: what a handler can reach of the worker's."""
+    return dict(os.environ)

@@ -175,7 +175,10 @@ def test_the_dlq_notifier_lambda_tells_the_owner_and_the_operator_only_an_aggreg
     operator_queue = subscribed_queue(sns, sqs, operator_topic, "operator-inbox")
     sns.create_topic(Name="duetime-notify-alice")
     owner_queue = subscribed_queue(sns, sqs, OWNER_TOPIC, "alice-inbox")
-    notifier = deployment.load("dlq_notifier", DUETIME_ALERT_TOPIC_ARN=operator_topic)
+    grants = [{"owners": ["*"], "handlers": ["demo.*"]}, {"owners": ["alice"], "handlers": [f"sns:{OWNER_TOPIC}"]}]
+    notifier = deployment.load(
+        "dlq_notifier", DUETIME_ALERT_TOPIC_ARN=operator_topic, DUETIME_HANDLER_GRANTS=json.dumps(grants)
+    )
     ports = notifier.PORTS
     now = datetime.now(UTC).replace(microsecond=0)
     spec = JobSpec.model_validate(
@@ -201,3 +204,89 @@ def test_the_dlq_notifier_lambda_tells_the_owner_and_the_operator_only_an_aggreg
     # And the operator's topic one aggregate, naming no tenant's execution or error
     [aggregate] = drained(sqs, operator_queue)
     assert aggregate == {"handled": {"default": 1, "long": 0}, "told": {"delivered": 1}}
+
+
+# --- destinations are granted as handlers are ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("destination", "field"),
+    [
+        ({"webhook": "https://hooks.example.com/not-granted"}, "notify.onFailure[0].webhook"),
+        ({"snsTopicArn": OWNER_TOPIC}, "notify.onFailure[0].snsTopicArn"),
+        ({"email": "anyone@example.com"}, "notify.onFailure[0].email"),
+    ],
+)
+def test_a_destination_outside_the_owners_grants_is_403_at_create_and_edit(ports, clock, destination, field):
+    from duetime.domain.errors import Forbidden
+    from duetime.domain.grants import Grants
+    from duetime.service.edit import edit_job
+
+    ports.grants = Grants.parse([{"owners": ["*"], "handlers": ["demo.*"]}])
+    with pytest.raises(Forbidden) as refused:
+        submit_job(ports, "alice", failing_job(clock, {"onFailure": [destination]}))
+    assert refused.value.field == field
+    job, _ = submit_job(ports, "alice", failing_job(clock, None))
+    with pytest.raises(Forbidden) as refused:
+        edit_job(ports, "alice", job.job_id, job.version, {"notify": {"onFailure": [destination]}})
+    assert refused.value.field == field
+
+
+def test_each_kind_of_destination_is_granted_by_its_own_name(ports, clock):
+    from duetime.domain.grants import Grants
+
+    ports.grants = Grants.parse(
+        [
+            {"owners": ["*"], "handlers": ["demo.*"]},
+            {
+                "owners": ["group:ops"],
+                "handlers": ["https://hooks.example.com/ops/*", "sns:*:duetime-notify-alice", "email:*@example.com"],
+            },
+        ]
+    )
+    notify = {
+        "onFailure": [
+            {"webhook": "https://hooks.example.com/ops/x"},
+            {"snsTopicArn": OWNER_TOPIC},
+            {"email": "Alice@EXAMPLE.com"},  # the domain compares in lower case
+        ]
+    }
+    job, created = submit_job(ports, "alice", failing_job(clock, notify), groups=["ops"])
+    assert created and job.notify is not None and len(job.notify.on_failure) == 3
+
+
+@pytest.mark.parametrize("backend", ["moto", "sqlite"], indirect=True)
+def test_a_destination_no_longer_granted_is_not_delivered_to(ports, clock, tmp_path):
+    from duetime.domain.grants import Grants
+
+    ports.settings = replace(ports.settings, allow_loopback_webhooks=True)
+    with receiver(lambda owner: FileSecrets(tmp_path).secret_for(owner)) as hook:
+        granted = Grants.parse([{"owners": ["*"], "handlers": ["demo.*"]}, {"owners": ["alice"], "handlers": ["*"]}])
+        ports.grants = granted
+        submit_job(ports, "alice", failing_job(clock, {"onFailure": [{"webhook": hook.url}]}))
+        # The grant is withdrawn before the run fails: the notifier, configured as the API is, refuses it
+        withdrawn = Grants.parse([{"owners": ["*"], "handlers": ["demo.*"]}])
+        ports.notifier = notifier = OwnerNotifier(
+            None, WebhookTarget(FileSecrets(tmp_path), allow_loopback=True), "duetime", grants=withdrawn
+        )
+        assert run_once(ports, clock) == "failed"
+        assert drain_dead_letters(ports, "default") == 1
+        assert hook.requests == []
+        assert notifier.take_counts() == {"notGranted": 1}
+
+
+def test_a_destination_granted_through_a_group_is_delivered_with_the_jobs_groups(ports, clock, notifier_on_moto):
+    from duetime.domain.grants import Grants
+
+    sns, sqs = make_client("sns", "us-east-1"), make_client("sqs", "us-east-1")
+    sns.create_topic(Name="duetime-notify-alice")
+    owner_queue = subscribed_queue(sns, sqs, OWNER_TOPIC, "alice-inbox")
+    ports.grants = notifier_on_moto.grants = Grants.parse(
+        [{"owners": ["*"], "handlers": ["demo.*"]}, {"owners": ["group:ops"], "handlers": [f"sns:{OWNER_TOPIC}"]}]
+    )
+    submit_job(ports, "alice", failing_job(clock, {"onFailure": [{"snsTopicArn": OWNER_TOPIC}]}), groups=["ops"])
+    assert run_once(ports, clock) == "failed"
+    assert drain_dead_letters(ports, "default") == 1
+    [told] = drained(sqs, owner_queue)
+    assert "ownerGroups" not in told  # the notifier's own field, not the owner's news
+    assert notifier_on_moto.take_counts() == {"delivered": 1}

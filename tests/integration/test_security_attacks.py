@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import socket
@@ -554,13 +555,21 @@ def test_an_ecs_run_starts_its_task_without_the_payload_in_what_cloudtrail_recor
 
 def test_quotas_default_on_aws_none_locally_and_zero_means_none():
     from duetime.config import RuntimeConfig, quota_environment
-    from duetime.definitions import DEFAULT_JOB_CREATES_PER_MINUTE, DEFAULT_MAX_ACTIVE_JOBS, DEFAULT_RUN_NOWS_PER_MINUTE
+    from duetime.definitions import (
+        DEFAULT_BACKFILL_SLOTS_PER_HOUR,
+        DEFAULT_JOB_CREATES_PER_MINUTE,
+        DEFAULT_MAX_ACTIVE_JOBS,
+        DEFAULT_RUN_NOWS_PER_MINUTE,
+    )
 
     assert RuntimeConfig().quotas() == Quotas(
-        DEFAULT_MAX_ACTIVE_JOBS, DEFAULT_JOB_CREATES_PER_MINUTE, DEFAULT_RUN_NOWS_PER_MINUTE
+        DEFAULT_MAX_ACTIVE_JOBS,
+        DEFAULT_JOB_CREATES_PER_MINUTE,
+        DEFAULT_RUN_NOWS_PER_MINUTE,
+        DEFAULT_BACKFILL_SLOTS_PER_HOUR,
     )
     assert RuntimeConfig(endpoint_url="http://127.0.0.1:1/x").quotas() == Quotas()
-    configured = Quotas(max_active_jobs=5, run_nows_per_minute=2)
+    configured = Quotas(max_active_jobs=5, run_nows_per_minute=2, backfill_slots_per_hour=7)
     assert RuntimeConfig.from_env(quota_environment(configured)).quotas() == configured
 
 
@@ -627,3 +636,342 @@ def test_duetime_token_names_the_data_dirs_instance_and_its_lifetime(tmp_path, c
     assert claims["sub"] == "alice" and claims["exp"] - claims["iat"] == 2 * 3600
     assert cli_main(["token", "--owner", "alice", "--ttl", "1000", "--data-dir", str(tmp_path)]) == 2
     assert "30 days" in capsys.readouterr().err
+
+
+# --- grants over webhook URLs match the parsed URL -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("url", ["https://evil.test/.example.com/x", "https://evil.test?.example.com/"])
+def test_a_url_whose_string_meets_a_grant_glob_but_whose_host_does_not_is_403(ports, server, url):
+    from duetime.domain.grants import Grants
+
+    ports.grants = Grants.parse([{"owners": ["*"], "handlers": ["demo.*", "https://*.example.com/*"]}])
+    alice = issue_token(SECRET, "alice")
+    status, error = call(server, "POST", "/jobs", alice, {**cron_job(0), "handler": url})
+    assert status == 403 and error is not None and error["error"]["field"] == "handler"
+    granted = {**cron_job(1), "handler": "https://hooks.example.com/x"}
+    status, job = call(server, "POST", "/jobs", alice, granted)
+    assert status == 201 and job is not None
+    version = job["version"]
+    status, error = call(server, "PATCH", f"/jobs/{job['jobId']}", alice, {"version": version, "handler": url})
+    assert status == 403 and error is not None and error["error"]["field"] == "handler"
+
+
+# --- webhook hosts: every form of a forbidden address is refused at POST --------------------------------------
+
+
+@pytest.mark.parametrize(
+    "host", ["[::7f00:1]", "[::ffff:0:7f00:1]", "[::a9fe:a9fe]", "127.1", "2130706433", "0x7f.1", "169.254.43518"]
+)
+def test_a_webhook_to_a_loopback_or_metadata_address_in_another_form_is_400_at_post(ports, server, host):
+    ports.settings = dataclasses.replace(ports.settings, allow_loopback_webhooks=False)  # as on AWS
+    alice = issue_token(SECRET, "alice")
+    status, error = call(server, "POST", "/jobs", alice, {**cron_job(0), "handler": f"https://{host}/latest/x"})
+    assert status == 400 and error is not None and error["error"]["field"] == "handler"
+    assert call(server, "GET", "/jobs", alice)[1] == {"jobs": [], "nextCursor": None}
+
+
+# --- failure destinations are granted as handlers are ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("destination", "field"),
+    [
+        ({"webhook": "http://127.0.0.1:18943/not-granted"}, "webhook"),
+        ({"snsTopicArn": "arn:aws:sns:us-east-1:123456789012:duetime-notify-x"}, "snsTopicArn"),
+        ({"email": "victim@example.com"}, "email"),
+    ],
+)
+def test_a_failure_destination_the_owner_is_not_granted_is_403_at_create_and_edit(ports, server, destination, field):
+    from duetime.domain.grants import Grants
+
+    ports.settings = dataclasses.replace(ports.settings, allow_loopback_webhooks=True)  # as `duetime local`
+    ports.grants = Grants.parse([{"owners": ["*"], "handlers": ["demo.*"]}])
+    alice = issue_token(SECRET, "alice")
+    notify = {"onFailure": [destination]}
+    status, error = call(server, "POST", "/jobs", alice, {**cron_job(0), "notify": notify})
+    assert status == 403 and error is not None and error["error"]["field"] == f"notify.onFailure[0].{field}"
+    status, job = call(server, "POST", "/jobs", alice, cron_job(1))
+    assert status == 201 and job is not None
+    edit = {"version": job["version"], "notify": notify}
+    status, error = call(server, "PATCH", f"/jobs/{job['jobId']}", alice, edit)
+    assert status == 403 and error is not None and error["error"]["field"] == f"notify.onFailure[0].{field}"
+
+
+# --- the local database is its owner's alone -------------------------------------------------------------------
+
+
+def test_duetime_local_makes_its_data_dir_0700_and_the_database_and_its_journals_0600(tmp_path):
+    data_dir = tmp_path / "fresh" / ".duetime"
+    previous = os.umask(0o022)  # the usual umask: what an unprotected file would get is 0644
+    try:
+        system = LocalSystem(data_dir, port=0, workers=0, backend="sqlite").start()
+        try:
+            assert Api(system.api_url, system.token("alice")).post("/jobs", json=cron_job(0)).status_code == 201
+            names = {p.name: stat.S_IMODE(p.stat().st_mode) for p in data_dir.iterdir() if p.is_file()}
+        finally:
+            system.stop()
+    finally:
+        os.umask(previous)
+    assert stat.S_IMODE(data_dir.stat().st_mode) == 0o700
+    assert {"duetime.sqlite3", "duetime.sqlite3-wal", "duetime.sqlite3-shm"} <= set(names)
+    assert all(mode == 0o600 for mode in names.values()), names
+
+
+def test_a_database_an_earlier_version_left_world_readable_is_made_private_at_its_next_open(tmp_path):
+    from duetime.adapters.sqlite.db import Database
+
+    first = Database(tmp_path / "duetime.sqlite3")
+    with first.write() as conn:
+        conn.execute("SELECT 1")
+    first.close()
+    for name in ("duetime.sqlite3", "duetime.sqlite3-wal", "duetime.sqlite3-shm"):
+        if (tmp_path / name).exists():
+            os.chmod(tmp_path / name, 0o644)
+    again = Database(tmp_path / "duetime.sqlite3")
+    with again.write() as conn:
+        conn.execute("SELECT 1")
+    modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in tmp_path.iterdir()}
+    again.close()
+    assert "duetime.sqlite3-wal" in modes and set(modes.values()) == {0o600}, modes
+
+
+# --- the HTTP bridge frames every body, waits for none for ever, and queues a burst ------------------------------
+
+
+def exchange(server: ApiServer, data: bytes, timeout: float = SOCKET_TIMEOUT) -> bytes:
+    """Send `data` as it is and read every byte the server answers until it closes the connection."""
+    host, port = server.server.server_address[:2]
+    with socket.create_connection((str(host), int(port)), timeout=timeout) as sock:
+        sock.sendall(data)
+        reply = b""
+        while chunk := sock.recv(65536):
+            reply += chunk
+    return reply
+
+
+def statuses(reply: bytes) -> list[int]:
+    return [int(line.split()[1]) for line in reply.split(b"\r\n") if line.startswith(b"HTTP/1.1 ")]
+
+
+def test_a_chunked_body_is_read_as_the_body_and_never_served_as_a_second_request(ports, server):
+    alice = issue_token(SECRET, "alice")
+    body = json.dumps(cron_job(0)).encode()
+    # The chunks carry a job; a request smuggled after a bare header block would be a second one
+    chunked = b"".join(f"{len(part):x}\r\n".encode() + part + b"\r\n" for part in (body[:10], body[10:])) + b"0\r\n\r\n"
+    head = f"POST /jobs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {alice}\r\nTransfer-Encoding: chunked\r\n"
+    reply = exchange(server, head.encode() + b"Connection: close\r\n\r\n" + chunked)
+    assert statuses(reply) == [201]
+    assert [j["name"] for j in call(server, "GET", "/jobs", alice)[1]["jobs"]] == ["q0"]
+    # The old attack: a chunked "body" that is itself a request is not answered as one
+    smuggled = f"GET /jobs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {alice}\r\n\r\n".encode()
+    chunk = f"{len(smuggled):x}\r\n".encode() + smuggled + b"\r\n0\r\n\r\n"
+    attack = head.encode() + b"Connection: close\r\n\r\n" + chunk
+    assert statuses(exchange(server, attack)) == [400]  # one answer: the body is not JSON
+
+
+@pytest.mark.parametrize(
+    ("extra", "body"),
+    [
+        ("Transfer-Encoding: chunked\r\nContent-Length: 7\r\n", b"2\r\n{}\r\n0\r\n\r\n"),  # both: not guessed
+        ("Transfer-Encoding: gzip, chunked\r\n", b"2\r\n{}\r\n0\r\n\r\n"),
+        ("Transfer-Encoding: chunked\r\n", b"zz\r\n{}\r\n0\r\n\r\n"),  # a malformed size line
+    ],
+)
+def test_an_ambiguous_or_malformed_transfer_encoding_is_400_and_nothing_after_it_is_served(ports, server, extra, body):
+    alice = issue_token(SECRET, "alice")
+    head = f"POST /jobs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {alice}\r\n{extra}\r\n"
+    after = f"GET /jobs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {alice}\r\nConnection: close\r\n\r\n"
+    reply = exchange(server, head.encode() + body + after.encode())
+    assert statuses(reply) == [400], reply
+    assert json.loads(reply.partition(b"\r\n\r\n")[2])["error"]["field"] in ("Transfer-Encoding", "Content-Length")
+
+
+def test_a_chunked_body_above_the_limit_is_413(ports, server):
+    alice = issue_token(SECRET, "alice")
+    head = f"POST /jobs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {alice}\r\nTransfer-Encoding: chunked\r\n\r\n"
+    assert statuses(exchange(server, head.encode() + f"{API_MAX_BODY_BYTES + 1:x}\r\n".encode())) == [413]
+
+
+def test_a_body_that_stops_arriving_is_answered_408_and_frees_its_thread(ports):
+    # Given a bridge that waits a short while for each read (the default is 10 s, 30 s for a whole body)
+    bridge = ApiServer(build_app(ports, local_secret=SECRET).resolve, port=0, read_timeout=0.5).start()
+    try:
+        alice = issue_token(SECRET, "alice")
+        # When a client declares 100 bytes and sends 2, then nothing
+        head = post_head(alice, "100") + "\r\n"
+        reply = exchange(bridge, head.encode() + b"{}")  # no timeout of ours could end this: the server must
+        assert statuses(reply) == [408]
+        # And a connection that never sends its request line is closed
+        assert exchange(bridge, b"") == b""
+    finally:
+        bridge.stop()
+
+
+def test_a_burst_of_connections_before_the_server_accepts_is_queued_not_reset(ports):
+    # Given a bridge whose accept loop has not started: every connection waits in the listen backlog
+    bridge = ApiServer(build_app(ports, local_secret=SECRET).resolve, port=0)
+    host, port = bridge.server.server_address[:2]
+    alice = issue_token(SECRET, "alice")
+    sockets = [socket.create_connection((str(host), int(port)), timeout=SOCKET_TIMEOUT) for _ in range(64)]
+    try:
+        request = f"GET /jobs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {alice}\r\nConnection: close\r\n\r\n"
+        for sock in sockets:
+            sock.sendall(request.encode())
+        bridge.start()
+        for sock in sockets:  # then each is served once the server runs
+            reply = b""
+            while chunk := sock.recv(65536):
+                reply += chunk
+            assert statuses(reply) == [200]
+    finally:
+        for sock in sockets:
+            sock.close()
+        bridge.stop()
+
+
+# --- a signed webhook request cannot be replayed to another of the owner's endpoints ---------------------------
+
+
+def test_a_delivered_request_replayed_to_another_endpoint_of_the_same_owner_fails_the_readme_check(tmp_path):
+    import threading
+
+    from duetime.store.secrets import FileSecrets
+    from duetime.targets.webhook import WebhookTarget
+
+    from tests.webhook_receiver import readme_verify, receiver
+
+    secrets = FileSecrets(tmp_path)
+    with receiver(secrets.secret_for) as hook:
+        target = WebhookTarget(secrets, allow_loopback=True)
+        assert target.deliver(hook.url, "alice", "j_1.1", 1, b'{"n":1}', threading.Event()).status == 200
+    [request] = hook.requests
+    assert request.verified  # at the endpoint it was sent to
+    verify = readme_verify()
+    # Captured there and sent to the owner's other endpoint (its failure notices, say) within 300 s
+    elsewhere = hook.url.replace("/hook", "/notices")
+    assert not verify(secrets.secret_for("alice"), request.headers, request.body, elsewhere)
+    # What the v1 check alone accepted
+    assert request.headers["Duetime-Signature"].startswith("v1=")
+
+
+# --- a handler's process gets none of the worker's credentials ------------------------------------------------------
+
+
+def test_a_child_process_handler_gets_no_aws_credentials_nor_duetimes_settings(monkeypatch):
+    import threading
+
+    from duetime.worker.isolation import run_in_child
+    from duetime.worker.registry import JobContext, get_registered
+
+    from tests.integration import sample_handlers
+
+    worker_only = {
+        "AWS_ACCESS_KEY_ID": "AKIAWORKER",
+        "AWS_SECRET_ACCESS_KEY": "worker-secret",
+        "AWS_SESSION_TOKEN": "worker-session",
+        "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI": "/v2/credentials/worker",
+        "AWS_LAMBDA_RUNTIME_API": "127.0.0.1:9001",
+        "DUETIME_HANDLER_GRANTS": "[]",
+        "TEAM_API_TOKEN": "not-listed",
+    }
+    for name, value in worker_only.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("LC_ALL", "C.UTF-8")
+    monkeypatch.setenv("TZ", "UTC")
+    monkeypatch.setenv("BILLING_URL", "https://billing.example.com")  # listed by the operator below
+    monkeypatch.setenv("DUETIME_HANDLER_ENV", "BILLING_URL")
+    registered = get_registered("sample.environment")
+    assert registered is not None and sample_handlers.environment
+    ctx = JobContext("j_1.1", "j_1", 1, datetime(2026, 12, 1, tzinfo=UTC), {}, owner="alice")
+    ctx.cancelled = threading.Event()
+    outcome = run_in_child(registered, ctx)
+    seen = outcome.result
+    assert isinstance(seen, dict), outcome
+    assert not set(worker_only) & set(seen)
+    assert not [name for name in seen if name.startswith(("AWS_", "DUETIME_"))]
+    assert seen["BILLING_URL"] == "https://billing.example.com" and seen["LC_ALL"] == "C.UTF-8"
+    assert seen["TZ"] == "UTC" and seen["PATH"] == os.environ["PATH"]
+
+
+# --- a group's grant ends with the membership: every edit, run now and backfill reads the caller's groups ----------
+
+
+def test_a_member_removed_from_a_group_can_no_longer_edit_run_or_backfill_a_job_its_grant_allowed(ports, server):
+    from duetime.domain.grants import Grants
+
+    ports.grants = Grants.parse(
+        [{"owners": ["*"], "handlers": ["demo.echo"]}, {"owners": ["group:ops"], "handlers": ["demo.sleep"]}]
+    )
+    in_ops = issue_token(SECRET, "carol", groups=["ops"])
+    left_ops = issue_token(SECRET, "carol")  # the same user, once removed from ops
+    job = {"name": "t", "handler": "demo.sleep", "schedule": {"cron": "0 9 * * *"}}
+    status, created = call(server, "POST", "/jobs", in_ops, job)
+    assert status == 201 and created is not None
+    path = f"/jobs/{created['jobId']}"
+    backfill = {"from": "2026-11-20T00:00:00Z", "to": "2026-11-22T00:00:00Z"}
+    for method, where, body in (
+        ("PATCH", path, {"version": created["version"], "name": "renamed"}),
+        ("POST", f"{path}/run", None),
+        ("POST", f"{path}/backfill", backfill),
+    ):
+        status, error = call(server, method, where, left_ops, body)
+        assert status == 403 and error is not None and error["error"]["field"] == "handler", (where, error)
+    executions = call(server, "GET", f"{path}/executions", in_ops)[1]["executions"]
+    assert [e["kind"] for e in executions] == ["scheduled"]
+    # While a member, the same requests pass, and an edit keeps the editor's groups for the claim's check
+    status, edited = call(server, "PATCH", path, in_ops, {"version": created["version"], "name": "renamed"})
+    assert status == 200 and edited is not None and edited["name"] == "renamed"
+    assert call(server, "POST", f"{path}/run", in_ops)[0] == 201
+    assert call(server, "POST", f"{path}/backfill", in_ops, backfill)[0] == 200
+    # Nor resume it once paused (pausing needs no grant)
+    assert call(server, "PATCH", path, left_ops, {"status": "paused"})[0] == 200
+    status, error = call(server, "PATCH", path, left_ops, {"status": "active"})
+    assert status == 403 and error is not None and error["error"]["field"] == "handler"
+    assert call(server, "PATCH", path, in_ops, {"status": "active"})[0] == 200
+    # Switching to a handler granted to everyone is an edit the former member may make
+    version = call(server, "GET", path, left_ops)[1]["version"]  # reading needs no grant
+    status, _ = call(server, "PATCH", path, left_ops, {"version": version, "handler": "demo.echo"})
+    assert status == 200
+    from duetime.service.jobs import get_owned_job
+
+    assert get_owned_job(ports, "carol", created["jobId"]).owner_groups == []  # what the claim checks from now
+
+
+# --- backfill is no way around the quotas -----------------------------------------------------------------------
+
+
+def test_backfilled_slots_count_against_a_quota_of_their_own_with_retry_after(ports, server):
+    from duetime.domain.quotas import BACKFILL_SLOTS_PER_HOUR
+
+    ports.quotas = Quotas(run_nows_per_minute=1, backfill_slots_per_hour=30)
+    alice = issue_token(SECRET, "alice")
+    hourly = {"name": "h", "handler": "demo.echo", "schedule": {"cron": "0 * * * *"}}
+    job_id = call(server, "POST", "/jobs", alice, hourly)[1]["jobId"]
+    path = f"/jobs/{job_id}/backfill"
+    # Days before the job existed: what backfill is for, within the quota
+    assert call(server, "POST", path, alice, {"from": "2026-11-01T00:00:00Z", "to": "2026-11-02T00:00:00Z"})[0] == 200
+    # The next 24 slots would pass 30 this hour: 429 naming the quota, and not one of them created
+    second = {"from": "2026-11-02T00:00:00Z", "to": "2026-11-03T00:00:00Z"}
+    status, error, headers = call_for_headers(server, "POST", path, alice, second)
+    assert status == 429 and error["error"]["field"] == BACKFILL_SLOTS_PER_HOUR
+    assert 1 <= int(headers["retry-after"]) <= 3600
+    listed = call(server, "GET", f"{path.removesuffix('/backfill')}/executions?limit=100", alice)[1]["executions"]
+    assert sum(1 for e in listed if e["kind"] == "backfill") == 24
+    # More than the quota in one request could never pass: 400 naming the range's end
+    status, error = call(server, "POST", path, alice, {"from": "2026-10-01T00:00:00Z", "to": "2026-10-03T00:00:00Z"})
+    assert status == 400 and error is not None and error["error"]["field"] == "to"
+    # The next hour has room again
+    ports.clock.advance(int(headers["retry-after"]))
+    assert call(server, "POST", path, alice, second)[0] == 200
+
+
+def test_a_webhook_secret_made_before_duetime_local_makes_the_data_dir_0700(tmp_path):
+    from duetime.store.secrets import FileSecrets
+
+    previous = os.umask(0o022)
+    try:
+        FileSecrets(tmp_path / ".duetime").secret_for("alice")
+    finally:
+        os.umask(previous)
+    assert stat.S_IMODE((tmp_path / ".duetime").stat().st_mode) == 0o700

@@ -179,10 +179,10 @@ def test_the_connection_goes_to_the_checked_address_without_resolving_again(secr
         lookups.append(host)
         return ["127.0.0.1"]
 
-    with receiver(secrets.secret_for) as hook:
+    # No resolver but ours knows this name: only the checked address can have been connected to.
+    with receiver(secrets.secret_for, host="duetime-pinned-check.localhost") as hook:
         port = hook.url.split(":")[2].split("/")[0]
-        # No resolver but ours knows this name: only the checked address can have been connected to.
-        url = f"http://duetime-pinned-check.localhost:{port}/hook"
+        url = hook.url
         target = WebhookTarget(secrets, allow_loopback=True, resolve=pinned)
         assert resolve_handler(url, Targets(webhook_target=target))(context()) == {"ok": True}
     assert lookups == ["duetime-pinned-check.localhost"]

@@ -120,3 +120,65 @@ def test_the_public_handler_api_is_importable_from_the_package():
     assert callable(handler) and issubclass(PermanentFailure, Exception)
     assert "owner" in JobContext.__dataclass_fields__
     assert set(registered_names()) >= BUILTIN_HANDLERS
+
+
+URL_RULES = [
+    {
+        "owners": ["*"],
+        "handlers": ["https://*.example.com/*", "https://hooks.example.org/duetime/*", "http://127.0.0.1:*/hook"],
+    }
+]
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://evil.test/.example.com/x",  # the glob's host part met in the path
+        "https://evil.test?.example.com/",  # ... in the query
+        "https://evil.test#.example.com/",
+        "https://a.example.com@evil.test/",  # ... in user info
+        "https://a.example.com.evil.test/",
+        "https://example.com/x",  # `*.` is a subdomain, not the name itself
+        "http://a.example.com/x",  # another scheme
+        "https://a.example.com:8443/x",  # another port than the scheme's default
+        "https://hooks.example.org/duetimex",
+        "https://hooks.example.org/duetime/../admin",  # a prefix a server would resolve elsewhere
+        "https://hooks.example.org/duetime/%2e%2e/admin",
+        "https://hooks.example.org/duetime/..%2fadmin",
+        "https://hooks.example.org/duetime\\..\\admin",
+        "http://127.0.0.1:9/hook2",
+    ],
+)
+def test_a_url_grant_is_matched_on_the_parsed_url_not_the_string(url):
+    assert not Grants.parse(URL_RULES).allows("alice", (), url)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://a.example.com/x",
+        "https://a.b.example.com/x?y=1",
+        "https://A.Example.COM./y",  # hosts compare as DNS names
+        "https://a.example.com:443/",
+        "https://hooks.example.org/duetime/invoices",
+        "http://127.0.0.1:18943/hook",
+    ],
+)
+def test_a_url_grant_covers_its_hosts_ports_and_path_prefix(url):
+    assert Grants.parse(URL_RULES).allows("alice", (), url)
+
+
+def test_only_the_everything_pattern_covers_urls_among_globs():
+    assert Grants.parse([{"owners": ["*"], "handlers": ["*"]}]).allows("a", (), "https://x.test/")
+    for glob in ("https*", "*example.com*", "*://*"):
+        assert not Grants.parse([{"owners": ["*"], "handlers": [glob]}]).allows("a", (), "https://example.com/")
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    ["https://*/x", "https://a*.example.com/", "https://x@example.com/", "https://example.com/a*b", "https://:1/"],
+)
+def test_a_url_grant_that_is_not_a_host_port_and_path_is_refused_naming_the_source(pattern):
+    with pytest.raises(InvalidInput) as refused:
+        Grants.parse([{"owners": ["*"], "handlers": [pattern]}], source="--grants g.json")
+    assert refused.value.field == "--grants g.json"

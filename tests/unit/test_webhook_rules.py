@@ -8,7 +8,16 @@ import time
 
 import pytest
 from duetime.domain.errors import InvalidInput
-from duetime.domain.webhooks import Reply, classify_status, forbidden_reason, parse_webhook_url, sign
+from duetime.domain.webhooks import (
+    Reply,
+    classify_status,
+    forbidden_reason,
+    parse_webhook_url,
+    sign,
+    sign_v2,
+    signed_url,
+    verify_request,
+)
 
 from tests.webhook_receiver import readme_verify
 
@@ -34,6 +43,10 @@ from tests.webhook_receiver import readme_verify
         ("::ffff:169.254.169.254", "link-local (instance metadata) (embedded in ::ffff:a9fe:a9fe)"),
         ("64:ff9b::7f00:1", "loopback (embedded in 64:ff9b::7f00:1)"),  # NAT64 of 127.0.0.1
         ("2002:a00:1::", "private (embedded in 2002:a00:1::)"),  # 6to4 of 10.0.0.1
+        ("::7f00:1", "loopback (embedded in ::7f00:1)"),  # IPv4-compatible 127.0.0.1 (Python: is_global)
+        ("::a9fe:a9fe", "link-local (instance metadata) (embedded in ::a9fe:a9fe)"),
+        ("::ffff:0:7f00:1", "loopback (embedded in ::ffff:0:7f00:1)"),  # IPv4-translated 127.0.0.1
+        ("::ffff:0:a00:1", "private (embedded in ::ffff:0:a00:1)"),
     ],
 )
 def test_addresses_a_webhook_may_not_reach(address, reason):
@@ -71,6 +84,16 @@ def test_loopback_is_allowed_only_when_asked_and_nothing_else_with_it():
         "https://localhost/x",
         "https://metadata/x",  # a bare name resolves inside the network only
         "https://hooks.example.com/résumé",  # http.client sends ASCII request lines only
+        "https://[::7f00:1]/x",
+        "https://[::ffff:0:7f00:1]/x",
+        "https://[::a9fe:a9fe]/latest/meta-data/",
+        "https://127.1/x",  # numeric forms a resolver reads as 127.0.0.1
+        "https://2130706433/x",
+        "https://0x7f.1/x",
+        "https://0x7f000001/x",
+        "https://0177.0.0.1/x",
+        "https://10.1/x",
+        "https://169.254.43518/x",
     ],
 )
 def test_urls_refused_at_submit_name_the_handler_field(url):
@@ -118,13 +141,56 @@ def test_what_a_status_means(status, reply):
     assert classify_status(status) == reply
 
 
-def test_the_readme_snippet_accepts_the_signature_and_refuses_tampering_and_replays():
-    verify = readme_verify()
+URL = "https://hooks.example.com/duetime/a?x=1"
+
+
+def signed_headers(secret: str, timestamp: int, body: bytes, url: str = URL) -> dict[str, str]:
+    return {
+        "Duetime-Timestamp": str(timestamp),
+        "Duetime-Signature": sign(secret, timestamp, body),
+        "Duetime-Signature-V2": sign_v2(secret, timestamp, "POST", url, body),
+    }
+
+
+@pytest.mark.parametrize("verify", [readme_verify(), verify_request], ids=["readme", "library"])
+def test_the_readme_snippet_and_the_library_accept_the_signature_and_refuse_tampering_and_replays(verify):
     body, now = b'{"executionId":"j_1.1"}', int(time.time())
-    headers = {"Duetime-Timestamp": str(now), "Duetime-Signature": sign("s3cret", now, body)}
-    assert verify("s3cret", headers, body)
-    assert not verify("other", headers, body)
-    assert not verify("s3cret", headers, body + b" ")
+    headers = signed_headers("s3cret", now, body)
+    assert verify("s3cret", headers, body, URL)
+    assert not verify("other", headers, body, URL)
+    assert not verify("s3cret", headers, body + b" ", URL)
     old = now - 3600
-    assert not verify("s3cret", {"Duetime-Timestamp": str(old), "Duetime-Signature": sign("s3cret", old, body)}, body)
-    assert not verify("s3cret", {}, body)
+    assert not verify("s3cret", signed_headers("s3cret", old, body), body, URL)
+    assert not verify("s3cret", {}, body, URL)
+    # The same request replayed to another endpoint of the same owner (same secret) is refused
+    assert not verify("s3cret", headers, body, "https://hooks.example.com/duetime/b?x=1")
+    assert not verify("s3cret", headers, body, "https://hooks.example.com/duetime/a")
+    # A v1 signature alone (what could be lifted from another endpoint's request) is not enough
+    assert not verify("s3cret", {k: v for k, v in headers.items() if k != "Duetime-Signature-V2"}, body, URL)
+
+
+@pytest.mark.parametrize(
+    "changed",
+    [
+        {"Duetime-Signature-V2": "v2=é"},  # non-ASCII: compare_digest raised TypeError
+        {"Duetime-Signature-V2": "v2=\u0661"},
+        {"Duetime-Timestamp": "\u00b2"},  # a digit to str.isdigit, not to int(): ValueError
+        {"Duetime-Timestamp": "\u0661\u0662"},  # Arabic-Indic digits
+        {"Duetime-Timestamp": "9" * 5000},  # past int()'s digit limit: ValueError
+        {"Duetime-Timestamp": "-1"},
+        {"Duetime-Timestamp": " 1"},
+    ],
+)
+@pytest.mark.parametrize("verify", [readme_verify(), verify_request], ids=["readme", "library"])
+def test_a_malformed_header_is_false_never_an_exception(verify, changed):
+    body, now = b"{}", int(time.time())
+    assert not verify("s3cret", {**signed_headers("s3cret", now, body), **changed}, body, URL)
+
+
+def test_the_signed_url_is_lower_case_without_the_default_port_and_verifies_as_such():
+    assert signed_url(parse_webhook_url("HTTPS://Hooks.Example.COM:443")) == "https://hooks.example.com/"
+    assert signed_url(parse_webhook_url("https://h.example.com:8443/a/B?C=d")) == "https://h.example.com:8443/a/B?C=d"
+    now = int(time.time())
+    headers = signed_headers("k", now, b"x", "https://hooks.example.com/")
+    assert verify_request("k", headers, b"x", "HTTPS://Hooks.Example.com:443", now=now)
+    assert verify_request("k", {k.lower(): v for k, v in headers.items()}, b"x", "https://hooks.example.com/")

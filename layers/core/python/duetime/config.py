@@ -13,6 +13,7 @@ from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
 
 from duetime.definitions import (
+    DEFAULT_BACKFILL_SLOTS_PER_HOUR,
     DEFAULT_JOB_CLASS,
     DEFAULT_JOB_CREATES_PER_MINUTE,
     DEFAULT_MAX_ACTIVE_JOBS,
@@ -95,6 +96,7 @@ class RuntimeConfig(BaseSettings):
     max_active_jobs: int | None = Field(default=None, ge=0)
     job_creates_per_minute: int | None = Field(default=None, ge=0)
     run_nows_per_minute: int | None = Field(default=None, ge=0)
+    backfill_slots_per_hour: int | None = Field(default=None, ge=0)
     # Webhook secrets as files in this folder (`duetime local`, `duetime worker --data-dir`); else Secrets Manager.
     webhook_secrets_dir: str | None = None
     # Events (docs/events.md): the EventBridge bus to publish to (AWS); else, locally, on the console
@@ -210,6 +212,7 @@ class RuntimeConfig(BaseSettings):
             max_active_jobs=limit(self.max_active_jobs, DEFAULT_MAX_ACTIVE_JOBS),
             job_creates_per_minute=limit(self.job_creates_per_minute, DEFAULT_JOB_CREATES_PER_MINUTE),
             run_nows_per_minute=limit(self.run_nows_per_minute, DEFAULT_RUN_NOWS_PER_MINUTE),
+            backfill_slots_per_hour=limit(self.backfill_slots_per_hour, DEFAULT_BACKFILL_SLOTS_PER_HOUR),
         )
 
     def manifest(self) -> dict[str, frozenset[str]]:
@@ -242,6 +245,7 @@ def quota_environment(quotas: Quotas) -> dict[str, str]:
         max_active_jobs=quotas.max_active_jobs or 0,
         job_creates_per_minute=quotas.job_creates_per_minute or 0,
         run_nows_per_minute=quotas.run_nows_per_minute or 0,
+        backfill_slots_per_hour=quotas.backfill_slots_per_hour or 0,
     ).to_env()
 
 
@@ -298,7 +302,8 @@ def build_owner_notifier(config: RuntimeConfig, also: Notifier | None = None) ->
         # `duetime local --backend moto`: every notice is also relayed to its console through the alert
         # topic on moto (local/notices.py), as the local machine shows every owner's notices.
         also = SnsNotifier(sns, config.alert_topic_arn)
-    return OwnerNotifier(sns, webhooks, config.prefix, also=also, count_metric=emf_count if _on_aws() else None)
+    count_metric = emf_count if _on_aws() else None
+    return OwnerNotifier(sns, webhooks, config.prefix, also=also, count_metric=count_metric, grants=config.grants())
 
 
 def build_events(config: RuntimeConfig) -> EventSink | None:

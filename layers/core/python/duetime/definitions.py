@@ -317,6 +317,10 @@ SQLITE_LOCAL_SETTINGS = Settings(preload_interval_seconds=5, preload_window_seco
 DEFAULT_MAX_ACTIVE_JOBS = 10_000
 DEFAULT_JOB_CREATES_PER_MINUTE = 600
 DEFAULT_RUN_NOWS_PER_MINUTE = 120
+# Backfilled slots (runs a backfill creates) per owner and fixed hour (CDK context backfillSlotsPerHour):
+# two full backfills (MAX_BACKFILL_SLOTS each) an hour. Backfill is for catching up on a past range, not a
+# way around runNowsPerMinute: without it, two requests made 2,000 runs in a minute.
+DEFAULT_BACKFILL_SLOTS_PER_HOUR = 2_000
 
 
 # --- handlers ----------------------------------------------------------------------------------------

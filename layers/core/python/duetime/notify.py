@@ -13,6 +13,7 @@ from typing import Any
 
 from duetime.definitions import METRIC_NOTICES_FAILED, NOTICE_WEBHOOK_TIMEOUT_SECONDS
 from duetime.domain.destinations import FailureDestination, Notify, owner_email_topic_name
+from duetime.domain.grants import EVERYONE, Grants
 from duetime.targets.webhook import WebhookTarget
 
 log = logging.getLogger("duetime.notify")
@@ -47,8 +48,8 @@ class SnsNotifier:
         )
 
 
-# What a notice carries for the notifier only: where the row is, and where to deliver.
-_INTERNAL_FIELDS = ("pk", "sk", "notify")
+# What a notice carries for the notifier only: where the row is, where to deliver, the groups that grant it.
+_INTERNAL_FIELDS = ("pk", "sk", "notify", "ownerGroups")
 
 
 def notice_body(subject: str, detail: dict[str, object]) -> bytes:
@@ -77,6 +78,8 @@ class OwnerNotifier:
     Never the operator's topic: the operator hears an aggregate (see `take_counts`). A destination that
     fails is logged and counted (`counts["failed"]`), never retried here: the failure stays in the owner's
     dead letters (GET /dead-letters). `also` is told every notice too (`duetime local`'s console).
+    Each destination is checked against `grants` first, for the owner and the job's groups the notice
+    carries (`ownerGroups`): one no longer granted is not sent to, and counted `notGranted`.
     """
 
     def __init__(
@@ -86,7 +89,9 @@ class OwnerNotifier:
         prefix: str,
         also: Any | None = None,
         count_metric: Callable[[str, int], None] | None = None,
+        grants: Grants = EVERYONE,
     ) -> None:
+        self.grants = grants
         self.sns = sns
         self.webhooks = webhooks
         self.prefix = prefix
@@ -107,7 +112,13 @@ class OwnerNotifier:
             self._count("withoutDestination")
             return
         body = notice_body(subject, detail)
+        groups = detail.get("ownerGroups")
+        member_of = tuple(str(g) for g in groups) if isinstance(groups, list) else ()
         for destination in destinations:
+            if not self.grants.allows(owner, member_of, destination.grant_name):
+                self._count("notGranted")
+                log.warning("notice for job %s not sent to a %s: not granted", detail.get("jobId"), _kind(destination))
+                continue
             try:
                 self._deliver(owner, destination, subject, body, detail)
                 self._count("delivered")
@@ -118,7 +129,8 @@ class OwnerNotifier:
                 log.warning("notice for job %s not delivered to a %s: %s", detail.get("jobId"), _kind(destination), exc)
 
     def take_counts(self) -> dict[str, int]:
-        """What was told since the last call: delivered, failed, withoutDestination (then starts again)."""
+        """What was told since the last call: delivered, failed, notGranted, withoutDestination (then starts
+        again)."""
         with self._lock:
             counts, self.counts = dict(self.counts), Counter()
         return counts

@@ -196,8 +196,10 @@ def change_job(call: Call) -> Reply:
         raise InvalidInput("give status, or version with the spec fields to edit", field="status")
     if change.version is not None:  # optional for a pause or resume; checked when given
         edit_cases.check_version(job_cases.get_owned_job(call.ports, call.owner, job_id), change.version)
-    pause_or_resume = job_cases.pause_job if change.status == "paused" else job_cases.resume_job
-    return Reply(200, job_response(pause_or_resume(call.ports, call.owner, job_id, change.note)))
+    if change.status == "paused":  # stopping runs needs no grant
+        return Reply(200, job_response(job_cases.pause_job(call.ports, call.owner, job_id, change.note)))
+    who = call.who  # resuming starts runs again: with the caller's current groups, as an edit
+    return Reply(200, job_response(job_cases.resume_job(call.ports, who.owner, job_id, change.note, who.groups)))
 
 
 def cancel_job(call: Call) -> Reply:
@@ -215,13 +217,15 @@ def list_executions(call: Call) -> Reply:
 def run_job_now(call: Call) -> Reply:
     override = call.optional_body(RunNowRequest)
     payload = None if override is None else override.payload
-    return Reply(201, job_cases.run_now(call.ports, call.owner, call.path["jobId"], payload))
+    who = call.who  # its current groups: a grant through a group left since creation no longer runs it
+    return Reply(201, job_cases.run_now(call.ports, who.owner, call.path["jobId"], payload, groups=who.groups))
 
 
 def backfill_job(call: Call) -> Reply:
     request = call.body_as(BackfillRequest)
+    who = call.who  # with its current groups, as run now
     done = backfill_cases.backfill(
-        call.ports, call.owner, call.path["jobId"], request.start, request.end, Overlap(request.overlap)
+        call.ports, who.owner, call.path["jobId"], request.start, request.end, Overlap(request.overlap), who.groups
     )
     return Reply(
         200,
@@ -391,7 +395,7 @@ ROUTES: tuple[Route, ...] = (
         params=[JOB_ID_PARAM],
         body=JobChange,
         example={"version": 3, "schedule": {"cron": "30 2 * * *", "timeZone": "Asia/Kolkata"}},
-        errors=(409,),
+        errors=(403, 409),
     ),
     Route(
         "DELETE",
@@ -421,7 +425,7 @@ ROUTES: tuple[Route, ...] = (
         body=RunNowRequest,
         body_required=False,
         example={"payload": {"region": "EU"}},
-        errors=(409, 429),
+        errors=(403, 409, 429),
     ),
     Route(
         "GET",
@@ -530,7 +534,7 @@ ROUTES: tuple[Route, ...] = (
         params=[JOB_ID_PARAM],
         body=BackfillRequest,
         example={"from": "2026-11-01T00:00:00Z", "to": "2026-11-02T00:00:00Z", "overlap": "forbid"},
-        errors=(409,),
+        errors=(403, 409, 429),
     ),
     Route(
         "GET",

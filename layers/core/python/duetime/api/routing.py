@@ -53,7 +53,12 @@ class ErrorStatus:
 ERROR_STATUSES = (
     ErrorStatus(InvalidInput, 400, "invalid input; `error.field` names the offending field"),
     ErrorStatus(Unauthorized, 401, "no bearer token, or one that does not verify"),
-    ErrorStatus(Forbidden, 403, "the handler is not granted to this owner; `error.field` is `handler`"),
+    ErrorStatus(
+        Forbidden,
+        403,
+        "the handler or a failure destination is not granted to this owner or the caller's current groups; "
+        "`error.field` names it (`handler`, `notify.onFailure[i].webhook`...)",
+    ),
     ErrorStatus(
         NotFound, 404, "no such job, execution or calendar for this caller (another owner's is not found either)"
     ),
@@ -66,7 +71,8 @@ ERROR_STATUSES = (
     ErrorStatus(
         QuotaExceeded,
         429,
-        "an owner quota is exceeded; `error.field` names it (activeJobs, jobCreatesPerMinute, runNowsPerMinute)",
+        "an owner quota is exceeded; `error.field` names it (activeJobs, jobCreatesPerMinute, runNowsPerMinute, "
+        "backfillSlotsPerHour)",
     ),
     ErrorStatus(
         Unavailable,

@@ -98,6 +98,7 @@ def cmd_local(args: argparse.Namespace) -> int:
             max_active_jobs=args.max_active_jobs or None,
             job_creates_per_minute=args.job_creates_per_minute or None,
             run_nows_per_minute=args.run_nows_per_minute or None,
+            backfill_slots_per_hour=args.backfill_slots_per_hour or None,
         ),
     )
     system.start()
@@ -234,6 +235,7 @@ def parser() -> argparse.ArgumentParser:
         ("--max-active-jobs", "jobs (neither cancelled nor completed) each owner may hold"),
         ("--job-creates-per-minute", "jobs each owner may create per minute"),
         ("--run-nows-per-minute", "run-now requests each owner may make per minute"),
+        ("--backfill-slots-per-hour", "runs each owner's backfills may create per hour"),
     ):
         local.add_argument(flag, type=int, default=0, metavar="N", help=f"quota: {what}, HTTP 429 past it (0: none)")
     local.add_argument("--events", action="store_true", help="print each event (docs/events.md) on the console")

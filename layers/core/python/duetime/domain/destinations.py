@@ -1,9 +1,15 @@
-"""Where a job's owner is told that its runs fail for good: the job's `notify.onFailure` destinations."""
+"""Where a job's owner is told that its runs fail for good: the job's `notify.onFailure` destinations.
+
+Each destination is a place duetime sends to on the owner's behalf, so each is granted as a handler is
+(domain/grants.py): a webhook by its URL, an SNS topic as `sns:<topic ARN>`, a mail address as
+`email:<address>` (the domain in lower case), checked at create, at edit and again at delivery.
+"""
 
 from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Iterable
 from typing import Any
 
 from pydantic import (
@@ -17,7 +23,8 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
-from duetime.domain.errors import InvalidInput
+from duetime.domain.errors import Forbidden, InvalidInput
+from duetime.domain.grants import Grants
 from duetime.domain.webhooks import parse_webhook_url
 
 # A job names at most this many places to tell (each failure is one delivery per destination).
@@ -27,6 +34,9 @@ MAX_DESTINATION_CHARS = 2048
 # account whose topic policy lets it), never to the operator's own topics (docs/events.md says why).
 OWNER_TOPIC_NAME_PREFIX = "duetime-notify-"
 SNS_TOPIC_ARN = re.compile(r"arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:([A-Za-z0-9_-]{1,256}(?:\.fifo)?)")
+# How a grant names a topic and a mail address (a webhook is named by its URL).
+SNS_GRANT_PREFIX = "sns:"
+EMAIL_GRANT_PREFIX = "email:"
 # Deliberately plain: one @, no spaces, a dot in the domain. SNS sends a confirmation the owner must accept.
 EMAIL = re.compile(r"[^@\s]{1,64}@[^@\s]+\.[^@\s]+")
 MAX_EMAIL_CHARS = 254
@@ -65,6 +75,21 @@ class FailureDestination(BaseModel):
         if value is not None and not value.startswith(("https://", "http://")):
             raise ValueError("must be an https:// URL")
         return value
+
+    @property
+    def grant_name(self) -> str:
+        """The name a grant must cover for the owner to use this destination."""
+        if self.webhook is not None:
+            return self.webhook
+        if self.sns_topic_arn is not None:
+            return SNS_GRANT_PREFIX + self.sns_topic_arn
+        local, _, domain = (self.email or "").rpartition("@")
+        return f"{EMAIL_GRANT_PREFIX}{local}@{domain.lower()}"
+
+    @property
+    def field_name(self) -> str:
+        """The wire name of the one field given: webhook, snsTopicArn or email."""
+        return "webhook" if self.webhook is not None else "snsTopicArn" if self.sns_topic_arn is not None else "email"
 
     @model_serializer(mode="wrap")
     def _given_only(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
@@ -107,3 +132,16 @@ def check_webhook_destinations(notify: Notify | None, allow_loopback: bool) -> N
             parse_webhook_url(destination.webhook, allow_loopback)
         except InvalidInput as exc:
             raise InvalidInput(exc.message, field=f"notify.onFailure[{i}].webhook") from exc
+
+
+def check_destination_grants(notify: Notify | None, grants: Grants, owner: str, groups: Iterable[str]) -> None:
+    """Raise Forbidden naming `notify.onFailure[i].<field>` for the first destination the owner (or one of
+    its `groups`) is not granted."""
+    member_of = tuple(groups)
+    for i, destination in enumerate(notify.on_failure if notify else []):
+        name = destination.grant_name
+        if not grants.allows(owner, member_of, name):
+            raise Forbidden(
+                f"owner {owner!r} is not granted the failure destination {name!r}",
+                field=f"notify.onFailure[{i}].{destination.field_name}",
+            )

@@ -19,7 +19,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from duetime.adapters.sqlite.db import DATABASE_FILE
+from duetime.adapters.sqlite.db import DATABASE_FILE, private_directory
 from duetime.api.app import build_app
 from duetime.api.auth import DEFAULT_TOKEN_TTL, issue_token
 from duetime.config import RuntimeConfig, function_environment, quota_environment, runtime_environment
@@ -32,6 +32,7 @@ from duetime.definitions import (
     Settings,
     lambda_worker_timeout_seconds,
 )
+from duetime.domain.grants import EVERYONE, Grants
 from duetime.domain.quotas import UNLIMITED, Quotas
 from duetime.local import BACKENDS
 from duetime.local.api_process import ApiProcess
@@ -142,7 +143,11 @@ class LocalSystem:
         # Each failure is told on the console (or to the given notifier) and at its job's own destinations
         # (webhooks: signed with the data dir's secrets; SNS topics and mail only on the moto backend).
         webhooks = WebhookTarget(FileSecrets(self.data_dir), allow_loopback=True)
-        self.notifier: Notifier = OwnerNotifier(None, webhooks, prefix, also=notifier or ConsoleNotifier())
+        # Only to destinations the owner is granted (`--grants`; without, everyone may use everything).
+        rules = EVERYONE if grants is None else Grants.parse(grants, source="--grants")
+        self.notifier: Notifier = OwnerNotifier(
+            None, webhooks, prefix, also=notifier or ConsoleNotifier(), grants=rules
+        )
         # Events (docs/events.md): printed with `--events`, POSTed to `--events-webhook`; none by default.
         self.events_console, self.events_webhook = events_console, events_webhook
         self.prefix = prefix  # moto servers in one process share their backends: a prefix keeps them apart
@@ -175,7 +180,7 @@ class LocalSystem:
 
     def start(self) -> LocalSystem:
         load_modules(self.handler_modules)  # a module that does not import fails before anything starts
-        self.data_dir.mkdir(parents=True, exist_ok=True)
+        private_directory(self.data_dir)  # 0700 when made here: it holds the database and the secrets
         # A restart on the same data dir keeps the secret (tokens stay valid) and the pre-loader's owner:
         # on SQLite its shard leases outlive a killed process, and the same owner resumes them at once.
         # A reset forgets the data and the key: every token issued before it is refused.

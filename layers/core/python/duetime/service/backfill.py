@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -10,10 +11,12 @@ from duetime.domain.errors import Conflict, InvalidInput
 from duetime.domain.exclusions import Exclusions
 from duetime.domain.horizon import HORIZON_RULE, within_horizon
 from duetime.domain.models import Execution, ExecutionStatus, Job, JobStatus, Overlap, Schedule, to_ms
+from duetime.domain.quotas import BACKFILL_SLOTS_PER_HOUR, HOUR_WINDOW_SECONDS, rate_window
 from duetime.domain.recurrence import Recurrence, recurrence_of
 from duetime.service.calendars import CalendarCache
 from duetime.service.context import Ports
 from duetime.service.dispatch import EXCLUDED, new_execution
+from duetime.service.handlers import check_grant
 from duetime.service.jobs import get_owned_job
 from duetime.service.ports import DueMessage
 
@@ -38,7 +41,13 @@ class BackfillResult:
 
 
 def backfill(
-    ports: Ports, owner: str, job_id: str, start: datetime, end: datetime, overlap: Overlap = Overlap.FORBID
+    ports: Ports,
+    owner: str,
+    job_id: str,
+    start: datetime,
+    end: datetime,
+    overlap: Overlap = Overlap.FORBID,
+    groups: Sequence[str] = (),
 ) -> BackfillResult:
     """Create one execution of kind `backfill` for each slot of the job's schedule in [start, end) and send
     it to run at once, as docs/schedules.md's "Backfill" says.
@@ -49,9 +58,11 @@ def backfill(
     not touched, so a second identical request creates nothing. Slots outside startAt/endAt are not slots;
     a slot on an excluded date is recorded skipped (`excluded`) and not run. At most MAX_BACKFILL_SLOTS slots
     per request (400 naming `to` beyond). `overlap`: `forbid` runs them one at a time, never beside another
-    running run of the job; `allow` lets them run together and beside the live schedule.
+    running run of the job; `allow` lets them run together and beside the live schedule. The owner or the
+    caller's current `groups` must be granted the job's handler (Forbidden naming `handler`).
     """
     job = get_owned_job(ports, owner, job_id)
+    check_grant(ports, owner, groups, job.handler)
     if overlap not in BACKFILL_OVERLAPS:
         raise InvalidInput("a backfill's overlap is allow or forbid", field="overlap")
     if job.status != JobStatus.ACTIVE:
@@ -75,6 +86,7 @@ def backfill(
     present_ids = ports.store.execution_ids_between(job.job_id, to_ms(slots[0]), to_ms(slots[-1]) + 1)
     rows = [_row(job, slot, overlap, exclusions, now) for slot in slots]
     new_rows = [row for row in rows if row.execution_id not in present_ids]
+    count_backfilled_slots(ports, owner, sum(1 for row in new_rows if row.status == ExecutionStatus.SCHEDULED), now)
     created: list[Execution] = []
     for first in range(0, len(new_rows), PUT_BATCH):
         created.extend(ports.store.put_executions(new_rows[first : first + PUT_BATCH]))
@@ -89,6 +101,23 @@ def backfill(
         last_slot=slots[-1],
         overlap=overlap,
     )
+
+
+def count_backfilled_slots(ports: Ports, owner: str, runs: int, now: datetime) -> None:
+    """Count the `runs` a backfill is about to create against the owner's backfillSlotsPerHour, before any is
+    written: QuotaExceeded (429, Retry-After: the next hour) if this hour cannot take them all, InvalidInput
+    naming `to` if no hour could (the range must be backfilled in parts)."""
+    limit = ports.quotas.backfill_slots_per_hour
+    if limit is None or runs == 0:
+        return
+    if runs > limit:
+        raise InvalidInput(
+            f"the range holds {runs} slots to run, more than the owner's {BACKFILL_SLOTS_PER_HOUR} of {limit}; "
+            "backfill it in parts",
+            field="to",
+        )
+    window = rate_window(owner, BACKFILL_SLOTS_PER_HOUR, limit, now, amount=runs, seconds=HOUR_WINDOW_SECONDS)
+    ports.store.count_request(window)
 
 
 def slots_between(recurrence: Recurrence, schedule: Schedule, start: datetime, end: datetime) -> list[datetime]:

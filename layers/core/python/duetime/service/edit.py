@@ -17,6 +17,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from duetime.domain.bounds import first_run_number
+from duetime.domain.destinations import check_destination_grants
 from duetime.domain.errors import Conflict, InvalidInput
 from duetime.domain.events import JobChange
 from duetime.domain.models import ENDED_JOB_STATUSES, Execution, Job, JobSpec, JobStatus
@@ -24,7 +25,7 @@ from duetime.service.calendars import check_references
 from duetime.service.context import Ports
 from duetime.service.dispatch import dispatch, new_execution
 from duetime.service.events import job_changed
-from duetime.service.handlers import check_handler
+from duetime.service.handlers import check_grant, check_handler
 from duetime.service.jobs import JobView, anchored, get_job, get_owned_job, validate_spec, waiting_executions
 from duetime.service.limits import check_reference as check_limit_reference
 
@@ -73,7 +74,8 @@ def edit_job(
 
     Raises NotFound for another owner's job, Conflict naming `version` on a lost update and naming `status`
     for an ended job or a one-off whose run has started, InvalidInput naming the field as at POST, Forbidden
-    for a handler outside the owner's grants. Quotas are untouched: the job count does not change.
+    for a handler or failure destination outside the grants of the owner and the caller's current `groups`
+    (checked on every edit; the job keeps these groups for the claim's check). Quotas are untouched.
     """
     job = get_owned_job(ports, owner, job_id)
     check_version(job, version)
@@ -89,8 +91,12 @@ def edit_job(
     retimed = bool(TIMING_FIELDS & set(changes))
     spec, first_slot = validate_spec(ports, spec, now)
     slot = first_slot if retimed else None
+    # The caller's current groups, on every edit: a member removed from a group edits nothing its grant gave.
     if {"handler", "job_class"} & set(changes):
         check_handler(ports, owner, groups, spec.handler, spec.job_class)
+    else:
+        check_grant(ports, owner, groups, spec.handler)
+    check_destination_grants(spec.notify, ports.grants, owner, groups)
     if "exclude" in changes:
         check_references(ports, owner, spec.exclude)
     if "rate_limit" in changes:
@@ -101,7 +107,7 @@ def edit_job(
         **spec.model_dump(),
         job_id=job.job_id,
         owner=job.owner,
-        owner_groups=job.owner_groups,
+        owner_groups=list(groups),  # the claim's grant check follows the groups of the last create or edit
         status=job.status,
         note=job.note,
         created_at=job.created_at,

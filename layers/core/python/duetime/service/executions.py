@@ -405,6 +405,7 @@ def failure_notice(ports: Ports, execution: Execution, job: Job | None) -> dict[
         "sk": key.sk,
         # Where the owner hears of it (the notifier delivers there): carried here, so the drain reads nothing.
         "notify": job.notify.in_notice() if job and job.notify else None,
+        "ownerGroups": list(job.owner_groups) if job else [],  # for the destinations' grants
     }
 
 

@@ -23,12 +23,19 @@ def served_handlers(ports: Ports, job_class: str) -> set[str]:
     return set(BUILTIN_HANDLERS) | set(ports.handler_manifest.get(job_class, ())) | announced
 
 
+def check_grant(ports: Ports, owner: str, groups: Iterable[str], handler: str) -> None:
+    """Raises Forbidden (field `handler`) unless the owner, or one of the caller's current `groups`, is
+    granted `handler`: at create, and at every edit, run now and backfill, so a revoked group stops
+    being used from the next request on."""
+    if not ports.grants.allows(owner, tuple(groups), handler):
+        raise Forbidden(ports.grants.denial(owner, handler), field="handler")
+
+
 def check_handler(ports: Ports, owner: str, groups: Iterable[str], handler: str, job_class: str) -> None:
     """Raises Forbidden (field `handler`) if the owner is not granted `handler`, and InvalidInput listing
     what is served if `handler` is a Python name no worker of `job_class` serves."""
     member_of = tuple(groups)
-    if not ports.grants.allows(owner, member_of, handler):
-        raise Forbidden(ports.grants.denial(owner, handler), field="handler")
+    check_grant(ports, owner, member_of, handler)
     if is_kind_name(handler) or handler in BUILTIN_HANDLERS or handler in ports.handler_manifest.get(job_class, ()):
         return  # known without reading announcements: no extra call on the common path
     served = served_handlers(ports, job_class)

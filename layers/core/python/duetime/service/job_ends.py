@@ -118,4 +118,5 @@ def auto_pause_notice(job: Job, failed: Execution) -> dict[str, object]:
         "executionId": failed.execution_id,
         "note": job.note,
         "notify": job.notify.in_notice() if job.notify else None,
+        "ownerGroups": list(job.owner_groups),  # the notifier checks the destinations' grants with them
     }

@@ -13,7 +13,7 @@ from typing import Any
 from duetime.definitions import HEALTH_HISTORY_ROWS, LONG_JOB_CLASS, PAST_DUE_GRACE_SECONDS
 from duetime.domain.bounds import first_bounded_slot, first_run_number
 from duetime.domain.cron import load_zone
-from duetime.domain.destinations import check_webhook_destinations
+from duetime.domain.destinations import check_destination_grants, check_webhook_destinations
 from duetime.domain.errors import Conflict, IdempotencyMismatch, InvalidInput, InvalidSchedule, NotFound
 from duetime.domain.events import JobChange
 from duetime.domain.exclusions import Calendar, Exclusions, check_bounded_entries
@@ -39,7 +39,7 @@ from duetime.service.calendars import CalendarCache, check_references
 from duetime.service.context import Ports
 from duetime.service.dispatch import dispatch, new_execution
 from duetime.service.events import job_changed
-from duetime.service.handlers import check_handler
+from duetime.service.handlers import check_grant, check_handler
 from duetime.service.limits import check_reference as check_limit_reference
 from duetime.service.ports import DueMessage, JobFilter
 
@@ -185,12 +185,14 @@ def submit_job(
     body returns the first job, with another body raises IdempotencyMismatch.
 
     The handler must be granted to the owner (or one of its `groups`), else Forbidden, and served by the
-    job class's workers, else InvalidInput listing what is served; both name the field `handler`. An owner
-    at its activeJobs or jobCreatesPerMinute quota (ports.quotas) gets QuotaExceeded naming it.
+    job class's workers, else InvalidInput listing what is served; both name the field `handler`. Each
+    failure destination must be granted too, else Forbidden naming it (`notify.onFailure[i].webhook`...).
+    An owner at its activeJobs or jobCreatesPerMinute quota (ports.quotas) gets QuotaExceeded naming it.
     """
     now = ports.clock()
     spec, slot = validate_spec(ports, spec, now)
     check_handler(ports, owner, groups, spec.handler, spec.job_class)
+    check_destination_grants(spec.notify, ports.grants, owner, groups)
     check_references(ports, owner, spec.exclude)
     check_limit_reference(ports, owner, spec.rate_limit)
     idem_key = f"idem#{owner}#{idempotency_key}" if idempotency_key else None
@@ -400,10 +402,12 @@ def pause_job(ports: Ports, owner: str, job_id: str, note: str | None = None) ->
     return get_job(ports, owner, job_id)
 
 
-def resume_job(ports: Ports, owner: str, job_id: str, note: str | None = None) -> JobView:
+def resume_job(ports: Ports, owner: str, job_id: str, note: str | None = None, groups: Sequence[str] = ()) -> JobView:
     """Active again: the waiting execution is dispatched, so missed slots follow the catch-up policy. The
-    pause's note gives way to `note` (none: cleared)."""
+    pause's note gives way to `note` (none: cleared). The owner or the caller's current `groups` must be
+    granted the job's handler (Forbidden naming `handler`); a pause needs no grant."""
     job = get_owned_job(ports, owner, job_id)
+    check_grant(ports, owner, groups, job.handler)
     if job.status in (JobStatus.CANCELLED, JobStatus.COMPLETED):
         raise Conflict(f"a {job.status.value} job cannot be resumed", field="status")
     if job.status == JobStatus.PAUSED:
@@ -438,11 +442,15 @@ def cancel_job(ports: Ports, owner: str, job_id: str) -> None:
                 ports.store.end_claimed(key, execution.attempt, ExecutionStatus.CANCELLED, now, "job cancelled")
 
 
-def run_now(ports: Ports, owner: str, job_id: str, payload: dict[str, Any] | None = None) -> Execution:
+def run_now(
+    ports: Ports, owner: str, job_id: str, payload: dict[str, Any] | None = None, groups: Sequence[str] = ()
+) -> Execution:
     """An execution due now, outside the schedule; the schedule is not disturbed. A `payload` replaces the
-    job's for this execution only (stored on its row). Raises QuotaExceeded past the owner's
+    job's for this execution only (stored on its row). Raises Forbidden (field `handler`) unless the owner
+    or the caller's current `groups` are granted the job's handler, QuotaExceeded past the owner's
     runNowsPerMinute."""
     job = get_owned_job(ports, owner, job_id)
+    check_grant(ports, owner, groups, job.handler)
     if job.status != JobStatus.ACTIVE:
         raise Conflict(f"job is {job.status.value}; only an active job can run now", field="status")
     if payload is not None and job.handler.startswith("ecs:"):

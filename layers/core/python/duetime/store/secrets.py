@@ -59,7 +59,10 @@ class FileSecrets:
             return path.read_text().strip()
         except FileNotFoundError:
             pass
-        self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        # The data dir too, if this is its first use (`duetime webhook-secret` before `duetime local`): 0700
+        # as `duetime local` makes it, for the database it will hold. One that exists keeps its mode.
+        self.folder.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self.folder.mkdir(exist_ok=True, mode=0o700)
         # Written whole under a temporary name, then linked into place: a concurrent first use by another
         # process either wins the link (and both read its secret) or finds the file complete.
         staging = self.folder / f".{path.name}.{os.getpid()}.{threading.get_ident()}"

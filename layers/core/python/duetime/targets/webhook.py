@@ -21,12 +21,15 @@ from duetime.domain.webhooks import (
     IDEMPOTENCY_HEADER,
     OWNER_HEADER,
     SIGNATURE_HEADER,
+    SIGNATURE_V2_HEADER,
     TIMESTAMP_HEADER,
     IpAddress,
     WebhookUrl,
     forbidden_reason,
     parse_webhook_url,
     sign,
+    sign_v2,
+    signed_url,
 )
 from duetime.store.secrets import MissingWebhookSecret, WebhookSecrets
 
@@ -168,6 +171,7 @@ class WebhookTarget:
             OWNER_HEADER: header_safe(owner),
             TIMESTAMP_HEADER: str(timestamp),
             SIGNATURE_HEADER: sign(secret, timestamp, body),
+            SIGNATURE_V2_HEADER: sign_v2(secret, timestamp, "POST", signed_url(target), body),
         }
         last_error: OSError | None = None
         for address in addresses:

@@ -7,6 +7,11 @@ A plain subprocess rather than multiprocessing: nothing is pickled, the parent's
 runtime's bootstrap, a test runner) is never re-imported, and no semaphore needs /dev/shm, which Lambda
 lacks. The child exits on its own when the worker dies (its stdin reaches end of file), so an orphan never
 runs beside the next attempt.
+
+The child gets a small environment, not the worker's: the worker's holds its AWS credentials (Lambda puts
+them there; ECS the URI they are fetched from), the Lambda runtime API's address and duetime's own
+settings, none of which a handler, run for whichever owner, may use. It gets what a program needs to run
+(HANDLER_BASE_ENVIRONMENT, LC_* included) and the names the operator lists in DUETIME_HANDLER_ENV.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import IO, Any
 
@@ -36,6 +41,38 @@ _BOOTSTRAP = (
 ORPHANED_EXIT = 75
 # A line of the result channel carrying a checkpoint (ctx.checkpoint in the child), before the outcome.
 CHECKPOINT_LINE = b"checkpoint "
+# What a handler's process gets of the worker's environment: what a Python program needs to run, find its
+# libraries and certificates, and keep the worker's time zone, language and temporary folder.
+HANDLER_BASE_ENVIRONMENT = frozenset(
+    {
+        "PATH",
+        "HOME",
+        "USER",
+        "LOGNAME",
+        "LANG",
+        "LANGUAGE",
+        "TZ",
+        "TMPDIR",
+        "TMP",
+        "TEMP",
+        "PYTHONPATH",
+        "PYTHONHOME",
+        "PYTHONHASHSEED",
+        "PYTHONIOENCODING",
+        "PYTHONUTF8",
+        "PYTHONDONTWRITEBYTECODE",
+        "PYTHONUNBUFFERED",
+        "VIRTUAL_ENV",
+        "LD_LIBRARY_PATH",
+        "SSL_CERT_FILE",
+        "SSL_CERT_DIR",
+        "REQUESTS_CA_BUNDLE",
+    }
+)
+HANDLER_BASE_PREFIXES = ("LC_",)
+# The operator's list of further names a handler gets (comma-separated; a name ending in `*` is a prefix),
+# e.g. `BILLING_API_URL,HTTPS_PROXY`. Whatever it names is the operator's choice, credentials included.
+HANDLER_ENV_SETTING = "DUETIME_HANDLER_ENV"
 
 
 def run_in_child(registered: RegisteredHandler, ctx: JobContext) -> RunResult:
@@ -59,6 +96,7 @@ def run_in_child(registered: RegisteredHandler, ctx: JobContext) -> RunResult:
         child_command(),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
+        env=handler_environment(os.environ),
         start_new_session=True,  # a Ctrl-C to the worker's terminal is the worker's to handle, not the run's
     )
     assert child.stdin is not None and child.stdout is not None
@@ -82,6 +120,15 @@ def run_in_child(registered: RegisteredHandler, ctx: JobContext) -> RunResult:
     code = child.wait()
     reader.join()
     return _parse_outcome(b"".join(output), code)
+
+
+def handler_environment(worker: Mapping[str, str]) -> dict[str, str]:
+    """The environment of a handler's process, from the worker's: the base names, LC_*, and what
+    DUETIME_HANDLER_ENV lists; never anything else (AWS_*, DUETIME_*, the Lambda runtime's)."""
+    names = {n.strip() for n in worker.get(HANDLER_ENV_SETTING, "").split(",") if n.strip()}
+    exact = HANDLER_BASE_ENVIRONMENT | {n for n in names if not n.endswith("*")}
+    prefixes = HANDLER_BASE_PREFIXES + tuple(n[:-1] for n in names if n.endswith("*") and len(n) > 1)
+    return {k: v for k, v in worker.items() if k in exact or k.startswith(prefixes)}
 
 
 def _read_channel(channel: IO[bytes], ctx: JobContext, output: list[bytes]) -> None:

@@ -40,8 +40,10 @@ timeout; polling a counter SQLite already keeps has neither problem.
 
 from __future__ import annotations
 
+import errno
 import logging
 import math
+import os
 import sqlite3
 import threading
 import time
@@ -141,12 +143,57 @@ def _write_lock_for(path: str) -> threading.Lock:
         return _process_write_locks.setdefault(path, threading.Lock())
 
 
+# The database holds every owner's jobs, payloads and results: its owner alone may read it.
+PRIVATE_FILE_MODE = 0o600
+PRIVATE_DIR_MODE = 0o700
+JOURNAL_SUFFIXES = ("-wal", "-shm", "-journal")
+
+
+def private_directory(path: Path) -> None:
+    """Create `path` (its missing parents as usual) readable by its owner alone. A folder that exists
+    already keeps its mode: it may be the user's own (the files duetime puts in it are private anyway)."""
+    if path.is_dir():
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        path.mkdir(mode=PRIVATE_DIR_MODE)
+    except FileExistsError:
+        return
+    os.chmod(path, PRIVATE_DIR_MODE)  # as asked, whatever the umask
+
+
+def private_database_file(path: Path) -> None:
+    """Create the database file 0600 before SQLite opens it (SQLite gives its -wal and -shm files the
+    database file's mode), and bring a file and journals an earlier version left 0644 down to 0600. Never
+    follows a link planted under those names (the database's own path is resolved before); a file of
+    another user's is left to fail at open."""
+    for name in (path, *(path.with_name(path.name + suffix) for suffix in JOURNAL_SUFFIXES)):
+        flags = os.O_RDONLY | os.O_NOFOLLOW | (os.O_CREAT if name == path else 0)
+        try:
+            descriptor = os.open(name, flags, PRIVATE_FILE_MODE)
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            if exc.errno != errno.ELOOP:
+                raise
+            log.warning("%s is a symbolic link: left as it is", name)
+            continue
+        try:
+            os.fchmod(descriptor, PRIVATE_FILE_MODE)
+        except PermissionError:
+            log.warning("cannot make %s private: it is not this user's", name)
+        finally:
+            os.close(descriptor)
+
+
 class Database:
-    """A SQLite file opened for duetime: per-thread connections, one-transaction writes, change wake-ups."""
+    """A SQLite file opened for duetime: per-thread connections, one-transaction writes, change wake-ups.
+    The file, its journals and a folder made for it are its owner's alone (0600, 0700)."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = str(Path(path).resolve())
-        Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        private_directory(Path(self.path).parent)
+        private_database_file(Path(self.path))
         self._idle_readers: list[sqlite3.Connection] = []
         self._pool_guard = threading.Lock()
         self._writer: sqlite3.Connection | None = None

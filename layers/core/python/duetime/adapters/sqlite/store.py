@@ -911,9 +911,10 @@ class SqliteStore:
         return True
 
     def count_request(self, window: RateWindow) -> None:
-        """Count one request in the owner's rate `window`; raises QuotaExceeded if it holds `window.limit`."""
+        """Count a request (`window.amount`) in the owner's rate `window`; raises QuotaExceeded if the window
+        cannot take it whole."""
         with self.db.write() as conn:
-            counted = self._count(conn, window.key, 1, window.limit, window.ends_at_s)
+            counted = self._count(conn, window.key, window.amount, window.counter_limit, window.ends_at_s)
         if not counted:
             raise rate_exceeded(window)
 

@@ -92,9 +92,9 @@ class DynamoQuotas(DynamoTables):
         return job.model_copy(update={"status": status, "updated_at": now, "version": job.version + 1, "note": note})
 
     def count_request(self, window: RateWindow) -> None:
-        """Count one request in the owner's rate `window` (one conditional write); raises QuotaExceeded if
-        the window holds `window.limit` already."""
-        op = self._count_op(window.key, 1, window.limit, window.ends_at_s)["Update"]
+        """Count a request (`window.amount`) in the owner's rate `window` (one conditional write); raises
+        QuotaExceeded if the window cannot take it whole."""
+        op = self._count_op(window.key, window.amount, window.counter_limit, window.ends_at_s)["Update"]
         with refused_as(rate_exceeded(window)):
             self.client.update_item(**op)
 
