@@ -1,8 +1,10 @@
 """Build the Lambda dependency layer (build/layers/deps/python) with pip for arm64 Python 3.12, without Docker.
 
 The requirements are the core's runtime dependencies from pyproject.toml, less boto3 and botocore, which the
-Lambda runtime provides. A target already built for the same requirement list is kept as it is, so `make synth`
-and the infrastructure tests rebuild only when pyproject.toml changes.
+Lambda runtime provides; what they pull in that the runtime provides too (aws-xray-sdk, of Powertools' tracer
+extra, requires botocore) is taken out again, so the runtime's botocore is the one imported, beside its boto3.
+A target already built for the same requirement list is kept as it is, so `make synth` and the infrastructure
+tests rebuild only when pyproject.toml changes.
 """
 
 from __future__ import annotations
@@ -97,10 +99,29 @@ def _install(requirements: list[str], target: Path) -> None:
     subprocess.run(command, check=True)
 
 
+def _remove_distributions(site: Path, names: set[str]) -> None:
+    """Delete the named distributions from a `pip install --target` folder: every file their RECORD lists."""
+    for dist_info in list(site.glob("*.dist-info")):
+        if _name(dist_info.name.removesuffix(".dist-info").rsplit("-", 1)[0]) not in names:
+            continue
+        folders = set()
+        for row in (dist_info / "RECORD").read_text().splitlines():
+            path = (site / row.split(",", 1)[0]).resolve()
+            if path.is_relative_to(site.resolve()) and path.is_file():
+                path.unlink()
+                folders.add(path.parent)
+        shutil.rmtree(dist_info, ignore_errors=True)
+        # The package folders they leave empty (deepest first).
+        for folder in sorted(folders, key=lambda f: len(f.parts), reverse=True):
+            while folder != site.resolve() and folder.is_dir() and not any(folder.iterdir()):
+                folder.rmdir()
+                folder = folder.parent
+
+
 def build_deps_layer(target: Path = DEPS_LAYER_DIR, requirements: list[str] | None = None) -> Path:
     """Build (or keep) the dependency layer at `target`; returns `target`, whose `python/` Lambda puts on sys.path."""
     requirements = layer_requirements() if requirements is None else requirements
-    wanted = {"requirements": requirements, "platform": PLATFORM_ARGS}
+    wanted = {"requirements": requirements, "platform": PLATFORM_ARGS, "without": sorted(PROVIDED_BY_RUNTIME)}
     stamp = target / STAMP_NAME
     if stamp.is_file() and (target / "python").is_dir():
         try:
@@ -111,6 +132,7 @@ def build_deps_layer(target: Path = DEPS_LAYER_DIR, requirements: list[str] | No
     staging = target.with_name(target.name + ".partial")
     shutil.rmtree(staging, ignore_errors=True)
     _install(requirements, staging / "python")
+    _remove_distributions(staging / "python", PROVIDED_BY_RUNTIME)
     # Console scripts and caches are of no use in a layer.
     shutil.rmtree(staging / "python" / "bin", ignore_errors=True)
     for cache in (staging / "python").rglob("__pycache__"):

@@ -75,7 +75,7 @@ def test_context_overrides_and_validates():
 
 def test_dependency_layer_leaves_boto_out_and_pins_dateutil_below_3():
     requirements = layer_requirements()
-    names = {r.split("=")[0].split("<")[0].lower() for r in requirements}
+    names = {r.split("=")[0].split("<")[0].split("[")[0].lower() for r in requirements}
     assert {"pydantic", "pydantic-settings", "aws-lambda-powertools", "pyjwt", "tzdata", "python-dateutil"} <= names
     # boto3 comes with the runtime; croniter is for tests only; moto never runs in production
     assert not {"boto3", "botocore", "croniter", "moto"} & names
