@@ -147,6 +147,8 @@ class Functions(Construct):
         )
         grant_tables(self.preloader.role, tables, PRELOADER_TABLE_ACTIONS)  # type: ignore[arg-type]
         grant_queues(self.preloader.role, every_due, SEND)  # type: ignore[arg-type]
+        # Its reconciler sends a failure notice again to the DLQ of the execution's class.
+        grant_queues(self.preloader.role, every_dlq, SEND)  # type: ignore[arg-type]
 
         self.workers: dict[str, lambda_.Function] = {}
         for name, class_queues in queues.by_class.items():

@@ -29,23 +29,30 @@ API_TABLE_ACTIONS = {
     # BatchGetItem, PutItem, UpdateItem: a due hour's shard count, read once and fixed by its first writer.
     "control": ["GetItem", "BatchGetItem", "PutItem", "UpdateItem"],
 }
+# Completing a job (a bounded job's last run, auto-pause after failures, a one-off job's end) updates its row and
+# gives its place back to the owner's active-jobs counter in the control table, in one TransactWriteItems (store
+# quotas): UpdateItem on jobs and on control, for every part that ends runs (pre-loader: catch-up and excluded
+# dates; workers; the DLQ notifier).
 PRELOADER_TABLE_ACTIONS = {
-    "jobs": ["GetItem", "BatchGetItem"],
+    "jobs": ["GetItem", "BatchGetItem", "UpdateItem"],
     "executions": ["GetItem", "BatchGetItem", "Query", "PutItem", "UpdateItem"],
     # Shard leases and cursors; the shard counts of the hours it fixes ahead (BatchGetItem, PutItem).
     "control": ["GetItem", "BatchGetItem", "PutItem", "UpdateItem"],
 }
 WORKER_TABLE_ACTIONS = {
-    "jobs": ["GetItem", "BatchGetItem"],
+    "jobs": ["GetItem", "BatchGetItem", "UpdateItem"],
     "executions": ["GetItem", "BatchGetItem", "Query", "PutItem", "UpdateItem", "DeleteItem"],
     # The handlers each worker serves, announced and read in one control record per class (service.handlers);
     # the shard count of the hour a retry moves a row to, read once and fixed if nobody has (BatchGetItem, PutItem).
     "control": ["GetItem", "BatchGetItem", "PutItem", "UpdateItem"],
 }
 DLQ_NOTIFIER_TABLE_ACTIONS = {
-    "jobs": ["GetItem"],
+    "jobs": ["GetItem", "UpdateItem"],
     # Query and BatchGetItem: a redriven catch-up run is failed only if no run of its job is going.
     "executions": ["GetItem", "BatchGetItem", "Query", "UpdateItem"],
+    # BatchGetItem: the shard count of a failure notice's hour; UpdateItem: the active-jobs counter of a job
+    # its dead-lettered run ends.
+    "control": ["BatchGetItem", "UpdateItem"],
 }
 
 SEND = ["sqs:SendMessage"]
