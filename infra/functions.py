@@ -49,8 +49,18 @@ XRAY_WILDCARD = (
     "Only xray:PutTraceSegments and xray:PutTelemetryRecords (granted by tracing=ACTIVE) are on Resource *: "
     "X-Ray supports no resource-level permissions. Every other statement of this policy names its resources."
 )
-# The scheduled functions (pre-loader, DLQ notifier): one run a minute and one that overlaps it at most.
-SCHEDULED_RESERVED_CONCURRENCY = 2
+# The scheduled functions (pre-loader, DLQ notifier): each rule's run of the minute and one that overlaps it at
+# most. The pre-loader has a rule per shard group (context preloadShardGroups), all firing at once: a reservation
+# of 2 throttled some groups every minute once there were more than 2.
+RUNS_PER_SCHEDULE = 2
+# Lambda retries a failed or timed-out asynchronous invocation twice on its own by default: a scheduled run is
+# not retried, the next tick does its work (the pre-loader also loads what is overdue; the DLQ notifier drains
+# what is left), and a retry would only overlap it.
+SCHEDULED_ASYNC_RETRIES = 0
+
+
+def preloader_reserved_concurrency(shard_groups: int) -> int:
+    return RUNS_PER_SCHEDULE * shard_groups
 
 
 def stack_environment(ctx: DeployContext, queues: Queues) -> dict[str, str]:
@@ -143,7 +153,8 @@ class Functions(Construct):
         interval = ctx.settings.preload_interval_seconds
         self.preloader = self._function(
             FunctionSpec("preloader", "duetime pre-loader: sends due executions to SQS", Duration.seconds(interval)),
-            reserved_concurrency=SCHEDULED_RESERVED_CONCURRENCY,
+            reserved_concurrency=preloader_reserved_concurrency(ctx.preload_shard_groups),
+            async_retries=SCHEDULED_ASYNC_RETRIES,
         )
         grant_tables(self.preloader.role, tables, PRELOADER_TABLE_ACTIONS)  # type: ignore[arg-type]
         grant_queues(self.preloader.role, every_due, SEND)  # type: ignore[arg-type]
@@ -198,7 +209,8 @@ class Functions(Construct):
                 Duration.seconds(DLQ_NOTIFIER_TIMEOUT_SECONDS),
             ),
             alert_topic_arn=alert_topic.topic_arn,
-            reserved_concurrency=SCHEDULED_RESERVED_CONCURRENCY,
+            reserved_concurrency=RUNS_PER_SCHEDULE,  # one rule, whatever the shard groups
+            async_retries=SCHEDULED_ASYNC_RETRIES,
         )
         grant_tables(self.dlq_notifier.role, tables, DLQ_NOTIFIER_TABLE_ACTIONS)  # type: ignore[arg-type]
         grant_queues(self.dlq_notifier.role, every_dlq, DRAIN)  # type: ignore[arg-type]
@@ -224,6 +236,7 @@ class Functions(Construct):
         extra_env: dict[str, str] | None = None,
         extra_layers: list[lambda_.LayerVersion] | None = None,
         reserved_concurrency: int | None = None,
+        async_retries: int | None = None,
     ) -> lambda_.Function:
         construct_id = construct_id or "".join(part.capitalize() for part in spec.name.split("_"))
         logs = log_group(self, f"{construct_id}Logs", self.ctx.log_retention_days, self.key)
@@ -261,6 +274,7 @@ class Functions(Construct):
             tracing=lambda_.Tracing.ACTIVE,
             logging_format=lambda_.LoggingFormat.JSON,
             reserved_concurrent_executions=reserved_concurrency,
+            retry_attempts=async_retries,
             environment_encryption=self.key,
         )
         # On the role's own policy only, where tracing put the X-Ray statement: a policy attached apart
