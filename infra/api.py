@@ -18,7 +18,7 @@ from duetime.api.openapi import gateway_request_schemas
 from duetime.api.routes import ROUTES
 from duetime.api.routing import Access
 
-from infra.common import log_group, suppress
+from infra.common import hosted_ui_domain_prefix, log_group, suppress
 from infra.context import DeployContext
 
 # Request bodies are validated at the edge against the schemas generated from the same pydantic models
@@ -90,7 +90,10 @@ class Api(Construct):
                 callback_urls=[ctx.callback_url],
             )
             self.user_pool.add_domain(
-                "Domain", cognito_domain=cognito.CognitoDomainOptions(domain_prefix=ctx.settings.prefix)
+                "Domain",
+                cognito_domain=cognito.CognitoDomainOptions(
+                    domain_prefix=hosted_ui_domain_prefix(self, ctx.settings.prefix)
+                ),
             )
         self.client = self.user_pool.add_client(
             "Client",

@@ -17,7 +17,7 @@ from duetime.api.openapi import openapi_document
 from duetime.console import SECURITY_HEADERS, STATIC_DIR
 
 from infra.api import GATEWAY_ROUTES, WORKER_ROUTES
-from infra.common import suppress
+from infra.common import hosted_ui_domain_prefix, suppress
 from infra.context import DeployContext
 
 
@@ -75,7 +75,9 @@ class Console(Construct):
             if isinstance(existing, cognito.UserPoolDomain)
             else user_pool.add_domain(
                 "ConsoleDomain",
-                cognito_domain=cognito.CognitoDomainOptions(domain_prefix=f"{ctx.settings.prefix}-console"),
+                cognito_domain=cognito.CognitoDomainOptions(
+                    domain_prefix=hosted_ui_domain_prefix(self, f"{ctx.settings.prefix}-console")
+                ),
             )
         )
         hosted_ui = self.domain.base_url()

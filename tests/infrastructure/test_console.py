@@ -128,3 +128,22 @@ def test_the_openapi_document_is_served_beside_the_console(with_console: Synthes
     documents = list(with_console.outdir.glob("asset.*/openapi.json"))
     assert len(documents) == 1
     assert json.loads(documents[0].read_text()) == openapi_document()
+
+
+def test_the_hosted_ui_domain_prefix_is_the_accounts_own(with_console: Synthesized) -> None:
+    # Issue 29: a prefix is taken per region across every account; a bare "duetime-console" deploys only once.
+    [domain] = with_console.resources("AWS::Cognito::UserPoolDomain").values()
+    assert domain["Properties"]["Domain"] == {"Fn::Join": ["", ["duetime-console-", {"Ref": "AWS::AccountId"}]]}
+
+
+def test_the_api_user_pools_hosted_ui_prefix_is_the_accounts_own_too() -> None:
+    import aws_cdk as cdk
+
+    from infra.common import hosted_ui_domain_prefix
+
+    stack = cdk.Stack(cdk.App(), "Prefixes")
+    assert stack.resolve(hosted_ui_domain_prefix(stack, "duetime")) == {
+        "Fn::Join": ["", ["duetime-", {"Ref": "AWS::AccountId"}]]
+    }
+    pinned = cdk.Stack(cdk.App(), "Pinned", env=cdk.Environment(account="123456789012", region="eu-west-1"))
+    assert hosted_ui_domain_prefix(pinned, "duetime") == "duetime-123456789012"
