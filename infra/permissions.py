@@ -176,6 +176,10 @@ def grant_task_payload_reads(
             resources=[jobs_table.table_arn],
             conditions={
                 "ForAllValues:StringEquals": {"dynamodb:Attributes": list(TASK_READABLE_JOB_ATTRIBUTES)},
+                # ForAllValues holds for a request that names no attributes at all, and a GetItem without a
+                # projection names none (whole rows): the projection must be there. GetItem has no Select
+                # parameter, so dynamodb:Select cannot require it; "IfExists" keeps Select from widening a read.
+                "Null": {"dynamodb:Attributes": "false"},
                 "StringEqualsIfExists": {"dynamodb:Select": "SPECIFIC_ATTRIBUTES"},
             },
         )

@@ -250,9 +250,37 @@ def test_ecs_task_roles_may_read_their_jobs_payload_attributes_and_nothing_else(
     assert read["Action"] == "dynamodb:GetItem" and read["Resource"] == {"Fn::GetAtt": [jobs_id, "Arn"]}
     assert read["Condition"] == {
         "ForAllValues:StringEquals": {"dynamodb:Attributes": ["jobId", "owner", "definition"]},
+        "Null": {"dynamodb:Attributes": "false"},
         "StringEqualsIfExists": {"dynamodb:Select": "SPECIFIC_ATTRIBUTES"},
     }
     assert decrypt["Action"] == "kms:Decrypt" and decrypt["Resource"] == {"Fn::GetAtt": [data_key_id(hardened), "Arn"]}
+    # Issue 29: with ForAllValues alone a GetItem without a projection (no dynamodb:Attributes in its request
+    # context: whole rows) was allowed. The keys a GetItem's request carries, as IAM evaluates them:
+    projected = {"dynamodb:Attributes": ["jobId", "owner", "definition"]}
+    assert _conditions_hold(read["Condition"], projected)
+    assert not _conditions_hold(read["Condition"], {})  # no projection: the whole row
+    assert not _conditions_hold(read["Condition"], {"dynamodb:Attributes": ["jobId", "definition", "result"]})
+    assert not _conditions_hold(read["Condition"], {**projected, "dynamodb:Select": "ALL_ATTRIBUTES"})
+
+
+def _conditions_hold(conditions: dict, request: dict) -> bool:
+    """IAM's verdict on the condition operators the payload read uses, for a request with these keys (a key
+    absent from the request is absent from its context)."""
+    for operator, keys in conditions.items():
+        for key, wanted in keys.items():
+            present = request.get(key)
+            allowed = wanted if isinstance(wanted, list) else [wanted]
+            if operator == "ForAllValues:StringEquals":  # every value in the request allowed; none: true
+                holds = all(value in allowed for value in present or [])
+            elif operator == "StringEqualsIfExists":
+                holds = present is None or present in allowed
+            elif operator == "Null":  # "false": the key must be in the request
+                holds = (present is None) == (wanted == "true")
+            else:
+                raise AssertionError(f"no model of {operator}")
+            if not holds:
+                return False
+    return True
 
 
 def test_per_owner_quotas_reach_the_api_function_from_context(synthesized):
