@@ -9,17 +9,21 @@ tests rebuild only when pyproject.toml changes.
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import json
 import re
 import shutil
 import subprocess
 import sys
+import sysconfig
 import tomllib
+from email.parser import HeaderParser
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 DEPS_LAYER_DIR = ROOT / "build" / "layers" / "deps"
+HERE_DIR = ROOT / "build" / "here"  # the layers' pins installed for this machine (install_here)
 CORE_LAYER_DIR = ROOT / "layers" / "core"
 # Left out of the core layer: the command line (its planner, audit and API client) never runs in a Lambda
 # function; the ECS image installs the whole package (Dockerfile) and does run `duetime worker`.
@@ -65,7 +69,8 @@ def _pip_command() -> list[str]:
     raise RuntimeError("no pip found: install pip or uv to build the Lambda dependency layer")
 
 
-def _install(requirements: list[str], target: Path) -> None:
+def _install(requirements: list[str], target: Path, options: list[str] | None = None) -> None:
+    """pip install `requirements` (and `options`: -r, -c) for arm64 CPython 3.12 into `target`."""
     pip = _pip_command()
     if pip[-1] == "pip" and pip[0].endswith("uv"):
         command = [
@@ -80,6 +85,7 @@ def _install(requirements: list[str], target: Path) -> None:
             ":all:",
             "--target",
             str(target),
+            *(options or []),
             *requirements,
         ]
     else:
@@ -94,12 +100,13 @@ def _install(requirements: list[str], target: Path) -> None:
             *PLATFORM_ARGS,
             "--target",
             str(target),
+            *(options or []),
             *requirements,
         ]
     subprocess.run(command, check=True)
 
 
-def _remove_distributions(site: Path, names: set[str]) -> None:
+def remove_distributions(site: Path, names: set[str]) -> None:
     """Delete the named distributions from a `pip install --target` folder: every file their RECORD lists."""
     for dist_info in list(site.glob("*.dist-info")):
         if _name(dist_info.name.removesuffix(".dist-info").rsplit("-", 1)[0]) not in names:
@@ -118,6 +125,45 @@ def _remove_distributions(site: Path, names: set[str]) -> None:
                 folder = folder.parent
 
 
+def pinned_distributions(site: Path) -> list[str]:
+    """The distributions (name==version) installed in a `pip install --target` folder, from their metadata."""
+    pins = []
+    for dist_info in sorted(site.glob("*.dist-info")):
+        metadata = HeaderParser().parsestr((dist_info / "METADATA").read_text(encoding="utf-8"))
+        pins.append(f"{metadata['Name']}=={metadata['Version']}")
+    return pins
+
+
+def install_here(requirements: list[str], name: str, python_version: str, *, no_deps: bool) -> Path:
+    """`pip install --target` of `requirements` for this machine's platform and `python_version`, binary wheels
+    only (as the layers are built), cached under build/here/ by what it installs. A layer holds arm64 wheels:
+    the same pins installed here stand in for it when its code is imported on this machine."""
+    key = json.dumps([requirements, python_version, sysconfig.get_platform(), no_deps])
+    target = HERE_DIR / f"{name}-{hashlib.sha256(key.encode()).hexdigest()[:16]}"
+    if (target / ".complete").is_file():
+        return target
+    staging = target.with_name(target.name + ".partial")
+    shutil.rmtree(staging, ignore_errors=True)
+    pip = _pip_command()
+    if pip[0].endswith("uv"):
+        options = ["--quiet", "--python-version", python_version, "--only-binary", ":all:"]
+    else:
+        options = ["-qq", "--disable-pip-version-check", "--no-warn-conflicts", "--no-compile"]
+        options += ["--python-version", python_version, "--implementation", "cp", "--only-binary=:all:"]
+    command = [*pip, "install", *options, *(["--no-deps"] if no_deps else []), "--target", str(staging)]
+    subprocess.run([*command, *requirements], check=True)
+    (staging / ".complete").write_text(key)
+    shutil.rmtree(target, ignore_errors=True)
+    staging.rename(target)
+    return target
+
+
+def runtime_boto3() -> str:
+    """The boto3 pin of pyproject.toml: what the Lambda runtime's boto3 stands for here."""
+    dependencies = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    return str(next(d for d in dependencies if _name(d) == "boto3"))
+
+
 def build_deps_layer(target: Path = DEPS_LAYER_DIR, requirements: list[str] | None = None) -> Path:
     """Build (or keep) the dependency layer at `target`; returns `target`, whose `python/` Lambda puts on sys.path."""
     requirements = layer_requirements() if requirements is None else requirements
@@ -132,7 +178,7 @@ def build_deps_layer(target: Path = DEPS_LAYER_DIR, requirements: list[str] | No
     staging = target.with_name(target.name + ".partial")
     shutil.rmtree(staging, ignore_errors=True)
     _install(requirements, staging / "python")
-    _remove_distributions(staging / "python", PROVIDED_BY_RUNTIME)
+    remove_distributions(staging / "python", PROVIDED_BY_RUNTIME)
     # Console scripts and caches are of no use in a layer.
     shutil.rmtree(staging / "python" / "bin", ignore_errors=True)
     for cache in (staging / "python").rglob("__pycache__"):

@@ -5,29 +5,23 @@ Each function runs in a `python -S -I` process whose sys.path is exactly what La
 the Lambda Python runtime ships (/var/runtime: boto3 and its dependencies). A layer's distributions are built for
 arm64; each is installed again, the same pinned version, for this machine (`pip install --no-deps`) and put just
 before the layer's own folder, so compiled extensions load here and a module missing from the layer is missing
-here too. Those installs are cached under build/cold-start/, keyed by what they hold.
+here too (infra.build_layers.install_here, cached under build/here/).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
 import shutil
 import subprocess
 import sys
-import sysconfig
-import tomllib
 from dataclasses import dataclass
-from email.parser import HeaderParser
 from pathlib import Path
 from typing import Any
 
-from infra.build_layers import _pip_command
+from infra.build_layers import install_here, pinned_distributions, runtime_boto3
 
-ROOT = Path(__file__).resolve().parents[2]
-CACHE = ROOT / "build" / "cold-start"
 REGION = "us-east-1"
 ACCOUNT = "123456789012"
 PSEUDO = {
@@ -119,38 +113,6 @@ def resolve(value: Any, resources: dict[str, Any]) -> str:
     raise AssertionError(f"no stand-in for {function} in a function's environment")
 
 
-def distributions(folder: Path) -> list[str]:
-    """The pinned distributions (name==version) installed in a layer folder, from their dist-info metadata."""
-    pins = []
-    for dist_info in sorted(folder.glob("*.dist-info")):
-        metadata = HeaderParser().parsestr((dist_info / "METADATA").read_text(encoding="utf-8"))
-        pins.append(f"{metadata['Name']}=={metadata['Version']}")
-    return pins
-
-
-def pip_install(requirements: list[str], name: str, python_version: str, *, no_deps: bool) -> Path:
-    """`pip install --target` of `requirements` for this machine's platform and `python_version` (binary wheels, as
-    the layer was built), cached under build/cold-start/ by what it installs."""
-    key = json.dumps([requirements, python_version, sysconfig.get_platform(), no_deps])
-    target = CACHE / f"{name}-{hashlib.sha256(key.encode()).hexdigest()[:16]}"
-    if (target / ".complete").is_file():
-        return target
-    staging = target.with_name(target.name + ".partial")
-    shutil.rmtree(staging, ignore_errors=True)
-    pip = _pip_command()
-    if pip[0].endswith("uv"):
-        options = ["--python-version", python_version, "--only-binary", ":all:"]
-    else:
-        options = ["-qq", "--disable-pip-version-check", "--no-warn-conflicts", "--no-compile"]
-        options += ["--python-version", python_version, "--implementation", "cp", "--only-binary=:all:"]
-    command = [*pip, "install", *options, *(["--no-deps"] if no_deps else []), "--target", str(staging)]
-    subprocess.run([*command, *requirements], check=True)
-    (staging / ".complete").write_text(key)
-    shutil.rmtree(target, ignore_errors=True)
-    staging.rename(target)
-    return target
-
-
 def runtime_python(runtime: str) -> tuple[str, str]:
     """An interpreter of the function's runtime version (python3.12: the one Lambda runs), else this one; and the
     version the installs are made for."""
@@ -161,11 +123,6 @@ def runtime_python(runtime: str) -> tuple[str, str]:
         if candidate and subprocess.run([str(candidate), "-c", ""], capture_output=True).returncode == 0:
             return str(candidate), wanted
     return sys.executable, f"{sys.version_info.major}.{sys.version_info.minor}"
-
-
-def runtime_boto3_pin(pyproject: Path = ROOT / "pyproject.toml") -> str:
-    dependencies = tomllib.loads(pyproject.read_text())["project"]["dependencies"]
-    return next(d for d in dependencies if re.match(r"boto3\s*==", d))
 
 
 @dataclass(frozen=True)
@@ -182,10 +139,10 @@ def cold_start(function: LambdaFunction) -> ColdStart:
     path = [function.asset]
     for layer in function.layers:
         layer_python = layer / "python"
-        if pins := distributions(layer_python):
-            path.append(pip_install(pins, "layer", version, no_deps=True))
+        if pins := pinned_distributions(layer_python):
+            path.append(install_here(pins, "layer", version, no_deps=True))
         path.append(layer_python)
-    runtime = pip_install([runtime_boto3_pin()], "runtime-boto3", version, no_deps=False)
+    runtime = install_here([runtime_boto3()], "runtime-boto3", version, no_deps=False)
     stdlib_paths = json.loads(
         subprocess.run(
             [python, "-S", "-I", "-c", "import json, sys; print(json.dumps(sys.path))"],
