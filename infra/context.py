@@ -23,6 +23,7 @@ duetime.definitions.JOB_CLASSES: the runtime reads the same table, so they are n
 | handlerFunctions       | "" (none)                            | Lambda functions `lambda:` handlers may invoke (a,b) |
 | handlerTaskDefinitions | "" (none)                            | task families `ecs:` handlers may run (a,b)          |
 | handlerTaskRoles       | "" (none)                            | roles those tasks run as (names or ARNs; PassRole)   |
+| handlerExecutionRoles  | "" (none)                            | their execution roles (names or ARNs; PassRole)      |
 | workerRoleArns         | "" (none)                            | more principals admitted to the worker routes (a,b)  |
 | workerMaxConcurrency   | 50                                   | most concurrent batches per Lambda worker (reserved) |
 | classQueues            | "" (one due queue per class)         | due queues per class by shard (default:4,long:1)     |
@@ -185,6 +186,7 @@ class DeployContext:
     long_worker_max_tasks: int
     preload_shard_groups: int = 1
     handler_task_roles: list[str] = dataclasses.field(default_factory=list)
+    handler_execution_roles: list[str] = dataclasses.field(default_factory=list)
     worker_role_arns: list[str] = dataclasses.field(default_factory=list)
     worker_max_concurrency: int = DEFAULT_WORKER_MAX_CONCURRENCY
     api_reserved_concurrency: int = DEFAULT_API_RESERVED_CONCURRENCY
@@ -256,6 +258,7 @@ class DeployContext:
             long_worker_max_tasks=max(min_tasks, _int(node, "longWorkerMaxTasks", 10)),
             preload_shard_groups=shard_groups,
             handler_task_roles=_list(node, "handlerTaskRoles"),
+            handler_execution_roles=_list(node, "handlerExecutionRoles"),
             worker_role_arns=_list(node, "workerRoleArns"),
             worker_max_concurrency=min(
                 1000, _int(node, "workerMaxConcurrency", DEFAULT_WORKER_MAX_CONCURRENCY, minimum=2)

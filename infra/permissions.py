@@ -84,10 +84,12 @@ def grant_handler_targets(
     task_definitions: list[str],
     cluster_arn: str,
     task_roles: list[str] | None = None,
+    execution_roles: list[str] | None = None,
 ) -> None:
     """What `lambda:` and `ecs:` handlers need, on exactly the targets named in context: invoke those
     functions; run those task definitions' families in the workers' cluster only, passing only the roles
-    those tasks run as (context handlerTaskRoles), watch and stop the tasks of that cluster."""
+    those tasks run as and their execution roles (context handlerTaskRoles, handlerExecutionRoles: RunTask
+    passes both), watch and stop the tasks of that cluster."""
     stack = Stack.of(role)
     if functions:
         arns = [
@@ -122,7 +124,7 @@ def grant_handler_targets(
         name
         if name.startswith("arn:")
         else stack.format_arn(service="iam", region="", resource="role", resource_name=name)
-        for name in task_roles or []
+        for name in [*(task_roles or []), *(execution_roles or [])]
     ]
     if role_arns:
         statements.append(

@@ -39,6 +39,7 @@ HARDENED_CONTEXT = {
     "kmsKey": "create",
     "handlerTaskDefinitions": "report,export",
     "handlerTaskRoles": "report-task,arn:aws:iam::123456789012:role/export-task",
+    "handlerExecutionRoles": "report-execution",
     "workerRoleArns": "arn:aws:iam::123456789012:role/onprem-worker",
 }
 

@@ -294,3 +294,36 @@ def test_per_owner_quotas_reach_the_api_function_from_context(synthesized):
     ctx = DeployContext.from_node(cdk.App(context={"maxActiveJobs": "50", "runNowsPerMinute": 0}).node)
     assert (ctx.quotas.max_active_jobs, ctx.quotas.run_nows_per_minute) == (50, None)  # 0: unlimited
     assert ctx.quotas.job_creates_per_minute == DEFAULT_JOB_CREATES_PER_MINUTE
+
+
+def test_ecs_handler_tasks_run_in_a_group_of_their_own_with_https_out(hardened, synthesized):
+    # Issue 29: RunTask without a group put the tasks in the VPC's default group, which
+    # restrictDefaultSecurityGroup strips of every rule: no egress, the image could not be pulled.
+    group = hardened.stack.workers.handler_tasks_group
+    group_id = hardened.stack.get_logical_id(group.node.default_child)
+    props = hardened.raw["Resources"][group_id]["Properties"]
+    assert props["SecurityGroupEgress"] == [
+        {
+            "CidrIp": "0.0.0.0/0",
+            "Description": "HTTPS: ECR, S3, AWS APIs",
+            "FromPort": 443,
+            "IpProtocol": "tcp",
+            "ToPort": 443,
+        }
+    ]
+    assert "SecurityGroupIngress" not in props
+    wanted = {"Fn::GetAtt": [group_id, "GroupId"]}
+    for worker in hardened.stack.functions.workers.values():  # the Lambda workers start tasks too
+        env = hardened.raw["Resources"][hardened.logical_id(worker)]["Properties"]["Environment"]["Variables"]
+        assert env["DUETIME_ECS_SECURITY_GROUPS"] == wanted
+    for task in hardened.resources("AWS::ECS::TaskDefinition").values():
+        env = {e["Name"]: e["Value"] for e in task["Properties"]["ContainerDefinitions"][0]["Environment"]}
+        assert env["DUETIME_ECS_SECURITY_GROUPS"] == wanted
+    assert synthesized.stack.workers.handler_tasks_group is None  # no ecs: handlers, no group
+
+
+def test_pass_role_covers_the_handler_tasks_execution_roles(hardened):
+    # RunTask passes a task definition's execution role as well as its task role.
+    for role in [fn.role for fn in hardened.stack.functions.workers.values()] + hardened.stack.workers.task_roles:
+        [pass_role] = [s for s in statements_of(hardened, role) if s["Action"] == "iam:PassRole"]
+        assert "role/report-execution" in json.dumps(pass_role["Resource"])
