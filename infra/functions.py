@@ -21,7 +21,7 @@ from duetime.definitions import (
     WORKER_BATCHING_WINDOW_SECONDS,
 )
 
-from infra.build_layers import CORE_LAYER_DIR, CORE_LAYER_EXCLUDES, DEPS_LAYER_DIR
+from infra.build_layers import DEPS_LAYER_DIR, stage_core_layer
 from infra.common import ROOT, log_group, suppress
 from infra.context import DeployContext
 from infra.encryption import grant_key_use
@@ -44,6 +44,8 @@ from infra.storage import Storage
 RUNTIME = lambda_.Runtime.PYTHON_3_12  # the dependency layer is built for CPython 3.12 (build_layers.py)
 ARCHITECTURE = lambda_.Architecture.ARM_64
 ASSET_EXCLUDES = ["**/__pycache__", "**/*.pyc", "*.egg-info", "**/*.egg-info"]
+# The layers ship their bytecode for the runtime's Python (build_layers.compile_for_runtime).
+LAYER_EXCLUDES = ["*.egg-info", "**/*.egg-info"]
 # X-Ray's PutTraceSegments and PutTelemetryRecords take no resource ARN: "*" is the only choice.
 XRAY_WILDCARD = (
     "Only xray:PutTraceSegments and xray:PutTelemetryRecords (granted by tracing=ACTIVE) are on Resource *: "
@@ -105,7 +107,7 @@ class Functions(Construct):
         self.deps_layer = lambda_.LayerVersion(
             self,
             "DepsLayer",
-            code=lambda_.Code.from_asset(str(DEPS_LAYER_DIR), exclude=[".requirements.json", *ASSET_EXCLUDES]),
+            code=lambda_.Code.from_asset(str(DEPS_LAYER_DIR), exclude=[".requirements.json", *LAYER_EXCLUDES]),
             compatible_runtimes=[RUNTIME],
             compatible_architectures=[ARCHITECTURE],
             description="duetime third-party dependencies (pip, manylinux2014_aarch64, cp312)",
@@ -113,7 +115,7 @@ class Functions(Construct):
         self.core_layer = lambda_.LayerVersion(
             self,
             "CoreLayer",
-            code=lambda_.Code.from_asset(str(CORE_LAYER_DIR), exclude=[*CORE_LAYER_EXCLUDES, *ASSET_EXCLUDES]),
+            code=lambda_.Code.from_asset(str(stage_core_layer()), exclude=LAYER_EXCLUDES),
             compatible_runtimes=[RUNTIME],
             compatible_architectures=[ARCHITECTURE],
             description="duetime core (layers/core/python/duetime)",
@@ -125,7 +127,7 @@ class Functions(Construct):
             self.handler_layer = lambda_.LayerVersion(
                 self,
                 "HandlerLayer",
-                code=lambda_.Code.from_asset(str(stage_layer(ctx.handler_code)), exclude=ASSET_EXCLUDES),
+                code=lambda_.Code.from_asset(str(stage_layer(ctx.handler_code)), exclude=LAYER_EXCLUDES),
                 compatible_runtimes=[RUNTIME],
                 compatible_architectures=[ARCHITECTURE],
                 description=f"duetime handlers from {ctx.handler_code.path.name}/ ({ctx.handler_code.modules_env})",

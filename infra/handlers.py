@@ -22,6 +22,7 @@ from infra.build_layers import (
     _install,
     _name,
     build_deps_layer,
+    compile_for_runtime,
     install_here,
     pinned_distributions,
     remove_distributions,
@@ -87,6 +88,7 @@ def stage_layer(code: HandlerCode) -> Path:
     shutil.copytree(code.path, target / "python", ignore=SKIPPED)
     if (requirements := handler_requirements(code)) is not None:
         shutil.copytree(requirements, target / "python", dirs_exist_ok=True)
+    compile_for_runtime(target / "python")
     return target
 
 

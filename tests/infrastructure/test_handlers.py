@@ -102,7 +102,7 @@ def test_the_layer_holds_the_team_folder_as_python_packages(team_app):
     staged = sorted(
         p.name for p in (ROOT / "build" / "layers" / f"handlers-{team_app['key']}").glob("python/billing/*")
     )
-    assert staged == ["__init__.py", "handlers.py"]
+    assert staged == ["__init__.py", "__pycache__", "handlers.py"]  # with their bytecode for the runtime
 
 
 def test_the_api_reads_the_manifest_and_grants_and_imports_no_user_code(team_app):
