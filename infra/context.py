@@ -53,9 +53,11 @@ from typing import Any
 
 from constructs import Node
 from duetime.definitions import (
+    DEFAULT_API_RESERVED_CONCURRENCY,
     DEFAULT_JOB_CREATES_PER_MINUTE,
     DEFAULT_MAX_ACTIVE_JOBS,
     DEFAULT_RUN_NOWS_PER_MINUTE,
+    DEFAULT_WORKER_MAX_CONCURRENCY,
     JOB_CLASSES,
     SQS_MAX_DELAY_SECONDS,
     Settings,
@@ -71,8 +73,8 @@ MAX_PRELOAD_WINDOW_SECONDS = SQS_MAX_DELAY_SECONDS - Settings().preload_interval
 DEFAULT_QUOTAS = Quotas(DEFAULT_MAX_ACTIVE_JOBS, DEFAULT_JOB_CREATES_PER_MINUTE, DEFAULT_RUN_NOWS_PER_MINUTE)
 DEFAULT_CALLBACK_URL = "http://localhost:8080/callback"
 # Lambda's SQS event source accepts a maximum concurrency of 2 to 1000; WAF a rate limit from 10 (per 5 minutes).
-DEFAULT_WORKER_MAX_CONCURRENCY = 50
-DEFAULT_API_RESERVED_CONCURRENCY = 50
+# (DEFAULT_WORKER_MAX_CONCURRENCY, DEFAULT_API_RESERVED_CONCURRENCY: duetime.definitions, which the capacity
+# planner reads too.)
 DEFAULT_CALLER_RATE_LIMIT = 1000
 CREATE_KMS_KEY = "create"
 # Context eventBus: where events go (docs/events.md).

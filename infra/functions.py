@@ -17,6 +17,7 @@ from duetime.definitions import (
     API_FUNCTION_TIMEOUT_SECONDS,
     DLQ_NOTIFIER_TIMEOUT_SECONDS,
     FUNCTION_MEMORY_MB,
+    RUNS_PER_SCHEDULE,
     WORKER_BATCH_SIZE,
     WORKER_BATCHING_WINDOW_SECONDS,
 )
@@ -51,10 +52,9 @@ XRAY_WILDCARD = (
     "Only xray:PutTraceSegments and xray:PutTelemetryRecords (granted by tracing=ACTIVE) are on Resource *: "
     "X-Ray supports no resource-level permissions. Every other statement of this policy names its resources."
 )
-# The scheduled functions (pre-loader, DLQ notifier): each rule's run of the minute and one that overlaps it at
-# most. The pre-loader has a rule per shard group (context preloadShardGroups), all firing at once: a reservation
-# of 2 throttled some groups every minute once there were more than 2.
-RUNS_PER_SCHEDULE = 2
+# The scheduled functions (pre-loader, DLQ notifier) reserve RUNS_PER_SCHEDULE per rule: each rule's run of the
+# minute and one that overlaps it at most. The pre-loader has a rule per shard group (context preloadShardGroups),
+# all firing at once: a reservation of 2 throttled some groups every minute once there were more than 2.
 # Lambda retries a failed or timed-out asynchronous invocation twice on its own by default: a scheduled run is
 # not retried, the next tick does its work (the pre-loader also loads what is overdue; the DLQ notifier drains
 # what is left), and a retry would only overlap it.

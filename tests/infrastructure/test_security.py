@@ -327,3 +327,19 @@ def test_pass_role_covers_the_handler_tasks_execution_roles(hardened):
     for role in [fn.role for fn in hardened.stack.functions.workers.values()] + hardened.stack.workers.task_roles:
         [pass_role] = [s for s in statements_of(hardened, role) if s["Action"] == "iam:PassRole"]
         assert "role/report-execution" in json.dumps(pass_role["Resource"])
+
+
+@pytest.mark.parametrize("variant", ["synthesized", "hardened"])
+def test_the_capacity_plan_counts_exactly_the_concurrency_the_stack_reserves(variant, request):
+    # `duetime capacity` tells a team, before a deploy, the account limit the stack's reservations need.
+    from duetime.cli.capacity import Inputs, reserved_concurrency
+
+    stack = request.getfixturevalue(variant)
+    ours = {stack.logical_id(f) for f in stack.stack.functions.all}
+    reserved = sum(
+        f["Properties"].get("ReservedConcurrentExecutions", 0)
+        for logical_id, f in stack.resources("AWS::Lambda::Function").items()
+        if logical_id in ours
+    )
+    groups = stack.stack.ctx.preload_shard_groups
+    assert reserved == reserved_concurrency(Inputs(rate=1, preload_shard_groups=groups))["total"]
