@@ -10,9 +10,11 @@ import aws_cdk as cdk
 import pytest
 from aws_cdk.assertions import Match
 
+from infra.api import ANONYMOUS_RATE_LIMIT
 from infra.context import (
     DEFAULT_API_RESERVED_CONCURRENCY,
     DEFAULT_CALLER_RATE_LIMIT,
+    DEFAULT_QUOTAS,
     DEFAULT_WORKER_MAX_CONCURRENCY,
     DeployContext,
 )
@@ -110,17 +112,50 @@ def test_a_web_acl_rate_limits_each_caller_on_the_owner_routes(synthesized):
     [acl] = synthesized.resources("AWS::WAFv2::WebACL").values()
     rules = {rule["Name"]: rule for rule in acl["Properties"]["Rules"]}
     assert acl["Properties"]["Scope"] == "REGIONAL"
-    for name, key in (("rate-per-ip", {"IP": {}}), ("rate-per-token", {"Header": Match.any_value()})):
+    for name, key, limit in (
+        ("rate-per-ip", {"IP": {}}, ANONYMOUS_RATE_LIMIT),
+        ("rate-per-token", {"Header": Match.any_value()}, DEFAULT_CALLER_RATE_LIMIT),
+    ):
         rate = rules[name]["Statement"]["RateBasedStatement"]
-        assert rules[name]["Action"] == {"Block": {}}
-        assert rate["Limit"] == DEFAULT_CALLER_RATE_LIMIT and rate["AggregateKeyType"] == "CUSTOM_KEYS"
+        # Answered as a quota is: 429 with Retry-After and the API's error body, not WAF's 403.
+        response = rules[name]["Action"]["Block"]["CustomResponse"]
+        assert response["ResponseCode"] == 429
+        assert response["ResponseHeaders"] == [{"Name": "Retry-After", "Value": "60"}]
+        body = acl["Properties"]["CustomResponseBodies"][response["CustomResponseBodyKey"]]
+        assert body["ContentType"] == "APPLICATION_JSON"
+        assert json.loads(body["Content"])["error"]["code"] == "rate_limited"
+        assert rate["Limit"] == limit and rate["AggregateKeyType"] == "CUSTOM_KEYS"
         assert list(rate["CustomKeys"][0]) == list(key)
         # Worker routes are left out (ECS workers share one NAT address; the resource policy guards them).
-        regex = rate["ScopeDownStatement"]["NotStatement"]["Statement"]["RegexMatchStatement"]["RegexString"]
+        scope = rate["ScopeDownStatement"]
+        owners_only = scope["AndStatement"]["Statements"][0] if "AndStatement" in scope else scope
+        regex = owners_only["NotStatement"]["Statement"]["RegexMatchStatement"]["RegexString"]
         assert "heartbeat" in regex and "complete" in regex
+    # Per address only without a token: the console's users reach the API from CloudFront's edge addresses.
+    [_, without_token] = rules["rate-per-ip"]["Statement"]["RateBasedStatement"]["ScopeDownStatement"]["AndStatement"][
+        "Statements"
+    ]
+    size = without_token["NotStatement"]["Statement"]["SizeConstraintStatement"]
+    assert size["FieldToMatch"] == {"SingleHeader": {"Name": "authorization"}}
+    assert (size["ComparisonOperator"], size["Size"]) == ("GT", 0)
     [association] = synthesized.resources("AWS::WAFv2::WebACLAssociation").values()
     stage_id = next(iter(synthesized.resources("AWS::ApiGateway::Stage")))
     assert stage_id in json.dumps(association["Properties"]["ResourceArn"])
+
+
+def test_the_per_token_limit_sits_above_what_the_owner_quotas_allow():
+    # Issue 29: 1,000 requests in 5 minutes per token was a third of the default job-creation quota alone
+    # (600 a minute), and blocked the README's `duetime load` run with 403s.
+    from infra.context import TOKEN_RATE_LIMIT_PER_QUOTA_MINUTE
+
+    quotas = DEFAULT_QUOTAS
+    writes_per_window = 5 * (quotas.job_creates_per_minute + quotas.run_nows_per_minute)
+    assert TOKEN_RATE_LIMIT_PER_QUOTA_MINUTE * writes_per_window // 5 == DEFAULT_CALLER_RATE_LIMIT
+    assert 2 * writes_per_window <= DEFAULT_CALLER_RATE_LIMIT
+    # A load run of 200 jobs/s with one token raises that owner's creation quota; the WAF limit follows it.
+    ctx = DeployContext.from_node(cdk.App(context={"jobCreatesPerMinute": 12_000}).node)
+    assert ctx.caller_rate_limit == 10 * (12_000 + 120) > 200 * 300
+    assert DeployContext.from_node(cdk.App(context={"callerRateLimit": 50_000}).node).caller_rate_limit == 50_000
 
 
 def test_limits_come_from_context():
