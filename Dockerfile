@@ -11,6 +11,8 @@ RUN pip install . && useradd --system --uid 10001 duetime
 # The team's handler packages, importable by DUETIME_HANDLER_MODULES (e.g. billing.handlers).
 ARG HANDLER_DIR=handlers
 COPY ${HANDLER_DIR} /app/handlers
+# What the handler packages need beyond duetime (the same requirements.txt the Lambda workers' layer installs).
+RUN if [ -f /app/handlers/requirements.txt ]; then pip install -r /app/handlers/requirements.txt; fi
 ENV PYTHONPATH=/app/handlers
 USER duetime
 CMD ["duetime", "worker", "--job-class", "long"]

@@ -3,6 +3,7 @@ federated to any OIDC issuer), workers' routes are IAM-authorized; bodies valida
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -18,7 +19,7 @@ from duetime.api.openapi import gateway_request_schemas
 from duetime.api.routes import ROUTES
 from duetime.api.routing import Access
 
-from infra.common import log_group, suppress
+from infra.common import hosted_ui_domain_prefix, log_group, suppress
 from infra.context import DeployContext
 
 # Request bodies are validated at the edge against the schemas generated from the same pydantic models
@@ -30,6 +31,14 @@ GATEWAY_ROUTES = [route for route in ROUTES if route.access is not Access.PUBLIC
 WORKER_ROUTES = [route for route in GATEWAY_ROUTES if route.access is Access.WORKER]
 # WAF counts rate-based rules over this window (seconds); context callerRateLimit is per window.
 RATE_WINDOW_SECONDS = 300
+# Requests without a token, per source address and window: they are refused (401) whatever their number; this
+# only keeps a flood of them off the stage. Callers with a token are limited per token (callerRateLimit), not per
+# address: the console's users all reach the API from CloudFront's few edge addresses.
+ANONYMOUS_RATE_LIMIT = 1000
+# A rate rule answers as a quota does (429, Retry-After, the API's error body), so clients back off instead of
+# taking WAF's default 403 for a refusal.
+RATE_LIMITED_BODY = "rate-limited"
+RATE_LIMITED_RETRY_AFTER_SECONDS = 60
 
 
 class Api(Construct):
@@ -90,7 +99,10 @@ class Api(Construct):
                 callback_urls=[ctx.callback_url],
             )
             self.user_pool.add_domain(
-                "Domain", cognito_domain=cognito.CognitoDomainOptions(domain_prefix=ctx.settings.prefix)
+                "Domain",
+                cognito_domain=cognito.CognitoDomainOptions(
+                    domain_prefix=hosted_ui_domain_prefix(self, ctx.settings.prefix)
+                ),
             )
         self.client = self.user_pool.add_client(
             "Client",
@@ -235,9 +247,10 @@ class Api(Construct):
         )
 
     def _web_acl(self, ctx: DeployContext) -> wafv2.CfnWebACL:
-        """A regional web ACL on the stage: AWS's known-bad-inputs rules, and a rate limit per caller (source IP,
-        and owner token) on the owners' routes. Workers' routes are left out of the rate rules: ECS workers share
-        one NAT address, and the resource policy already admits only worker roles there.
+        """A regional web ACL on the stage: AWS's known-bad-inputs rules, and rate limits on the owners' routes: per
+        token (callerRateLimit, above what the owner quotas allow), and per source address for requests without
+        one. Workers' routes are left out of the rate rules: ECS workers share one NAT address, and the resource
+        policy already admits only worker roles there. A limited caller gets 429 with Retry-After, as from a quota.
 
         WAF rather than usage plans: a usage plan meters API keys, which owners signing in with Cognito do not
         carry (and an API key is no identity); a rate-based rule keys on what each caller does send, synthesizes
@@ -255,18 +268,61 @@ class Api(Construct):
             )
         )
 
-        def rate_rule(name: str, priority: int, keys: list[wafv2.CfnWebACL.RateBasedStatementCustomKeyProperty]) -> Any:
+        without_token = wafv2.CfnWebACL.StatementProperty(
+            and_statement=wafv2.CfnWebACL.AndStatementProperty(
+                statements=[
+                    owners_routes_only,
+                    wafv2.CfnWebACL.StatementProperty(
+                        not_statement=wafv2.CfnWebACL.NotStatementProperty(
+                            # A header WAF does not find matches no size: this holds for requests that carry one.
+                            statement=wafv2.CfnWebACL.StatementProperty(
+                                size_constraint_statement=wafv2.CfnWebACL.SizeConstraintStatementProperty(
+                                    field_to_match=wafv2.CfnWebACL.FieldToMatchProperty(
+                                        single_header={"Name": "authorization"}
+                                    ),
+                                    comparison_operator="GT",
+                                    size=0,
+                                    text_transformations=[
+                                        wafv2.CfnWebACL.TextTransformationProperty(priority=0, type="NONE")
+                                    ],
+                                )
+                            )
+                        )
+                    ),
+                ]
+            )
+        )
+
+        def rate_rule(
+            name: str,
+            priority: int,
+            limit: int,
+            keys: list[wafv2.CfnWebACL.RateBasedStatementCustomKeyProperty],
+            scope: wafv2.CfnWebACL.StatementProperty,
+        ) -> Any:
             return wafv2.CfnWebACL.RuleProperty(
                 name=name,
                 priority=priority,
-                action=wafv2.CfnWebACL.RuleActionProperty(block={}),
+                action=wafv2.CfnWebACL.RuleActionProperty(
+                    block=wafv2.CfnWebACL.BlockActionProperty(
+                        custom_response=wafv2.CfnWebACL.CustomResponseProperty(
+                            response_code=429,
+                            custom_response_body_key=RATE_LIMITED_BODY,
+                            response_headers=[
+                                wafv2.CfnWebACL.CustomHTTPHeaderProperty(
+                                    name="Retry-After", value=str(RATE_LIMITED_RETRY_AFTER_SECONDS)
+                                )
+                            ],
+                        )
+                    )
+                ),
                 statement=wafv2.CfnWebACL.StatementProperty(
                     rate_based_statement=wafv2.CfnWebACL.RateBasedStatementProperty(
-                        limit=ctx.caller_rate_limit,
+                        limit=limit,
                         evaluation_window_sec=RATE_WINDOW_SECONDS,
                         aggregate_key_type="CUSTOM_KEYS",
                         custom_keys=keys,
-                        scope_down_statement=owners_routes_only,
+                        scope_down_statement=scope,
                     )
                 ),
                 visibility_config=visibility(name),
@@ -285,6 +341,20 @@ class Api(Construct):
             scope="REGIONAL",
             default_action=wafv2.CfnWebACL.DefaultActionProperty(allow={}),
             visibility_config=visibility("api"),
+            custom_response_bodies={
+                RATE_LIMITED_BODY: wafv2.CfnWebACL.CustomResponseBodyProperty(
+                    content_type="APPLICATION_JSON",
+                    content=json.dumps(
+                        {
+                            "error": {
+                                "code": "rate_limited",
+                                "message": f"too many requests from this caller in {RATE_WINDOW_SECONDS // 60} "
+                                "minutes; try again later",
+                            }
+                        }
+                    ),
+                )
+            },
             rules=[
                 wafv2.CfnWebACL.RuleProperty(
                     name="known-bad-inputs",
@@ -297,10 +367,17 @@ class Api(Construct):
                     ),
                     visibility_config=visibility("known-bad-inputs"),
                 ),
-                rate_rule("rate-per-ip", 1, [wafv2.CfnWebACL.RateBasedStatementCustomKeyProperty(ip={})]),
+                rate_rule(
+                    "rate-per-ip",
+                    1,
+                    ANONYMOUS_RATE_LIMIT,
+                    [wafv2.CfnWebACL.RateBasedStatementCustomKeyProperty(ip={})],
+                    without_token,
+                ),
                 rate_rule(
                     "rate-per-token",
                     2,
+                    ctx.caller_rate_limit,
                     [
                         wafv2.CfnWebACL.RateBasedStatementCustomKeyProperty(
                             header=wafv2.CfnWebACL.RateLimitHeaderProperty(
@@ -311,6 +388,7 @@ class Api(Construct):
                             )
                         )
                     ],
+                    owners_routes_only,
                 ),
             ],
         )

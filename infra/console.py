@@ -3,6 +3,8 @@ only, security headers), the API on the same distribution, and sign-in through t
 
 from __future__ import annotations
 
+import json
+
 from aws_cdk import CfnOutput, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_apigateway as apigw
 from aws_cdk import aws_cloudfront as cloudfront
@@ -11,14 +13,32 @@ from aws_cdk import aws_cognito as cognito
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_s3_deployment as s3deploy
 from constructs import Construct
+from duetime.api.openapi import openapi_document
 from duetime.console import SECURITY_HEADERS, STATIC_DIR
 
-from infra.common import suppress
+from infra.api import GATEWAY_ROUTES, WORKER_ROUTES
+from infra.common import hosted_ui_domain_prefix, suppress
 from infra.context import DeployContext
 
-# The API's routes that the console calls, served by the same distribution: same origin, so no CORS and the
-# page's CSP keeps connect-src to 'self' and the hosted UI's token endpoint.
-API_PATHS = ("/jobs", "/jobs/*", "/schedules/*", "/calendars", "/calendars/*", "/openapi.json")
+
+def api_path_patterns(paths: list[str]) -> tuple[str, ...]:
+    """CloudFront path patterns that send each of `paths` (routes as "/jobs/{jobId}/run") to the API: "/jobs"
+    for a route that is its first segment alone, "/jobs/*" for those below it."""
+    patterns: set[str] = set()
+    for path in paths:
+        first = path.split("/")[1]
+        patterns.add(f"/{first}" if path == f"/{first}" else f"/{first}/*")
+    return tuple(sorted(patterns))
+
+
+# Every route of the API's table an owner may call (the console calls most; a team's own pages behind the same
+# distribution may call any), served by the same distribution: same origin, so no CORS and the page's CSP keeps
+# connect-src to 'self' and the hosted UI's token endpoint. Derived from the table, so a new route is routed
+# (a hand-kept list missed /dead-letters and /executions: the console's dead-letters page, retry and redrive got
+# the S3 origin's 403). Workers call the API directly with SigV4, never through the distribution.
+API_PATHS = api_path_patterns([route.path for route in GATEWAY_ROUTES if route not in WORKER_ROUTES])
+# The OpenAPI document (which the gateway does not serve: it takes no token) is a file beside the console's.
+OPENAPI_FILE = "openapi.json"
 HSTS_SECONDS = 2 * 365 * 24 * 3600
 # How cdk-nag names what CDK's BucketDeployment handler is granted (the default bootstrap's asset bucket).
 BASIC_EXECUTION_ROLE = "arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole"
@@ -55,7 +75,9 @@ class Console(Construct):
             if isinstance(existing, cognito.UserPoolDomain)
             else user_pool.add_domain(
                 "ConsoleDomain",
-                cognito_domain=cognito.CognitoDomainOptions(domain_prefix=f"{ctx.settings.prefix}-console"),
+                cognito_domain=cognito.CognitoDomainOptions(
+                    domain_prefix=hosted_ui_domain_prefix(self, f"{ctx.settings.prefix}-console")
+                ),
             )
         )
         hosted_ui = self.domain.base_url()
@@ -128,6 +150,8 @@ class Console(Construct):
             destination_bucket=self.bucket,
             sources=[
                 s3deploy.Source.asset(str(STATIC_DIR)),
+                # As text: json_data would lose the document's nulls on their way to CDK's JavaScript side.
+                s3deploy.Source.data(OPENAPI_FILE, json.dumps(openapi_document(), indent=1)),
                 s3deploy.Source.json_data(
                     "config.json",
                     {"signIn": {"hostedUi": hosted_ui, "clientId": self.client.user_pool_client_id}},

@@ -23,11 +23,12 @@ duetime.definitions.JOB_CLASSES: the runtime reads the same table, so they are n
 | handlerFunctions       | "" (none)                            | Lambda functions `lambda:` handlers may invoke (a,b) |
 | handlerTaskDefinitions | "" (none)                            | task families `ecs:` handlers may run (a,b)          |
 | handlerTaskRoles       | "" (none)                            | roles those tasks run as (names or ARNs; PassRole)   |
+| handlerExecutionRoles  | "" (none)                            | their execution roles (names or ARNs; PassRole)      |
 | workerRoleArns         | "" (none)                            | more principals admitted to the worker routes (a,b)  |
 | workerMaxConcurrency   | 50                                   | most concurrent batches per Lambda worker (reserved) |
 | classQueues            | "" (one due queue per class)         | due queues per class by shard (default:4,long:1)     |
 | apiReservedConcurrency | 50                                   | concurrency kept for the API function (0: none)      |
-| callerRateLimit        | 1000                                 | WAF: requests per 5 minutes per IP and per token     |
+| callerRateLimit        | 10 x (creates + run-nows)/min quotas | WAF: requests per 5 minutes per token (owner)        |
 | maxActiveJobs          | 10000 (definitions.py)               | jobs (not cancelled) per owner; 0: unlimited         |
 | jobCreatesPerMinute    | 600 (definitions.py)                 | job creations per owner and minute; 0: unlimited     |
 | runNowsPerMinute       | 120 (definitions.py)                 | run-now requests per owner and minute; 0: unlimited  |
@@ -53,10 +54,12 @@ from typing import Any
 
 from constructs import Node
 from duetime.definitions import (
+    DEFAULT_API_RESERVED_CONCURRENCY,
     DEFAULT_BACKFILL_SLOTS_PER_HOUR,
     DEFAULT_JOB_CREATES_PER_MINUTE,
     DEFAULT_MAX_ACTIVE_JOBS,
     DEFAULT_RUN_NOWS_PER_MINUTE,
+    DEFAULT_WORKER_MAX_CONCURRENCY,
     JOB_CLASSES,
     SQS_MAX_DELAY_SECONDS,
     Settings,
@@ -77,9 +80,21 @@ DEFAULT_QUOTAS = Quotas(
 )
 DEFAULT_CALLBACK_URL = "http://localhost:8080/callback"
 # Lambda's SQS event source accepts a maximum concurrency of 2 to 1000; WAF a rate limit from 10 (per 5 minutes).
-DEFAULT_WORKER_MAX_CONCURRENCY = 50
-DEFAULT_API_RESERVED_CONCURRENCY = 50
-DEFAULT_CALLER_RATE_LIMIT = 1000
+# (DEFAULT_WORKER_MAX_CONCURRENCY, DEFAULT_API_RESERVED_CONCURRENCY: duetime.definitions, which the capacity
+# planner reads too.)
+# WAF's limit per token when context callerRateLimit is not given: twice what the owner quotas let a token
+# write in WAF's 5-minute window (job creations and run-nows; an unlimited one counted at its default), so the
+# reads beside those writes fit too. WAF is a backstop behind the quotas' own 429s, never a lower limit.
+TOKEN_RATE_LIMIT_PER_QUOTA_MINUTE = 2 * 5
+
+
+def default_caller_rate_limit(quotas: Quotas) -> int:
+    creates = quotas.job_creates_per_minute or DEFAULT_JOB_CREATES_PER_MINUTE
+    run_nows = quotas.run_nows_per_minute or DEFAULT_RUN_NOWS_PER_MINUTE
+    return TOKEN_RATE_LIMIT_PER_QUOTA_MINUTE * (creates + run_nows)
+
+
+DEFAULT_CALLER_RATE_LIMIT = default_caller_rate_limit(DEFAULT_QUOTAS)
 CREATE_KMS_KEY = "create"
 # Context eventBus: where events go (docs/events.md).
 CREATE_EVENT_BUS, DEFAULT_EVENT_BUS, NO_EVENT_BUS = "create", "default", "none"
@@ -192,6 +207,7 @@ class DeployContext:
     long_worker_max_tasks: int
     preload_shard_groups: int = 1
     handler_task_roles: list[str] = dataclasses.field(default_factory=list)
+    handler_execution_roles: list[str] = dataclasses.field(default_factory=list)
     worker_role_arns: list[str] = dataclasses.field(default_factory=list)
     worker_max_concurrency: int = DEFAULT_WORKER_MAX_CONCURRENCY
     api_reserved_concurrency: int = DEFAULT_API_RESERVED_CONCURRENCY
@@ -238,6 +254,13 @@ class DeployContext:
         if issuer and not (audience and secret_name):
             raise ValueError("context jwtIssuer needs jwtAudience (the client id) and jwtClientSecretName")
         min_tasks = _int(node, "longWorkerMinTasks", 1, minimum=0)
+        quotas = Quotas(
+            max_active_jobs=_int(node, "maxActiveJobs", DEFAULT_MAX_ACTIVE_JOBS, minimum=0) or None,
+            job_creates_per_minute=_int(node, "jobCreatesPerMinute", DEFAULT_JOB_CREATES_PER_MINUTE, minimum=0) or None,
+            run_nows_per_minute=_int(node, "runNowsPerMinute", DEFAULT_RUN_NOWS_PER_MINUTE, minimum=0) or None,
+            backfill_slots_per_hour=_int(node, "backfillSlotsPerHour", DEFAULT_BACKFILL_SLOTS_PER_HOUR, minimum=0)
+            or None,
+        )
         shard_groups = _int(node, "preloadShardGroups", 1)
         if shard_groups > settings.shards:
             raise ValueError(f"context preloadShardGroups must be at most shards ({settings.shards})")
@@ -263,21 +286,15 @@ class DeployContext:
             long_worker_max_tasks=max(min_tasks, _int(node, "longWorkerMaxTasks", 10)),
             preload_shard_groups=shard_groups,
             handler_task_roles=_list(node, "handlerTaskRoles"),
+            handler_execution_roles=_list(node, "handlerExecutionRoles"),
             worker_role_arns=_list(node, "workerRoleArns"),
             worker_max_concurrency=min(
                 1000, _int(node, "workerMaxConcurrency", DEFAULT_WORKER_MAX_CONCURRENCY, minimum=2)
             ),
             api_reserved_concurrency=_int(node, "apiReservedConcurrency", DEFAULT_API_RESERVED_CONCURRENCY, minimum=0),
-            caller_rate_limit=_int(node, "callerRateLimit", DEFAULT_CALLER_RATE_LIMIT, minimum=10),
+            caller_rate_limit=_int(node, "callerRateLimit", default_caller_rate_limit(quotas), minimum=10),
             kms_key=_kms_key(node),
-            quotas=Quotas(
-                max_active_jobs=_int(node, "maxActiveJobs", DEFAULT_MAX_ACTIVE_JOBS, minimum=0) or None,
-                job_creates_per_minute=_int(node, "jobCreatesPerMinute", DEFAULT_JOB_CREATES_PER_MINUTE, minimum=0)
-                or None,
-                run_nows_per_minute=_int(node, "runNowsPerMinute", DEFAULT_RUN_NOWS_PER_MINUTE, minimum=0) or None,
-                backfill_slots_per_hour=_int(node, "backfillSlotsPerHour", DEFAULT_BACKFILL_SLOTS_PER_HOUR, minimum=0)
-                or None,
-            ),
+            quotas=quotas,
             console=str(node.try_get_context("console") or "").lower() in ("true", "1", "yes"),
             event_bus=_event_bus(node),
             owner_topic_accounts=_list(node, "ownerTopicAccounts") or [ANY_ACCOUNT],

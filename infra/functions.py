@@ -17,11 +17,12 @@ from duetime.definitions import (
     API_FUNCTION_TIMEOUT_SECONDS,
     DLQ_NOTIFIER_TIMEOUT_SECONDS,
     FUNCTION_MEMORY_MB,
+    RUNS_PER_SCHEDULE,
     WORKER_BATCH_SIZE,
     WORKER_BATCHING_WINDOW_SECONDS,
 )
 
-from infra.build_layers import CORE_LAYER_DIR, CORE_LAYER_EXCLUDES, DEPS_LAYER_DIR
+from infra.build_layers import DEPS_LAYER_DIR, stage_core_layer
 from infra.common import ROOT, log_group, suppress
 from infra.context import DeployContext
 from infra.encryption import grant_key_use
@@ -44,13 +45,24 @@ from infra.storage import Storage
 RUNTIME = lambda_.Runtime.PYTHON_3_12  # the dependency layer is built for CPython 3.12 (build_layers.py)
 ARCHITECTURE = lambda_.Architecture.ARM_64
 ASSET_EXCLUDES = ["**/__pycache__", "**/*.pyc", "*.egg-info", "**/*.egg-info"]
+# The layers ship their bytecode for the runtime's Python (build_layers.compile_for_runtime).
+LAYER_EXCLUDES = ["*.egg-info", "**/*.egg-info"]
 # X-Ray's PutTraceSegments and PutTelemetryRecords take no resource ARN: "*" is the only choice.
 XRAY_WILDCARD = (
     "Only xray:PutTraceSegments and xray:PutTelemetryRecords (granted by tracing=ACTIVE) are on Resource *: "
     "X-Ray supports no resource-level permissions. Every other statement of this policy names its resources."
 )
-# The scheduled functions (pre-loader, DLQ notifier): one run a minute and one that overlaps it at most.
-SCHEDULED_RESERVED_CONCURRENCY = 2
+# The scheduled functions (pre-loader, DLQ notifier) reserve RUNS_PER_SCHEDULE per rule: each rule's run of the
+# minute and one that overlaps it at most. The pre-loader has a rule per shard group (context preloadShardGroups),
+# all firing at once: a reservation of 2 throttled some groups every minute once there were more than 2.
+# Lambda retries a failed or timed-out asynchronous invocation twice on its own by default: a scheduled run is
+# not retried, the next tick does its work (the pre-loader also loads what is overdue; the DLQ notifier drains
+# what is left), and a retry would only overlap it.
+SCHEDULED_ASYNC_RETRIES = 0
+
+
+def preloader_reserved_concurrency(shard_groups: int) -> int:
+    return RUNS_PER_SCHEDULE * shard_groups
 
 
 def stack_environment(ctx: DeployContext, queues: Queues) -> dict[str, str]:
@@ -95,7 +107,7 @@ class Functions(Construct):
         self.deps_layer = lambda_.LayerVersion(
             self,
             "DepsLayer",
-            code=lambda_.Code.from_asset(str(DEPS_LAYER_DIR), exclude=[".requirements.json", *ASSET_EXCLUDES]),
+            code=lambda_.Code.from_asset(str(DEPS_LAYER_DIR), exclude=[".requirements.json", *LAYER_EXCLUDES]),
             compatible_runtimes=[RUNTIME],
             compatible_architectures=[ARCHITECTURE],
             description="duetime third-party dependencies (pip, manylinux2014_aarch64, cp312)",
@@ -103,7 +115,7 @@ class Functions(Construct):
         self.core_layer = lambda_.LayerVersion(
             self,
             "CoreLayer",
-            code=lambda_.Code.from_asset(str(CORE_LAYER_DIR), exclude=[*CORE_LAYER_EXCLUDES, *ASSET_EXCLUDES]),
+            code=lambda_.Code.from_asset(str(stage_core_layer()), exclude=LAYER_EXCLUDES),
             compatible_runtimes=[RUNTIME],
             compatible_architectures=[ARCHITECTURE],
             description="duetime core (layers/core/python/duetime)",
@@ -115,7 +127,7 @@ class Functions(Construct):
             self.handler_layer = lambda_.LayerVersion(
                 self,
                 "HandlerLayer",
-                code=lambda_.Code.from_asset(str(stage_layer(ctx.handler_code)), exclude=ASSET_EXCLUDES),
+                code=lambda_.Code.from_asset(str(stage_layer(ctx.handler_code)), exclude=LAYER_EXCLUDES),
                 compatible_runtimes=[RUNTIME],
                 compatible_architectures=[ARCHITECTURE],
                 description=f"duetime handlers from {ctx.handler_code.path.name}/ ({ctx.handler_code.modules_env})",
@@ -143,10 +155,13 @@ class Functions(Construct):
         interval = ctx.settings.preload_interval_seconds
         self.preloader = self._function(
             FunctionSpec("preloader", "duetime pre-loader: sends due executions to SQS", Duration.seconds(interval)),
-            reserved_concurrency=SCHEDULED_RESERVED_CONCURRENCY,
+            reserved_concurrency=preloader_reserved_concurrency(ctx.preload_shard_groups),
+            async_retries=SCHEDULED_ASYNC_RETRIES,
         )
         grant_tables(self.preloader.role, tables, PRELOADER_TABLE_ACTIONS)  # type: ignore[arg-type]
         grant_queues(self.preloader.role, every_due, SEND)  # type: ignore[arg-type]
+        # Its reconciler sends a failure notice again to the DLQ of the execution's class.
+        grant_queues(self.preloader.role, every_dlq, SEND)  # type: ignore[arg-type]
 
         self.workers: dict[str, lambda_.Function] = {}
         for name, class_queues in queues.by_class.items():
@@ -196,7 +211,8 @@ class Functions(Construct):
                 Duration.seconds(DLQ_NOTIFIER_TIMEOUT_SECONDS),
             ),
             alert_topic_arn=alert_topic.topic_arn,
-            reserved_concurrency=SCHEDULED_RESERVED_CONCURRENCY,
+            reserved_concurrency=RUNS_PER_SCHEDULE,  # one rule, whatever the shard groups
+            async_retries=SCHEDULED_ASYNC_RETRIES,
         )
         grant_tables(self.dlq_notifier.role, tables, DLQ_NOTIFIER_TABLE_ACTIONS)  # type: ignore[arg-type]
         grant_queues(self.dlq_notifier.role, every_dlq, DRAIN)  # type: ignore[arg-type]
@@ -222,6 +238,7 @@ class Functions(Construct):
         extra_env: dict[str, str] | None = None,
         extra_layers: list[lambda_.LayerVersion] | None = None,
         reserved_concurrency: int | None = None,
+        async_retries: int | None = None,
     ) -> lambda_.Function:
         construct_id = construct_id or "".join(part.capitalize() for part in spec.name.split("_"))
         logs = log_group(self, f"{construct_id}Logs", self.ctx.log_retention_days, self.key)
@@ -259,6 +276,7 @@ class Functions(Construct):
             tracing=lambda_.Tracing.ACTIVE,
             logging_format=lambda_.LoggingFormat.JSON,
             reserved_concurrent_executions=reserved_concurrency,
+            retry_attempts=async_retries,
             environment_encryption=self.key,
         )
         # On the role's own policy only, where tracing put the X-Ray statement: a policy attached apart

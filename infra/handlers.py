@@ -1,5 +1,7 @@
-"""A team's handler code for the workers: staged offline as a Lambda layer and into the `long` image's build
-context, and its handler manifest (what the modules register, read by the API) made at synth in a subprocess."""
+"""A team's handler code for the workers: staged offline as a Lambda layer (with the distributions its
+requirements.txt names) and into the `long` image's build context, and its handler manifest (what the modules
+register, read by the API) made at synth in a subprocess that sees only what a worker function would: so a
+module that cannot import fails the synth, not the cold start."""
 
 from __future__ import annotations
 
@@ -15,6 +17,18 @@ from pathlib import Path
 from duetime.config import RuntimeConfig
 from duetime.definitions import JOB_CLASSES
 
+from infra.build_layers import (
+    PROVIDED_BY_RUNTIME,
+    _install,
+    _name,
+    build_deps_layer,
+    compile_for_runtime,
+    install_here,
+    pinned_distributions,
+    remove_distributions,
+    runtime_boto3,
+)
+
 ROOT = Path(__file__).resolve().parents[1]
 CORE_PYTHON = ROOT / "layers" / "core" / "python"
 STAGING = ROOT / "build"
@@ -27,11 +41,16 @@ IMAGE_FILES = ("Dockerfile", "pyproject.toml", "README.md")
 IMAGE_HANDLER_DIR = "handlers"
 # Lambda allows 4 KB of environment in all; the rest of the API's (queue URLs, settings) takes about 1 KB.
 MAX_HANDLER_ENV_BYTES = 3000  # the Dockerfile's HANDLER_DIR build arg: where the staged handler code is
-# Imports the modules in a clean interpreter and prints what the registry then holds (demo handlers included).
+# The distributions a handler folder needs beyond duetime's own (which the dependency layer ships): installed
+# into the handler layer for the functions' platform, and into the `long` image (Dockerfile).
+REQUIREMENTS_FILE = "requirements.txt"
+# Imports the modules in an interpreter run with -S -I, whose sys.path is the standard library and exactly the
+# folders given (argv[1], JSON), and prints what the registry then holds (demo handlers included).
 MANIFEST_SCRIPT = """
 import json, sys
+sys.path[:0] = json.loads(sys.argv[1])
 from duetime.worker.registry import load_modules, registered_names
-load_modules([m for m in sys.argv[1:] if m])
+load_modules([m for m in sys.argv[2:] if m])
 print(json.dumps(registered_names()))
 """
 
@@ -60,13 +79,48 @@ class HandlerCode:
 
 
 def stage_layer(code: HandlerCode) -> Path:
-    """build/layers/handlers-<key>/python/: a copy of the handler folder, which Lambda puts on sys.path."""
+    """build/layers/handlers-<key>/python/: a copy of the handler folder, which Lambda puts on sys.path, with the
+    distributions its requirements.txt names (those the dependency layer does not ship already)."""
     if code.path is None:
         raise ValueError("no handler folder to stage")
     target = STAGING / "layers" / f"handlers-{code.key}"
     shutil.rmtree(target, ignore_errors=True)
     shutil.copytree(code.path, target / "python", ignore=SKIPPED)
+    if (requirements := handler_requirements(code)) is not None:
+        shutil.copytree(requirements, target / "python", dirs_exist_ok=True)
+    compile_for_runtime(target / "python")
     return target
+
+
+def handler_requirements(code: HandlerCode) -> Path | None:
+    """The handler folder's requirements.txt installed for the functions' platform (arm64, CPython 3.12), the
+    dependency layer's pins as constraints, less what that layer and the runtime ship; cached under build/ by
+    the file's content and those pins. None without a requirements.txt."""
+    if code.path is None or not (code.path / REQUIREMENTS_FILE).is_file():
+        return None
+    text = (code.path / REQUIREMENTS_FILE).read_text()
+    shipped = pinned_distributions(build_deps_layer() / "python")
+    digest = hashlib.sha256(json.dumps([text, shipped]).encode()).hexdigest()[:16]
+    target = STAGING / "layers" / f"handler-requirements-{digest}"
+    if (target / ".complete").is_file():
+        return target / "python"
+    staging = target.with_name(target.name + ".partial")
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    constraints = staging / "constraints.txt"
+    constraints.write_text("\n".join(shipped) + "\n")
+    try:
+        _install([], staging / "python", ["-r", str(code.path / REQUIREMENTS_FILE), "-c", str(constraints)])
+    except subprocess.CalledProcessError as exc:
+        raise ValueError(f"cannot install {code.path / REQUIREMENTS_FILE} for the worker functions: {exc}") from exc
+    remove_distributions(staging / "python", PROVIDED_BY_RUNTIME | {_name(pin) for pin in shipped})
+    shutil.rmtree(staging / "python" / "bin", ignore_errors=True)
+    for cache in (staging / "python").rglob("__pycache__"):
+        shutil.rmtree(cache, ignore_errors=True)
+    (staging / ".complete").write_text(text)
+    shutil.rmtree(target, ignore_errors=True)
+    staging.rename(target)
+    return target / "python"
 
 
 def stage_image_context(code: HandlerCode) -> Path:
@@ -87,13 +141,29 @@ def stage_image_context(code: HandlerCode) -> Path:
     return target
 
 
+def worker_import_path(code: HandlerCode) -> list[str]:
+    """What a worker function has on sys.path, for this interpreter: the handler folder and its requirements,
+    the core, the dependency layer's pins and the runtime's boto3 (each installed here: infra.build_layers);
+    never this environment's site-packages, which hold far more than the layers do."""
+    version = f"{sys.version_info.major}.{sys.version_info.minor}"
+    paths: list[Path] = []
+    if code.path is not None:
+        paths.append(code.path)
+        if (requirements := handler_requirements(code)) is not None and (pins := pinned_distributions(requirements)):
+            paths.append(install_here(pins, "handler-requirements", version, no_deps=True))
+    paths.append(CORE_PYTHON)
+    paths.append(install_here(pinned_distributions(build_deps_layer() / "python"), "layer", version, no_deps=True))
+    paths.append(install_here([runtime_boto3()], "runtime-boto3", version, no_deps=False))
+    return [str(path) for path in paths]
+
+
 def handler_manifest(code: HandlerCode) -> dict[str, list[str]]:
     """{jobClass: [handler names]} the workers of each class serve: the modules imported, in a subprocess
-    with the core and the handler folder on its path, so the synth never imports user code itself."""
-    paths = [str(CORE_PYTHON), *([str(code.path)] if code.path else [])]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths), "PYTHONDONTWRITEBYTECODE": "1"}
+    with only what a worker function has on its path (worker_import_path), so the synth never imports user
+    code itself and a module that imports something no layer ships fails here, not at a cold start."""
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
     done = subprocess.run(
-        [sys.executable, "-c", MANIFEST_SCRIPT, *code.modules],
+        [sys.executable, "-S", "-I", "-c", MANIFEST_SCRIPT, json.dumps(worker_import_path(code)), *code.modules],
         capture_output=True,
         text=True,
         env=env,

@@ -1,7 +1,9 @@
 """Monitoring: the alarm topic (email from context), the alarms of issue 6 and a dashboard.
 
 The metrics the code emits (named in duetime.definitions): start lateness with dimension service=worker (the
-workers), executions dispatched with service=preloader (Powertools Metrics in functions/preloader).
+workers), executions dispatched and shard errors with service=preloader (Powertools Metrics in
+functions/preloader), events EventBridge refused and owners' notices not taken with the emitting function's
+Powertools service name (duetime.event_sinks.emf_count).
 """
 
 from __future__ import annotations
@@ -19,7 +21,10 @@ from aws_cdk import aws_sns_subscriptions as subscriptions
 from constructs import Construct
 from duetime.definitions import (
     METRIC_DISPATCHED,
+    METRIC_EVENTS_FAILED,
     METRIC_NAMESPACE,
+    METRIC_NOTICES_FAILED,
+    METRIC_SHARD_ERRORS,
     METRIC_START_LATENESS_MS,
     PRELOADER_METRICS_SERVICE,
     WORKER_METRICS_SERVICE,
@@ -44,6 +49,29 @@ def lateness(statistic: str, label: str | None = None) -> cloudwatch.Metric:
         statistic=statistic,
         period=MINUTE,
         label=label,
+    )
+
+
+def _count(metric_name: str, services: list[str]) -> cloudwatch.IMetric:
+    """The sum over five minutes of a count duetime emits, over the service dimensions that emit it."""
+    metrics = {
+        f"m{index}": cloudwatch.Metric(
+            namespace=NAMESPACE,
+            metric_name=metric_name,
+            dimensions_map={"service": service},
+            statistic="Sum",
+            period=FIVE_MINUTES,
+        )
+        for index, service in enumerate(services)
+    }
+    if len(metrics) == 1:
+        return metrics["m0"]
+    return cloudwatch.MathExpression(
+        # FILL: a service that counted nothing has no datapoint, which would leave the sum empty.
+        expression=" + ".join(f"FILL({m}, 0)" for m in metrics),
+        using_metrics=metrics,  # type: ignore[arg-type]
+        period=FIVE_MINUTES,
+        label=f"{metric_name} (all functions)",
     )
 
 
@@ -144,6 +172,30 @@ class Monitoring(Construct):
                 function.metric_throttles(period=FIVE_MINUTES, statistic="Sum"),
                 threshold=0,
             )
+        # A shard whose pre-load failed is not dispatched that minute (and never again while the failure lasts):
+        # nothing else shows it (issue 29: a denied UpdateItem aborted 1/32 of all jobs).
+        self._alarm(
+            "ShardErrors",
+            f"{prefix}: a pre-load shard failed",
+            _count(METRIC_SHARD_ERRORS, [PRELOADER_METRICS_SERVICE]),
+            threshold=0,
+        )
+        # Each function counts what it emits under its Powertools service name (config.function_environment:
+        # the function's name, "worker" for every worker function).
+        function_services = sorted({"worker" if name.startswith("worker_") else name for name in functions})
+        self._alarm(
+            "EventsFailed",
+            f"{prefix}: EventBridge refused events",
+            _count(METRIC_EVENTS_FAILED, function_services),
+            threshold=0,
+        )
+        # Only the DLQ notifier tells owners (the alert topic is in its environment only).
+        self._alarm(
+            "NoticesFailed",
+            f"{prefix}: an owner's failure notice was not delivered",
+            _count(METRIC_NOTICES_FAILED, ["dlq_notifier"]),
+            threshold=0,
+        )
         self._alarm(
             "Api5xx",
             f"{prefix}: the API answered 5xx",

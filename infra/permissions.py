@@ -29,23 +29,30 @@ API_TABLE_ACTIONS = {
     # BatchGetItem, PutItem, UpdateItem: a due hour's shard count, read once and fixed by its first writer.
     "control": ["GetItem", "BatchGetItem", "PutItem", "UpdateItem"],
 }
+# Completing a job (a bounded job's last run, auto-pause after failures, a one-off job's end) updates its row and
+# gives its place back to the owner's active-jobs counter in the control table, in one TransactWriteItems (store
+# quotas): UpdateItem on jobs and on control, for every part that ends runs (pre-loader: catch-up and excluded
+# dates; workers; the DLQ notifier).
 PRELOADER_TABLE_ACTIONS = {
-    "jobs": ["GetItem", "BatchGetItem"],
+    "jobs": ["GetItem", "BatchGetItem", "UpdateItem"],
     "executions": ["GetItem", "BatchGetItem", "Query", "PutItem", "UpdateItem"],
     # Shard leases and cursors; the shard counts of the hours it fixes ahead (BatchGetItem, PutItem).
     "control": ["GetItem", "BatchGetItem", "PutItem", "UpdateItem"],
 }
 WORKER_TABLE_ACTIONS = {
-    "jobs": ["GetItem", "BatchGetItem"],
+    "jobs": ["GetItem", "BatchGetItem", "UpdateItem"],
     "executions": ["GetItem", "BatchGetItem", "Query", "PutItem", "UpdateItem", "DeleteItem"],
     # The handlers each worker serves, announced and read in one control record per class (service.handlers);
     # the shard count of the hour a retry moves a row to, read once and fixed if nobody has (BatchGetItem, PutItem).
     "control": ["GetItem", "BatchGetItem", "PutItem", "UpdateItem"],
 }
 DLQ_NOTIFIER_TABLE_ACTIONS = {
-    "jobs": ["GetItem"],
+    "jobs": ["GetItem", "UpdateItem"],
     # Query and BatchGetItem: a redriven catch-up run is failed only if no run of its job is going.
     "executions": ["GetItem", "BatchGetItem", "Query", "UpdateItem"],
+    # BatchGetItem: the shard count of a failure notice's hour; UpdateItem: the active-jobs counter of a job
+    # its dead-lettered run ends.
+    "control": ["BatchGetItem", "UpdateItem"],
 }
 
 SEND = ["sqs:SendMessage"]
@@ -77,10 +84,12 @@ def grant_handler_targets(
     task_definitions: list[str],
     cluster_arn: str,
     task_roles: list[str] | None = None,
+    execution_roles: list[str] | None = None,
 ) -> None:
     """What `lambda:` and `ecs:` handlers need, on exactly the targets named in context: invoke those
     functions; run those task definitions' families in the workers' cluster only, passing only the roles
-    those tasks run as (context handlerTaskRoles), watch and stop the tasks of that cluster."""
+    those tasks run as and their execution roles (context handlerTaskRoles, handlerExecutionRoles: RunTask
+    passes both), watch and stop the tasks of that cluster."""
     stack = Stack.of(role)
     if functions:
         arns = [
@@ -115,7 +124,7 @@ def grant_handler_targets(
         name
         if name.startswith("arn:")
         else stack.format_arn(service="iam", region="", resource="role", resource_name=name)
-        for name in task_roles or []
+        for name in [*(task_roles or []), *(execution_roles or [])]
     ]
     if role_arns:
         statements.append(
@@ -169,6 +178,10 @@ def grant_task_payload_reads(
             resources=[jobs_table.table_arn],
             conditions={
                 "ForAllValues:StringEquals": {"dynamodb:Attributes": list(TASK_READABLE_JOB_ATTRIBUTES)},
+                # ForAllValues holds for a request that names no attributes at all, and a GetItem without a
+                # projection names none (whole rows): the projection must be there. GetItem has no Select
+                # parameter, so dynamodb:Select cannot require it; "IfExists" keeps Select from widening a read.
+                "Null": {"dynamodb:Attributes": "false"},
                 "StringEqualsIfExists": {"dynamodb:Select": "SPECIFIC_ATTRIBUTES"},
             },
         )

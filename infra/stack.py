@@ -90,6 +90,7 @@ class DuetimeStack(Stack):
                 self.ctx.handler_task_definitions,
                 self.workers.cluster.cluster_arn,
                 self.ctx.handler_task_roles,
+                self.ctx.handler_execution_roles,
             )
             for name, value in self.workers.handler_target_environment().items():
                 worker.add_environment(name, value)

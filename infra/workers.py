@@ -87,6 +87,20 @@ class Workers(Construct):
             exclude=IMAGE_CONTEXT_EXCLUDES,
             ignore_mode=IgnoreMode.DOCKER,
         )
+        # `ecs:` handler tasks' own group: without one RunTask puts them in the VPC's default group, which
+        # restrictDefaultSecurityGroup strips of every rule (no egress: the image cannot even be pulled). HTTPS
+        # out reaches ECR, S3 (image layers), DynamoDB (the payload read) and the AWS APIs; nothing comes in.
+        # (The VPC's resolver answers DNS whatever the group says.) A team adds rules for what else its tasks call.
+        self.handler_tasks_group: ec2.SecurityGroup | None = None
+        if ctx.handler_task_definitions:
+            self.handler_tasks_group = ec2.SecurityGroup(
+                self,
+                "HandlerTasks",
+                vpc=self.vpc,
+                description="duetime ecs: handler tasks: HTTPS out, nothing in",
+                allow_all_outbound=False,
+            )
+            self.handler_tasks_group.add_egress_rule(ec2.Peer.any_ipv4(), ec2.Port.tcp(443), "HTTPS: ECR, S3, AWS APIs")
         self.services: dict[str, ecs.FargateService] = {}
         for name, class_queues in queues.by_class.items():
             job_class = class_queues.job_class
@@ -107,6 +121,7 @@ class Workers(Construct):
                 ctx.handler_task_definitions,
                 self.cluster.cluster_arn,
                 ctx.handler_task_roles,
+                ctx.handler_execution_roles,
             )
             grant_webhook_secrets(task_role, ctx.settings.prefix)
             grant_key_use(task_role, key)
@@ -200,6 +215,9 @@ class Workers(Construct):
             )
 
     def handler_target_environment(self) -> dict[str, str]:
-        """Where `ecs:` handlers' tasks run: this cluster, in the workers' private subnets."""
+        """Where `ecs:` handlers' tasks run: this cluster, in the workers' private subnets, in their own group."""
         subnets = self.vpc.select_subnets(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS).subnet_ids
-        return RuntimeConfig(ecs_cluster=self.cluster.cluster_name, ecs_subnets=Fn.join(",", subnets)).to_env()
+        groups = {"ecs_security_groups": self.handler_tasks_group.security_group_id} if self.handler_tasks_group else {}
+        return RuntimeConfig(
+            ecs_cluster=self.cluster.cluster_name, ecs_subnets=Fn.join(",", subnets), **groups
+        ).to_env()

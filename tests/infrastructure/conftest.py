@@ -32,12 +32,14 @@ class Synthesized:
         return str(self.stack.get_logical_id(construct.node.default_child))
 
 
-# The hardened deployment: a customer-managed data key, `ecs:` handler families with their task roles, and a
-# worker principal from outside the stack.
+# The hardened deployment: a customer-managed data key, `ecs:` handler families with their task roles, a
+# worker principal from outside the stack, and a pre-load cycle fanned out over shard groups.
 HARDENED_CONTEXT = {
+    "preloadShardGroups": "4",
     "kmsKey": "create",
     "handlerTaskDefinitions": "report,export",
     "handlerTaskRoles": "report-task,arn:aws:iam::123456789012:role/export-task",
+    "handlerExecutionRoles": "report-execution",
     "workerRoleArns": "arn:aws:iam::123456789012:role/onprem-worker",
 }
 

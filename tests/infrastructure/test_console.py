@@ -3,7 +3,9 @@ access control, HTTPS only with security headers, and a user pool client whose c
 
 from __future__ import annotations
 
+import fnmatch
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -93,3 +95,55 @@ def test_checkov_finds_nothing_in_the_console_that_is_not_skipped_with_a_reason(
     _, unexpected, skips = verdict(report, {**skipped(with_data_key=False), **CONSOLE})
     assert not unexpected, "\n".join(unexpected)
     assert set(CONSOLE) <= set(skips), set(CONSOLE) - set(skips)  # no stale excuse
+
+
+def _console_calls() -> set[str]:
+    """Every API path console.js calls (its `api(method, path ...)` calls), with each `${...}` a placeholder."""
+    from duetime.console import STATIC_DIR
+
+    script = (STATIC_DIR / "console.js").read_text()
+    calls = re.findall(r"""\bapi\(\s*"[A-Z]+",\s*[`"](/[^`"]*)[`"]""", script)
+    return {re.sub(r"\$\{[^}]*\}", "x", call).split("?")[0] for call in calls}
+
+
+def test_every_path_the_console_calls_reaches_the_api_through_the_distribution(with_console: Synthesized) -> None:
+    # Issue 29: /dead-letters and /executions/* were missing; the dead-letters page, retry and redrive got the
+    # S3 origin's 403.
+    config = only(with_console, "AWS::CloudFront::Distribution")["DistributionConfig"]
+    s3_origin = next(o["Id"] for o in config["Origins"] if "S3OriginConfig" in o)
+    to_api = [b["PathPattern"] for b in config["CacheBehaviors"] if b["TargetOriginId"] != s3_origin]
+    calls = _console_calls()
+    assert {"/dead-letters", "/dead-letters/redrive", "/executions/x/retry", "/jobs"} <= calls
+    for call in calls:
+        assert any(fnmatch.fnmatchcase(call, pattern) for pattern in to_api), call
+    # The console's own files stay with the bucket.
+    for name in ("/index.html", "/console.js", "/console.css", "/config.json", "/openapi.json"):
+        assert not any(fnmatch.fnmatchcase(name, pattern) for pattern in to_api), name
+
+
+def test_the_openapi_document_is_served_beside_the_console(with_console: Synthesized) -> None:
+    # The gateway does not serve /openapi.json (it takes no token): the deployment writes it to the bucket.
+    from duetime.api.openapi import openapi_document
+
+    documents = list(with_console.outdir.glob("asset.*/openapi.json"))
+    assert len(documents) == 1
+    assert json.loads(documents[0].read_text()) == openapi_document()
+
+
+def test_the_hosted_ui_domain_prefix_is_the_accounts_own(with_console: Synthesized) -> None:
+    # Issue 29: a prefix is taken per region across every account; a bare "duetime-console" deploys only once.
+    [domain] = with_console.resources("AWS::Cognito::UserPoolDomain").values()
+    assert domain["Properties"]["Domain"] == {"Fn::Join": ["", ["duetime-console-", {"Ref": "AWS::AccountId"}]]}
+
+
+def test_the_api_user_pools_hosted_ui_prefix_is_the_accounts_own_too() -> None:
+    import aws_cdk as cdk
+
+    from infra.common import hosted_ui_domain_prefix
+
+    stack = cdk.Stack(cdk.App(), "Prefixes")
+    assert stack.resolve(hosted_ui_domain_prefix(stack, "duetime")) == {
+        "Fn::Join": ["", ["duetime-", {"Ref": "AWS::AccountId"}]]
+    }
+    pinned = cdk.Stack(cdk.App(), "Pinned", env=cdk.Environment(account="123456789012", region="eu-west-1"))
+    assert hosted_ui_domain_prefix(pinned, "duetime") == "duetime-123456789012"

@@ -190,3 +190,31 @@ def _statements(synthesized, name):
 
 def _list(value):
     return [value] if isinstance(value, str) else value
+
+
+# Issue 29: what the code calls, as counted while the end-to-end suite ran (each call attributed to the function
+# that makes it). Ending a job (a bounded job's last run, auto-pause, a one-off's end) updates its row and the
+# owner's active-jobs counter in the control table in one TransactWriteItems, which needs UpdateItem on both.
+COMPLETES_JOBS = {"jobs": {"dynamodb:UpdateItem"}, "control": {"dynamodb:UpdateItem"}}
+
+
+@pytest.mark.parametrize("name", ["preloader", "worker_default", "dlq_notifier"])
+def test_every_part_that_ends_runs_may_complete_jobs_and_count_them_off(synthesized, name):
+    role = _function(synthesized, name).role
+    for table, actions in COMPLETES_JOBS.items():
+        assert actions <= actions_on(synthesized, role, _table_id(synthesized, table)), (name, table)
+
+
+def test_preloader_resends_failure_notices_to_every_dlq(synthesized):
+    role = synthesized.stack.functions.preloader.role
+    for job_class in JOB_CLASSES:
+        assert actions_on(synthesized, role, _queue_id(synthesized, job_class, dlq=True)) == {"sqs:SendMessage"}
+
+
+def test_dlq_notifier_reads_shard_counts_and_ends_jobs_but_writes_no_new_rows(synthesized):
+    role = synthesized.stack.functions.dlq_notifier.role
+    assert actions_on(synthesized, role, _table_id(synthesized, "control")) == {
+        "dynamodb:BatchGetItem",
+        "dynamodb:UpdateItem",
+    }
+    assert actions_on(synthesized, role, _table_id(synthesized, "jobs")) == {"dynamodb:GetItem", "dynamodb:UpdateItem"}

@@ -16,7 +16,7 @@ import pytest
 from duetime.definitions import JOB_CLASSES, Settings
 
 from infra.context import DeployContext
-from infra.handlers import HandlerCode, api_handler_environment, handler_manifest
+from infra.handlers import HandlerCode, api_handler_environment, handler_manifest, stage_layer
 from tests.infrastructure.conftest import ROOT
 from tests.infrastructure.helpers import statements_of
 
@@ -102,7 +102,7 @@ def test_the_layer_holds_the_team_folder_as_python_packages(team_app):
     staged = sorted(
         p.name for p in (ROOT / "build" / "layers" / f"handlers-{team_app['key']}").glob("python/billing/*")
     )
-    assert staged == ["__init__.py", "handlers.py"]
+    assert staged == ["__init__.py", "__pycache__", "handlers.py"]  # with their bytecode for the runtime
 
 
 def test_the_api_reads_the_manifest_and_grants_and_imports_no_user_code(team_app):
@@ -184,3 +184,29 @@ def test_a_manifest_and_grants_too_large_for_lambdas_environment_fail_the_synth(
     many = json.dumps([{"owners": [f"user-{i}"], "handlers": [f"team-{i}.*"]} for i in range(200)])
     with pytest.raises(ValueError, match="4 KB"):
         api_handler_environment(HandlerCode(), many)
+
+
+def test_a_module_importing_what_no_layer_ships_fails_the_synth_though_this_environment_has_it(tmp_path):
+    # Issue 29: the manifest's import ran with this environment's site-packages, which hold PyYAML (cfn-lint's);
+    # a handler importing it passed the synth and failed every cold start.
+    import yaml  # noqa: F401  (here, in the development environment)
+
+    (tmp_path / "reports.py").write_text("import yaml\n\nfrom duetime.worker.registry import handler\n")
+    with pytest.raises(ValueError, match="No module named 'yaml'"):
+        handler_manifest(HandlerCode(tmp_path, ["reports"]))
+
+
+def test_a_requirements_txt_beside_the_handlers_is_installed_into_the_layer_for_the_functions(tmp_path):
+    (tmp_path / "reports.py").write_text(
+        "import yaml\n\nfrom duetime.worker.registry import handler\n\n\n"
+        "@handler('reports.render')\ndef render(ctx):\n    return yaml.safe_dump(ctx.payload)\n"
+    )
+    # pydantic is the dependency layer's already: its pin holds, and the handler layer does not ship it again.
+    (tmp_path / "requirements.txt").write_text("PyYAML==6.0.2\npydantic\n")
+    manifest = handler_manifest(HandlerCode(tmp_path, ["reports"]))
+    assert all("reports.render" in names for names in manifest.values())
+    layer = stage_layer(HandlerCode(tmp_path, ["reports"])) / "python"
+    assert (layer / "reports.py").is_file() and (layer / "yaml" / "__init__.py").is_file()
+    # Built for the functions: arm64 CPython 3.12, whatever this machine is.
+    assert any("aarch64" in p.name and "312" in p.name for p in layer.rglob("*.so"))
+    assert not (layer / "pydantic").exists() and not (layer / "botocore").exists()

@@ -110,3 +110,50 @@ def test_dashboard_shows_executions_per_second_lateness_percentiles_and_dlq_dept
         "NumberOfMessagesDeleted",
     ):
         assert wanted in body, wanted
+
+
+def _alarmed_services(synthesized, metric: str) -> set[str]:
+    """The `service` dimensions of the alarms (plain or metric math) on duetime's count `metric`."""
+    found: set[str] = set()
+    for alarm in _alarms(synthesized):
+        if not alarm.get("AlarmActions"):
+            continue
+        stats = (
+            [alarm]
+            if "MetricName" in alarm
+            else [m["MetricStat"]["Metric"] for m in alarm.get("Metrics", []) if "MetricStat" in m]
+        )
+        for stat in stats:
+            if stat.get("MetricName") == metric and stat.get("Namespace") == "duetime":
+                found |= {d["Value"] for d in stat.get("Dimensions", []) if d["Name"] == "service"}
+    return found
+
+
+def _services_with(synthesized, variable: str) -> set[str]:
+    """The Powertools service names (the EMF `service` dimension) of the functions whose environment has
+    `variable`."""
+    environments = [
+        f["Properties"]["Environment"]["Variables"]
+        for f in synthesized.resources("AWS::Lambda::Function").values()
+        if "Environment" in f["Properties"]
+    ]
+    return {e["POWERTOOLS_SERVICE_NAME"] for e in environments if variable in e and "POWERTOOLS_SERVICE_NAME" in e}
+
+
+def test_a_failed_preload_shard_alarms(synthesized):
+    # Issue 29: a shard aborted by an AccessDenied was never dispatched again, and only ShardErrors showed it.
+    alarm = _alarm(synthesized, "ShardErrors", namespace="duetime")
+    assert alarm["Dimensions"] == [{"Name": "service", "Value": "preloader"}]
+    assert alarm["Statistic"] == "Sum" and alarm["Threshold"] == 0
+
+
+@pytest.mark.parametrize(
+    ("metric", "emitted_by"),
+    [("EventsFailed", "DUETIME_EVENT_BUS_NAME"), ("NoticesFailed", "DUETIME_ALERT_TOPIC_ARN")],
+)
+def test_refused_events_and_undelivered_notices_alarm_for_every_function_that_counts_them(
+    synthesized, metric, emitted_by
+):
+    emitters = _services_with(synthesized, emitted_by)
+    assert emitters
+    assert _alarmed_services(synthesized, metric) >= emitters

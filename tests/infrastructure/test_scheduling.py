@@ -60,3 +60,28 @@ def test_shard_groups_fan_a_cycle_out_over_one_rule_per_group():
     inputs = sorted(t["Input"] for r in rules.values() for t in r["Properties"]["Targets"] if "Input" in t)
     assert inputs == [f'{{"shardGroup":{g},"shardGroups":3}}' for g in range(3)]
     assert len(rules) == 4  # three pre-load groups and the DLQ notifier
+
+
+def _props(synthesized, function) -> dict:
+    return synthesized.raw["Resources"][synthesized.logical_id(function)]["Properties"]
+
+
+def test_the_preloader_may_run_every_shard_group_of_a_tick_and_one_overlap_each(synthesized, hardened):
+    # Issue 29: a reservation of 2 throttled some of the groups' invocations every minute once there were more.
+    for stack, groups in ((synthesized, 1), (hardened, 4)):
+        functions = stack.stack.functions
+        rules = [
+            r for r in stack.resources("AWS::Events::Rule").values() if "pre-load" in r["Properties"]["Description"]
+        ]
+        assert len(rules) == groups
+        assert _props(stack, functions.preloader)["ReservedConcurrentExecutions"] == 2 * groups
+        # One DLQ rule whatever the groups: its run of the minute and one overlap.
+        assert _props(stack, functions.dlq_notifier)["ReservedConcurrentExecutions"] == 2
+
+
+def test_lambda_never_retries_a_scheduled_run_on_its_own(synthesized):
+    # Lambda retries a failed asynchronous invocation twice by default; the next tick does the work instead.
+    configs = synthesized.resources("AWS::Lambda::EventInvokeConfig").values()
+    retries = {c["Properties"]["FunctionName"]["Ref"]: c["Properties"]["MaximumRetryAttempts"] for c in configs}
+    for function in (synthesized.stack.functions.preloader, synthesized.stack.functions.dlq_notifier):
+        assert retries[synthesized.logical_id(function)] == 0

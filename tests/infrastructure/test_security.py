@@ -10,9 +10,11 @@ import aws_cdk as cdk
 import pytest
 from aws_cdk.assertions import Match
 
+from infra.api import ANONYMOUS_RATE_LIMIT
 from infra.context import (
     DEFAULT_API_RESERVED_CONCURRENCY,
     DEFAULT_CALLER_RATE_LIMIT,
+    DEFAULT_QUOTAS,
     DEFAULT_WORKER_MAX_CONCURRENCY,
     DeployContext,
 )
@@ -110,17 +112,50 @@ def test_a_web_acl_rate_limits_each_caller_on_the_owner_routes(synthesized):
     [acl] = synthesized.resources("AWS::WAFv2::WebACL").values()
     rules = {rule["Name"]: rule for rule in acl["Properties"]["Rules"]}
     assert acl["Properties"]["Scope"] == "REGIONAL"
-    for name, key in (("rate-per-ip", {"IP": {}}), ("rate-per-token", {"Header": Match.any_value()})):
+    for name, key, limit in (
+        ("rate-per-ip", {"IP": {}}, ANONYMOUS_RATE_LIMIT),
+        ("rate-per-token", {"Header": Match.any_value()}, DEFAULT_CALLER_RATE_LIMIT),
+    ):
         rate = rules[name]["Statement"]["RateBasedStatement"]
-        assert rules[name]["Action"] == {"Block": {}}
-        assert rate["Limit"] == DEFAULT_CALLER_RATE_LIMIT and rate["AggregateKeyType"] == "CUSTOM_KEYS"
+        # Answered as a quota is: 429 with Retry-After and the API's error body, not WAF's 403.
+        response = rules[name]["Action"]["Block"]["CustomResponse"]
+        assert response["ResponseCode"] == 429
+        assert response["ResponseHeaders"] == [{"Name": "Retry-After", "Value": "60"}]
+        body = acl["Properties"]["CustomResponseBodies"][response["CustomResponseBodyKey"]]
+        assert body["ContentType"] == "APPLICATION_JSON"
+        assert json.loads(body["Content"])["error"]["code"] == "rate_limited"
+        assert rate["Limit"] == limit and rate["AggregateKeyType"] == "CUSTOM_KEYS"
         assert list(rate["CustomKeys"][0]) == list(key)
         # Worker routes are left out (ECS workers share one NAT address; the resource policy guards them).
-        regex = rate["ScopeDownStatement"]["NotStatement"]["Statement"]["RegexMatchStatement"]["RegexString"]
+        scope = rate["ScopeDownStatement"]
+        owners_only = scope["AndStatement"]["Statements"][0] if "AndStatement" in scope else scope
+        regex = owners_only["NotStatement"]["Statement"]["RegexMatchStatement"]["RegexString"]
         assert "heartbeat" in regex and "complete" in regex
+    # Per address only without a token: the console's users reach the API from CloudFront's edge addresses.
+    [_, without_token] = rules["rate-per-ip"]["Statement"]["RateBasedStatement"]["ScopeDownStatement"]["AndStatement"][
+        "Statements"
+    ]
+    size = without_token["NotStatement"]["Statement"]["SizeConstraintStatement"]
+    assert size["FieldToMatch"] == {"SingleHeader": {"Name": "authorization"}}
+    assert (size["ComparisonOperator"], size["Size"]) == ("GT", 0)
     [association] = synthesized.resources("AWS::WAFv2::WebACLAssociation").values()
     stage_id = next(iter(synthesized.resources("AWS::ApiGateway::Stage")))
     assert stage_id in json.dumps(association["Properties"]["ResourceArn"])
+
+
+def test_the_per_token_limit_sits_above_what_the_owner_quotas_allow():
+    # Issue 29: 1,000 requests in 5 minutes per token was a third of the default job-creation quota alone
+    # (600 a minute), and blocked the README's `duetime load` run with 403s.
+    from infra.context import TOKEN_RATE_LIMIT_PER_QUOTA_MINUTE
+
+    quotas = DEFAULT_QUOTAS
+    writes_per_window = 5 * (quotas.job_creates_per_minute + quotas.run_nows_per_minute)
+    assert TOKEN_RATE_LIMIT_PER_QUOTA_MINUTE * writes_per_window // 5 == DEFAULT_CALLER_RATE_LIMIT
+    assert 2 * writes_per_window <= DEFAULT_CALLER_RATE_LIMIT
+    # A load run of 200 jobs/s with one token raises that owner's creation quota; the WAF limit follows it.
+    ctx = DeployContext.from_node(cdk.App(context={"jobCreatesPerMinute": 12_000}).node)
+    assert ctx.caller_rate_limit == 10 * (12_000 + 120) > 200 * 300
+    assert DeployContext.from_node(cdk.App(context={"callerRateLimit": 50_000}).node).caller_rate_limit == 50_000
 
 
 def test_limits_come_from_context():
@@ -250,9 +285,37 @@ def test_ecs_task_roles_may_read_their_jobs_payload_attributes_and_nothing_else(
     assert read["Action"] == "dynamodb:GetItem" and read["Resource"] == {"Fn::GetAtt": [jobs_id, "Arn"]}
     assert read["Condition"] == {
         "ForAllValues:StringEquals": {"dynamodb:Attributes": ["jobId", "owner", "definition"]},
+        "Null": {"dynamodb:Attributes": "false"},
         "StringEqualsIfExists": {"dynamodb:Select": "SPECIFIC_ATTRIBUTES"},
     }
     assert decrypt["Action"] == "kms:Decrypt" and decrypt["Resource"] == {"Fn::GetAtt": [data_key_id(hardened), "Arn"]}
+    # Issue 29: with ForAllValues alone a GetItem without a projection (no dynamodb:Attributes in its request
+    # context: whole rows) was allowed. The keys a GetItem's request carries, as IAM evaluates them:
+    projected = {"dynamodb:Attributes": ["jobId", "owner", "definition"]}
+    assert _conditions_hold(read["Condition"], projected)
+    assert not _conditions_hold(read["Condition"], {})  # no projection: the whole row
+    assert not _conditions_hold(read["Condition"], {"dynamodb:Attributes": ["jobId", "definition", "result"]})
+    assert not _conditions_hold(read["Condition"], {**projected, "dynamodb:Select": "ALL_ATTRIBUTES"})
+
+
+def _conditions_hold(conditions: dict, request: dict) -> bool:
+    """IAM's verdict on the condition operators the payload read uses, for a request with these keys (a key
+    absent from the request is absent from its context)."""
+    for operator, keys in conditions.items():
+        for key, wanted in keys.items():
+            present = request.get(key)
+            allowed = wanted if isinstance(wanted, list) else [wanted]
+            if operator == "ForAllValues:StringEquals":  # every value in the request allowed; none: true
+                holds = all(value in allowed for value in present or [])
+            elif operator == "StringEqualsIfExists":
+                holds = present is None or present in allowed
+            elif operator == "Null":  # "false": the key must be in the request
+                holds = (present is None) == (wanted == "true")
+            else:
+                raise AssertionError(f"no model of {operator}")
+            if not holds:
+                return False
+    return True
 
 
 def test_per_owner_quotas_reach_the_api_function_from_context(synthesized):
@@ -273,3 +336,52 @@ def test_per_owner_quotas_reach_the_api_function_from_context(synthesized):
     assert DeployContext.from_node(cdk.App(context={"backfillSlotsPerHour": "300"}).node).quotas == Quotas(
         DEFAULT_MAX_ACTIVE_JOBS, DEFAULT_JOB_CREATES_PER_MINUTE, DEFAULT_RUN_NOWS_PER_MINUTE, 300
     )
+
+
+def test_ecs_handler_tasks_run_in_a_group_of_their_own_with_https_out(hardened, synthesized):
+    # Issue 29: RunTask without a group put the tasks in the VPC's default group, which
+    # restrictDefaultSecurityGroup strips of every rule: no egress, the image could not be pulled.
+    group = hardened.stack.workers.handler_tasks_group
+    group_id = hardened.stack.get_logical_id(group.node.default_child)
+    props = hardened.raw["Resources"][group_id]["Properties"]
+    assert props["SecurityGroupEgress"] == [
+        {
+            "CidrIp": "0.0.0.0/0",
+            "Description": "HTTPS: ECR, S3, AWS APIs",
+            "FromPort": 443,
+            "IpProtocol": "tcp",
+            "ToPort": 443,
+        }
+    ]
+    assert "SecurityGroupIngress" not in props
+    wanted = {"Fn::GetAtt": [group_id, "GroupId"]}
+    for worker in hardened.stack.functions.workers.values():  # the Lambda workers start tasks too
+        env = hardened.raw["Resources"][hardened.logical_id(worker)]["Properties"]["Environment"]["Variables"]
+        assert env["DUETIME_ECS_SECURITY_GROUPS"] == wanted
+    for task in hardened.resources("AWS::ECS::TaskDefinition").values():
+        env = {e["Name"]: e["Value"] for e in task["Properties"]["ContainerDefinitions"][0]["Environment"]}
+        assert env["DUETIME_ECS_SECURITY_GROUPS"] == wanted
+    assert synthesized.stack.workers.handler_tasks_group is None  # no ecs: handlers, no group
+
+
+def test_pass_role_covers_the_handler_tasks_execution_roles(hardened):
+    # RunTask passes a task definition's execution role as well as its task role.
+    for role in [fn.role for fn in hardened.stack.functions.workers.values()] + hardened.stack.workers.task_roles:
+        [pass_role] = [s for s in statements_of(hardened, role) if s["Action"] == "iam:PassRole"]
+        assert "role/report-execution" in json.dumps(pass_role["Resource"])
+
+
+@pytest.mark.parametrize("variant", ["synthesized", "hardened"])
+def test_the_capacity_plan_counts_exactly_the_concurrency_the_stack_reserves(variant, request):
+    # `duetime capacity` tells a team, before a deploy, the account limit the stack's reservations need.
+    from duetime.cli.capacity import Inputs, reserved_concurrency
+
+    stack = request.getfixturevalue(variant)
+    ours = {stack.logical_id(f) for f in stack.stack.functions.all}
+    reserved = sum(
+        f["Properties"].get("ReservedConcurrentExecutions", 0)
+        for logical_id, f in stack.resources("AWS::Lambda::Function").items()
+        if logical_id in ours
+    )
+    groups = stack.stack.ctx.preload_shard_groups
+    assert reserved == reserved_concurrency(Inputs(rate=1, preload_shard_groups=groups))["total"]

@@ -67,3 +67,12 @@ def test_vpc_keeps_workers_private_and_logs_rejected_traffic(synthesized):
     synthesized.template.resource_count_is("AWS::EC2::FlowLog", 1)
     synthesized.template.resource_count_is("AWS::EC2::NatGateway", 1)
     synthesized.template.has_resource_properties("AWS::EC2::VPCEndpoint", {"VpcEndpointType": "Gateway"})
+
+
+def test_task_role_may_complete_jobs_and_count_them_off(synthesized):
+    # A bounded job's last run, auto-pause and a one-off's end: the job's row and the owner's active-jobs counter
+    # (control) in one TransactWriteItems (issue 29: denied before, so bounded jobs never completed).
+    for role in synthesized.stack.workers.task_roles:
+        for table in ("jobs", "control"):
+            table_id = synthesized.logical_id(synthesized.stack.storage.tables[table])
+            assert "dynamodb:UpdateItem" in actions_on(synthesized, role, table_id), table

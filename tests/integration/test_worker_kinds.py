@@ -8,8 +8,13 @@ import json
 import threading
 import zipfile
 from datetime import UTC, datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import ClassVar
 
 import pytest
+from botocore.exceptions import ClientError
+from duetime.config import RuntimeConfig, build_targets
+from duetime.definitions import LAMBDA_MAX_TIMEOUT_SECONDS
 from duetime.store.aws import make_client
 from duetime.targets.aws import EcsSettings, EcsTarget, LambdaTarget
 from duetime.worker.kinds import Targets, claim_values, resolve_handler, run_values
@@ -176,3 +181,45 @@ def test_a_lambda_function_is_told_the_last_checkpoint_to_resume_from():
     resumed = context()
     resumed.last_checkpoint = {"segments": 41}
     assert run(resumed)["lastCheckpoint"] == {"segments": 41}
+
+
+class _BusyLambda(BaseHTTPRequestHandler):
+    """A Lambda endpoint that answers every Invoke with a 503 (retryable for the SDK's standard mode) and counts
+    the requests it got."""
+
+    invokes: ClassVar[list[str]] = []
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        self.invokes.append(self.path)
+        body = json.dumps({"Type": "Service", "message": "busy"}).encode()
+        self.send_response(503)
+        self.send_header("x-amzn-ErrorType", "ServiceException")
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *_: object) -> None:
+        pass
+
+
+def test_a_lambda_target_is_invoked_once_an_attempt_and_waited_for_longer_than_any_function_runs():
+    # Issue 29: with the shared client (read timeout 30 s, standard retries of up to 5 attempts) a function
+    # longer than 30 s, or a failed invoke, ran again up to five times per attempt.
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _BusyLambda)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        config = RuntimeConfig(region="us-east-1", endpoint_url=f"http://127.0.0.1:{server.server_port}")
+        target = build_targets(config).lambda_target
+        assert target is not None
+        client_config = target.client.meta.config
+        assert client_config.read_timeout > LAMBDA_MAX_TIMEOUT_SECONDS
+        run = resolve_handler("lambda:billing", Targets(lambda_target=target))
+        with pytest.raises(ClientError):
+            run(context())
+        assert len(_BusyLambda.invokes) == 1
+        assert _BusyLambda.invokes[0].endswith("/functions/billing/invocations")
+    finally:
+        server.shutdown()
+        server.server_close()

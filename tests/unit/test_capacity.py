@@ -6,7 +6,7 @@ import json
 
 import pytest
 from duetime.cli import capacity
-from duetime.cli.capacity import CRON_RUN, ONE_OFF, Inputs, estimate, heartbeats, smallest_shards
+from duetime.cli.capacity import CRON_RUN, ONE_OFF, Inputs, estimate, heartbeats, render, smallest_shards
 from duetime.definitions import OPEN_INDEX_SPREAD
 
 
@@ -249,3 +249,26 @@ def test_docs_performance_holds_the_current_output_of_duetime_capacity_scenarios
     text = (Path(__file__).resolve().parents[2] / "docs" / "performance.md").read_text()
     recorded = text.split("<!-- capacity-scenarios:start -->\n", 1)[1].split("\n<!-- capacity-scenarios:end -->", 1)[0]
     assert recorded == capacity.render_scenarios(), "regenerate it: duetime capacity --scenarios"
+
+
+def test_the_plan_says_what_account_concurrency_the_stack_needs_to_deploy():
+    # Issue 29: the stack reserves 104 at defaults, and Lambda keeps 100 unreserved: an account limited to less
+    # than 204 fails `cdk deploy`; the plan says so before a deploy.
+    reserved = estimate(Inputs(rate=100)).reserved_concurrency
+    assert reserved == {
+        "api": 50,
+        "workers": 50,
+        "preloader": 2,
+        "dlq_notifier": 2,
+        "total": 104,
+        "account_needed": 204,
+    }
+    assert estimate(Inputs(rate=100, lambda_account_concurrency=204)).fits
+    short = estimate(Inputs(rate=100, lambda_account_concurrency=203))
+    assert not short.fits
+    assert any("below 204" in w and "apiReservedConcurrency" in w for w in short.warnings)
+    # Each due queue of a Lambda class has a worker function reserving workerMaxConcurrency; each shard group a
+    # pre-loader run and its overlap.
+    spread = estimate(Inputs(rate=100, class_queues=(("default", 4),), preload_shard_groups=3)).reserved_concurrency
+    assert (spread["workers"], spread["preloader"], spread["total"]) == (200, 6, 258)
+    assert "reserved Lambda concurrency     104" in render(estimate(Inputs(rate=100)))

@@ -37,7 +37,7 @@ from duetime.service.context import EventSink, Notifier, Ports
 from duetime.store.aws import make_client
 from duetime.store.dynamo import DynamoStore
 from duetime.store.secrets import FileSecrets, SecretsManagerSecrets, WebhookSecrets
-from duetime.targets.aws import EcsSettings, EcsTarget, LambdaTarget
+from duetime.targets.aws import LAMBDA_INVOKE_CONFIG, EcsSettings, EcsTarget, LambdaTarget
 from duetime.targets.webhook import WebhookTarget
 from duetime.worker.kinds import Targets
 
@@ -341,6 +341,6 @@ def build_targets(config: RuntimeConfig) -> Targets:
             region=config.region,
         )
         ecs = EcsTarget(make_client("ecs", config.region, config.endpoint_url), settings)
-    lambda_target = LambdaTarget(make_client("lambda", config.region, config.endpoint_url))
+    lambda_target = LambdaTarget(make_client("lambda", config.region, config.endpoint_url, LAMBDA_INVOKE_CONFIG))
     webhook = WebhookTarget(build_webhook_secrets(config), allow_loopback=config.settings().allow_loopback_webhooks)
     return Targets(lambda_target=lambda_target, ecs_target=ecs, webhook_target=webhook)

@@ -199,8 +199,19 @@ MAX_RECEIVE_COUNT = 50
 # Read by the CDK stack (infra/functions.py) and by the local Lambda emulation (duetime.local.lambda_mode).
 
 LAMBDA_MAX_TIMEOUT_SECONDS = 900
+# Reserved concurrency the stack asks for (CDK context apiReservedConcurrency, workerMaxConcurrency: each Lambda
+# worker function reserves what its event source may start), and the scheduled functions' runs of one rule
+# (a tick's run and one overlapping it; the pre-loader has a rule per shard group). Lambda refuses a
+# reservation that would leave an account fewer than LAMBDA_UNRESERVED_CONCURRENCY unreserved executions.
+DEFAULT_API_RESERVED_CONCURRENCY = 50
+DEFAULT_WORKER_MAX_CONCURRENCY = 50
+RUNS_PER_SCHEDULE = 2
+LAMBDA_UNRESERVED_CONCURRENCY = 100
 API_FUNCTION_TIMEOUT_SECONDS = 29  # API Gateway answers 504 after 29 s whatever the function does
-DLQ_NOTIFIER_TIMEOUT_SECONDS = 60
+# A drain stops before a dead letter once less than one notice's longest time (five webhooks given up after
+# their timeout: functions/dlq_notifier) is left: two minutes leave about one for draining. Runs start every
+# minute, so at most two overlap (its reserved concurrency).
+DLQ_NOTIFIER_TIMEOUT_SECONDS = 120
 FUNCTION_MEMORY_MB = {"api": 1024, "preloader": 512, "worker": 1024, "dlq_notifier": 512}
 # The worker function's SQS event source: up to this many messages a batch, handed over as soon as one is
 # visible (no batching window: on time beats fewer invocations), failed items reported one by one.

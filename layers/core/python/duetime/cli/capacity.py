@@ -13,12 +13,16 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from duetime.definitions import (
+    DEFAULT_API_RESERVED_CONCURRENCY,
     DEFAULT_JOB_CLASS,
+    DEFAULT_WORKER_MAX_CONCURRENCY,
     JOB_CLASSES,
+    LAMBDA_UNRESERVED_CONCURRENCY,
     OPEN_INDEX_SPREAD,
     PRELOAD_DISPATCH_THREADS,
     PRELOAD_SLACK_SECONDS,
     PRELOAD_THREADS,
+    RUNS_PER_SCHEDULE,
     SQS_BATCH_SIZE,
     SQS_MAX_DELAY_SECONDS,
     Settings,
@@ -251,6 +255,9 @@ class Inputs:
     jitter_seconds: int = 0  # the herd's jobs' jitterSeconds (domain/spread.py): due over this many seconds
     preload_window_seconds: int = Settings().preload_window_seconds  # sent this far ahead at most
     lambda_account_concurrency: int = LAMBDA_ACCOUNT_CONCURRENCY
+    # What the stack reserves (CDK context apiReservedConcurrency, workerMaxConcurrency).
+    api_reserved_concurrency: int = DEFAULT_API_RESERVED_CONCURRENCY
+    worker_max_concurrency: int = DEFAULT_WORKER_MAX_CONCURRENCY
     # Due queues per class as deployed (CDK context classQueues; JobClassDef.queues), e.g. (("default", 4),).
     class_queues: tuple[tuple[str, int], ...] = ()
 
@@ -285,6 +292,8 @@ class Estimate:
     preload_per_shard: dict[str, float] = field(default_factory=dict)  # one shard's cycle, call by call
     classes: list[dict[str, Any]] = field(default_factory=list)  # per job class: workers and the fix
     herd: dict[str, Any] | None = None  # the herd instant, when `herd` > 0
+    # The stack's reserved concurrency by function, its total and the account limit that total needs.
+    reserved_concurrency: dict[str, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -428,7 +437,36 @@ def estimate(inputs: Inputs, prices: Prices | None = None) -> Estimate:
         result.warnings += result.herd["warnings"]
         if not result.herd["fits"]:
             result.fits = False
+    result.reserved_concurrency = reserved = reserved_concurrency(inputs)
+    if inputs.lambda_account_concurrency < reserved["account_needed"]:
+        result.warnings.append(
+            f"the stack reserves {reserved['total']:,} concurrent executions and Lambda keeps "
+            f"{LAMBDA_UNRESERVED_CONCURRENCY} unreserved: `cdk deploy` fails in an account whose concurrency limit "
+            f"is below {reserved['account_needed']:,} (it is {inputs.lambda_account_concurrency:,}): raise the "
+            "quota, or lower -c apiReservedConcurrency (0: none) and -c workerMaxConcurrency"
+        )
+        result.fits = False
     return result
+
+
+def reserved_concurrency(inputs: Inputs) -> dict[str, int]:
+    """What the stack reserves (infra/functions.py): the API's, each Lambda worker function's (one per due queue
+    of each Lambda class), the pre-loader's per shard group and the DLQ notifier's; and the account concurrency
+    limit that leaves Lambda's minimum unreserved."""
+    queues = dict(inputs.class_queues)
+    worker_functions = sum(
+        queues.get(name, job_class.queues)
+        for name, job_class in JOB_CLASSES.items()
+        if job_class.worker_kind == "lambda"
+    )
+    reserved = {
+        "api": inputs.api_reserved_concurrency,
+        "workers": inputs.worker_max_concurrency * worker_functions,
+        "preloader": RUNS_PER_SCHEDULE * inputs.preload_shard_groups,
+        "dlq_notifier": RUNS_PER_SCHEDULE,
+    }
+    total = sum(reserved.values())
+    return {**reserved, "total": total, "account_needed": total + LAMBDA_UNRESERVED_CONCURRENCY}
 
 
 def preload_shard_detail(inputs: Inputs, cycle: dict[str, float]) -> dict[str, float]:
@@ -738,6 +776,13 @@ def render(result: Estimate) -> str:
             f"    last start      ~{herd['last_start_late_seconds']:,.1f} s late; jitterSeconds that keeps it on "
             f"time: {herd['jitter_needed_seconds']:,}",
         ]
+    reserved = result.reserved_concurrency
+    lines.append(
+        f"  reserved Lambda concurrency     {reserved['total']:,} (API {reserved['api']}, workers "
+        f"{reserved['workers']}, pre-loader {reserved['preloader']}, DLQ notifier {reserved['dlq_notifier']}): "
+        f"the account's limit must be {reserved['account_needed']:,} or more to deploy "
+        f"({LAMBDA_UNRESERVED_CONCURRENCY} stay unreserved)"
+    )
     lines += [
         f"  cost per million executions    ${result.cost_per_million['total']:.2f} "
         + "("
@@ -846,6 +891,8 @@ def cmd_capacity(args: argparse.Namespace) -> int:
             jitter_seconds=args.jitter_seconds,
             preload_window_seconds=args.preload_window,
             lambda_account_concurrency=args.lambda_account_concurrency,
+            api_reserved_concurrency=args.api_reserved_concurrency,
+            worker_max_concurrency=args.worker_max_concurrency,
             class_queues=tuple(
                 parse_class_queues(
                     args.class_queues, "=", {*JOB_CLASSES, *(parse_class(text).name for text in args.job_class)}
@@ -909,6 +956,18 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     )
     capacity.add_argument(
         "--lambda-account-concurrency", type=int, default=LAMBDA_ACCOUNT_CONCURRENCY, help="the account's quota"
+    )
+    capacity.add_argument(
+        "--api-reserved-concurrency",
+        type=int,
+        default=DEFAULT_API_RESERVED_CONCURRENCY,
+        help="as deployed (-c apiReservedConcurrency)",
+    )
+    capacity.add_argument(
+        "--worker-max-concurrency",
+        type=int,
+        default=DEFAULT_WORKER_MAX_CONCURRENCY,
+        help="as deployed (-c workerMaxConcurrency): reserved by each Lambda worker function",
     )
     capacity.add_argument(
         "--scenarios", action="store_true", help="print the recorded plans (docs/performance.md) as markdown"

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from duetime.definitions import MAX_CHECKPOINT_BYTES
 from duetime.domain.errors import InvalidInput
-from duetime.domain.models import Checkpoint, Execution, from_ms, to_ms
 from duetime.domain.results import compact_json
+
+if TYPE_CHECKING:
+    from duetime.domain.models import Checkpoint, Execution
+
+# The models (pydantic) are imported where a row's checkpoint is read or written, not here: a handler's child
+# process imports this module (ctx.checkpoint, through duetime.worker.registry) and nothing of the models.
 
 
 class CheckpointRejected(InvalidInput, ValueError):
@@ -26,6 +31,8 @@ def encode_checkpoint(state: Any) -> str:
 
 def decode_checkpoint(text: str | None, attempt: Any, recorded_ms: Any) -> Checkpoint | None:
     """The Checkpoint a row stores as its text, the attempt that wrote it and when (None if it has none)."""
+    from duetime.domain.models import Checkpoint, from_ms
+
     if text is None:
         return None
     return Checkpoint(state=json.loads(text), attempt=int(attempt), recorded_at=from_ms(int(recorded_ms)))
@@ -34,6 +41,8 @@ def decode_checkpoint(text: str | None, attempt: Any, recorded_ms: Any) -> Check
 def checkpoint_attributes(execution: Execution) -> dict[str, Any]:
     """How both stores keep a row's checkpoint (nothing on a row that never checkpointed): its JSON text,
     the attempt that wrote it and when, as `checkpoint`, `checkpointAttempt` and `checkpointMs`."""
+    from duetime.domain.models import to_ms
+
     checkpoint = execution.checkpoint
     if checkpoint is None:
         return {}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from duetime.domain.errors import Conflict
@@ -17,20 +18,25 @@ from duetime.service.ports import DueMessage
 POISON = "poison message: received too many times without completing"
 
 
-def drain_dead_letters(ports: Ports, job_class: str) -> int:
-    """Handle every message on `job_class`'s DLQ once; returns how many were handled.
+def drain_dead_letters(ports: Ports, job_class: str, time_for_one_more: Callable[[], bool] | None = None) -> int:
+    """Handle every message on `job_class`'s DLQ once; returns how many were handled. With `time_for_one_more`,
+    stop before a message there may not be the time to finish (the DLQ notifier's invocation ends at its
+    timeout: killed mid-batch, it would tell again what it had told): what is left waits for the next drain.
 
     A failed execution's notice goes to its owner, and the row records that the owner was told (it leaves
     the open index). A due message that SQS redrove there (received too often without completing: a
     poison job) first ends its execution `failed`, so none is left waiting. Notices are at least once: a
     drain that dies between telling and recording tells again.
     """
+    more = time_for_one_more or (lambda: True)
     handled = 0
-    while True:
+    while more():
         batch = ports.queues.receive_dead_letters(job_class)
         if not batch:
             return handled
         for body, receipt in batch:
+            if not more():  # the rest of the batch is received again after the DLQ's visibility timeout
+                return handled
             if body.get("kind") == "paused":  # a job paused after failures in a row (service.job_ends)
                 job_name = body.get("jobName") or body.get("jobId")
                 ports.notifier.notify(str(body.get("owner") or "unknown"), f"duetime: job {job_name} paused", body)
@@ -47,6 +53,7 @@ def drain_dead_letters(ports: Ports, job_class: str) -> int:
                     ports.store.mark_notified(key, ports.clock(), notice.get("owner"))
             ports.queues.delete_dead_letter(job_class, receipt)
             handled += 1
+    return handled
 
 
 def _fail_redriven(ports: Ports, body: dict[str, Any]) -> dict[str, Any] | None:

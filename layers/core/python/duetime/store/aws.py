@@ -17,8 +17,9 @@ CLIENT_CONFIG = Config(
 )
 
 
-def make_client(service: str, region: str, endpoint_url: str | None = None) -> Any:
-    kwargs: dict[str, Any] = {"region_name": region, "config": CLIENT_CONFIG}
+def make_client(service: str, region: str, endpoint_url: str | None = None, config: Config | None = None) -> Any:
+    """A client of `service` with CLIENT_CONFIG, or `config` for a client whose calls differ (target invokes)."""
+    kwargs: dict[str, Any] = {"region_name": region, "config": config or CLIENT_CONFIG}
     if endpoint_url:
         # moto accepts any credentials; fixed ones keep a developer's real keys out of local traffic.
         kwargs.update(

@@ -6,6 +6,22 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from botocore.config import Config
+
+from duetime.definitions import LAMBDA_MAX_TIMEOUT_SECONDS
+
+# A synchronous invoke holds its connection for as long as the target function runs (up to Lambda's 15 minutes):
+# the shared clients' 30 s read timeout, with retries, gave up on a longer handler and invoked it again, up to five
+# times an attempt. The read timeout outlasts any function (so any job's timeout: the worker stops waiting for a
+# run at its job's timeout itself), and the SDK never retries: an invoke that failed is the run's failure, retried
+# by the job's own retry policy, so a target runs once per attempt.
+LAMBDA_INVOKE_CONFIG = Config(
+    retries={"mode": "standard", "total_max_attempts": 1},
+    max_pool_connections=64,
+    connect_timeout=5,
+    read_timeout=LAMBDA_MAX_TIMEOUT_SECONDS + 60,
+)
+
 
 @dataclass(frozen=True)
 class Invocation:
