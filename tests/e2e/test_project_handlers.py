@@ -1,6 +1,10 @@
 """A team's own handlers, as the README has a new user run them: a project folder outside the package
 with `billing/handlers.py`, `duetime local --handlers billing.handlers` started from that folder (or
-`duetime local` plus `duetime worker --handlers ...`), jobs over HTTP, results in the history."""
+`duetime local` plus `duetime worker --handlers ...`), jobs over HTTP, results in the history.
+
+On the backend of the run (DUETIME_E2E_BACKEND): on moto the handlers reach the emulated Lambda workers as
+a deploy gives them to the deployed ones, the API reading the manifest and the workers importing the folder
+from their handler layer."""
 
 from __future__ import annotations
 
@@ -16,11 +20,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from duetime.local.backends import MOTO
+from duetime.local.system import HANDLER_LAYER_DIR
 
-from tests.e2e.helpers import executions, iso_in, submit, wait_for, wait_terminal
+from tests.e2e.helpers import E2E_BACKEND, executions, iso_in, submit, wait_for, wait_terminal
 from tests.http_client import Api
 
 DUETIME = str(Path(sys.executable).parent / "duetime")
+CORE = Path(__file__).resolve().parents[2] / "layers" / "core" / "python"
 
 BILLING_HANDLERS = '''
 """The billing team's handlers (a test project, outside duetime's package)."""
@@ -29,11 +36,17 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from duetime import JobContext, handler
+from invoicing import count_invoices
 
 
 @handler("billing.generate_invoices")
 def generate_invoices(ctx: JobContext) -> dict:
-    return {"invoices": 3, "owner": ctx.owner, "executionId": ctx.execution_id}
+    return {"invoices": count_invoices(), "owner": ctx.owner, "executionId": ctx.execution_id}
+
+
+@handler("billing.where")
+def where(ctx: JobContext) -> dict:
+    return {"file": __file__}
 
 
 @handler("billing.slow")
@@ -66,6 +79,9 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (folder / "billing").mkdir()
     (folder / "billing" / "__init__.py").write_text("")
     (folder / "billing" / "handlers.py").write_text(BILLING_HANDLERS)
+    # A package of the project the handlers import, shipped beside them (the layer is the folder's copy).
+    (folder / "invoicing").mkdir()
+    (folder / "invoicing" / "__init__.py").write_text("def count_invoices() -> int:\n    return 3\n")
     (folder / "grants.json").write_text(json.dumps(GRANTS))
     return folder
 
@@ -74,7 +90,9 @@ class Command:
     """A `duetime` subprocess started in the project folder, its output read line by line."""
 
     def __init__(self, project: Path, *args: str) -> None:
-        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "DUETIME_LOG_LEVEL")}
+        # Only this checkout's core on the path (the project folder is importable as the current directory).
+        env = {k: v for k, v in os.environ.items() if k != "DUETIME_LOG_LEVEL"}
+        env["PYTHONPATH"] = str(CORE)
         self.proc = subprocess.Popen(
             [DUETIME, *args],
             cwd=project,
@@ -92,7 +110,8 @@ class Command:
         for line in self.proc.stdout:
             self.lines.put(line)
 
-    def wait_line(self, prefix: str, timeout: float = 60) -> str:
+    def wait_line(self, prefix: str, timeout: float = 60, anywhere: bool = False) -> str:
+        """The next line starting with `prefix` (holding it, `anywhere`)."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             try:
@@ -102,7 +121,7 @@ class Command:
                     break
                 continue
             self.seen.append(line)
-            if line.strip().startswith(prefix):
+            if line.strip().startswith(prefix) or (anywhere and prefix in line):
                 return line.strip()
         raise AssertionError(f"no line starting {prefix!r}; output so far:\n{''.join(self.seen)}")
 
@@ -117,7 +136,19 @@ class Command:
 
 
 def start_local(project: Path, data_dir: Path, *extra: str) -> tuple[Command, str]:
-    local = Command(project, "local", "--port", "0", "--data-dir", str(data_dir), "--lease-seconds", "6", *extra)
+    local = Command(
+        project,
+        "local",
+        "--port",
+        "0",
+        "--data-dir",
+        str(data_dir),
+        "--lease-seconds",
+        "6",
+        "--backend",
+        E2E_BACKEND,
+        *extra,
+    )
     api_url = local.wait_line("API:").split(None, 1)[1]
     return local, api_url
 
@@ -158,6 +189,17 @@ def test_local_loads_the_projects_handlers_and_their_result_is_in_the_history(pr
     [done] = wait_terminal(alice, job["jobId"], timeout=30)
     assert done["status"] == "succeeded", done
     assert done["result"] == {"invoices": 3, "owner": "alice", "executionId": done["executionId"]}
+
+
+def test_the_handlers_run_from_the_folder_as_the_backends_workers_get_it(project, local_with_handlers):
+    data_dir, api_url = local_with_handlers
+    alice = Api(api_url, token(project, data_dir, "alice"))
+    job = submit(alice, handler="billing.where", schedule={"at": iso_in(1)})
+    [done] = wait_terminal(alice, job["jobId"], timeout=30)
+    assert done["status"] == "succeeded", done
+    # On moto from the handler layer (the folder's copy the Lambda workers get), on SQLite from the folder
+    folder = data_dir / HANDLER_LAYER_DIR / "python" if E2E_BACKEND == MOTO else project
+    assert Path(done["result"]["file"]).resolve() == (folder / "billing" / "handlers.py").resolve()
 
 
 def test_a_name_nobody_serves_is_refused_with_what_is_served(project, local_with_handlers):
@@ -261,3 +303,45 @@ def test_cancelling_a_job_kills_its_running_handler(project, local_with_handlers
     assert not marker.exists()
     [execution] = executions(alice, job["jobId"])
     assert execution["status"] == "cancelled"
+
+
+REPORTS_HANDLERS = """
+import croniter  # installed where duetime is developed (a dev dependency), never in the handler layer
+
+from duetime import JobContext, handler
+
+
+@handler("reports.monthly")
+def monthly(ctx: JobContext) -> dict:
+    return {"ok": True}
+"""
+
+
+@pytest.mark.skipif(E2E_BACKEND != MOTO, reason="the Lambda workers' own environment: the moto backend's")
+def test_a_dependency_missing_from_the_handler_layer_fails_the_lambda_workers_cold_start(tmp_path):
+    """As on AWS: the manifest is made where duetime runs (the synth's machine), so the API accepts the
+    job; the worker function's path holds only the handler layer and duetime's dependencies, so its cold
+    start fails with the import error, on the console as in CloudWatch, and the run is never started."""
+    project = tmp_path / "reports-project"
+    (project / "reports").mkdir(parents=True)
+    (project / "reports" / "__init__.py").write_text("")
+    (project / "reports" / "handlers.py").write_text(REPORTS_HANDLERS)
+    data_dir = tmp_path / "data"
+    local, api_url = start_local(project, data_dir, "--workers", "1", "--shards", "2", "--handlers", "reports.handlers")
+    try:
+        alice = Api(api_url, token(project, data_dir, "alice"))
+        job = submit(alice, handler="reports.monthly", schedule={"at": iso_in(1)})
+        local.wait_line("the handler failed a batch of 1", 60, anywhere=True)  # the event source's invocation
+        local.wait_line("duetime.domain.errors.InvalidInput: cannot import handler module 'reports.handlers'")
+        assert "No module named 'croniter'" in local.seen[-1]
+        [execution] = executions(alice, job["jobId"])
+        assert execution["status"] == "scheduled" and execution["attempt"] == 0, execution
+    finally:
+        assert local.stop() == 0
+
+
+@pytest.mark.skipif(E2E_BACKEND != MOTO, reason="the synth's check: the moto backend's")
+def test_a_module_that_does_not_import_where_duetime_runs_stops_local_as_it_fails_the_synth(project, tmp_path):
+    local = Command(project, "local", "--backend", MOTO, "--data-dir", str(tmp_path), "--handlers", "billing.absent")
+    local.wait_line("duetime: cannot import handler modules 'billing.absent'")
+    assert local.proc.wait(timeout=60) == 2

@@ -3,9 +3,11 @@ batches, partial and whole-batch failures, SQS's own redrive, and cold starts wi
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import secrets
+import sys
 import textwrap
 import threading
 import time
@@ -234,3 +236,70 @@ def test_an_instance_imports_its_module_once_with_its_environment_and_each_call_
     assert probe.instances == []
     probe.invoke({})
     assert len(probe.instances) == 1 and len(probe.instances[0].CALLS) == 1
+
+
+LAYERED_FUNCTION = """
+import {package}
+
+VALUE = {package}.VALUE
+
+
+def handler(event, context):
+    return VALUE
+"""
+
+
+def layered(functions_dir: Path, layer: Path, package: str) -> LambdaFunction:
+    """A function whose cold start imports `package`, with `layer` as its handler layer."""
+    (functions_dir / package).mkdir()
+    (functions_dir / package / "index.py").write_text(LAYERED_FUNCTION.format(package=package))
+    return LambdaFunction(
+        name=package,
+        function_name=f"lm-{package}",
+        environment={},
+        timeout_seconds=30,
+        memory_mb=512,
+        region=REGION,
+        functions_dir=functions_dir,
+        layers=(layer,),
+    )
+
+
+def package_in(folder: Path, package: str, body: str) -> None:
+    (folder / package).mkdir(parents=True)
+    (folder / package / "__init__.py").write_text(body)
+
+
+def test_a_function_imports_its_layers_code_before_a_same_named_package_on_this_process_path(
+    functions_dir, tmp_path, monkeypatch
+):
+    package = f"team_{secrets.token_hex(4)}"
+    layer = tmp_path / "layer" / "python"
+    package_in(tmp_path / "project", package, "VALUE = 'the project folder'\n")
+    package_in(layer, package, "from . import helper\nVALUE = helper.WHERE\n")
+    (layer / package / "helper.py").write_text("WHERE = 'the layer'\n")
+    monkeypatch.syspath_prepend(str(tmp_path / "project"))  # as `duetime local` makes its folder importable
+    assert layered(functions_dir, layer, package).invoke({}) == "the layer"
+
+
+def test_a_module_outside_the_layers_and_the_dependency_layer_fails_the_cold_start_as_on_aws(
+    functions_dir, tmp_path, monkeypatch
+):
+    package, dependency = f"team_{secrets.token_hex(4)}", f"installed_{secrets.token_hex(4)}"
+    layer = tmp_path / "layer" / "python"
+    package_in(layer, package, f"import {dependency}\nVALUE = 1\n")
+    # Installed in this process's environment, but in none of the function's layers
+    package_in(tmp_path / "site", dependency, "")
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    function = layered(functions_dir, layer, package)
+    with pytest.raises(ModuleNotFoundError, match=f"No module named '{dependency}'"):
+        function.invoke({})
+    assert function.instances == [] and package not in sys.modules  # the next invocation starts cold again
+    with pytest.raises(ModuleNotFoundError, match=f"No module named '{dependency}'"):
+        function.invoke({})
+    importlib.import_module(dependency)  # this process has it: only the function's imports go without
+
+    # The standard library, duetime and its dependencies (dateutil) are the runtime's and the dependency layer's
+    fine = f"team_{secrets.token_hex(4)}"
+    package_in(layer, fine, "import json, dateutil.tz\nfrom duetime import handler\nVALUE = 'imported'\n")
+    assert layered(functions_dir, layer, fine).invoke({}) == "imported"

@@ -4,9 +4,11 @@ size, and timeouts that kill the child process running the handler."""
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import subprocess
+import sys
 import time
 from datetime import timedelta
 from pathlib import Path
@@ -327,3 +329,19 @@ def test_a_child_whose_worker_is_gone_exits_without_finishing_the_handler(tmp_pa
     assert child.wait(timeout=30) == ORPHANED_EXIT
     time.sleep(3)  # longer than the handler would have slept
     assert not (tmp_path / "written-after-sleep").exists()
+
+
+def test_a_child_imports_the_handler_module_from_where_the_worker_imported_it(tmp_path, monkeypatch):
+    """The local Lambda emulation imports a worker's handlers from its handler layer, a folder not on this
+    process's path: the child is given that folder first, so it runs the code the worker registered."""
+    package = f"layered_{os.getpid()}_{time.monotonic_ns()}"
+    (tmp_path / package).mkdir()
+    (tmp_path / package / "__init__.py").write_text("")
+    (tmp_path / package / "handlers.py").write_text("")
+    with monkeypatch.context() as during_import:
+        during_import.syspath_prepend(str(tmp_path))
+        importlib.import_module(f"{package}.handlers")
+    assert str(tmp_path) not in sys.path
+    for module in (f"{package}.handlers", package):
+        assert json.loads(child_command(module)[3])[0] == str(tmp_path)
+    assert json.loads(child_command(sample_handlers.__name__)[3]) == sys.path  # already on the path: as it is

@@ -77,6 +77,8 @@ def cmd_local(args: argparse.Namespace) -> int:
     from duetime.local.system import FIRST_USER, LocalSystem
 
     importable_cwd()
+    if args.handler_path:  # SQLite imports the modules from it; moto stages it as the workers' handler layer
+        sys.path.insert(0, str(Path(args.handler_path).resolve()))
     # On SQLite the workers run in a child process beside the API (local/worker_process.py says why).
     worker_process = args.backend == SQLITE
     system = LocalSystem(
@@ -86,6 +88,7 @@ def cmd_local(args: argparse.Namespace) -> int:
         lease_seconds=args.lease_seconds,
         shards=args.shards,
         handler_modules=args.handlers,
+        handler_path=args.handler_path,
         grants=read_grants(args.grants),
         backend=args.backend,
         worker_process=worker_process,
@@ -218,6 +221,12 @@ def parser() -> argparse.ArgumentParser:
     local.add_argument("--data-dir", default=".duetime")
     local.add_argument("--shards", type=int, default=8)
     local.add_argument("--handlers", nargs="*", default=[], metavar="MODULE", help="modules with your @handlers")
+    local.add_argument(
+        "--handler-path",
+        metavar="DIR",
+        help="the folder holding their packages, as context handlerPath (default: the current directory); "
+        "--backend moto ships it to the Lambda workers as their handler layer",
+    )
     local.add_argument("--grants", metavar="FILE", help="JSON grant rules (default: everyone may use everything)")
     local.add_argument(
         "--backend",

@@ -21,6 +21,16 @@ not limited, there is no X-Ray daemon (tracing is disabled), no retries of faile
 (EventBridge targets are configured with none), and the pollers long-poll 1 s instead of 20 s so a stop
 is prompt (moto re-checks a long poll once a second anyway).
 
+Layers: a function given layers (the worker's handler layer, a copy of the team's handler folder, as the CDK
+stack gives the deployed workers) imports at its cold start as Lambda's path would let it: a top-level module
+from its layers first (Lambda's /opt/python), else only what the Lambda runtime and duetime's dependency
+layer hold (the standard library, duetime, pyproject's runtime dependencies and theirs). Anything else (a
+package installed in this machine's environment but not vendored into the handler folder, the project
+folder itself) is missing, so the import fails and the cold start with it, as on AWS. A module this process
+imported already is not looked up again, so such a module is not refused; and a handler's child process
+runs with this process's path (its module's layer first), so an import inside a handler's function body is
+not restricted either.
+
 One process holds every instance, so they share os.environ. A module reads its configuration at import
 (every duetime handler does, checked at cold start), so while it is imported, under a lock, `os.environ`
 is a copy of the host's with the function's variables added, and the host's own mapping is put back after.
@@ -32,15 +42,23 @@ Powertools' process-wide logger, so under concurrency a log line may carry anoth
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import importlib.abc
+import importlib.machinery
+import importlib.metadata
 import importlib.util
 import itertools
 import json
 import logging
 import os
+import re
+import sys
 import threading
 import time
+import tomllib
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -52,6 +70,8 @@ log = logging.getLogger("duetime.local.lambda")
 ACCOUNT = "123456789012"  # moto's default account
 POLL_SECONDS = 1
 FUNCTIONS_DIR = Path(__file__).resolve().parents[5] / "functions"
+# The runtime dependencies the dependency layer is built from (infra/build_layers.py reads the same list).
+PYPROJECT = FUNCTIONS_DIR.parent / "pyproject.toml"
 _IMPORT_LOCK = threading.Lock()
 _instance_numbers = itertools.count(1)
 
@@ -73,10 +93,72 @@ class LambdaContext:
         return max(0, int((self.deadline - time.monotonic()) * 1000))
 
 
+def _distribution(requirement: str) -> str:
+    """The normalized distribution name of a requirement ("PyJWT==2.15.1" -> "pyjwt")."""
+    return re.split(r"[\s<>=!~;\[(]", requirement.strip(), maxsplit=1)[0].lower().replace("_", "-").replace(".", "-")
+
+
+@functools.cache
+def runtime_modules(pyproject: Path = PYPROJECT) -> frozenset[str]:
+    """The top-level modules a deployed function finds outside its layers' own folders: the standard
+    library, duetime (the core layer), and those of the dependency layer's distributions (pyproject's
+    runtime dependencies and, transitively, theirs; boto3 and botocore are the runtime's own)."""
+    wanted = [_distribution(r) for r in tomllib.loads(pyproject.read_text())["project"]["dependencies"]]
+    closure: set[str] = set()
+    while wanted:
+        name = wanted.pop()
+        if name in closure:
+            continue
+        closure.add(name)
+        try:
+            requires = importlib.metadata.requires(name) or []
+        except importlib.metadata.PackageNotFoundError:
+            continue
+        # An extra's requirements are not installed with the distribution (pip installs none).
+        wanted += [_distribution(r) for r in requires if "extra" not in r.partition(";")[2]]
+    installed = importlib.metadata.packages_distributions()
+    shipped = {module for module, dists in installed.items() if any(_distribution(d) in closure for d in dists)}
+    return frozenset({*sys.stdlib_module_names, *sys.builtin_module_names, "duetime", *shipped})
+
+
+class LayerImports(importlib.abc.MetaPathFinder):
+    """The imports of one thread as a deployed function's path resolves them: a top-level module from the
+    function's layers first, else one of `provided` from this process's path; any other is missing
+    (ModuleNotFoundError), though this process could import it. Submodules follow their package."""
+
+    def __init__(self, layers: Sequence[Path], provided: frozenset[str]) -> None:
+        self.paths, self.provided = [str(layer) for layer in layers], provided
+        self.thread = threading.get_ident()
+
+    def find_spec(self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None) -> Any:
+        if threading.get_ident() != self.thread or path is not None:
+            return None  # another thread's import, or a submodule (found on its package's __path__)
+        spec = importlib.machinery.PathFinder.find_spec(fullname, self.paths)
+        if spec is not None or fullname in self.provided:
+            return spec
+        raise ModuleNotFoundError(f"No module named {fullname!r} (not in the function's layers)", name=fullname)
+
+
+@contextlib.contextmanager
+def layer_imports(layers: Sequence[Path]) -> Iterator[None]:
+    """Imports of this thread, meanwhile, resolve as a function with `layers` resolves them (no layers: as
+    this process does)."""
+    if not layers:
+        yield
+        return
+    finder = LayerImports(layers, runtime_modules())
+    sys.meta_path.insert(0, finder)
+    try:
+        yield
+    finally:
+        sys.meta_path.remove(finder)
+
+
 def import_handler_module(
-    function: str, environment: dict[str, str], functions_dir: Path = FUNCTIONS_DIR
+    function: str, environment: dict[str, str], functions_dir: Path = FUNCTIONS_DIR, layers: Sequence[Path] = ()
 ) -> ModuleType:
-    """Import `functions/<function>/index.py` as a new module (a cold start) with `environment` set."""
+    """Import `functions/<function>/index.py` as a new module (a cold start) with `environment` set, its
+    imports resolved from `layers` (the directories a layer puts on the path) as on AWS."""
     path = functions_dir / function / "index.py"
     if not path.is_file():
         raise FileNotFoundError(f"{path} not found: the AWS-faithful mode runs from a duetime checkout")
@@ -89,7 +171,8 @@ def import_handler_module(
         host = os.environ
         os.environ = {**host, **environment}  # type: ignore[assignment]  # noqa: B003
         try:
-            spec.loader.exec_module(module)
+            with layer_imports(layers):
+                spec.loader.exec_module(module)
         finally:
             os.environ = host  # noqa: B003
     return module
@@ -107,6 +190,8 @@ class LambdaFunction:
     region: str
     max_instances: int = 10
     functions_dir: Path = FUNCTIONS_DIR
+    # The `python/` directories of its layers beyond the core and dependencies (the worker's handler layer).
+    layers: tuple[Path, ...] = ()
     on_cold_start: Callable[[ModuleType], None] | None = None  # sees each new instance's module (tests)
     instances: list[ModuleType] = field(default_factory=list)
     _free: list[ModuleType] = field(default_factory=list)
@@ -154,7 +239,7 @@ class LambdaFunction:
             return result
 
     def cold_start(self) -> ModuleType:
-        module = import_handler_module(self.name, self.environment, self.functions_dir)
+        module = import_handler_module(self.name, self.environment, self.functions_dir, self.layers)
         if self.on_cold_start is not None:
             self.on_cold_start(module)
         with self._lock:
@@ -176,6 +261,7 @@ class LambdaFunction:
             region=self.region,
             max_instances=self.max_instances,
             functions_dir=self.functions_dir,
+            layers=self.layers,
             on_cold_start=self.on_cold_start,
         )
 

@@ -4,7 +4,11 @@ On SQLite the use-cases run directly: the API behind the HTTP bridge, the pre-lo
 sweeper on timers, worker threads woken at the due instant. Backend "moto" is the AWS-faithful mode: the
 real Lambda handlers under functions/ run in the emulation of duetime.local.lambda_mode (API, pre-loader,
 DLQ notifier, the `default` class's worker fed by its SQS event source), and the `long` class runs
-`duetime worker` loops as ECS does. The direct wiring stays for `faithful=False` on moto: the benchmarks
+`duetime worker` loops as ECS does. With `--handlers`, the functions get what a deploy with the same handlers
+gives the deployed ones: the API the manifest of what the modules register (made in a process of its own,
+as the synth makes it), and the workers the handler folder staged as their handler layer, from which they
+import the modules at their cold start (duetime.local.lambda_mode says how it stands in for Lambda's path).
+The direct wiring stays for `faithful=False` on moto: the benchmarks
 count the AWS calls of the system's own clients, which only that wiring uses.
 """
 
@@ -33,6 +37,7 @@ from duetime.definitions import (
     lambda_worker_timeout_seconds,
 )
 from duetime.domain.grants import EVERYONE, Grants
+from duetime.domain.errors import InvalidInput
 from duetime.domain.quotas import UNLIMITED, Quotas
 from duetime.local import BACKENDS
 from duetime.local.api_process import ApiProcess
@@ -46,7 +51,7 @@ from duetime.local.backends import (
     start_backend,
 )
 from duetime.local.http_bridge import ApiServer
-from duetime.local.lambda_mode import LambdaFunction, Schedule, SqsEventSource
+from duetime.local.lambda_mode import LambdaFunction, Schedule, SqsEventSource, layer_imports
 from duetime.local.notices import AlertRelay, create_alert_topic
 from duetime.local.state import STATE_FILE, LocalState, previous_state
 from duetime.local.worker_process import WorkerProcess
@@ -59,6 +64,7 @@ from duetime.store.aws import make_client
 from duetime.store.secrets import FileSecrets
 from duetime.targets.webhook import WebhookTarget
 from duetime.worker.kinds import Targets
+from duetime.worker.packaging import handler_manifest, stage_handler_layer
 from duetime.worker.registry import load_modules
 from duetime.worker.runtime import Worker
 
@@ -70,6 +76,8 @@ FIRST_USER = LOCAL_FIRST_USER
 # Locally the DLQ notifier runs every few seconds instead of every minute, so an owner hears of a failure
 # while still looking.
 DLQ_NOTIFIER_SECONDS = 2
+# Where the AWS-faithful mode stages the handler folder as the workers' handler layer (under the data dir).
+HANDLER_LAYER_DIR = Path("lambda") / "handlers"
 
 
 class Every:
@@ -116,6 +124,7 @@ class LocalSystem:
         prefix: str = "duetime",
         moto_in_process: bool = False,
         handler_modules: Sequence[str] = (),
+        handler_path: str | Path | None = None,
         grants: list[dict[str, Any]] | None = None,
         backend: str = DEFAULT_BACKEND,
         faithful: bool = True,
@@ -171,6 +180,11 @@ class LocalSystem:
         # Modules whose @handlers the worker threads serve (`--handlers`), and the grant rules in their
         # JSON form (`--grants FILE`; None: everyone may use everything).
         self.handler_modules = list(handler_modules)
+        # The folder that holds their packages (context handlerPath; the current directory by default), and
+        # on moto what a deploy makes of it: the API's manifest and the workers' handler layer.
+        self.handler_path = Path(handler_path) if handler_path is not None else None
+        self.handler_manifest: dict[str, list[str]] | None = None
+        self.handler_layer: Path | None = None
         self.grants = grants
         # SQLite: processes answering the API, this one included (local/api_process.py says why).
         self.api_processes = api_processes
@@ -179,8 +193,12 @@ class LocalSystem:
         self.api_children: list[ApiProcess] = []
 
     def start(self) -> LocalSystem:
-        load_modules(self.handler_modules)  # a module that does not import fails before anything starts
         private_directory(self.data_dir)  # 0700 when made here: it holds the database and the secrets
+        # A module that does not import fails before anything starts (on moto, as it fails the synth).
+        if self.faithful and self.handler_modules:
+            self._deploy_handlers()
+        else:
+            load_modules(self.handler_modules)
         # A restart on the same data dir keeps the secret (tokens stay valid) and the pre-loader's owner:
         # on SQLite its shard leases outlive a killed process, and the same owner resumes them at once.
         # A reset forgets the data and the key: every token issued before it is refused.
@@ -232,6 +250,17 @@ class LocalSystem:
         for child in self.api_children:
             child.wait_ready()
         return self
+
+    def _deploy_handlers(self) -> None:
+        """What the synth makes of the handler folder: the manifest of what the modules register (imported
+        in a process of its own, never here) and the folder staged as the workers' handler layer."""
+        folder = (self.handler_path or Path.cwd()).resolve()
+        try:
+            self.handler_manifest = handler_manifest(self.handler_modules, folder)
+        except ValueError as exc:
+            raise InvalidInput(str(exc), field="handlers") from exc
+        staged = self.data_dir / HANDLER_LAYER_DIR
+        self.handler_layer = stage_handler_layer(folder, staged, also_skip=[self.data_dir])
 
     def _start_direct(self, settings: Settings, ports: Ports, preloader_id: str) -> None:
         """The use-cases called directly: the API app behind the bridge, pre-load and DLQ drain on timers."""
@@ -288,6 +317,8 @@ class LocalSystem:
         # On AWS, Cognito's authorizer checks tokens.
         api.environment.update(RuntimeConfig(jwt_secret=self.secret, jwt_audience=self.instance_id).to_env())
         api.environment.update(quota_environment(self.quotas))
+        if self.handler_manifest is not None:  # as the stack sets DUETIME_HANDLER_MANIFEST from the synth's
+            api.environment.update(RuntimeConfig(handler_manifest=self.handler_manifest).to_env())
         self.api = ApiServer(lambda event, context: dict(api.invoke(event)), port=self.port).start()
         preloader = function("preloader", settings.preload_interval_seconds)
         notifier = function("dlq_notifier", DLQ_NOTIFIER_TIMEOUT_SECONDS, alert_topic_arn=topic_arn)
@@ -297,6 +328,9 @@ class LocalSystem:
         ]
         if self.workers <= 0:
             return
+        layers = (self.handler_layer,) if self.handler_layer else ()
+        if layers:
+            self._import_for_ecs_workers(layers)
         for job_class in settings.job_classes.values():
             if job_class.worker_kind != "lambda":
                 continue
@@ -306,6 +340,7 @@ class LocalSystem:
                 job_class=job_class.name,
                 handler_modules=",".join(self.handler_modules),
             )
+            worker.layers = layers  # the handler layer: on the worker functions only, as the stack gives it
             # An event source per due queue of the class (on AWS each has a function of its own).
             for index, queue_url in enumerate(queues.class_queue_urls[job_class.name]):
                 source = SqsEventSource(
@@ -318,6 +353,17 @@ class LocalSystem:
                     name=f"worker-{job_class.name}" + (f"-{index}" if index else ""),
                 )
                 self.event_sources.append(source.start())
+
+    def _import_for_ecs_workers(self, layers: tuple[Path, ...]) -> None:
+        """The handler modules for the `long` class's `duetime worker` loops, which run in this process:
+        imported from the staged folder with only duetime's dependencies beside it, as the `long` image
+        holds them. One that does not import is logged and those loops serve the built-in handlers only
+        (on AWS the image's tasks would fail to start); the Lambda workers fail their cold starts alike."""
+        try:
+            with layer_imports(layers):
+                load_modules(self.handler_modules)
+        except InvalidInput:
+            log.exception("the handler layer does not import: the ECS-style workers serve the built-in handlers")
 
     def _write_state(self, preloader_id: str) -> None:
         assert self.local_backend and self.api

@@ -25,6 +25,7 @@ import sys
 import threading
 from collections.abc import Callable, Mapping
 from datetime import datetime
+from pathlib import Path
 from typing import IO, Any
 
 from duetime.domain.results import ResultRejected, encode_result
@@ -93,7 +94,7 @@ def run_in_child(registered: RegisteredHandler, ctx: JobContext) -> RunResult:
         },
     }
     child = subprocess.Popen(
-        child_command(),
+        child_command(registered.module),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         env=handler_environment(os.environ),
@@ -143,10 +144,26 @@ def _read_channel(channel: IO[bytes], ctx: JobContext, output: list[bytes]) -> N
         output.append(line)
 
 
-def child_command() -> list[str]:
+def child_command(module: str | None = None) -> list[str]:
     """The command of a child: this interpreter, with this process's sys.path (the project folder, the
-    Lambda layer's /opt/python...), running child_main."""
-    return [sys.executable, "-c", _BOOTSTRAP, json.dumps(sys.path)]
+    Lambda layer's /opt/python...), running child_main. The folder `module` was imported from leads the
+    path when it is not on it (the local Lambda emulation imports a worker's handlers from its layer), so
+    the child runs the code the worker registered."""
+    path = list(sys.path)
+    root = import_root(module) if module else None
+    if root is not None and root not in path:
+        path.insert(0, root)
+    return [sys.executable, "-c", _BOOTSTRAP, json.dumps(path)]
+
+
+def import_root(module: str) -> str | None:
+    """The sys.path entry an imported `module` was found under (None: not imported, or not from a file)."""
+    file = getattr(sys.modules.get(module), "__file__", None)
+    if module == "__main__" or not file:
+        return None
+    where = Path(file)
+    depth = module.count(".") + (1 if where.name == "__init__.py" else 0)
+    return str(where.parents[depth])
 
 
 def _parse_outcome(raw: bytes, code: int) -> RunResult:
