@@ -202,6 +202,17 @@ def test_the_handlers_run_from_the_folder_as_the_backends_workers_get_it(project
     assert Path(done["result"]["file"]).resolve() == (folder / "billing" / "handlers.py").resolve()
 
 
+def test_the_long_class_serves_the_projects_handlers_too(project, local_with_handlers):
+    """On moto the `long` class runs `duetime worker` loops (as ECS does), with the folder as its image has it."""
+    data_dir, api_url = local_with_handlers
+    alice = Api(api_url, token(project, data_dir, "alice"))
+    job = submit(alice, handler="billing.where", jobClass="long", schedule={"at": iso_in(1)})
+    [done] = wait_terminal(alice, job["jobId"], timeout=30)
+    assert done["status"] == "succeeded", done
+    folder = data_dir / HANDLER_LAYER_DIR / "python" if E2E_BACKEND == MOTO else project
+    assert Path(done["result"]["file"]).resolve() == (folder / "billing" / "handlers.py").resolve()
+
+
 def test_a_name_nobody_serves_is_refused_with_what_is_served(project, local_with_handlers):
     data_dir, api_url = local_with_handlers
     alice = Api(api_url, token(project, data_dir, "alice"))
