@@ -16,6 +16,8 @@ from pathlib import Path
 
 from duetime.config import RuntimeConfig
 from duetime.definitions import JOB_CLASSES
+from duetime.worker import packaging
+from duetime.worker.packaging import SKIPPED
 
 from infra.build_layers import (
     PROVIDED_BY_RUNTIME,
@@ -32,15 +34,9 @@ from infra.build_layers import (
 ROOT = Path(__file__).resolve().parents[1]
 CORE_PYTHON = ROOT / "layers" / "core" / "python"
 STAGING = ROOT / "build"
-# Never shipped from a handler folder: caches, virtual environments, VCS and test folders.
-SKIPPED = shutil.ignore_patterns(
-    "__pycache__", "*.pyc", ".git", ".venv", "venv", ".mypy_cache", ".pytest_cache", ".ruff_cache", "cdk.out", "tests"
-)
 # What the `long` image's build needs from duetime itself (Dockerfile: `pip install .`).
 IMAGE_FILES = ("Dockerfile", "pyproject.toml", "README.md")
 IMAGE_HANDLER_DIR = "handlers"
-# Lambda allows 4 KB of environment in all; the rest of the API's (queue URLs, settings) takes about 1 KB.
-MAX_HANDLER_ENV_BYTES = 3000  # the Dockerfile's HANDLER_DIR build arg: where the staged handler code is
 # The distributions a handler folder needs beyond duetime's own (which the dependency layer ships): installed
 # into the handler layer for the functions' platform, and into the `long` image (Dockerfile).
 REQUIREMENTS_FILE = "requirements.txt"
@@ -186,11 +182,4 @@ def grants_environment(grants: str | None) -> dict[str, str]:
 def api_handler_environment(code: HandlerCode, grants: str | None) -> dict[str, str]:
     """DUETIME_HANDLER_MANIFEST (and DUETIME_HANDLER_GRANTS when given) for the API function; raises
     ValueError at synth rather than at deploy when they would not fit Lambda's 4 KB environment."""
-    env = {**RuntimeConfig(handler_manifest=handler_manifest(code)).to_env(), **grants_environment(grants)}
-    size = sum(len(k) + len(v.encode()) for k, v in env.items())
-    if size > MAX_HANDLER_ENV_BYTES:
-        raise ValueError(
-            f"the handler manifest and grants take {size} bytes of the API function's environment, more than "
-            f"{MAX_HANDLER_ENV_BYTES} (Lambda allows 4 KB for all variables): use fewer, broader grant rules"
-        )
-    return env
+    return packaging.api_handler_environment(handler_manifest(code), json.loads(grants) if grants else None)

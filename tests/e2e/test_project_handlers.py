@@ -317,36 +317,43 @@ def test_cancelling_a_job_kills_its_running_handler(project, local_with_handlers
 
 
 REPORTS_HANDLERS = """
-import croniter  # installed where duetime is developed (a dev dependency), never in the handler layer
+import croniter  # installed where duetime is developed (a dev dependency), in no layer
 
 from duetime import JobContext, handler
 
 
 @handler("reports.monthly")
 def monthly(ctx: JobContext) -> dict:
-    return {"ok": True}
+    return {"module": croniter.__name__}
 """
 
 
 @pytest.mark.skipif(E2E_BACKEND != MOTO, reason="the Lambda workers' own environment: the moto backend's")
-def test_a_dependency_missing_from_the_handler_layer_fails_the_lambda_workers_cold_start(tmp_path):
-    """As on AWS: the manifest is made where duetime runs (the synth's machine), so the API accepts the
-    job; the worker function's path holds only the handler layer and duetime's dependencies, so its cold
-    start fails with the import error, on the console as in CloudWatch, and the run is never started."""
+def test_a_dependency_only_this_environment_has_stops_local_as_it_fails_the_synth_until_requirements_name_it(
+    tmp_path,
+):
+    """As the synth does, the modules are imported as a worker function imports them: from the handler layer
+    with duetime's dependency layer beside it, never the other packages of the environment duetime runs in.
+    croniter is installed here but in no layer, so `duetime local` stops with the import error, until the
+    folder's requirements.txt names it (which the synth installs into the layer; here it is this environment's)."""
     project = tmp_path / "reports-project"
-    (project / "reports").mkdir(parents=True)
-    (project / "reports" / "__init__.py").write_text("")
-    (project / "reports" / "handlers.py").write_text(REPORTS_HANDLERS)
+    (project / "handlers" / "reports").mkdir(parents=True)  # the handler folder of the project (handlerPath)
+    (project / "handlers" / "reports" / "__init__.py").write_text("")
+    (project / "handlers" / "reports" / "handlers.py").write_text(REPORTS_HANDLERS)
     data_dir = tmp_path / "data"
-    local, api_url = start_local(project, data_dir, "--workers", "1", "--shards", "2", "--handlers", "reports.handlers")
+    options = ("--workers", "1", "--shards", "2", "--handler-path", "handlers", "--handlers", "reports.handlers")
+    refused = Command(project, "local", "--backend", MOTO, "--data-dir", str(data_dir), *options)
+    refused.wait_line("duetime: cannot import handler modules 'reports.handlers' as the worker functions would")
+    refused.wait_line("No module named 'croniter' (not in the function's layers)", anywhere=True)
+    assert refused.proc.wait(timeout=60) == 2
+
+    (project / "handlers" / "requirements.txt").write_text("croniter  # cron parsing for the reports\n")
+    local, api_url = start_local(project, data_dir, *options)
     try:
         alice = Api(api_url, token(project, data_dir, "alice"))
         job = submit(alice, handler="reports.monthly", schedule={"at": iso_in(1)})
-        local.wait_line("the handler failed a batch of 1", 60, anywhere=True)  # the event source's invocation
-        local.wait_line("duetime.domain.errors.InvalidInput: cannot import handler module 'reports.handlers'")
-        assert "No module named 'croniter'" in local.seen[-1]
-        [execution] = executions(alice, job["jobId"])
-        assert execution["status"] == "scheduled" and execution["attempt"] == 0, execution
+        [done] = wait_terminal(alice, job["jobId"], timeout=30)
+        assert done["status"] == "succeeded" and done["result"] == {"module": "croniter"}, done
     finally:
         assert local.stop() == 0
 
@@ -354,5 +361,5 @@ def test_a_dependency_missing_from_the_handler_layer_fails_the_lambda_workers_co
 @pytest.mark.skipif(E2E_BACKEND != MOTO, reason="the synth's check: the moto backend's")
 def test_a_module_that_does_not_import_where_duetime_runs_stops_local_as_it_fails_the_synth(project, tmp_path):
     local = Command(project, "local", "--backend", MOTO, "--data-dir", str(tmp_path), "--handlers", "billing.absent")
-    local.wait_line("duetime: cannot import handler modules 'billing.absent'")
+    local.wait_line("duetime: cannot import handler modules 'billing.absent' as the worker functions would")
     assert local.proc.wait(timeout=60) == 2

@@ -16,11 +16,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from duetime.domain.errors import InvalidInput
+from duetime.local.backends import MOTO
 from duetime.local.lambda_mode import LambdaFunction, SqsEventSource
 from duetime.local.moto_server import EmbeddedMoto
+from duetime.local.system import LocalSystem
 from duetime.store.aws import make_client
 
 REGION = "us-east-1"
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
@@ -303,3 +307,17 @@ def test_a_module_outside_the_layers_and_the_dependency_layer_fails_the_cold_sta
     fine = f"team_{secrets.token_hex(4)}"
     package_in(layer, fine, "import json, dateutil.tz\nfrom duetime import handler\nVALUE = 'imported'\n")
     assert layered(functions_dir, layer, fine).invoke({}) == "imported"
+
+
+def test_a_manifest_and_grants_too_large_for_the_apis_environment_stop_local_moto_as_they_fail_the_synth(tmp_path):
+    grants = [{"owners": [f"user-{i}"], "handlers": [f"team-{i}.*"]} for i in range(200)]
+    system = LocalSystem(
+        tmp_path / "data",
+        backend=MOTO,
+        handler_modules=["billing.handlers"],
+        handler_path=ROOT / "examples" / "handlers",
+        grants=grants,
+    )
+    with pytest.raises(InvalidInput, match="4 KB") as refused:
+        system.start()  # before anything starts
+    assert refused.value.field == "handlers" and system.local_backend is None

@@ -24,9 +24,11 @@ is prompt (moto re-checks a long poll once a second anyway).
 Layers: a function given layers (the worker's handler layer, a copy of the team's handler folder, as the CDK
 stack gives the deployed workers) imports at its cold start as Lambda's path would let it: a top-level module
 from its layers first (Lambda's /opt/python), else only what the Lambda runtime and duetime's dependency
-layer hold (the standard library, duetime, pyproject's runtime dependencies and theirs). Anything else (a
-package installed in this machine's environment but not vendored into the handler folder, the project
-folder itself) is missing, so the import fails and the cold start with it, as on AWS. A module this process
+layer hold (the standard library, duetime, pyproject's runtime dependencies and theirs) and what the layer's
+requirements.txt names (installed into the layer at synth; here, from this environment). Anything else (a
+package installed in this machine's environment that the folder's requirements.txt does not name, the project
+folder itself) is missing, so the import fails and the cold start with it, as on AWS (where the synth's own
+import of the modules fails first: duetime.local.handler_layer does the same here). A module this process
 imported already is not looked up again, so such a module is not refused; and a handler's child process
 runs with this process's path (its module's layer first), so an import inside a handler's function body is
 not restricted either.
@@ -93,31 +95,58 @@ class LambdaContext:
         return max(0, int((self.deadline - time.monotonic()) * 1000))
 
 
-def _distribution(requirement: str) -> str:
-    """The normalized distribution name of a requirement ("PyJWT==2.15.1" -> "pyjwt")."""
-    return re.split(r"[\s<>=!~;\[(]", requirement.strip(), maxsplit=1)[0].lower().replace("_", "-").replace(".", "-")
+# A layer's requirements.txt: the distributions the synth installs into it (infra/handlers.py).
+REQUIREMENTS_FILE = "requirements.txt"
+
+
+def _normalized(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _requirement(text: str) -> tuple[str, frozenset[str]]:
+    """A requirement's normalized distribution name and extras ("aws-lambda-powertools[tracer]==3.37.0")."""
+    match = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[([^\]]*)\])?", text)
+    if match is None:
+        return "", frozenset()
+    extras = frozenset(_normalized(e.strip()) for e in (match.group(2) or "").split(",") if e.strip())
+    return _normalized(match.group(1)), extras
+
+
+def requirements_of(layer: Path) -> tuple[str, ...]:
+    """The requirements a layer's requirements.txt names (comments, options and blank lines left out)."""
+    path = layer / REQUIREMENTS_FILE
+    if not path.is_file():
+        return ()
+    lines = (line.split("#", 1)[0].strip() for line in path.read_text().splitlines())
+    return tuple(line for line in lines if line and not line.startswith("-"))
 
 
 @functools.cache
-def runtime_modules(pyproject: Path = PYPROJECT) -> frozenset[str]:
+def runtime_modules(requirements: tuple[str, ...] = (), pyproject: Path = PYPROJECT) -> frozenset[str]:
     """The top-level modules a deployed function finds outside its layers' own folders: the standard
-    library, duetime (the core layer), and those of the dependency layer's distributions (pyproject's
-    runtime dependencies and, transitively, theirs; boto3 and botocore are the runtime's own)."""
-    wanted = [_distribution(r) for r in tomllib.loads(pyproject.read_text())["project"]["dependencies"]]
-    closure: set[str] = set()
+    library, duetime (the core layer), and those of the distributions the dependency layer ships
+    (pyproject's runtime dependencies, with their extras, and transitively theirs; boto3 and botocore are the
+    runtime's own) and of `requirements` (a handler layer's requirements.txt), as installed here."""
+    dependencies = tomllib.loads(pyproject.read_text())["project"]["dependencies"]
+    wanted = [_requirement(r) for r in (*dependencies, *requirements)]
+    closure: dict[str, set[str]] = {}
     while wanted:
-        name = wanted.pop()
-        if name in closure:
+        name, extras = wanted.pop()
+        if not name or (name in closure and extras <= closure[name]):
             continue
-        closure.add(name)
+        closure.setdefault(name, set()).update(extras)
         try:
             requires = importlib.metadata.requires(name) or []
         except importlib.metadata.PackageNotFoundError:
             continue
-        # An extra's requirements are not installed with the distribution (pip installs none).
-        wanted += [_distribution(r) for r in requires if "extra" not in r.partition(";")[2]]
+        for requirement in requires:
+            marker = requirement.partition(";")[2]
+            extra = re.search(r"extra\s*==\s*['\"]([^'\"]+)['\"]", marker)
+            # An extra's requirements come only with that extra (pip installs none otherwise).
+            if extra is None or _normalized(extra.group(1)) in closure[name]:
+                wanted.append(_requirement(requirement))
     installed = importlib.metadata.packages_distributions()
-    shipped = {module for module, dists in installed.items() if any(_distribution(d) in closure for d in dists)}
+    shipped = {module for module, dists in installed.items() if any(_normalized(d) in closure for d in dists)}
     return frozenset({*sys.stdlib_module_names, *sys.builtin_module_names, "duetime", *shipped})
 
 
@@ -146,7 +175,8 @@ def layer_imports(layers: Sequence[Path]) -> Iterator[None]:
     if not layers:
         yield
         return
-    finder = LayerImports(layers, runtime_modules())
+    requirements = tuple(sorted({r for layer in layers for r in requirements_of(layer)}))
+    finder = LayerImports(layers, runtime_modules(requirements))
     sys.meta_path.insert(0, finder)
     try:
         yield

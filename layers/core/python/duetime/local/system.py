@@ -5,9 +5,9 @@ sweeper on timers, worker threads woken at the due instant. Backend "moto" is th
 real Lambda handlers under functions/ run in the emulation of duetime.local.lambda_mode (API, pre-loader,
 DLQ notifier, the `default` class's worker fed by its SQS event source), and the `long` class runs
 `duetime worker` loops as ECS does. With `--handlers`, the functions get what a deploy with the same handlers
-gives the deployed ones: the API the manifest of what the modules register (made in a process of its own,
-as the synth makes it), and the workers the handler folder staged as their handler layer, from which they
-import the modules at their cold start (duetime.local.lambda_mode says how it stands in for Lambda's path).
+gives the deployed ones (duetime.local.handler_layer): the workers the handler folder staged as their handler
+layer, from which they import the modules at their cold start (duetime.local.lambda_mode says how it stands
+in for Lambda's path), and the API the manifest of what the modules register, made as the synth makes it.
 The direct wiring stays for `faithful=False` on moto: the benchmarks
 count the AWS calls of the system's own clients, which only that wiring uses.
 """
@@ -36,8 +36,8 @@ from duetime.definitions import (
     Settings,
     lambda_worker_timeout_seconds,
 )
-from duetime.domain.grants import EVERYONE, Grants
 from duetime.domain.errors import InvalidInput
+from duetime.domain.grants import EVERYONE, Grants
 from duetime.domain.quotas import UNLIMITED, Quotas
 from duetime.local import BACKENDS
 from duetime.local.api_process import ApiProcess
@@ -50,6 +50,7 @@ from duetime.local.backends import (
     local_settings,
     start_backend,
 )
+from duetime.local.handler_layer import handler_manifest, stage_handler_layer
 from duetime.local.http_bridge import ApiServer
 from duetime.local.lambda_mode import LambdaFunction, Schedule, SqsEventSource, layer_imports
 from duetime.local.notices import AlertRelay, create_alert_topic
@@ -64,7 +65,7 @@ from duetime.store.aws import make_client
 from duetime.store.secrets import FileSecrets
 from duetime.targets.webhook import WebhookTarget
 from duetime.worker.kinds import Targets
-from duetime.worker.packaging import handler_manifest, stage_handler_layer
+from duetime.worker.packaging import api_handler_environment
 from duetime.worker.registry import load_modules
 from duetime.worker.runtime import Worker
 
@@ -183,7 +184,7 @@ class LocalSystem:
         # The folder that holds their packages (context handlerPath; the current directory by default), and
         # on moto what a deploy makes of it: the API's manifest and the workers' handler layer.
         self.handler_path = Path(handler_path) if handler_path is not None else None
-        self.handler_manifest: dict[str, list[str]] | None = None
+        self.handler_api_environment: dict[str, str] = {}
         self.handler_layer: Path | None = None
         self.grants = grants
         # SQLite: processes answering the API, this one included (local/api_process.py says why).
@@ -252,15 +253,18 @@ class LocalSystem:
         return self
 
     def _deploy_handlers(self) -> None:
-        """What the synth makes of the handler folder: the manifest of what the modules register (imported
-        in a process of its own, never here) and the folder staged as the workers' handler layer."""
+        """What the synth makes of the handler folder: the folder staged as the workers' handler layer, and
+        the API's manifest of what the modules register, imported from it in a process of its own as a
+        worker's cold start imports them (never here); a module that would not import there, or a manifest
+        and grants too large for Lambda's environment, stop the start as they fail the synth."""
         folder = (self.handler_path or Path.cwd()).resolve()
-        try:
-            self.handler_manifest = handler_manifest(self.handler_modules, folder)
-        except ValueError as exc:
-            raise InvalidInput(str(exc), field="handlers") from exc
         staged = self.data_dir / HANDLER_LAYER_DIR
         self.handler_layer = stage_handler_layer(folder, staged, also_skip=[self.data_dir])
+        try:
+            manifest = handler_manifest(self.handler_modules, self.handler_layer)
+            self.handler_api_environment = api_handler_environment(manifest, self.grants)
+        except ValueError as exc:
+            raise InvalidInput(str(exc), field="handlers") from exc
 
     def _start_direct(self, settings: Settings, ports: Ports, preloader_id: str) -> None:
         """The use-cases called directly: the API app behind the bridge, pre-load and DLQ drain on timers."""
@@ -317,8 +321,7 @@ class LocalSystem:
         # On AWS, Cognito's authorizer checks tokens.
         api.environment.update(RuntimeConfig(jwt_secret=self.secret, jwt_audience=self.instance_id).to_env())
         api.environment.update(quota_environment(self.quotas))
-        if self.handler_manifest is not None:  # as the stack sets DUETIME_HANDLER_MANIFEST from the synth's
-            api.environment.update(RuntimeConfig(handler_manifest=self.handler_manifest).to_env())
+        api.environment.update(self.handler_api_environment)  # DUETIME_HANDLER_MANIFEST, as the stack sets it
         self.api = ApiServer(lambda event, context: dict(api.invoke(event)), port=self.port).start()
         preloader = function("preloader", settings.preload_interval_seconds)
         notifier = function("dlq_notifier", DLQ_NOTIFIER_TIMEOUT_SECONDS, alert_topic_arn=topic_arn)
