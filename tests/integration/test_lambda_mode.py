@@ -18,7 +18,8 @@ from typing import Any
 import pytest
 from duetime.domain.errors import InvalidInput
 from duetime.local.backends import MOTO
-from duetime.local.lambda_mode import LambdaFunction, SqsEventSource
+from duetime.local.handler_layer import stage_handler_layer
+from duetime.local.lambda_mode import LambdaFunction, SqsEventSource, runtime_modules
 from duetime.local.moto_server import EmbeddedMoto
 from duetime.local.system import LocalSystem
 from duetime.store.aws import make_client
@@ -321,3 +322,24 @@ def test_a_manifest_and_grants_too_large_for_the_apis_environment_stop_local_mot
     with pytest.raises(InvalidInput, match="4 KB") as refused:
         system.start()  # before anything starts
     assert refused.value.field == "handlers" and system.local_backend is None
+
+
+def test_the_folder_is_staged_without_what_is_never_shipped_nor_the_data_dir_inside_it(tmp_path):
+    folder = tmp_path / "project"
+    package_in(folder, "billing", "")
+    package_in(folder, "tests", "")
+    (folder / "requirements.txt").write_text("croniter\n")
+    data_dir = folder / ".duetime"  # `duetime local`'s default data dir, in the folder it stages
+    (data_dir / "local.json").parent.mkdir()
+    (data_dir / "local.json").write_text("{}")
+    layer = stage_handler_layer(folder, data_dir / "lambda" / "handlers", also_skip=[data_dir])
+    assert layer == data_dir / "lambda" / "handlers" / "python"
+    assert sorted(p.name for p in layer.iterdir()) == ["billing", "requirements.txt"]
+
+
+def test_a_function_finds_the_dependency_layers_distributions_with_their_extras_and_what_requirements_name():
+    shipped = runtime_modules()
+    assert {"duetime", "json", "pydantic", "boto3", "botocore", "dateutil", "jwt"} <= shipped
+    assert "aws_xray_sdk" in shipped  # aws-lambda-powertools[tracer]: the extra's requirements too
+    assert "croniter" not in shipped and "moto" not in shipped and "pytest" not in shipped  # this environment's
+    assert "croniter" in runtime_modules(("croniter>=1  ",))  # a handler layer's requirements.txt names it
