@@ -11,6 +11,7 @@ import pytest
 from duetime.cli import capacity
 from duetime.domain.keys import hour_bucket
 from duetime.domain.models import JobSpec, format_time
+from duetime.service.batch import BatchItem, submit_jobs
 from duetime.service.dispatch import preload
 from duetime.service.jobs import submit_job
 from duetime.store.dynamo import DynamoStore
@@ -179,3 +180,24 @@ def test_a_cron_run_in_steady_state_costs_three_executions_table_writes_and_one_
     assert calls.calls["sqs:DeleteMessage"] == runs
     assert calls.calls["sqs:SendMessageBatch"] <= ports.settings.shards * minutes
     assert calls.calls["sqs:ReceiveMessage"] <= (runs // 10 + 1) * minutes + minutes
+
+
+def test_a_batch_of_one_offs_costs_a_transaction_per_49_jobs_and_a_send_per_ten(ports, clock, calls):
+    # Given 100 one-off jobs due within the dispatch horizon, in an hour whose shard count is known
+    ports.store.shards_of_bucket(hour_bucket(clock.now))
+    calls.reset()
+    # When they are created in one batch
+    outcomes = submit_jobs(ports, "alice", [BatchItem(one_off(clock, name=f"b{n}")) for n in range(100)])
+    assert all(o.created for o in outcomes)
+    # Then they are written 49 a transaction (a job and its execution are two items, the owner's counter one
+    # a group, within 100 items) and their first executions sent ten to a request; nothing is read
+    assert calls.calls == Counter({"dynamodb:TransactWriteItems": 3, "sqs:SendMessageBatch": 10})
+    assert calls.execution_writes() == 100
+    # the jobs' puts and the counter's +1 once a transaction: 2 units each, against 4 a job one by one
+    assert calls.job_and_control_write_units() == 2 * 100 + 2 * 3
+    assert ports.store.active_jobs("alice") == 100
+
+    # And an item's idempotencyKey costs its record's put in the job's transaction and one read (a replay's)
+    calls.reset()
+    submit_jobs(ports, "alice", [BatchItem(one_off(clock, name=f"k{n}"), f"k{n}") for n in range(10)])
+    assert calls.calls == Counter({"dynamodb:GetItem": 10, "dynamodb:TransactWriteItems": 1, "sqs:SendMessageBatch": 1})
