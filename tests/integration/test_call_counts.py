@@ -193,8 +193,12 @@ def test_a_batch_of_one_offs_costs_a_transaction_per_49_jobs_and_a_send_per_ten(
     # a group, within 100 items) and their first executions sent ten to a request; nothing is read
     assert calls.calls == Counter({"dynamodb:TransactWriteItems": 3, "sqs:SendMessageBatch": 10})
     assert calls.execution_writes() == 100
-    # the jobs' puts and the counter's +1 once a transaction: 2 units each, against 4 a job one by one
+    # the jobs' puts and the counter's +1 once a transaction: 2 units each, against 4 a job one by one; the
+    # profile adds the byOwner entry (1) and the run's end (the job's completion and the counter's -1, 4)
     assert calls.job_and_control_write_units() == 2 * 100 + 2 * 3
+    assert 100 // capacity.BATCH_JOBS_PER_TRANSACTION + 1 == 3
+    assert capacity.ONE_OFF_BATCH.jobs_wcu == 2 + 1 + 2 / capacity.BATCH_JOBS_PER_TRANSACTION + 4
+    assert calls.sqs() / 100 == pytest.approx(capacity.ONE_OFF_BATCH.sqs_requests / 3)  # the send, of three
     assert ports.store.active_jobs("alice") == 100
 
     # And an item's idempotencyKey costs its record's put in the job's transaction and one read (a replay's)
