@@ -68,3 +68,14 @@ def test_a_batch_past_a_quota_writes_exactly_the_jobs_that_fit(ports, clock):
     assert isinstance(outcomes[2], QuotaExceeded) and outcomes[2].field == JOB_CREATES_PER_MINUTE
     assert [written(store, new) for new in more] == [True, True, False]
     assert store.active_jobs("alice") == 5
+
+
+def test_a_batch_s_idempotency_records_are_read_at_once_and_only_those_that_exist_come_back(ports, clock):
+    store = ports.store
+    keyed = [new_job(clock, n, key=f"r{n}") for n in range(1, 4)]
+    store.create_jobs(keyed)
+    wanted = [f"idem#alice#r{n}" for n in range(1, 121)]  # past one BatchGetItem's 100 keys
+    found = store.get_controls([*wanted, "idem#alice#r1"])
+    assert set(found) == {"idem#alice#r1", "idem#alice#r2", "idem#alice#r3"}
+    assert found["idem#alice#r2"]["jobId"] == keyed[1].job.job_id and found["idem#alice#r2"]["bodyHash"] == "h"
+    assert store.get_controls([]) == {}

@@ -201,7 +201,10 @@ def test_a_batch_of_one_offs_costs_a_transaction_per_49_jobs_and_a_send_per_ten(
     assert calls.sqs() / 100 == pytest.approx(capacity.ONE_OFF_BATCH.sqs_requests / 3)  # the send, of three
     assert ports.store.active_jobs("alice") == 100
 
-    # And an item's idempotencyKey costs its record's put in the job's transaction and one read (a replay's)
+    # And items' idempotencyKeys cost their records' puts in the jobs' transactions and one read a hundred keys
+    # (a replay's check)
     calls.reset()
-    submit_jobs(ports, "alice", [BatchItem(one_off(clock, name=f"k{n}"), f"k{n}") for n in range(10)])
-    assert calls.calls == Counter({"dynamodb:GetItem": 10, "dynamodb:TransactWriteItems": 1, "sqs:SendMessageBatch": 1})
+    submit_jobs(ports, "alice", [BatchItem(one_off(clock, name=f"k{n}"), f"k{n}") for n in range(150)])
+    assert calls.calls == Counter(
+        {"dynamodb:BatchGetItem": 2, "dynamodb:TransactWriteItems": 5, "sqs:SendMessageBatch": 15}
+    )

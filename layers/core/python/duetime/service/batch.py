@@ -19,7 +19,13 @@ from duetime.domain.events import JobChange, job_event
 from duetime.domain.models import Execution, Job, JobSpec
 from duetime.service.context import Ports
 from duetime.service.dispatch import dispatch
-from duetime.service.jobs import PreparedJob, creation_rate, prepare_job, replay_after_conflict
+from duetime.service.jobs import (
+    PreparedJob,
+    creation_rate,
+    idempotency_record_key,
+    prepare_job,
+    replay_after_conflict,
+)
 
 
 @dataclass(frozen=True)
@@ -46,12 +52,14 @@ def submit_jobs(ports: Ports, owner: str, items: Sequence[BatchItem], groups: Se
     now = ports.clock()
     outcomes: list[ItemOutcome | None] = [None] * len(items)
     to_write: list[tuple[int, PreparedJob]] = []
+    keys = [idempotency_record_key(owner, item.idempotency_key) for item in items if item.idempotency_key]
+    records = ports.store.get_controls(keys) if keys else {}  # one read a hundred keys, not one a key
     for index, item in enumerate(items):
         if isinstance(item.spec, DuetimeError):
             outcomes[index] = ItemOutcome(error=item.spec)
             continue
         try:
-            prepared = prepare_job(ports, owner, item.spec, item.idempotency_key, groups, now)
+            prepared = prepare_job(ports, owner, item.spec, item.idempotency_key, groups, now, records)
         except DuetimeError as exc:
             outcomes[index] = ItemOutcome(error=exc)
             continue

@@ -182,19 +182,32 @@ class PreparedJob:
     digest: str
 
 
+def idempotency_record_key(owner: str, idempotency_key: str) -> str:
+    """The control record an owner's Idempotency-Key is kept in."""
+    return f"idem#{owner}#{idempotency_key}"
+
+
 def prepare_job(
-    ports: Ports, owner: str, spec: JobSpec, idempotency_key: str | None, groups: Sequence[str], now: datetime
+    ports: Ports,
+    owner: str,
+    spec: JobSpec,
+    idempotency_key: str | None,
+    groups: Sequence[str],
+    now: datetime,
+    records: Mapping[str, dict[str, Any]] | None = None,
 ) -> Job | PreparedJob:
     """Check `spec` as POST /jobs does (InvalidInput, Forbidden, IdempotencyMismatch naming the field); the
-    job a replayed Idempotency-Key names, else the job, its first execution and its key's record to write."""
+    job a replayed Idempotency-Key names, else the job, its first execution and its key's record to write.
+    `records`: the key records read already (a batch reads its keys at once), else the key's is read here."""
     spec, slot = validate_spec(ports, spec, now)
     check_handler(ports, owner, groups, spec.handler, spec.job_class)
     check_references(ports, owner, spec.exclude)
     check_limit_reference(ports, owner, spec.rate_limit)
-    idem_key = f"idem#{owner}#{idempotency_key}" if idempotency_key else None
+    idem_key = idempotency_record_key(owner, idempotency_key) if idempotency_key else None
     digest = body_hash(spec) if idem_key else ""  # a serialization of the spec only when a key is given
     if idem_key:
-        existing = _idempotent_replay(ports, owner, idem_key, digest)
+        record = records.get(idem_key) if records is not None else ports.store.get_control(idem_key)
+        existing = _replayed_job(ports, owner, record, digest)
         if existing:
             return existing
     job = Job(
@@ -264,7 +277,10 @@ def submit_job(
 
 
 def _idempotent_replay(ports: Ports, owner: str, idem_key: str, digest: str) -> Job | None:
-    record = ports.store.get_control(idem_key)
+    return _replayed_job(ports, owner, ports.store.get_control(idem_key), digest)
+
+
+def _replayed_job(ports: Ports, owner: str, record: Mapping[str, Any] | None, digest: str) -> Job | None:
     if record is None:
         return None
     if record.get("bodyHash") != digest:

@@ -485,6 +485,10 @@ class ControlStore(Protocol):
 
     def get_control(self, key: str) -> dict[str, Any] | None: ...
 
+    def get_controls(self, keys: list[str]) -> dict[str, dict[str, Any]]:
+        """The records of `keys` that exist, by key, read strongly (a batch's idempotency keys at once)."""
+        ...
+
     def acquire_lease(self, key: str, owner: str, now_ms: int, until_ms: int) -> dict[str, Any] | None:
         """Take or renew the lease on `key` unless another holds it live; the record if `owner` holds it."""
         ...

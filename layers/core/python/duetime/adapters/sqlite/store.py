@@ -826,6 +826,11 @@ class SqliteStore:
         with self.db.read() as conn:
             return self._read_control(conn, key)
 
+    def get_controls(self, keys: list[str]) -> dict[str, dict[str, Any]]:
+        with self.db.read() as conn:
+            records = {key: self._read_control(conn, key) for key in dict.fromkeys(keys)}
+        return {key: record for key, record in records.items() if record is not None}
+
     def acquire_lease(self, key: str, owner: str, now_ms: int, until_ms: int) -> dict[str, Any] | None:
         """Take or renew the lease on `key` for `owner` unless someone else holds it live; the record
         (with its cursor) if `owner` now holds it, else None."""
