@@ -289,20 +289,38 @@ class SqliteStore:
     ) -> list[DuetimeError | None]:
         """All the jobs in one write transaction, each inside a savepoint of its own: a job refused (Conflict,
         QuotaExceeded) is rolled back to its savepoint alone, so each job stays atomic with its execution,
-        key and counters while the batch pays one BEGIN and one COMMIT (one fsync)."""
+        key and counters while the batch pays one BEGIN and one COMMIT (one fsync). The owner's counters are
+        read once, checked job by job as create_job checks them, and written once with what the batch added:
+        the transaction holds the write lock, so no one else moves them meanwhile."""
         outcomes: list[DuetimeError | None] = []
         rows = [None if new.first is None else self._new_row(new.first) for new in jobs]  # as in create_job
+        if not jobs:
+            return outcomes
+        active_key = active_jobs_key(jobs[0].job.owner)
         with self.db.write() as conn:
+            active = int((self._read_control(conn, active_key) or {}).get(COUNT_ATTR, 0))
+            counted = 0 if rate is None else int((self._read_control(conn, rate.key) or {}).get(COUNT_ATTR, 0))
+            written = 0
             for new, row in zip(jobs, rows, strict=True):
+                assert active_jobs_key(new.job.owner) == active_key, "a batch is one owner's"
                 conn.execute("SAVEPOINT new_job")
                 try:
-                    self._create_in(conn, new, row, max_active_jobs, rate)
+                    self._create_in(conn, new, row, max_active_jobs, rate, counters=False)
+                    if max_active_jobs is not None and active + written >= max_active_jobs:
+                        raise active_jobs_exceeded(max_active_jobs)
+                    if rate is not None and counted + written >= rate.limit:
+                        raise rate_exceeded(rate)
                 except (Conflict, QuotaExceeded) as exc:
                     conn.execute("ROLLBACK TO new_job")
                     outcomes.append(exc)
                 else:
                     outcomes.append(None)
+                    written += 1
                 conn.execute("RELEASE new_job")
+            if written:
+                self._count(conn, active_key, written)
+                if rate is not None:
+                    self._count(conn, rate.key, written, expires_at=rate.ends_at_s)
         return outcomes
 
     def _create_in(
@@ -312,8 +330,10 @@ class SqliteStore:
         first_row: tuple[Any, ...] | None,
         max_active_jobs: int | None,
         rate: RateWindow | None,
+        counters: bool = True,
     ) -> None:
-        """create_job's writes inside the caller's transaction; raises (the caller rolls back) if refused."""
+        """create_job's writes inside the caller's transaction (the owner's counters too unless `counters` is
+        False: create_jobs counts a batch once); raises (the caller rolls back) if refused."""
         job = new.job
         try:
             conn.execute(
@@ -328,6 +348,8 @@ class SqliteStore:
             record = {**new.idempotency, "jobId": job.job_id}
             if not self._insert_control(conn, str(record["key"]), record):
                 raise Conflict(f"job {job.job_id} already exists")
+        if not counters:
+            return
         if not self._count(conn, active_jobs_key(job.owner), 1, max_active_jobs):
             assert max_active_jobs is not None
             raise active_jobs_exceeded(max_active_jobs)  # the transaction is rolled back: nothing written
