@@ -9,7 +9,7 @@ export PYTHONDONTWRITEBYTECODE := 1
 # (a thread left running, a wait with no end) is interrupted with SIGINT, which prints where it waited, and
 # fails its target with exit status 124, instead of CI waiting out its own 90 minutes.
 PYTEST_LIMIT ?= 1800
-PYTEST := timeout --signal=INT --kill-after=60 $(PYTEST_LIMIT) $(PY) -m pytest -q -p no:cacheprovider
+PYTEST := timeout --signal=INT --kill-after=60 $(PYTEST_LIMIT) $(PY) -m pytest -q -p no:cacheprovider --durations=8 -rfE
 LINTED := layers functions infra tests scripts app.py $(wildcard bench)
 
 .PHONY: dev local test test-tiers test-infrastructure test-fast test-e2e browser test-browser lint format docs synth scan bench bench-quick bench-smoke bench-side redis-server chaos clean

@@ -42,6 +42,9 @@ duetime.definitions.JOB_CLASSES: the runtime reads the same table, so they are n
 | console                | false                                | deploy the web console (S3, CloudFront, hosted UI)   |
 | eventBus               | create                               | events to a bus of the stack, "default" or "none"    |
 | ownerTopicAccounts     | * (any account)                      | accounts of owners' duetime-notify-* topics (a,b)    |
+| billing                | onDemand                             | "provisioned": capacity with auto-scaling (below)    |
+| provisionedTargetUtilization | 70                             | percent auto-scaling holds consumption at (20..90)   |
+| provisionedMinUnits / provisionedMaxUnits | 5 / 40000         | each table's and index's read and write units       |
 """
 
 from __future__ import annotations
@@ -186,6 +189,33 @@ def grants_json(raw: Any) -> str | None:
 
 
 @dataclass(frozen=True)
+class ProvisionedCapacity:
+    """CDK context `billing=provisioned`: every table and index gets provisioned read and write capacity that
+    auto-scaling keeps at `target_utilization` percent of what it consumes, between `min_units` and
+    `max_units` (context provisionedTargetUtilization, provisionedMinUnits, provisionedMaxUnits). Cheaper than
+    on demand for a steady load (duetime capacity --billing provisioned prices it); a burst faster than
+    auto-scaling reacts (minutes) is throttled until it does, and the workers retry."""
+
+    target_utilization: int = 70
+    min_units: int = 5
+    max_units: int = 40_000
+
+
+def _provisioned(node: Node) -> ProvisionedCapacity | None:
+    billing = _str(node, "billing", "onDemand")
+    if billing == "onDemand":
+        return None
+    if billing != "provisioned":
+        raise ValueError(f'context billing must be "onDemand" or "provisioned", got {billing!r}')
+    base = ProvisionedCapacity()
+    target = _int(node, "provisionedTargetUtilization", base.target_utilization, minimum=20)
+    if target > 90:
+        raise ValueError(f"context provisionedTargetUtilization must be 20..90 (percent), got {target}")
+    min_units = _int(node, "provisionedMinUnits", base.min_units)
+    return ProvisionedCapacity(target, min_units, max(min_units, _int(node, "provisionedMaxUnits", base.max_units)))
+
+
+@dataclass(frozen=True)
 class DeployContext:
     """Every setting the stack reads, resolved once from CDK context."""
 
@@ -218,6 +248,8 @@ class DeployContext:
     event_bus: str = CREATE_EVENT_BUS  # "create" a bus of the stack, "default" the account's, "none": no events
     # Accounts whose duetime-notify-* SNS topics the DLQ notifier may publish to (owners' failure destinations).
     owner_topic_accounts: list[str] = dataclasses.field(default_factory=lambda: [ANY_ACCOUNT])
+    # The tables' billing: None on demand (the default), else provisioned capacity with auto-scaling.
+    provisioned: ProvisionedCapacity | None = None
 
     @property
     def handler_modules(self) -> str:
@@ -298,4 +330,5 @@ class DeployContext:
             console=str(node.try_get_context("console") or "").lower() in ("true", "1", "yes"),
             event_bus=_event_bus(node),
             owner_topic_accounts=_list(node, "ownerTopicAccounts") or [ANY_ACCOUNT],
+            provisioned=_provisioned(node),
         )

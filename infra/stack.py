@@ -48,7 +48,9 @@ class DuetimeStack(Stack):
         self.ctx = with_handlers(DeployContext.from_node(self.node), handler_path, handler_modules, handler_grants)
         # Context kmsKey: one customer-managed key for tables, queues, topic and logs; AWS managed keys without.
         self.data_key = data_key(self, self.ctx.kms_key)
-        self.storage = Storage(self, "Storage", settings=self.ctx.settings, key=self.data_key)
+        self.storage = Storage(
+            self, "Storage", settings=self.ctx.settings, key=self.data_key, provisioned=self.ctx.provisioned
+        )
         self.queues = Queues(self, "Queues", settings=self.ctx.settings, key=self.data_key)
         self.alerts = AlertTopic(self, "Alerts", ctx=self.ctx, key=self.data_key)
         self.functions = Functions(

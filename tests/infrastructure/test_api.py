@@ -8,6 +8,7 @@ from duetime.api.openapi import gateway_request_schemas
 OWNER_ROUTES = {
     ("GET", "jobs"),
     ("POST", "jobs"),
+    ("POST", "batch"),
     ("GET", "{jobId}"),
     ("PATCH", "{jobId}"),
     ("DELETE", "{jobId}"),
@@ -83,6 +84,7 @@ def test_request_bodies_and_parameters_are_validated(synthesized):
     generated = gateway_request_schemas()
     assert set(models) == {
         "PostJobs",
+        "PostJobsBatch",
         "PatchJobsJobid",
         "PostSchedulesPreview",
         "PutCalendarsName",

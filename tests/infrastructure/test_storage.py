@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import aws_cdk as cdk
 import pytest
 from aws_cdk.assertions import Match
 from duetime.definitions import TABLES, Settings, TableDef
+
+from infra.context import DeployContext, ProvisionedCapacity
+from tests.infrastructure.conftest import synthesize
 
 PREFIX = Settings().prefix
 
@@ -63,3 +67,47 @@ def test_execution_history_expires(synthesized):
         "AWS::DynamoDB::Table",
         {"TableName": f"{PREFIX}-executions", "TimeToLiveSpecification": Match.object_like({"Enabled": True})},
     )
+
+
+def test_billing_provisioned_gives_every_table_and_index_capacity_scaled_to_the_utilisation_target(tmp_path_factory):
+    context = {"billing": "provisioned", "provisionedTargetUtilization": "80", "provisionedMaxUnits": "900"}
+    synthesized = synthesize(tmp_path_factory, context)
+    for definition in TABLES:
+        props = _table(synthesized, definition)["Properties"]
+        assert props.get("BillingMode", "PROVISIONED") == "PROVISIONED"  # CloudFormation's default
+        assert props["ProvisionedThroughput"] == {"ReadCapacityUnits": 5, "WriteCapacityUnits": 5}
+        for index in props.get("GlobalSecondaryIndexes", []):
+            assert index["ProvisionedThroughput"] == {"ReadCapacityUnits": 5, "WriteCapacityUnits": 5}
+    # Reads and writes of each table and of each index, each scaled on utilisation at the target
+    targets = {
+        name: t
+        for name, t in synthesized.resources("AWS::ApplicationAutoScaling::ScalableTarget").items()
+        if t["Properties"]["ServiceNamespace"] == "dynamodb"
+    }
+    dimensions = [t["Properties"]["ScalableDimension"] for t in targets.values()]
+    indexes = sum(len(d.indexes) for d in TABLES)
+    assert sorted(set(dimensions)) == [
+        "dynamodb:index:ReadCapacityUnits",
+        "dynamodb:index:WriteCapacityUnits",
+        "dynamodb:table:ReadCapacityUnits",
+        "dynamodb:table:WriteCapacityUnits",
+    ]
+    assert len(dimensions) == 2 * (len(TABLES) + indexes)
+    assert {(t["Properties"]["MinCapacity"], t["Properties"]["MaxCapacity"]) for t in targets.values()} == {(5, 900)}
+    policies = [
+        p["Properties"]
+        for p in synthesized.resources("AWS::ApplicationAutoScaling::ScalingPolicy").values()
+        if p["Properties"].get("ScalingTargetId", {}).get("Ref") in targets
+    ]
+    assert len(policies) == len(dimensions)
+    assert {p["TargetTrackingScalingPolicyConfiguration"]["TargetValue"] for p in policies} == {80}
+
+
+def test_billing_is_on_demand_unless_provisioned_is_asked_for_and_its_settings_are_checked():
+    assert DeployContext.from_node(cdk.App().node).provisioned is None
+    chosen = DeployContext.from_node(cdk.App(context={"billing": "provisioned", "provisionedMinUnits": "20"}).node)
+    assert chosen.provisioned == ProvisionedCapacity(target_utilization=70, min_units=20, max_units=40_000)
+    with pytest.raises(ValueError, match="billing"):
+        DeployContext.from_node(cdk.App(context={"billing": "reserved"}).node)
+    with pytest.raises(ValueError, match="provisionedTargetUtilization"):
+        DeployContext.from_node(cdk.App(context={"billing": "provisioned", "provisionedTargetUtilization": 95}).node)

@@ -11,6 +11,7 @@ import pytest
 from duetime.cli import capacity
 from duetime.domain.keys import hour_bucket
 from duetime.domain.models import JobSpec, format_time
+from duetime.service.batch import BatchItem, submit_jobs
 from duetime.service.dispatch import preload
 from duetime.service.jobs import submit_job
 from duetime.store.dynamo import DynamoStore
@@ -179,3 +180,31 @@ def test_a_cron_run_in_steady_state_costs_three_executions_table_writes_and_one_
     assert calls.calls["sqs:DeleteMessage"] == runs
     assert calls.calls["sqs:SendMessageBatch"] <= ports.settings.shards * minutes
     assert calls.calls["sqs:ReceiveMessage"] <= (runs // 10 + 1) * minutes + minutes
+
+
+def test_a_batch_of_one_offs_costs_a_transaction_per_49_jobs_and_a_send_per_ten(ports, clock, calls):
+    # Given 100 one-off jobs due within the dispatch horizon, in an hour whose shard count is known
+    ports.store.shards_of_bucket(hour_bucket(clock.now))
+    calls.reset()
+    # When they are created in one batch
+    outcomes = submit_jobs(ports, "alice", [BatchItem(one_off(clock, name=f"b{n}")) for n in range(100)])
+    assert all(o.created for o in outcomes)
+    # Then they are written 49 a transaction (a job and its execution are two items, the owner's counter one
+    # a group, within 100 items) and their first executions sent ten to a request; nothing is read
+    assert calls.calls == Counter({"dynamodb:TransactWriteItems": 3, "sqs:SendMessageBatch": 10})
+    assert calls.execution_writes() == 100
+    # the jobs' puts and the counter's +1 once a transaction: 2 units each, against 4 a job one by one; the
+    # profile adds the byOwner entry (1) and the run's end (the job's completion and the counter's -1, 4)
+    assert calls.job_and_control_write_units() == 2 * 100 + 2 * 3
+    assert 100 // capacity.BATCH_JOBS_PER_TRANSACTION + 1 == 3
+    assert capacity.ONE_OFF_BATCH.jobs_wcu == 2 + 1 + 2 / capacity.BATCH_JOBS_PER_TRANSACTION + 4
+    assert calls.sqs() / 100 == pytest.approx(capacity.ONE_OFF_BATCH.sqs_requests / 3)  # the send, of three
+    assert ports.store.active_jobs("alice") == 100
+
+    # And items' idempotencyKeys cost their records' puts in the jobs' transactions and one read a hundred keys
+    # (a replay's check)
+    calls.reset()
+    submit_jobs(ports, "alice", [BatchItem(one_off(clock, name=f"k{n}"), f"k{n}") for n in range(150)])
+    assert calls.calls == Counter(
+        {"dynamodb:BatchGetItem": 2, "dynamodb:TransactWriteItems": 5, "sqs:SendMessageBatch": 15}
+    )

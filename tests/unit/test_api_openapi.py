@@ -144,6 +144,7 @@ def test_gateway_models_are_draft_4_without_refs_and_accept_the_api_md_example()
     models = gateway_request_schemas()
     assert set(models) == {
         "POST /jobs",
+        "POST /jobs/batch",
         "PATCH /jobs/{jobId}",
         "POST /schedules/preview",
         "PUT /calendars/{name}",
@@ -169,6 +170,11 @@ def test_gateway_models_are_draft_4_without_refs_and_accept_the_api_md_example()
     assert backfill.is_valid({"from": "2026-11-01T00:00:00Z", "to": "2026-11-02T00:00:00Z", "overlap": "allow"})
     assert not backfill.is_valid({"from": "2026-11-01T00:00:00Z", "to": "2026-11-02T00:00:00Z", "overlap": "replace"})
     assert not backfill.is_valid({"to": "2026-11-02T00:00:00Z"})
+    # The gateway checks a batch's shape only: a bad item is the API's to answer in its place, not a 400 for all
+    batch = jsonschema.Draft4Validator(models["POST /jobs/batch"])
+    assert batch.is_valid({"jobs": [API_MD_EXAMPLE, {"name": ""}]})
+    assert not batch.is_valid({"jobs": []}) and not batch.is_valid({"jobs": ["x"]})
+    assert not batch.is_valid({"jobs": [API_MD_EXAMPLE] * 501})
     limit = jsonschema.Draft4Validator(models["PUT /limits/{name}"])
     assert limit.is_valid({"perSecond": 50, "burst": 10, "maxConcurrent": 20})
     assert not limit.is_valid({"perSecond": 0}) and not limit.is_valid({"burst": 1})

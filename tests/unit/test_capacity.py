@@ -272,3 +272,49 @@ def test_the_plan_says_what_account_concurrency_the_stack_needs_to_deploy():
     spread = estimate(Inputs(rate=100, class_queues=(("default", 4),), preload_shard_groups=3)).reserved_concurrency
     assert (spread["workers"], spread["preloader"], spread["total"]) == (200, 6, 258)
     assert "reserved Lambda concurrency     104" in render(estimate(Inputs(rate=100)))
+
+
+def test_provisioned_capacity_prices_unit_hours_at_the_auto_scaling_target():
+    on_demand = estimate(Inputs(rate=10_000, profile="cron")).cost_per_million
+    provisioned = estimate(Inputs(rate=10_000, profile="cron", billing="provisioned", utilisation=0.7))
+    prices = capacity.Prices()
+    units = CRON_RUN.executions_wcu + CRON_RUN.index_wcu + CRON_RUN.jobs_wcu
+    # A unit-hour serves 3,600 units at 100%; held at 70%, a million units take 1e6 / 3600 / 0.7 unit-hours
+    assert provisioned.cost_per_million["dynamodbWrites"] == pytest.approx(
+        units * prices.dynamodb_wcu_hour * 1e6 / 3600 / 0.7, abs=1e-4
+    )
+    assert provisioned.cost_per_million["dynamodbReads"] == pytest.approx(
+        CRON_RUN.read_units * prices.dynamodb_rcu_hour * 1e6 / 3600 / 0.7, abs=1e-4
+    )
+    assert provisioned.cost_per_million["dynamodbWrites"] < on_demand["dynamodbWrites"] / 2
+    # A higher target wastes less of what is provisioned
+    higher = estimate(Inputs(rate=10_000, profile="cron", billing="provisioned", utilisation=0.9))
+    assert higher.cost_per_million["dynamodbWrites"] < provisioned.cost_per_million["dynamodbWrites"]
+    with pytest.raises(ValueError):
+        estimate(Inputs(rate=1, billing="reserved"))
+    with pytest.raises(ValueError):
+        estimate(Inputs(rate=1, billing="provisioned", utilisation=1.0))
+
+
+def test_the_scheduler_s_own_cost_is_everything_but_the_jobs_run_time_and_the_api_type_prices_submissions():
+    rest = estimate(Inputs(rate=10_000, profile="one-off"))
+    http = estimate(Inputs(rate=10_000, profile="one-off", api="http"))
+    assert rest.cost_per_million["apiGateway"] == 3.50 and http.cost_per_million["apiGateway"] == 1.00
+    cost = rest.cost_per_million
+    assert rest.scheduler_cost_per_million == pytest.approx(cost["total"] - cost["lambdaDuration"], abs=1e-3)
+    assert rest.scheduler_cost_per_million - http.scheduler_cost_per_million == pytest.approx(2.50, abs=1e-3)
+    # A batch's jobs share one API request per 500 and the owner's counter per transaction of 49 jobs
+    batch = estimate(Inputs(rate=10_000, profile="one-off-batch")).cost_per_million
+    assert batch["apiGateway"] == pytest.approx(3.50 / 500, abs=1e-4)
+    assert batch["dynamodbWrites"] < cost["dynamodbWrites"]
+
+
+def test_duetime_capacity_takes_billing_utilisation_and_api(capsys):
+    from duetime.cli.main import main
+
+    argv = ["capacity", "--rate", "10000", "--profile", "cron", "--billing", "provisioned", "--utilisation", "0.8"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "provisioned, auto-scaled to 80% utilisation" in out and "the scheduler's own" in out
+    assert main(["capacity", "--rate", "100", "--api", "http"]) in (0, 1)
+    assert "HTTP API" in capsys.readouterr().out

@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 API_URL_ENV = "DUETIME_API_URL"
+# POST /jobs/batch takes this many jobs a request (MAX_BATCH_JOBS).
+BATCH_JOBS = 500
 TOKEN_ENV = "DUETIME_TOKEN"
 
 
@@ -104,6 +106,16 @@ class DuetimeClient:
     def create_job(self, spec: dict[str, Any], idempotency_key: str | None = None) -> dict[str, Any]:
         headers = {"Idempotency-Key": idempotency_key} if idempotency_key else None
         return dict(self.request("POST", "/jobs", spec, headers=headers))
+
+    def create_jobs(self, specs: Sequence[dict[str, Any]], batch_size: int = BATCH_JOBS) -> list[dict[str, Any]]:
+        """Many jobs through POST /jobs/batch, `batch_size` a request: one result a job, in order, each
+        {"status": 201 or 200, "job"} or {"status": 4xx, "error", "retryAfter"?}. A spec may carry its own
+        `idempotencyKey`, which makes sending it again after a lost answer safe."""
+        results: list[dict[str, Any]] = []
+        for start in range(0, len(specs), batch_size):
+            answer = self.request("POST", "/jobs/batch", {"jobs": list(specs[start : start + batch_size])})
+            results.extend(answer["results"])
+        return results
 
     def list_jobs(
         self,

@@ -379,6 +379,12 @@ WEBHOOK_MAX_REPLY_BYTES = 256 * 1024
 API_MAX_BODY_BYTES = 10 * 1024 * 1024
 # The API's own bound on a request body: a job's payload at its limit and room for the rest of the job.
 API_MAX_REQUEST_BYTES = MAX_PAYLOAD_BYTES + 64 * 1024
+# POST /jobs/batch takes this many jobs a request at most, in a body of at most this many bytes (under
+# Lambda's 6 MB synchronous payload, with room for the event around it).
+MAX_BATCH_JOBS = 500
+API_MAX_BATCH_REQUEST_BYTES = 5 * 1024 * 1024
+# An Idempotency-Key (header, or a batch item's idempotencyKey): 1..255 printable ASCII characters.
+MAX_IDEMPOTENCY_KEY_CHARS = 255
 # One attribute of a paging cursor's start key, in UTF-8 bytes: DynamoDB's sort-key limit.
 MAX_CURSOR_KEY_BYTES = 1024
 # A whole cursor as sent in the query string (urlsafe base64 of JSON whose non-ASCII text is escaped, up to

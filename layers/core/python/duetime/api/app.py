@@ -99,7 +99,7 @@ def build_app(
             raw = raw_body() if route.body is not None else ""
             body = None
             if route.body is not None and (route.body_required or raw.strip()):
-                body = parse_body(raw, route.body)
+                body = parse_body(raw, route.body, route.max_body_bytes)
             call = Call(
                 ports=ports,
                 caller=who,

@@ -21,10 +21,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from duetime.definitions import MAX_IDEMPOTENCY_KEY_CHARS
 from duetime.domain.errors import InvalidInput
 
 HEADER = "Idempotency-Key"
-MAX_KEY_CHARS = 255
+MAX_KEY_CHARS = MAX_IDEMPOTENCY_KEY_CHARS
 
 
 def idempotency_key(headers: Mapping[str, str] | None) -> str | None:

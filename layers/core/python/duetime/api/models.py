@@ -9,8 +9,10 @@ from typing import Any, Literal
 from pydantic import ConfigDict, Field, field_serializer, field_validator, model_validator
 
 from duetime.definitions import (
+    MAX_BATCH_JOBS,
     MAX_CHECKPOINT_BYTES,
     MAX_CONCURRENT_RUNS,
+    MAX_IDEMPOTENCY_KEY_CHARS,
     MAX_LIMIT_BURST,
     MAX_LIMIT_PER_SECOND,
     MAX_REDRIVE,
@@ -247,6 +249,34 @@ class ErrorResponse(CamelModel):
     """Every 4xx body: {"error": {"code", "message", "field"?}}."""
 
     error: ErrorDetail
+
+
+class BatchCreateRequest(CamelModel):
+    """POST /jobs/batch: up to 500 jobs in a body of at most 5 MB, each a POST /jobs body with an optional
+    `idempotencyKey` (the Idempotency-Key of that one job, sharing its keys). Each item is checked on its own:
+    a bad item is answered in its place, never refusing the others."""
+
+    jobs: list[dict[str, Any]] = Field(
+        min_length=1,
+        max_length=MAX_BATCH_JOBS,
+        description="each a job as POST /jobs takes it (JobSpec), with an optional idempotencyKey "
+        f"(1..{MAX_IDEMPOTENCY_KEY_CHARS} printable ASCII characters)",
+    )
+
+
+class BatchItemResult(CamelModel):
+    """One item's answer, in the request's order: `status` is what POST /jobs would answer for it alone
+    (201 created, 200 the job its idempotencyKey created before, 4xx with `error` naming the item's field);
+    a 429's `retryAfter` says in how many seconds the item may succeed."""
+
+    status: int
+    job: JobResponse | None = None
+    error: ErrorDetail | None = None
+    retry_after: int | None = None
+
+
+class BatchCreateResponse(CamelModel):
+    results: list[BatchItemResult]
 
 
 class JobChange(CamelModel):

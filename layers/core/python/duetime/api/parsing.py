@@ -23,15 +23,15 @@ def validation_error(exc: ValidationError) -> InvalidInput:
     return InvalidInput(f"{field}: {first.get('msg', 'invalid')}", field=field)
 
 
-def parse_body(raw: str, model: type[M]) -> M:
+def parse_body(raw: str, model: type[M], limit: int = MAX_BODY_BYTES) -> M:
     """A request body as `model`; raises InvalidInput naming the field for anything else.
 
-    Refused: bodies over MAX_BODY_BYTES, malformed JSON (NaN and Infinity included), anything but an
-    object, strings that are not valid Unicode (lone surrogates, which DynamoDB cannot store), unknown
-    fields, and snake_case names (the wire speaks camelCase only).
+    Refused: bodies over `limit` bytes (MAX_BODY_BYTES unless the route says), malformed JSON (NaN and
+    Infinity included), anything but an object, strings that are not valid Unicode (lone surrogates, which
+    DynamoDB cannot store), unknown fields, and snake_case names (the wire speaks camelCase only).
     """
-    if len(raw.encode("utf-8", "surrogatepass")) > MAX_BODY_BYTES:
-        raise InvalidInput(f"request body exceeds {MAX_BODY_BYTES} bytes", field="body")
+    if len(raw.encode("utf-8", "surrogatepass")) > limit:
+        raise InvalidInput(f"request body exceeds {limit} bytes", field="body")
     try:
         data = json.loads(raw, parse_constant=_refuse_constant) if raw.strip() else None
         json.dumps(data, ensure_ascii=False).encode("utf-8")

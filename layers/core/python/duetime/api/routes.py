@@ -21,10 +21,14 @@ from duetime.api.models import (
     MAX_PAGE,
     BackfillRequest,
     BackfillResponse,
+    BatchCreateRequest,
+    BatchCreateResponse,
+    BatchItemResult,
     CalendarList,
     CalendarRequest,
     CalendarResponse,
     CompleteRequest,
+    ErrorDetail,
     ExecutionPage,
     HeartbeatRequest,
     HeartbeatResponse,
@@ -44,8 +48,8 @@ from duetime.api.models import (
     RunSummary,
 )
 from duetime.api.parsing import validation_error
-from duetime.api.routing import Access, Answer, Api, Call, Param, Reply, Route
-from duetime.definitions import DEFAULT_JOB_CLASS, MAX_BACKFILL_SLOTS
+from duetime.api.routing import Access, Answer, Api, Call, Param, Reply, Route, status_of
+from duetime.definitions import API_MAX_BATCH_REQUEST_BYTES, DEFAULT_JOB_CLASS, MAX_BACKFILL_SLOTS, MAX_BATCH_JOBS
 from duetime.domain.bounds import first_run_number
 from duetime.domain.errors import Conflict, InvalidInput, InvalidSchedule, NotFound
 from duetime.domain.exclusions import CALENDAR_NAME as CALENDAR_NAME_PATTERN
@@ -54,6 +58,7 @@ from duetime.domain.horizon import HORIZON_RULE, within_horizon
 from duetime.domain.keys import JOB_ID_PATTERN, parse_execution_id
 from duetime.domain.models import Execution, JobSpec, JobStatus, Overlap, Schedule
 from duetime.service import backfill as backfill_cases
+from duetime.service import batch as batch_cases
 from duetime.service import calendars as calendar_cases
 from duetime.service import checkpoints as checkpoint_cases
 from duetime.service import edit as edit_cases
@@ -169,6 +174,49 @@ def create_job(call: Call) -> Reply:
     else:
         view = job_cases.get_job(call.ports, who.owner, job.job_id)
     return Reply(201 if created else 200, job_response(view))
+
+
+def create_jobs(call: Call) -> Reply:
+    who = call.who  # with the groups its grants may name
+    items = [_batch_item(raw) for raw in call.body_as(BatchCreateRequest).jobs]
+    outcomes = batch_cases.submit_jobs(call.ports, who.owner, items, groups=who.groups)
+    now, calendars = call.ports.clock(), calendar_cases.CalendarCache(call.ports)
+    results: list[dict[str, Any]] = []
+    for outcome in outcomes:
+        if outcome.error is not None:
+            error = outcome.error
+            field = "idempotencyKey" if error.field == IDEMPOTENCY_HEADER else error.field
+            detail = ErrorDetail(code=error.code, message=error.message, field=field or None)
+            answer = BatchItemResult(status=status_of(error), error=detail, retry_after=error.retry_after)
+            results.append(answer.model_dump(mode="json", by_alias=True, exclude_none=True))
+            continue
+        job = outcome.job
+        assert job is not None
+        if outcome.created:
+            view = job_cases.describe(job, job.next_run_at, now, calendars.of(job), first_run_number(job.schedule))
+        else:
+            view = job_cases.get_job(call.ports, who.owner, job.job_id)
+        job_json = job_response(view).model_dump(mode="json", by_alias=True)  # with its nulls, as POST /jobs
+        results.append({"status": 201 if outcome.created else 200, "job": job_json})
+    # An item's answer holds `job` or `error` (and `retryAfter` for a 429), never the other as null.
+    return Reply(200, {"results": results})
+
+
+def _batch_item(raw: dict[str, Any]) -> batch_cases.BatchItem:
+    """One item of POST /jobs/batch as a job spec and its idempotencyKey, or the error it alone answers (a
+    field named as POST /jobs names it)."""
+    body = dict(raw)
+    key = body.pop("idempotencyKey", None)
+    try:
+        if key is not None:
+            key = idempotency_key({IDEMPOTENCY_HEADER: key} if isinstance(key, str) else {IDEMPOTENCY_HEADER: ""})
+        spec = JobSpec.model_validate(body, by_alias=True, by_name=False)
+    except InvalidInput as exc:
+        field = "idempotencyKey" if exc.field == IDEMPOTENCY_HEADER else exc.field
+        return batch_cases.BatchItem(InvalidInput(exc.message.replace(IDEMPOTENCY_HEADER, "idempotencyKey"), field))
+    except ValidationError as exc:
+        return batch_cases.BatchItem(validation_error(exc))
+    return batch_cases.BatchItem(spec, key)
 
 
 def list_jobs(call: Call) -> Reply:
@@ -365,6 +413,18 @@ ROUTES: tuple[Route, ...] = (
         body=JobSpec,
         example=JOB_EXAMPLE,
         errors=(403, 422, 429),
+    ),
+    Route(
+        "POST",
+        "/jobs/batch",
+        create_jobs,
+        f"Submit up to {MAX_BATCH_JOBS} jobs: each checked, written (with its first execution, atomically) and "
+        "answered on its own, in order, as POST /jobs would answer it alone (201, 200 for an idempotencyKey "
+        "seen before, 4xx with the error naming the item's field, 429 with retryAfter past a quota).",
+        {200: Answer("one result a job, in the request's order", BatchCreateResponse)},
+        body=BatchCreateRequest,
+        example={"jobs": [{**JOB_EXAMPLE, "idempotencyKey": "invoice-run-2026-12"}]},
+        max_body_bytes=API_MAX_BATCH_REQUEST_BYTES,
     ),
     Route(
         "GET",

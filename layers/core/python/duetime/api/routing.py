@@ -20,6 +20,7 @@ from pydantic.json_schema import models_json_schema
 
 from duetime.api.auth import Caller
 from duetime.api.models import ErrorResponse
+from duetime.definitions import API_MAX_REQUEST_BYTES
 from duetime.domain.errors import (
     Conflict,
     DuetimeError,
@@ -227,6 +228,7 @@ class Route:
     example: Any = None  # of the body
     paged: bool = False  # takes `limit` and `cursor`
     errors: tuple[int, ...] = ()
+    max_body_bytes: int = API_MAX_REQUEST_BYTES  # the API's bound on this route's body
 
     def __post_init__(self) -> None:
         named = re.findall(r"{(\w+)}", self.path)

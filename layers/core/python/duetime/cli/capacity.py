@@ -57,7 +57,27 @@ class Prices:
     lambda_requests_per_million: float = 0.20
     lambda_gb_second_arm64: float = 0.0000133334
     api_gateway_rest_per_million: float = 3.50  # REST API, first 333 million a month
+    api_gateway_http_per_million: float = 1.00  # HTTP API, first 300 million a month (512 KB metering units)
+    dynamodb_wcu_hour: float = 0.00065  # provisioned write capacity unit-hour (standard table class)
+    dynamodb_rcu_hour: float = 0.00013  # provisioned read capacity unit-hour
     as_of: str = PRICES_AS_OF
+
+    def per_million_units(self, billing: str, utilisation: float) -> tuple[float, float]:
+        """(writes, reads): what a million write units and a million read units cost. On demand, the request
+        units' price; provisioned, the unit-hours that serve them with auto-scaling holding consumption at
+        `utilisation` of what is provisioned (a unit-hour serves 3,600 units at 100%)."""
+        if billing == ON_DEMAND:
+            return self.dynamodb_write_per_million, self.dynamodb_read_per_million
+        hours = 1e6 / 3600 / utilisation
+        return self.dynamodb_wcu_hour * hours, self.dynamodb_rcu_hour * hours
+
+
+ON_DEMAND, PROVISIONED = "on-demand", "provisioned"
+BILLINGS = (ON_DEMAND, PROVISIONED)
+# Auto-scaling's target (CDK context provisionedTargetUtilization, infra/context.py): consumption held at 70%
+# of what is provisioned, so a unit consumed costs 1/0.7 of a unit provisioned.
+DEFAULT_UTILISATION = 0.7
+API_TYPES = ("rest", "http")
 
 
 # --- What one execution costs, as measured --------------------------------------------------------------
@@ -118,7 +138,18 @@ CRON_RUN = CallProfile(
     sqs_requests=1 / SQS_BATCH + 1 / SQS_BATCH + 1 / SQS_BATCH,
     api_requests=0,
 )
-PROFILES = {p.name: p for p in (ONE_OFF, CRON_RUN)}
+# One-off jobs created through POST /jobs/batch (issue 32), 500 a request: the jobs of a batch are written
+# 49 a TransactWriteItems (a job and its execution are two items, the owner's counter one a transaction) and
+# their first executions sent ten to a SendMessageBatch; the run is ONE_OFF's.
+BATCH_JOBS_PER_TRANSACTION = 49
+ONE_OFF_BATCH = replace(
+    ONE_OFF,
+    name="one-off-batch",
+    jobs_wcu=2 + 1 + 2 / BATCH_JOBS_PER_TRANSACTION + 2 + 2,  # the counter's +1 once a transaction
+    sqs_requests=1 / SQS_BATCH + 1 / SQS_BATCH + 1 / SQS_BATCH,
+    api_requests=1 / 500,
+)
+PROFILES = {p.name: p for p in (ONE_OFF, CRON_RUN, ONE_OFF_BATCH)}
 
 
 # --- What the pre-loader itself costs per cycle, as measured (bench/preloader.py) ------------------------
@@ -141,6 +172,7 @@ class PreloadProfile:
 PRELOAD_PROFILES = {
     "one-off": PreloadProfile("one-off", 4, 1 / 100 + 1 / 5000, 1 / SQS_BATCH_SIZE),
     "cron": PreloadProfile("cron", 4, 1 / 100 + 1 / 5000, 1 / SQS_BATCH_SIZE + 1),
+    "one-off-batch": PreloadProfile("one-off-batch", 4, 1 / 100 + 1 / 5000, 1 / SQS_BATCH_SIZE),
 }
 PRELOADER_MEMORY_GB = 0.5  # infra/functions.py: the pre-loader function's 512 MB
 
@@ -260,6 +292,9 @@ class Inputs:
     worker_max_concurrency: int = DEFAULT_WORKER_MAX_CONCURRENCY
     # Due queues per class as deployed (CDK context classQueues; JobClassDef.queues), e.g. (("default", 4),).
     class_queues: tuple[tuple[str, int], ...] = ()
+    billing: str = ON_DEMAND  # the tables' (CDK context billing): on demand, or provisioned with auto-scaling
+    utilisation: float = DEFAULT_UTILISATION  # provisioned: the auto-scaling target
+    api: str = "rest"  # the API Gateway type the one-off submissions go through (prices differ)
 
 
 @dataclass
@@ -285,6 +320,8 @@ class Estimate:
     preload_lambda_gb_seconds: float  # per cycle
     fits: bool
     cost_per_million: dict[str, float] = field(default_factory=dict)
+    # The scheduler's own work per million executions: every cost but the jobs' own run time (lambdaDuration).
+    scheduler_cost_per_million: float = 0.0
     warnings: list[str] = field(default_factory=list)
     profile_name: str = ""
     open_index_keys: int = 0  # keys the `open` index's writes spread over
@@ -340,7 +377,11 @@ def estimate(inputs: Inputs, prices: Prices | None = None) -> Estimate:
         raise ValueError("herd, jitter-seconds and open-index-keys must be >= 0")
     if inputs.classes and sum(c.share for c in inputs.classes) <= 0:
         raise ValueError("the job classes' shares must add up to more than 0")
+    if inputs.billing not in BILLINGS or not 0.2 <= inputs.utilisation <= 0.9 or inputs.api not in API_TYPES:
+        raise ValueError(f"billing is one of {', '.join(BILLINGS)}, utilisation 0.2..0.9, api rest or http")
     prices = prices or Prices()
+    write_price, read_price = prices.per_million_units(inputs.billing, inputs.utilisation)
+    api_price = prices.api_gateway_rest_per_million if inputs.api == "rest" else prices.api_gateway_http_per_million
     profile = call_profile(inputs)
     beats = heartbeats(inputs.avg_seconds, inputs.lease_seconds)
     per_partition = inputs.rate / inputs.shards
@@ -353,13 +394,13 @@ def estimate(inputs: Inputs, prices: Prices | None = None) -> Estimate:
     write_units = profile.executions_wcu + profile.index_wcu + profile.jobs_wcu + beats
     sqs = profile.sqs_requests + beats  # each heartbeat also extends the message's visibility
     cost = {
-        "dynamodbWrites": write_units * prices.dynamodb_write_per_million,
-        "dynamodbReads": profile.read_units * prices.dynamodb_read_per_million,
+        "dynamodbWrites": write_units * write_price,
+        "dynamodbReads": profile.read_units * read_price,
         "sqs": sqs * prices.sqs_per_million,
         "lambdaRequests": prices.lambda_requests_per_million / SQS_BATCH,
         # Records of a batch run at once: the invocation lasts about as long as one record is held.
         "lambdaDuration": 1e6 * inputs.lambda_memory_gb * held / SQS_BATCH * prices.lambda_gb_second_arm64,
-        "apiGateway": profile.api_requests * prices.api_gateway_rest_per_million,
+        "apiGateway": profile.api_requests * api_price,
     }
     preload = preload_estimate(inputs)
     cycles_per_million = 1e6 / (inputs.rate * inputs.preload_interval_seconds)
@@ -390,6 +431,7 @@ def estimate(inputs: Inputs, prices: Prices | None = None) -> Estimate:
         preload_lambda_gb_seconds=round(preload["gb_seconds"], 1),
         fits=True,
         cost_per_million=cost,
+        scheduler_cost_per_million=round(cost["total"] - cost["lambdaDuration"], 4),
     )
     if partition_wcu > PARTITION_WCU_PER_SECOND:
         result.warnings.append(
@@ -711,11 +753,17 @@ def per_execution_lines(profile: CallProfile) -> list[str]:
         "hour#shard (create; claim; finish: a one-off's create and finish are 2 each, inside its job's transactions)",
         f"    indexes            {profile.index_wcu:g} WCU, {profile.open_index_wcu:g} of them on the `open` index "
         "(entry added at create, removed at the end)",
-        f"    jobs table         {profile.jobs_wcu:g} WCU; reads {profile.read_units:g} RCU "
+        f"    jobs table         {profile.jobs_wcu:.4g} WCU; reads {profile.read_units:g} RCU "
         f"({profile.partition_read_units:g} on the hour#shard)",
         f"    SQS                {profile.sqs_requests:.2f} requests (send, receive, delete; batches of {SQS_BATCH})",
         f"    API Gateway        {profile.api_requests:g} request(s)",
     ]
+
+
+def billing_text(inputs: Inputs) -> str:
+    if inputs.billing == ON_DEMAND:
+        return "on demand"
+    return f"provisioned, auto-scaled to {inputs.utilisation:.0%} utilisation"
 
 
 def render(result: Estimate) -> str:
@@ -788,6 +836,8 @@ def render(result: Estimate) -> str:
         + "("
         + ", ".join(f"{k} ${v:.2f}" for k, v in result.cost_per_million.items() if k != "total")
         + f"; us-east-1 prices as of {PRICES_AS_OF})",
+        f"  the scheduler's own            ${result.scheduler_cost_per_million:.2f} per million (all but the jobs' "
+        f"run time; DynamoDB {billing_text(i)}, API Gateway {i.api.upper()} API)",
         f"  fits                            {'yes' if result.fits else 'no'}",
     ]
     lines += [f"  ! {w}" for w in result.warnings]
@@ -898,6 +948,9 @@ def cmd_capacity(args: argparse.Namespace) -> int:
                     args.class_queues, "=", {*JOB_CLASSES, *(parse_class(text).name for text in args.job_class)}
                 ).items()
             ),
+            billing=args.billing,
+            utilisation=args.utilisation,
+            api=args.api,
         )
         result = estimate(inputs)
     except ValueError as exc:
@@ -968,6 +1021,21 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         type=int,
         default=DEFAULT_WORKER_MAX_CONCURRENCY,
         help="as deployed (-c workerMaxConcurrency): reserved by each Lambda worker function",
+    )
+    capacity.add_argument(
+        "--billing",
+        choices=BILLINGS,
+        default=ON_DEMAND,
+        help="the tables' billing (CDK context billing): on demand, or provisioned with auto-scaling",
+    )
+    capacity.add_argument(
+        "--utilisation",
+        type=float,
+        default=DEFAULT_UTILISATION,
+        help="provisioned: the auto-scaling target (CDK context provisionedTargetUtilization / 100)",
+    )
+    capacity.add_argument(
+        "--api", choices=API_TYPES, default="rest", help="the API Gateway type one-off submissions go through"
     )
     capacity.add_argument(
         "--scenarios", action="store_true", help="print the recorded plans (docs/performance.md) as markdown"

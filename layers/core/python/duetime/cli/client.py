@@ -205,11 +205,59 @@ def _show(args: argparse.Namespace, value: Any, text: Callable[[Any], str]) -> N
 
 
 def cmd_create(args: argparse.Namespace) -> None:
+    if args.batch:
+        _create_batch(args)
+        return
     try:
         spec = spec_from_args(args)
     except (OSError, ValueError) as exc:
         raise ConfigError(f"cannot read the job: {exc}") from exc
     _show(args, _client(args).create_job(spec, args.idempotency_key), job_detail)
+
+
+def read_jsonl(path: str) -> list[dict[str, Any]]:
+    """The job specs of a JSON Lines file (`-`: standard input), one object a line; blank lines are skipped.
+    Raises ConfigError naming the line of anything else."""
+    try:
+        text = sys.stdin.read() if path == "-" else Path(path).read_text()
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc}") from exc
+    specs = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            spec = json.loads(line)
+        except ValueError as exc:
+            raise ConfigError(f"{path} line {number} is not JSON: {exc}") from exc
+        if not isinstance(spec, dict):
+            raise ConfigError(f"{path} line {number} is not a JSON object")
+        specs.append(spec)
+    if not specs:
+        raise ConfigError(f"{path} holds no job")
+    return specs
+
+
+def _create_batch(args: argparse.Namespace) -> None:
+    """`jobs create --batch FILE`: every job of the file through POST /jobs/batch; one row a job, and an API
+    error (exit 1) naming how many were not created if any was refused."""
+    if args.file or args.idempotency_key:
+        raise ConfigError("--batch takes its jobs (and each one's idempotencyKey) from its file: not with --file")
+    results = _client(args).create_jobs(read_jsonl(args.batch))
+
+    def text(values: list[dict[str, Any]]) -> str:
+        rows = []
+        for number, result in enumerate(values, start=1):
+            error = result.get("error") or {}
+            detail = f"{error.get('code')}: {error.get('message')}" if error else None
+            rows.append((number, result["status"], (result.get("job") or {}).get("jobId"), error.get("field"), detail))
+        return table(rows, ("#", "STATUS", "JOB ID", "FIELD", "ERROR"))
+
+    _show(args, results, text)
+    refused = [r for r in results if r["status"] >= 400]
+    if refused:
+        worst = max(r["status"] for r in refused)
+        raise ApiError(worst, "not_all_created", f"{len(refused)} of {len(results)} jobs were not created")
 
 
 def cmd_edit(args: argparse.Namespace) -> None:
@@ -466,6 +514,12 @@ def add_client_commands(sub: Any) -> None:
     create.add_argument("--file", help="a JSON job spec (POST /jobs body); flags override its fields")
     _spec_flags(create)
     create.add_argument("--idempotency-key", help="resending with the same key returns the first job")
+    create.add_argument(
+        "--batch",
+        metavar="FILE",
+        help="a JSON Lines file of jobs (POST /jobs bodies, each with an optional idempotencyKey; - for stdin), "
+        "sent through POST /jobs/batch 500 a request",
+    )
     _connection_flags(create)
     create.set_defaults(fn=_run(cmd_create))
 

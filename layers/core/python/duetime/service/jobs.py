@@ -31,7 +31,7 @@ from duetime.domain.models import (
     JobStatus,
     Schedule,
 )
-from duetime.domain.quotas import JOB_CREATES_PER_MINUTE, RUN_NOWS_PER_MINUTE, rate_window
+from duetime.domain.quotas import JOB_CREATES_PER_MINUTE, RUN_NOWS_PER_MINUTE, RateWindow, rate_window
 from duetime.domain.recurrence import included_runs, next_included, recurrence_of
 from duetime.domain.spread import spread_due
 from duetime.domain.webhooks import is_webhook, parse_webhook_url
@@ -41,7 +41,7 @@ from duetime.service.dispatch import dispatch, new_execution
 from duetime.service.events import job_changed
 from duetime.service.handlers import check_grant, check_handler
 from duetime.service.limits import check_reference as check_limit_reference
-from duetime.service.ports import DueMessage, JobFilter
+from duetime.service.ports import DueMessage, JobFilter, NewJob
 
 MAX_AT_AHEAD = timedelta(days=366)
 # A one-off in the past runs at once; further back than this it is a mistake (a 1969 date would give an
@@ -173,6 +173,73 @@ def body_hash(spec: JobSpec) -> str:
     return hashlib.sha256(spec.model_dump_json(by_alias=True).encode()).hexdigest()
 
 
+@dataclass(frozen=True)
+class PreparedJob:
+    """A checked job ready to write (`new`), with its idempotency record's key and body hash when given."""
+
+    new: NewJob
+    idem_key: str | None
+    digest: str
+
+
+def idempotency_record_key(owner: str, idempotency_key: str) -> str:
+    """The control record an owner's Idempotency-Key is kept in."""
+    return f"idem#{owner}#{idempotency_key}"
+
+
+def prepare_job(
+    ports: Ports,
+    owner: str,
+    spec: JobSpec,
+    idempotency_key: str | None,
+    groups: Sequence[str],
+    now: datetime,
+    records: Mapping[str, dict[str, Any]] | None = None,
+) -> Job | PreparedJob:
+    """Check `spec` as POST /jobs does (InvalidInput, Forbidden, IdempotencyMismatch naming the field); the
+    job a replayed Idempotency-Key names, else the job, its first execution and its key's record to write.
+    `records`: the key records read already (a batch reads its keys at once), else the key's is read here."""
+    spec, slot = validate_spec(ports, spec, now)
+    check_handler(ports, owner, groups, spec.handler, spec.job_class)
+    check_destination_grants(spec.notify, ports.grants, owner, groups)
+    check_references(ports, owner, spec.exclude)
+    check_limit_reference(ports, owner, spec.rate_limit)
+    idem_key = idempotency_record_key(owner, idempotency_key) if idempotency_key else None
+    digest = body_hash(spec) if idem_key else ""  # a serialization of the spec only when a key is given
+    if idem_key:
+        record = records.get(idem_key) if records is not None else ports.store.get_control(idem_key)
+        existing = _replayed_job(ports, owner, record, digest)
+        if existing:
+            return existing
+    job = Job(
+        **anchored(spec, now).model_dump(),
+        job_id=new_job_id(ports.id_hex()),
+        owner=owner,
+        owner_groups=list(groups),
+        created_at=now,
+        updated_at=now,
+    )
+    first = new_execution(job, slot, run_number=first_run_number(job.schedule))
+    idempotency = None
+    if idem_key:
+        expires = int((now + IDEMPOTENCY_TTL).timestamp())
+        idempotency = {"key": idem_key, "bodyHash": digest, "expiresAt": expires}
+    return PreparedJob(NewJob(job, first, idempotency), idem_key, digest)
+
+
+def creation_rate(ports: Ports, owner: str, now: datetime) -> RateWindow | None:
+    """The owner's jobCreatesPerMinute window at `now`, if it has that quota."""
+    limit = ports.quotas.job_creates_per_minute
+    return None if limit is None else rate_window(owner, JOB_CREATES_PER_MINUTE, limit, now)
+
+
+def replay_after_conflict(ports: Ports, owner: str, prepared: PreparedJob) -> Job | None:
+    """After a Conflict on writing `prepared`: the job a concurrent duplicate of its key created, if any."""
+    if prepared.idem_key is None:
+        return None
+    return _idempotent_replay(ports, owner, prepared.idem_key, prepared.digest)
+
+
 def submit_job(
     ports: Ports,
     owner: str,
@@ -190,42 +257,20 @@ def submit_job(
     An owner at its activeJobs or jobCreatesPerMinute quota (ports.quotas) gets QuotaExceeded naming it.
     """
     now = ports.clock()
-    spec, slot = validate_spec(ports, spec, now)
-    check_handler(ports, owner, groups, spec.handler, spec.job_class)
-    check_destination_grants(spec.notify, ports.grants, owner, groups)
-    check_references(ports, owner, spec.exclude)
-    check_limit_reference(ports, owner, spec.rate_limit)
-    idem_key = f"idem#{owner}#{idempotency_key}" if idempotency_key else None
-    digest = body_hash(spec) if idem_key else ""  # a serialization of the spec only when a key is given
-    if idem_key:
-        existing = _idempotent_replay(ports, owner, idem_key, digest)
-        if existing:
-            return existing, False
-    job = Job(
-        **anchored(spec, now).model_dump(),
-        job_id=new_job_id(ports.id_hex()),
-        owner=owner,
-        owner_groups=list(groups),
-        created_at=now,
-        updated_at=now,
-    )
-    first = new_execution(job, slot, run_number=first_run_number(job.schedule))
-    idempotency = None
-    if idem_key:
-        expires = int((now + IDEMPOTENCY_TTL).timestamp())
-        idempotency = {"key": idem_key, "bodyHash": digest, "expiresAt": expires}
-    quotas = ports.quotas
-    rate = None
-    if quotas.job_creates_per_minute is not None:
-        rate = rate_window(owner, JOB_CREATES_PER_MINUTE, quotas.job_creates_per_minute, now)
+    prepared = prepare_job(ports, owner, spec, idempotency_key, groups, now)
+    if isinstance(prepared, Job):
+        return prepared, False
+    job, first = prepared.new.job, prepared.new.first
+    assert first is not None
     try:
         # The owner's counters are charged in the job's own transaction: a replay or a refused job costs none.
-        ports.store.create_job(job, first, idempotency, quotas.max_active_jobs, rate)
+        ports.store.create_job(
+            job, first, prepared.new.idempotency, ports.quotas.max_active_jobs, creation_rate(ports, owner, now)
+        )
     except Conflict:
-        if idem_key:
-            existing = _idempotent_replay(ports, owner, idem_key, digest)
-            if existing:
-                return existing, False
+        existing = replay_after_conflict(ports, owner, prepared)
+        if existing:
+            return existing, False
         raise
     if first.due_at <= ports.dispatch_horizon(now):
         dispatch(ports, [first], now, known_jobs={job.job_id: job})
@@ -234,7 +279,10 @@ def submit_job(
 
 
 def _idempotent_replay(ports: Ports, owner: str, idem_key: str, digest: str) -> Job | None:
-    record = ports.store.get_control(idem_key)
+    return _replayed_job(ports, owner, ports.store.get_control(idem_key), digest)
+
+
+def _replayed_job(ports: Ports, owner: str, record: Mapping[str, Any] | None, digest: str) -> Job | None:
     if record is None:
         return None
     if record.get("bodyHash") != digest:

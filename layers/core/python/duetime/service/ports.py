@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import secrets
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Generic, Protocol, TypeVar
 
 from duetime.definitions import DEFAULT_JOB_CLASS, queue_of_shard
+from duetime.domain.errors import DuetimeError
 from duetime.domain.exclusions import Calendar
 from duetime.domain.keys import ExecutionKey
 from duetime.domain.limits import RateLimit
@@ -57,6 +58,16 @@ _ENDING_MOVES = {
     False: ((JobStatus.ACTIVE, JobStatus.PAUSED), JobStatus.COMPLETED, -1),
     True: ((JobStatus.COMPLETED,), JobStatus.ACTIVE, 1),
 }
+
+
+@dataclass(frozen=True)
+class NewJob:
+    """One job of a batch creation, with what create_job writes beside it: its first execution and the
+    idempotency record ({"key", "bodyHash", "expiresAt"}) when its item gave a key."""
+
+    job: Job
+    first: Execution | None
+    idempotency: dict[str, Any] | None = None
 
 
 @dataclass
@@ -258,6 +269,14 @@ class JobStore(Protocol):
         together, with +1 on the owner's active-jobs counter and on `rate`'s window counter; raises Conflict
         if the job, the execution's slot or the key exists already, QuotaExceeded if the owner holds
         `max_active_jobs` already or the window `rate.limit` (nothing is written then)."""
+        ...
+
+    def create_jobs(
+        self, jobs: Sequence[NewJob], max_active_jobs: int | None = None, rate: RateWindow | None = None
+    ) -> list[DuetimeError | None]:
+        """Write each job as create_job would, each atomic with its first execution, idempotency record and
+        counters, in fewer transactions where the store can; one outcome a job, in order: None (written),
+        Conflict or QuotaExceeded (that job, and only it, not written)."""
         ...
 
     def get_job(self, job_id: str) -> Job | None: ...
@@ -465,6 +484,10 @@ class ControlStore(Protocol):
     """Small records that coordinate the system: pre-loader shard leases and cursors, idempotency keys."""
 
     def get_control(self, key: str) -> dict[str, Any] | None: ...
+
+    def get_controls(self, keys: list[str]) -> dict[str, dict[str, Any]]:
+        """The records of `keys` that exist, by key, read strongly (a batch's idempotency keys at once)."""
+        ...
 
     def acquire_lease(self, key: str, owner: str, now_ms: int, until_ms: int) -> dict[str, Any] | None:
         """Take or renew the lease on `key` unless another holds it live; the record if `owner` holds it."""

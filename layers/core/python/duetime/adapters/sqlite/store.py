@@ -13,7 +13,7 @@ import hmac
 import json
 import sqlite3
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -22,7 +22,7 @@ from duetime.adapters.shard_counts import BucketShards
 from duetime.adapters.sqlite.db import Database
 from duetime.definitions import Settings
 from duetime.domain.checkpoints import checkpoint_attributes, decode_checkpoint
-from duetime.domain.errors import Conflict, StaleAttempt
+from duetime.domain.errors import Conflict, DuetimeError, QuotaExceeded, StaleAttempt
 from duetime.domain.exclusions import Calendar
 from duetime.domain.keys import (
     ANNOUNCER_PREFIX,
@@ -72,6 +72,7 @@ from duetime.service.ports import (
     ClaimOutcome,
     JobEnding,
     JobFilter,
+    NewJob,
     OpenPage,
     Page,
     StoredExecution,
@@ -279,24 +280,81 @@ class SqliteStore:
         """The job, its first execution, its idempotency record and the owner's quota counters (active jobs,
         and `rate`'s window when given) in one transaction; raises Conflict if any record exists already,
         QuotaExceeded if a counter is at its limit (nothing is written then)."""
-        job_row = (job.job_id, job.owner, created_key(job), job_to_doc(job))
-        first_row = None if first is None else self._new_row(first)
+        row = None if first is None else self._new_row(first)  # before the write: key_of may record a bucket
         with self.db.write() as conn:
-            try:
-                conn.execute("INSERT INTO jobs (job_id, owner, created_key, doc) VALUES (?, ?, ?, ?)", job_row)
-            except sqlite3.IntegrityError as exc:
-                raise Conflict(f"job {job.job_id} already exists") from exc
-            if first_row is not None and not self._insert(conn, first_row):
+            self._create_in(conn, NewJob(job, first, idempotency), row, max_active_jobs, rate)
+
+    def create_jobs(
+        self, jobs: Sequence[NewJob], max_active_jobs: int | None = None, rate: RateWindow | None = None
+    ) -> list[DuetimeError | None]:
+        """All the jobs in one write transaction, each inside a savepoint of its own: a job refused (Conflict,
+        QuotaExceeded) is rolled back to its savepoint alone, so each job stays atomic with its execution,
+        key and counters while the batch pays one BEGIN and one COMMIT (one fsync). The owner's counters are
+        read once, checked job by job as create_job checks them, and written once with what the batch added:
+        the transaction holds the write lock, so no one else moves them meanwhile."""
+        outcomes: list[DuetimeError | None] = []
+        rows = [None if new.first is None else self._new_row(new.first) for new in jobs]  # as in create_job
+        if not jobs:
+            return outcomes
+        active_key = active_jobs_key(jobs[0].job.owner)
+        with self.db.write() as conn:
+            active = int((self._read_control(conn, active_key) or {}).get(COUNT_ATTR, 0))
+            counted = 0 if rate is None else int((self._read_control(conn, rate.key) or {}).get(COUNT_ATTR, 0))
+            written = 0
+            for new, row in zip(jobs, rows, strict=True):
+                assert active_jobs_key(new.job.owner) == active_key, "a batch is one owner's"
+                conn.execute("SAVEPOINT new_job")
+                try:
+                    self._create_in(conn, new, row, max_active_jobs, rate, counters=False)
+                    if max_active_jobs is not None and active + written >= max_active_jobs:
+                        raise active_jobs_exceeded(max_active_jobs)
+                    if rate is not None and counted + written >= rate.limit:
+                        raise rate_exceeded(rate)
+                except (Conflict, QuotaExceeded) as exc:
+                    conn.execute("ROLLBACK TO new_job")
+                    outcomes.append(exc)
+                else:
+                    outcomes.append(None)
+                    written += 1
+                conn.execute("RELEASE new_job")
+            if written:
+                self._count(conn, active_key, written)
+                if rate is not None:
+                    self._count(conn, rate.key, written, expires_at=rate.ends_at_s)
+        return outcomes
+
+    def _create_in(
+        self,
+        conn: sqlite3.Connection,
+        new: NewJob,
+        first_row: tuple[Any, ...] | None,
+        max_active_jobs: int | None,
+        rate: RateWindow | None,
+        counters: bool = True,
+    ) -> None:
+        """create_job's writes inside the caller's transaction (the owner's counters too unless `counters` is
+        False: create_jobs counts a batch once); raises (the caller rolls back) if refused."""
+        job = new.job
+        try:
+            conn.execute(
+                "INSERT INTO jobs (job_id, owner, created_key, doc) VALUES (?, ?, ?, ?)",
+                (job.job_id, job.owner, created_key(job), job_to_doc(job)),
+            )
+        except sqlite3.IntegrityError as exc:
+            raise Conflict(f"job {job.job_id} already exists") from exc
+        if first_row is not None and not self._insert(conn, first_row):
+            raise Conflict(f"job {job.job_id} already exists")
+        if new.idempotency is not None:
+            record = {**new.idempotency, "jobId": job.job_id}
+            if not self._insert_control(conn, str(record["key"]), record):
                 raise Conflict(f"job {job.job_id} already exists")
-            if idempotency is not None:
-                record = {**idempotency, "jobId": job.job_id}
-                if not self._insert_control(conn, str(record["key"]), record):
-                    raise Conflict(f"job {job.job_id} already exists")
-            if not self._count(conn, active_jobs_key(job.owner), 1, max_active_jobs):
-                assert max_active_jobs is not None
-                raise active_jobs_exceeded(max_active_jobs)  # the transaction is rolled back: nothing written
-            if rate is not None and not self._count(conn, rate.key, 1, rate.limit, rate.ends_at_s):
-                raise rate_exceeded(rate)
+        if not counters:
+            return
+        if not self._count(conn, active_jobs_key(job.owner), 1, max_active_jobs):
+            assert max_active_jobs is not None
+            raise active_jobs_exceeded(max_active_jobs)  # the transaction is rolled back: nothing written
+        if rate is not None and not self._count(conn, rate.key, 1, rate.limit, rate.ends_at_s):
+            raise rate_exceeded(rate)
 
     def get_job(self, job_id: str) -> Job | None:
         row = self.db.query_one("SELECT doc FROM jobs WHERE job_id = ?", (job_id,))
@@ -789,6 +847,11 @@ class SqliteStore:
     def get_control(self, key: str) -> dict[str, Any] | None:
         with self.db.read() as conn:
             return self._read_control(conn, key)
+
+    def get_controls(self, keys: list[str]) -> dict[str, dict[str, Any]]:
+        with self.db.read() as conn:
+            records = {key: self._read_control(conn, key) for key in dict.fromkeys(keys)}
+        return {key: record for key, record in records.items() if record is not None}
 
     def acquire_lease(self, key: str, owner: str, now_ms: int, until_ms: int) -> dict[str, Any] | None:
         """Take or renew the lease on `key` for `owner` unless someone else holds it live; the record

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+import time
+from collections.abc import Iterator, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -11,18 +12,46 @@ from botocore.exceptions import ClientError
 
 from duetime.adapters.cursors import decode_cursor, encode_cursor
 from duetime.definitions import JOBS_BY_OWNER_INDEX
-from duetime.domain.errors import Conflict
+from duetime.domain.errors import Conflict, DuetimeError, QuotaExceeded
 from duetime.domain.keys import ExecutionKey
 from duetime.domain.models import ENDED_JOB_STATUSES, Execution, ExecutionStatus, Job, JobStatus, to_ms
-from duetime.domain.quotas import RateWindow
-from duetime.service.ports import JobFilter, Page
+from duetime.domain.quotas import RateWindow, active_jobs_key
+from duetime.service.ports import JobFilter, NewJob, Page
 from duetime.store.dynamo.base import is_refused, refused_as
 from duetime.store.dynamo.items import _deser, _ser, job_from_item, job_to_item
-from duetime.store.dynamo.quotas import DynamoQuotas
+from duetime.store.dynamo.quotas import QUOTA_TRANSACTION_ATTEMPTS, DynamoQuotas
 
 # A filtered job listing reads at most this many index pages of at least FILTERED_PAGE jobs per request.
 FILTERED_ROUNDS = 10
 FILTERED_PAGE = 100
+
+
+# A batch creation's transaction holds at most TransactWriteItems' 100 items and, by a rough measure of its
+# JSON, well under its 4 MB.
+TRANSACTION_ITEMS = 100
+TRANSACTION_BYTES = 3_000_000
+
+
+def _creation_groups(ops: list[list[dict[str, Any]]], items_of: list[set[str]], counters: int) -> list[list[int]]:
+    """The jobs' indexes in groups that fit one transaction with the owner's `counters`; two jobs writing one
+    item (`items_of`: a job's item names; the same idempotency key twice, say) never share a group, since a
+    transaction may not write an item twice."""
+    groups: list[list[int]] = []
+    current: list[int] = []
+    names: set[str] = set()
+    items, size = counters, 0
+    for index, job_ops in enumerate(ops):
+        count, weight = len(job_ops), len(json.dumps(job_ops))
+        too_big = items + count > TRANSACTION_ITEMS or size + weight > TRANSACTION_BYTES
+        if current and (too_big or names & items_of[index]):
+            groups.append(current)
+            current, names, items, size = [], set(), counters, 0
+        current.append(index)
+        names |= items_of[index]
+        items, size = items + count, size + weight
+    if current:
+        groups.append(current)
+    return groups
 
 
 def _owner_index_key(item: dict[str, Any]) -> dict[str, Any]:
@@ -53,29 +82,122 @@ class DynamoJobs(DynamoQuotas):
         active-jobs counter is incremented in it too (refused at `max_active_jobs`), and so is the `rate`
         window's counter when given: QuotaExceeded names the quota that refused it.
         """
-        items: list[dict[str, Any]] = [
+        items = self._creation_ops(NewJob(job, first, idempotency))
+        self._transact_with_quotas(items, job.owner, max_active_jobs, rate, f"job {job.job_id} already exists")
+
+    def _creation_ops(self, new: NewJob) -> list[dict[str, Any]]:
+        """The Puts of a job's creation (job, first execution, idempotency record), each refused if it exists."""
+        ops: list[dict[str, Any]] = [
             {
                 "Put": {
                     "TableName": self.jobs_table,
-                    "Item": _ser(job_to_item(job)),
+                    "Item": _ser(job_to_item(new.job)),
                     "ConditionExpression": "attribute_not_exists(jobId)",
                 }
             }
         ]
-        if first is not None:
-            items.append(self._put_execution_op(first))
-        if idempotency is not None:
-            items.append(
+        if new.first is not None:
+            ops.append(self._put_execution_op(new.first))
+        if new.idempotency is not None:
+            ops.append(
                 {
                     "Put": {
                         "TableName": self.control_table,
-                        "Item": _ser({**idempotency, "jobId": job.job_id}),
+                        "Item": _ser({**new.idempotency, "jobId": new.job.job_id}),
                         "ConditionExpression": "attribute_not_exists(#k)",
                         "ExpressionAttributeNames": {"#k": "key"},
                     }
                 }
             )
-        self._transact_with_quotas(items, job.owner, max_active_jobs, rate, f"job {job.job_id} already exists")
+        return ops
+
+    def _creation_items(self, new: NewJob) -> set[str]:
+        """The names of the items a job's creation writes, by table and key."""
+        names = {f"job {new.job.job_id}"}
+        if new.first is not None:
+            key = self.key_of(new.first)
+            names.add(f"execution {key.pk} {key.sk}")
+        if new.idempotency is not None:
+            names.add(f"control {new.idempotency['key']}")
+        return names
+
+    def create_jobs(
+        self, jobs: Sequence[NewJob], max_active_jobs: int | None = None, rate: RateWindow | None = None
+    ) -> list[DuetimeError | None]:
+        """Jobs of one owner, several a TransactWriteItems: each group holds its jobs' Puts and the owner's
+        counters once, added to by the group's size (refused past the quota as a whole). A group is all or
+        nothing, so each job stays atomic with its execution, key and counters, and the counters cost two
+        writes a group instead of two a job. A job whose own Put is refused (its key or slot exists) is
+        answered Conflict and the group written again without it; a group refused by a counter (the quota
+        would be passed) or still cancelled by concurrent writers is written a job at a time, as create_job
+        does, so exactly the jobs that fit get in.
+
+        Why not BatchWriteItem: every creation is conditional (the key, the counters' limits), which it
+        cannot express. Why not several transactions in flight: each would touch the owner's counter, and
+        DynamoDB cancels concurrent transactions on one item (TransactionConflict)."""
+        outcomes: list[DuetimeError | None] = [None] * len(jobs)
+        ops = [self._creation_ops(new) for new in jobs]
+        items_of = [self._creation_items(new) for new in jobs]
+        for group in _creation_groups(ops, items_of, counters=1 if rate is None else 2):
+            alone = self._create_group(jobs, ops, group, outcomes, max_active_jobs, rate)
+            for index in alone:
+                job = jobs[index].job
+                try:
+                    self._transact_with_quotas(
+                        ops[index], job.owner, max_active_jobs, rate, f"job {job.job_id} already exists"
+                    )
+                except (Conflict, QuotaExceeded) as exc:
+                    outcomes[index] = exc
+        return outcomes
+
+    def _create_group(
+        self,
+        jobs: Sequence[NewJob],
+        ops: list[list[dict[str, Any]]],
+        group: list[int],
+        outcomes: list[DuetimeError | None],
+        max_active_jobs: int | None,
+        rate: RateWindow | None,
+    ) -> list[int]:
+        """Write the jobs `group` indexes in one transaction (see create_jobs), recording Conflict for those
+        refused alone; returns the indexes left to write a job at a time."""
+        pending = list(group)
+        for attempt in range(QUOTA_TRANSACTION_ATTEMPTS):
+            size = len(pending)
+            too_many = (max_active_jobs is not None and size > max_active_jobs) or (
+                rate is not None and size > rate.limit
+            )
+            if size <= 1 or too_many:  # a counter's condition can hold `size` more only below its limit
+                return pending
+            items = [op for index in pending for op in ops[index]]
+            owner = jobs[pending[0]].job.owner
+            most = None if max_active_jobs is None else max_active_jobs - size + 1
+            counted = [*items, self._count_op(active_jobs_key(owner), size, most)]
+            if rate is not None:
+                counted.append(self._count_op(rate.key, size, rate.limit - size + 1, rate.ends_at_s))
+            try:
+                self.client.transact_write_items(TransactItems=counted)
+                return []
+            except ClientError as exc:
+                if not is_refused(exc):
+                    raise
+                codes = [r.get("Code") for r in exc.response.get("CancellationReasons") or []]
+            if len(codes) != len(counted):
+                return pending
+            failed = {i for i, code in enumerate(codes) if code == "ConditionalCheckFailed"}
+            if failed & set(range(len(items), len(counted))):
+                return pending  # a counter would pass its quota: which jobs still fit is decided one by one
+            refused, start = set(), 0
+            for index in pending:
+                if failed & set(range(start, start + len(ops[index]))):
+                    refused.add(index)
+                    outcomes[index] = Conflict(f"job {jobs[index].job.job_id} already exists")
+                start += len(ops[index])
+            if refused:
+                pending = [index for index in pending if index not in refused]
+            elif attempt + 1 < QUOTA_TRANSACTION_ATTEMPTS:
+                time.sleep(0.01 * 2**attempt)  # cancelled by a concurrent writer of a counter: again
+        return pending
 
     def get_job(self, job_id: str) -> Job | None:
         response = self.client.get_item(TableName=self.jobs_table, Key=_ser({"jobId": job_id}), ConsistentRead=True)
