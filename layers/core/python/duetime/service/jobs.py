@@ -369,11 +369,14 @@ def resume_job(ports: Ports, owner: str, job_id: str, note: str | None = None) -
         raise Conflict(f"a {job.status.value} job cannot be resumed", field="status")
     if job.status == JobStatus.PAUSED:
         now = ports.clock()
+        # Back where the reconciler looks before the job is active again: a resume that dies between the two
+        # leaves a paused job whose rows the reconciler holds again (and the resume can be retried), never an
+        # active job with a waiting row nothing finds.
+        held = waiting_executions(ports, job_id)
+        for execution in held:
+            ports.store.unhold_waiting(ports.store.key_of(execution))
         job = ports.store.update_job_status(job, JobStatus.ACTIVE, now, note)
         job_changed(ports, job, JobChange.RESUMED, now)
-        held = waiting_executions(ports, job_id)
-        for execution in held:  # back where the reconciler looks, before anything is sent
-            ports.store.unhold_waiting(ports.store.key_of(execution))
         waiting = [e for e in held if e.due_at <= ports.dispatch_horizon(now)]
         if waiting:
             dispatch(ports, waiting, now, known_jobs={job.job_id: job})
