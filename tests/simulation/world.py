@@ -36,6 +36,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from botocore.exceptions import ClientError
 from duetime.adapters.sqlite import queue as sqlite_queue
 from duetime.adapters.sqlite.db import Database
 from duetime.adapters.sqlite.queue import SqliteQueues
@@ -177,15 +178,15 @@ class FaultyQueues:
         return batch
 
     def delete(self, job_class: str, receipt: str) -> None:
+        """As the receive loop's DeleteBatcher deletes: a batch of one, whose failure is reported, not raised."""
+        self.delete_batch(job_class, [receipt])
+
+    def delete_batch(self, job_class: str, receipts: list[str]) -> None:
         if self._world.lose_delete:
             self._world.lose_delete = False
             self._world.log("  the delete is lost")
             return
-        self._inner.delete(job_class, receipt)
-
-    def delete_batch(self, job_class: str, receipts: list[str]) -> None:
-        for receipt in receipts:
-            self.delete(job_class, receipt)
+        self._inner.delete_batch(job_class, receipts)
 
 
 class Notices:
@@ -300,7 +301,7 @@ class Task:
 
     received: Received
     visible_until: datetime
-    stage: str = "received"  # received -> running -> ended (completed, delete pending)
+    stage: str = "received"  # received -> running -> reporting -> ended (reported, delete pending)
     execution: Execution | None = None
     job: Job | None = None
     lease: Lease | None = None
@@ -576,7 +577,7 @@ class World:
             self.log(f"  {worker.worker_id}'s heartbeat for {_short(task)} is refused: the attempt is lost")
             worker.tasks.remove(task)
             return True
-        except StoreError:
+        except (StoreError, ClientError):  # the runtime logs it and tries again at the next heartbeat
             task.next_heartbeat = self.clock_now + timedelta(seconds=HEARTBEAT_SECONDS)
             return True
         except Crash:
@@ -655,8 +656,8 @@ class World:
             worker._delete(task.received)
             worker.tasks.remove(task)
             return True
-        except StoreError:
-            self.log(f"  {worker.worker_id} drops {_short(task)} after a store error (the message comes back)")
+        except (StoreError, ClientError) as error:  # as the runtime's _process_slot: logged, the message comes back
+            self.log(f"  {worker.worker_id} drops {_short(task)} after {type(error).__name__} (the message comes back)")
             if task in worker.tasks:
                 worker.tasks.remove(task)
             return True
@@ -755,7 +756,7 @@ class World:
         self.log("drain the DLQ")
         try:
             handled = drain_dead_letters(self.ports, JOB_CLASS)
-        except (StoreError, Crash):
+        except (StoreError, ClientError, Crash):
             self.log("  the drain died")
             return
         self.log(f"  handled {handled}")
