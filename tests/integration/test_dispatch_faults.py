@@ -1,6 +1,6 @@
 """Defects the deterministic simulation found (docs/simulation.md), each pinned by the smallest scene that shows
 it, on both store adapters: a pre-loader dying mid-plan, a plan carried out in two batches, a catch-up run beside
-a row a retry moved, a resume dying half-way, and a paused job's lost run."""
+a row a retry moved, a resume or a cancel dying half-way, and a paused job's lost run."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from duetime.domain.models import Execution, ExecutionStatus, Job, JobSpec, JobStatus
 from duetime.service.audit import audit
 from duetime.service.dispatch import dispatch, new_execution, reconcile, reconcile_after
-from duetime.service.jobs import pause_job, resume_job, submit_job
+from duetime.service.jobs import cancel_job, pause_job, resume_job, submit_job
 from duetime.service.ports import DueMessage
 
 from tests.conftest import BOTH_BACKENDS
@@ -94,6 +94,20 @@ def test_a_resume_that_dies_after_its_job_write_leaves_no_row_out_of_the_index(p
         resume_job(ports, "alice", job.job_id)
     assert ports.store.get_job(job.job_id).status == JobStatus.ACTIVE
     assert not [f for f in audit(ports).findings if f.check == "not in the open index"]
+
+
+def test_a_cancel_of_a_paused_job_that_dies_after_its_job_write_leaves_its_rows_to_the_reconciler(ports, clock) -> None:
+    job = cron_job(ports, "latest")
+    [first] = rows(ports, job)
+    pause_job(ports, "alice", job.job_id)  # its waiting row leaves the open index
+    fail_after(ports, "update_job_status")
+    with pytest.raises(Died):
+        cancel_job(ports, "alice", job.job_id)
+    clock.advance((reconcile_after(ports) + timedelta(minutes=2)).total_seconds())
+    for shard in range(ports.settings.shards):
+        reconcile(ports, shard, clock())
+    assert [e.status for e in rows(ports, job)] == [ExecutionStatus.CANCELLED]
+    assert first.execution_id == rows(ports, job)[0].execution_id
 
 
 def test_a_paused_jobs_lost_run_waits_for_resume(ports, clock) -> None:

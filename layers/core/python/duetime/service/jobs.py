@@ -391,6 +391,11 @@ def cancel_job(ports: Ports, owner: str, job_id: str) -> None:
     """
     job = get_owned_job(ports, owner, job_id)
     now = ports.clock()
+    if job.status == JobStatus.PAUSED:
+        # A paused job's held rows go back where the reconciler looks first: a cancel that dies after the job's
+        # write leaves them where the reconciler finds and ends them, never waiting out of sight for good.
+        for execution in waiting_executions(ports, job_id):
+            ports.store.unhold_waiting(ports.store.key_of(execution))
     if job.status != JobStatus.CANCELLED:
         job_changed(ports, ports.store.update_job_status(job, JobStatus.CANCELLED, now), JobChange.CANCELLED, now)
     for execution in ports.store.open_executions_of_job(job_id):
