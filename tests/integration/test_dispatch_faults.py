@@ -1,6 +1,6 @@
 """Defects the deterministic simulation found (docs/simulation.md), each pinned by the smallest scene that shows
 it, on both store adapters: a pre-loader dying mid-plan, a plan carried out in two batches, a catch-up run beside
-a row a retry moved, a resume or a cancel dying half-way, and a paused job's lost run."""
+a row a retry moved, a resume or a cancel dying half-way, and a paused or cancelled job's lost run."""
 
 from __future__ import annotations
 
@@ -35,6 +35,20 @@ def fail_after(ports: Any, method: str, times: int = 1) -> None:
             left[0] -= 1
             raise Died(method)
         return result
+
+    setattr(ports.store, method, call)
+
+
+def fail_before(ports: Any, method: str) -> None:
+    """The next call of store.`method` raises before it reads or writes anything."""
+    real: Callable[..., Any] = getattr(ports.store, method)
+    left = [1]
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        if left[0] > 0:
+            left[0] -= 1
+            raise Died(method)
+        return real(*args, **kwargs)
 
     setattr(ports.store, method, call)
 
@@ -108,6 +122,23 @@ def test_a_cancel_of_a_paused_job_that_dies_after_its_job_write_leaves_its_rows_
         reconcile(ports, shard, clock())
     assert [e.status for e in rows(ports, job)] == [ExecutionStatus.CANCELLED]
     assert first.execution_id == rows(ports, job)[0].execution_id
+
+
+def test_a_cancelled_jobs_lost_run_that_the_cancel_did_not_reach_is_ended_by_the_reconciler(ports, clock) -> None:
+    job = cron_job(ports, "latest")
+    [first] = rows(ports, job)
+    clock.advance(60)
+    key = ports.store.key_of(first)
+    assert ports.store.claim(key, "w1", clock(), clock() + timedelta(seconds=30)).claimed is not None  # w1 dies
+    fail_before(ports, "open_executions_of_job")  # the cancel dies after the job's write
+    with pytest.raises(Died):
+        cancel_job(ports, "alice", job.job_id)
+    clock.advance((reconcile_after(ports) + timedelta(minutes=1)).total_seconds())
+    for shard in range(ports.settings.shards):
+        reconcile(ports, shard, clock())
+    [ended] = [e for e in rows(ports, job) if e.execution_id == first.execution_id]
+    assert (ended.status, ended.skip_reason) == (ExecutionStatus.CANCELLED, "job cancelled")
+    assert not audit(ports).findings
 
 
 def test_a_paused_jobs_lost_run_waits_for_resume(ports, clock) -> None:

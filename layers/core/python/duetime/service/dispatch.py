@@ -12,6 +12,7 @@ from datetime import datetime, timedelta
 from duetime.definitions import RECONCILE_ROWS_PER_SHARD, SHARD_COUNT_FIXED_AHEAD, SQS_BATCH_SIZE
 from duetime.domain.bounds import following_number, within_bounds
 from duetime.domain.catchup import MAX_SCAN, CatchUpPlan, first_slot_only, plan_catch_up
+from duetime.domain.errors import Conflict
 from duetime.domain.exclusions import Exclusions
 from duetime.domain.keys import due_partition, execution_id, hour_bucket, parse_execution_id
 from duetime.domain.models import Execution, ExecutionStatus, Job, JobStatus, RunKind, from_ms, to_ms
@@ -497,8 +498,15 @@ def reconcile_page(ports: Ports, shard: int, now: datetime, after: str | None) -
     jobs = ports.store.get_jobs(sorted({e.job_id for e in read})) if read else {}
     report = DispatchReport()
     # A paused job's run whose worker was lost waits for resume (its claim would only say `held`): not resent
-    # every cycle meanwhile.
-    abandoned = [e for e in abandoned if (job := jobs.get(e.job_id)) is None or job.status != JobStatus.PAUSED]
+    # every cycle meanwhile. A cancelled (or deleted) job's is ended as the cancel would have ended it, had it
+    # not died first: its claim would only say `done`, and the row would stay running for good.
+    status_of = {e.execution_id: job.status if (job := jobs.get(e.job_id)) else None for e in abandoned}
+    for execution in [e for e in abandoned if status_of[e.execution_id] in (None, JobStatus.CANCELLED)]:
+        key = ports.store.key_of(execution)
+        with contextlib.suppress(Conflict):  # it ended or was taken over meanwhile
+            ports.store.end_claimed(key, execution.attempt, ExecutionStatus.CANCELLED, now, "job cancelled")
+            report.cancelled += 1
+    abandoned = [e for e in abandoned if status_of[e.execution_id] not in (None, JobStatus.CANCELLED, JobStatus.PAUSED)]
     held = [e for e in waiting if (job := jobs.get(e.job_id)) is not None and job.status == JobStatus.PAUSED]
     for execution in held:
         ports.store.hold_waiting(ports.store.key_of(execution))
