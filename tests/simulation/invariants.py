@@ -209,8 +209,11 @@ class Checker:
         # A skip record counts the slots after it that have no row; the latest row's count runs past the rows.
         counted = sum((row.skipped_count or 1) for at, row in by_slot.items() if at < latest) + 1
         # Fewer is a gap still to be planned while a row before it waits (a pre-loader that died after creating
-        # the next slot and before ending the missed ones: the next cycle plans them again); more is never right.
-        planning = any(row.status == ExecutionStatus.SCHEDULED for at, row in by_slot.items() if at < latest)
+        # the next slot and before ending the missed ones: the next cycle plans them again), or one a cancel
+        # froze (it ended that waiting row `cancelled`, with no count); more is never right.
+        planning = job.status == JobStatus.CANCELLED or any(
+            row.status == ExecutionStatus.SCHEDULED for at, row in by_slot.items() if at < latest
+        )
         if counted > due or (counted < due and not planning):
             ledger = ", ".join(
                 f"{at:%H:%M:%S} {row.status.value}"
