@@ -12,7 +12,7 @@ PYTEST_LIMIT ?= 1800
 PYTEST := timeout --signal=INT --kill-after=60 $(PYTEST_LIMIT) $(PY) -m pytest -q -p no:cacheprovider --durations=8 -rfE
 LINTED := layers functions infra tests scripts app.py $(wildcard bench)
 
-.PHONY: dev local test test-tiers test-infrastructure test-fast test-e2e browser test-browser lint format docs synth scan bench bench-quick bench-smoke bench-side redis-server chaos clean
+.PHONY: dev local test test-tiers test-infrastructure test-fast simulate test-e2e browser test-browser lint format docs synth scan bench bench-quick bench-smoke bench-side redis-server chaos clean
 
 $(VENV): pyproject.toml scripts/bootstrap.sh scripts/checkov-requirements.txt
 	./scripts/bootstrap.sh
@@ -46,15 +46,17 @@ FAST_1 = tests/unit tests/contract
 FAST_2 = $(wildcard tests/integration/test_[a-k]*.py)
 FAST_3 = $(wildcard tests/integration/test_[l-r]*.py)
 FAST_4 = $(filter-out $(FAST_2) $(FAST_3),$(wildcard tests/integration/test_*.py))
+# The deterministic simulation's fixed budget of seeds (docs/simulation.md): about a minute of CPU.
+FAST_5 = tests/simulation
 
 # They and the infrastructure tier run at a lower CPU priority: the end-to-end soaks beside them wait on
 # clocks (leases, cron minutes, a catch-up window) and must get the CPU the moment they wake; the CPU-bound
 # tiers take what is left, so the machine stays busy without making a soak late.
 CPU_BOUND := nice -n 10
 
-test-tiers: test-fast-1 test-fast-2 test-fast-3 test-fast-4 test-infrastructure
+test-tiers: test-fast-1 test-fast-2 test-fast-3 test-fast-4 test-fast-5 test-infrastructure
 
-test-fast-%: $(VENV)  ## one part of test-fast: test-fast-1 to -4
+test-fast-%: $(VENV)  ## one part of test-fast: test-fast-1 to -5
 	$(CPU_BOUND) $(PYTEST) -m "not bench" $(FAST_$*)
 
 test-infrastructure: $(VENV)  ## the CDK stack: synth, cdk-nag, cfn-lint, checkov, the handlers' packaging
@@ -69,7 +71,16 @@ test-browser: $(VENV) browser  ## the web console in headless Chromium against a
 	$(PYTEST) tests/browser
 
 test-fast: $(VENV)  ## the inner loop: pure logic and adapters against moto and SQLite
-	$(PYTEST) -m "not bench" tests/unit tests/contract tests/integration
+	$(PYTEST) -m "not bench" tests/unit tests/contract tests/integration tests/simulation
+
+# The deterministic simulation beyond make test's budget: SEEDS seeds from FIRST, or SEED alone (its trace
+# printed), on BACKEND (sqlite, moto or both), STEPS steps a seed. A failing seed prints itself and its replay.
+SEEDS ?= 1000
+FIRST ?= 0
+STEPS ?= 150
+simulate: $(VENV)  ## the deterministic simulation: make simulate SEEDS=5000, or SEED=1234 to replay one
+	$(PY) -m tests.simulation $(if $(SEED),--seed $(SEED) --trace,--seeds $(SEEDS) --first $(FIRST)) \
+		--backend $(or $(BACKEND),sqlite) --steps $(STEPS)
 
 test-e2e: $(VENV)  ## the end-to-end suite once per backend, one after the other
 	@set -e; for backend in $(E2E_BACKENDS); do $(MAKE) --no-print-directory test-e2e-$$backend; done

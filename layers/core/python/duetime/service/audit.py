@@ -54,7 +54,8 @@ def audit(ports: Ports, now: datetime | None = None) -> AuditReport:
     """Check docs/lifecycle.md's invariants over every open execution, every job and every DLQ.
 
     - every open execution sits in the partition of its due hour and shard, and in the `open` index;
-    - no running execution's lease ended longer ago than one reconcile cycle (it is abandoned);
+    - no running execution's lease ended longer ago than one reconcile cycle (it is abandoned), unless its job
+      is paused (a takeover would start a new attempt: it waits for resume);
     - no waiting execution of an active job is overdue by longer than one reconcile cycle (stuck);
     - every active cron job has a waiting execution (its chain of slots is unbroken);
     - no failed execution's owner is left untold longer than one reconcile cycle;
@@ -99,7 +100,9 @@ def audit(ports: Ports, now: datetime | None = None) -> AuditReport:
             report.running += 1
             running_of[execution.job_id] += 1
             lease = execution.lease_until
-            if lease is None or lease < late:
+            # A paused job's run whose worker was lost waits for resume: a takeover would start a new attempt.
+            paused = job is not None and job.status == JobStatus.PAUSED
+            if (lease is None or lease < late) and not paused:
                 ended = format_time(lease) if lease else "never set"
                 report.findings.append(
                     Finding("abandoned", subject, f"attempt {execution.attempt} lease ended {ended}, not taken over")

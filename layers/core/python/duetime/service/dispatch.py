@@ -12,10 +12,11 @@ from datetime import datetime, timedelta
 from duetime.definitions import RECONCILE_ROWS_PER_SHARD, SHARD_COUNT_FIXED_AHEAD, SQS_BATCH_SIZE
 from duetime.domain.bounds import following_number, within_bounds
 from duetime.domain.catchup import MAX_SCAN, CatchUpPlan, first_slot_only, plan_catch_up
+from duetime.domain.errors import Conflict
 from duetime.domain.events import JobChange
 from duetime.domain.exclusions import Exclusions
 from duetime.domain.horizon import LATEST_DATE
-from duetime.domain.keys import due_partition, execution_id, hour_bucket
+from duetime.domain.keys import due_partition, execution_id, hour_bucket, parse_execution_id
 from duetime.domain.models import (
     MAX_NOTE_CHARS,
     Execution,
@@ -248,8 +249,20 @@ def _plan(
             ]
             for sibling in siblings:
                 pending.remove(sibling)
-            _apply_catch_up(ports, job, [execution, *siblings], plan, now, to_send, report)
             next_slot = plan.next_slot
+            number = following_number(execution, plan.skipped_count + len(plan.run_slots))
+            if next_slot is not None and within_bounds(job.schedule, next_slot, number):
+                # The next slot is created before the missed ones end: a pre-loader that dies (or a store call
+                # that fails) between the two leaves a waiting row that carries the job on, and the next cycle
+                # plans the missed ones again; never a chain whose last row has ended with nothing after it.
+                follower = new_execution(job, next_slot, run_number=number)
+                if ports.store.put_execution(follower):
+                    report.created += 1
+                    if follower.due_at <= ports.dispatch_horizon(now):
+                        pending.append(follower)
+                _apply_catch_up(ports, job, [execution, *siblings], plan, now, to_send, report)
+                return
+            _apply_catch_up(ports, job, [execution, *siblings], plan, now, to_send, report)
             walked = plan.skipped_count + len(plan.run_slots)
     number = following_number(execution, walked)
     if next_slot is not None and within_bounds(job.schedule, next_slot, number):
@@ -364,30 +377,92 @@ def _apply_catch_up(
     """Carry out a catch-up plan over the job's waiting executions (earliest first).
 
     A slot that runs uses its waiting execution if it has one, else a new `catchup` execution due now.
-    Skipped slots are recorded with bounded work: the earliest waiting execution becomes one skip record
-    whose skippedCount covers every skipped slot without a row of its own.
+    Skipped slots are recorded with bounded work: each waiting execution skipped becomes a skip record whose
+    skippedCount covers the skipped slots without a row of their own that follow it (_skip_counts).
     """
     existing = {e.scheduled_at: e for e in sorted(waiting, key=lambda e: e.scheduled_at)}
     runs = set(plan.run_slots)
     skipped_rows = [e for slot, e in existing.items() if slot not in runs]
-    for index, row in enumerate(skipped_rows):
-        count = plan.skipped_count - (len(skipped_rows) - 1) if index == 0 else 1
-        key = ports.store.key_of(row)
-        skipped = ports.store.end_waiting(key, ExecutionStatus.SKIPPED, now, plan.skip_reason, count)
-        if skipped is not None:
-            report.skipped += count
-            run_ended(ports, skipped, job)
+    elsewhere = _rows_elsewhere(ports, job, plan, existing, skipped_rows)
+    # The runs' rows come first, the skip records after: a pre-loader that dies between leaves the waiting rows
+    # to be planned again (the next cycle finds the runs' rows there), never a run promised and lost.
     for slot in plan.run_slots:
         if slot in existing:
             # Sent as a catch-up run: beside the other catch-up runs it waits its turn, never "overlaps".
             to_send.append(existing[slot].model_copy(update={"kind": "catchup"}))
             continue
-        # Due at its own slot (past: it is sent at once): the key derives from the slot, so the conditional
-        # put can never create a second row for it, however often the plan is carried out.
+        if slot in elsewhere:
+            continue  # its row exists (moved for a retry, or planned before): it runs, or ran, as it is
+        # Due at its own slot (past: it is sent at once). The conditional put alone would not see a row of the
+        # slot that a retry moved to another due partition: `elsewhere` does.
         catch_up = new_execution(job, slot, kind="catchup")  # spread like its slot, if still in the past
         if ports.store.put_execution(catch_up):
             report.created += 1
             to_send.append(catch_up)
+    for row, count in zip(skipped_rows, _skip_counts(job, plan, existing, skipped_rows, elsewhere), strict=True):
+        key = ports.store.key_of(row)
+        skipped = ports.store.end_waiting(key, ExecutionStatus.SKIPPED, now, plan.skip_reason, count)
+        if skipped is not None:
+            report.skipped += count
+            run_ended(ports, skipped, job)
+
+
+def _rows_elsewhere(
+    ports: Ports, job: Job, plan: CatchUpPlan, existing: dict[datetime, Execution], skipped_rows: list[Execution]
+) -> list[datetime]:
+    """The slots in `plan`'s span that have a row outside this batch, in order: a row moved for a retry (its key
+    follows its due time), one dispatched by the other page of this cycle (the due window's and the
+    reconciler's are two), or one planned by an earlier cycle that died before ending the rows before it.
+    One read of the job's ids in the span, on this rare path only, when the plan runs or skips a slot that
+    has no row in the batch."""
+    rowless = plan.skipped_count - len(skipped_rows)
+    if not existing or (rowless <= 0 and all(slot in existing for slot in plan.run_slots)):
+        return []
+    first = min(existing)
+    last = plan.next_slot or max([*plan.run_slots, first]) + timedelta(milliseconds=1)
+    ours = {e.execution_id for e in existing.values()}
+    stored = ports.store.execution_ids_between(job.job_id, to_ms(first), to_ms(last))
+    return sorted(parse_execution_id(i)[1] for i in stored if i not in ours and not i.endswith(".m"))
+
+
+def _skip_counts(
+    job: Job,
+    plan: CatchUpPlan,
+    existing: dict[datetime, Execution],
+    skipped_rows: list[Execution],
+    elsewhere: list[datetime],
+) -> list[int]:
+    """The skippedCount of each of `skipped_rows`: itself, and the skipped slots with no row that follow it up
+    to the next slot that has one (in the batch, elsewhere, or run by the plan) or the plan's next slot.
+
+    Each record counts only the slots after it, so a plan carried out in part (a pre-loader that dies between
+    two of its writes) and planned again from the rows still waiting counts every slot once, and a row outside
+    the batch (`elsewhere`) accounts for the slots after it itself. Walks the plan's span (at most MAX_SCAN
+    slots, as the plan did); a job with excluded dates, whose slots the walk cannot tell, gives the first
+    record every rowless slot instead."""
+    rowless = plan.skipped_count - len(skipped_rows)
+    plain = [1 + max(0, rowless)] + [1] * (len(skipped_rows) - 1) if skipped_rows else []
+    schedule = recurrence_of(job.schedule, job.created_at)
+    if rowless <= 0 or not skipped_rows or plan.next_slot is None or schedule is None or job.exclude:
+        return plain
+    counts = {to_ms(row.scheduled_at): 1 for row in skipped_rows}
+    boundaries = {to_ms(slot) for slot in [*existing, *plan.run_slots, *elsewhere]}
+    end_ms = to_ms(plan.next_slot) - 1  # slots are stored to the millisecond: one either way is the same slot
+    current: int | None = None
+    slot = skipped_rows[0].scheduled_at
+    for _ in range(MAX_SCAN):
+        ms = to_ms(slot)
+        if ms >= end_ms:
+            return [counts[to_ms(row.scheduled_at)] for row in skipped_rows]
+        near = {ms - 1, ms, ms + 1}
+        if own := near & counts.keys():
+            current = min(own)
+        elif near & boundaries:
+            current = None
+        elif current is not None:
+            counts[current] += 1
+        slot = schedule.next_after(slot)
+    return plain
 
 
 def preload(
@@ -496,8 +571,19 @@ def reconcile_page(ports: Ports, shard: int, now: datetime, after: str | None) -
         e for e in open_rows if e.status == ExecutionStatus.RUNNING and e.lease_until and e.lease_until <= late
     ]
     untold = [e for e in open_rows if e.status == ExecutionStatus.FAILED and e.finished_at and e.finished_at <= late]
-    jobs = ports.store.get_jobs([e.job_id for e in waiting + untold]) if waiting or untold else {}
+    read = waiting + abandoned + untold
+    jobs = ports.store.get_jobs(sorted({e.job_id for e in read})) if read else {}
     report = DispatchReport()
+    # A paused job's run whose worker was lost waits for resume (its claim would only say `held`): not resent
+    # every cycle meanwhile. A cancelled (or deleted) job's is ended as the cancel would have ended it, had it
+    # not died first: its claim would only say `done`, and the row would stay running for good.
+    status_of = {e.execution_id: job.status if (job := jobs.get(e.job_id)) else None for e in abandoned}
+    for execution in [e for e in abandoned if status_of[e.execution_id] in (None, JobStatus.CANCELLED)]:
+        key = ports.store.key_of(execution)
+        with contextlib.suppress(Conflict):  # it ended or was taken over meanwhile
+            ports.store.end_claimed(key, execution.attempt, ExecutionStatus.CANCELLED, now, "job cancelled")
+            report.cancelled += 1
+    abandoned = [e for e in abandoned if status_of[e.execution_id] not in (None, JobStatus.CANCELLED, JobStatus.PAUSED)]
     held = [e for e in waiting if (job := jobs.get(e.job_id)) is not None and job.status == JobStatus.PAUSED]
     for execution in held:
         ports.store.hold_waiting(ports.store.key_of(execution))

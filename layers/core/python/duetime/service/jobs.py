@@ -460,11 +460,14 @@ def resume_job(ports: Ports, owner: str, job_id: str, note: str | None = None, g
         raise Conflict(f"a {job.status.value} job cannot be resumed", field="status")
     if job.status == JobStatus.PAUSED:
         now = ports.clock()
+        # Back where the reconciler looks before the job is active again: a resume that dies between the two
+        # leaves a paused job whose rows the reconciler holds again (and the resume can be retried), never an
+        # active job with a waiting row nothing finds.
+        held = waiting_executions(ports, job_id)
+        for execution in held:
+            ports.store.unhold_waiting(ports.store.key_of(execution))
         job = ports.store.update_job_status(job, JobStatus.ACTIVE, now, note)
         job_changed(ports, job, JobChange.RESUMED, now)
-        held = waiting_executions(ports, job_id)
-        for execution in held:  # back where the reconciler looks, before anything is sent
-            ports.store.unhold_waiting(ports.store.key_of(execution))
         waiting = [e for e in held if e.due_at <= ports.dispatch_horizon(now)]
         if waiting:
             dispatch(ports, waiting, now, known_jobs={job.job_id: job})
@@ -479,6 +482,11 @@ def cancel_job(ports: Ports, owner: str, job_id: str) -> None:
     """
     job = get_owned_job(ports, owner, job_id)
     now = ports.clock()
+    if job.status == JobStatus.PAUSED:
+        # A paused job's held rows go back where the reconciler looks first: a cancel that dies after the job's
+        # write leaves them where the reconciler finds and ends them, never waiting out of sight for good.
+        for execution in waiting_executions(ports, job_id):
+            ports.store.unhold_waiting(ports.store.key_of(execution))
     if job.status != JobStatus.CANCELLED:
         job_changed(ports, ports.store.update_job_status(job, JobStatus.CANCELLED, now), JobChange.CANCELLED, now)
     for execution in ports.store.open_executions_of_job(job_id):

@@ -1,0 +1,162 @@
+"""Defects the deterministic simulation found (docs/simulation.md), each pinned by the smallest scene that shows
+it, on both store adapters: a pre-loader dying mid-plan, a plan carried out in two batches, a catch-up run beside
+a row a retry moved, a resume or a cancel dying half-way, and a paused or cancelled job's lost run."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from duetime.domain.models import Execution, ExecutionStatus, Job, JobSpec, JobStatus
+from duetime.service.audit import audit
+from duetime.service.dispatch import dispatch, new_execution, reconcile, reconcile_after
+from duetime.service.jobs import cancel_job, pause_job, resume_job, submit_job
+from duetime.service.ports import DueMessage
+
+from tests.conftest import BOTH_BACKENDS
+
+pytestmark = BOTH_BACKENDS
+
+
+class Died(BaseException):
+    """The call wrote, then its caller died before going on (a BaseException, as a kill is: the pre-loader's
+    per-job isolation catches a store error, which leaves the row for the reconciler, but nothing survives a
+    death)."""
+
+
+def fail_after(ports: Any, method: str, times: int = 1) -> None:
+    """The next `times` calls of store.`method` write, then raise."""
+    real: Callable[..., Any] = getattr(ports.store, method)
+    left = [times]
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        result = real(*args, **kwargs)
+        if left[0] > 0:
+            left[0] -= 1
+            raise Died(method)
+        return result
+
+    setattr(ports.store, method, call)
+
+
+def fail_before(ports: Any, method: str) -> None:
+    """The next call of store.`method` raises before it reads or writes anything."""
+    real: Callable[..., Any] = getattr(ports.store, method)
+    left = [1]
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        if left[0] > 0:
+            left[0] -= 1
+            raise Died(method)
+        return real(*args, **kwargs)
+
+    setattr(ports.store, method, call)
+
+
+def cron_job(ports: Any, catch_up: str) -> Job:
+    spec = JobSpec.model_validate(
+        {"name": "t", "handler": "demo.echo", "schedule": {"cron": "* * * * *"}, "catchUp": catch_up}
+    )
+    job, _ = submit_job(ports, "alice", spec)
+    return job
+
+
+def rows(ports: Any, job: Job) -> list[Execution]:
+    return sorted(ports.store.iter_executions_of_job(job.job_id), key=lambda e: e.scheduled_at)
+
+
+def test_a_preloader_dying_after_skipping_a_missed_slot_leaves_the_next_slot(ports, clock) -> None:
+    job = cron_job(ports, "none")  # first slot 09:01
+    [first] = rows(ports, job)
+    clock.advance(5 * 60)  # an outage: 09:01 to 09:04 are missed
+    fail_after(ports, "end_waiting")
+    with pytest.raises(Died):
+        dispatch(ports, [first], clock())
+    waiting = [e for e in rows(ports, job) if e.status == ExecutionStatus.SCHEDULED]
+    assert [e.scheduled_at for e in waiting] == [first.scheduled_at + timedelta(minutes=5)]  # 09:06 carries it on
+    assert not [f for f in audit(ports).findings if f.check == "cron chain broken"]
+
+
+def test_a_plan_carried_out_in_two_batches_counts_each_slot_once(ports, clock) -> None:
+    job = cron_job(ports, "none")
+    [first] = rows(ports, job)  # 09:01
+    later = new_execution(job, first.scheduled_at + timedelta(minutes=2))  # 09:03, waiting too (a paused chain)
+    assert ports.store.put_execution(later)
+    clock.advance(10 * 60)  # 09:10: 09:01 to 09:10 are missed
+    dispatch(ports, [later], clock())  # one page of the cycle: the reconciler's, say
+    dispatch(ports, [first], clock())  # the other: the due window's
+    skipped = [e for e in rows(ports, job) if e.status == ExecutionStatus.SKIPPED]
+    assert [(e.scheduled_at.minute, e.skipped_count or 1) for e in skipped] == [(1, 2), (3, 8)]
+
+
+def test_a_catch_up_run_is_not_made_beside_a_row_a_retry_moved(ports, clock) -> None:
+    job = cron_job(ports, "all")
+    [first] = rows(ports, job)  # 09:01
+    slot = first.scheduled_at + timedelta(minutes=1)
+    moved = new_execution(job, slot).model_copy(update={"attempt": 1, "due_at": slot + timedelta(minutes=30)})
+    assert ports.store.put_execution(moved)  # 09:02's row, moved for its retry to another due partition
+    clock.advance(4 * 60)  # 09:04: 09:01 to 09:03 are missed, and `all` runs each
+    dispatch(ports, [first], clock())
+    assert [e.kind for e in rows(ports, job) if e.scheduled_at == slot] == ["scheduled"]
+
+
+def test_a_resume_that_dies_after_its_job_write_leaves_no_row_out_of_the_index(ports, clock) -> None:
+    job = cron_job(ports, "latest")
+    pause_job(ports, "alice", job.job_id)
+    fail_after(ports, "update_job_status")
+    with pytest.raises(Died):
+        resume_job(ports, "alice", job.job_id)
+    assert ports.store.get_job(job.job_id).status == JobStatus.ACTIVE
+    assert not [f for f in audit(ports).findings if f.check == "not in the open index"]
+
+
+def test_a_cancel_of_a_paused_job_that_dies_after_its_job_write_leaves_its_rows_to_the_reconciler(ports, clock) -> None:
+    job = cron_job(ports, "latest")
+    [first] = rows(ports, job)
+    pause_job(ports, "alice", job.job_id)  # its waiting row leaves the open index
+    fail_after(ports, "update_job_status")
+    with pytest.raises(Died):
+        cancel_job(ports, "alice", job.job_id)
+    clock.advance((reconcile_after(ports) + timedelta(minutes=2)).total_seconds())
+    for shard in range(ports.settings.shards):
+        reconcile(ports, shard, clock())
+    assert [e.status for e in rows(ports, job)] == [ExecutionStatus.CANCELLED]
+    assert first.execution_id == rows(ports, job)[0].execution_id
+
+
+def test_a_cancelled_jobs_lost_run_that_the_cancel_did_not_reach_is_ended_by_the_reconciler(ports, clock) -> None:
+    job = cron_job(ports, "latest")
+    [first] = rows(ports, job)
+    clock.advance(60)
+    key = ports.store.key_of(first)
+    assert ports.store.claim(key, "w1", clock(), clock() + timedelta(seconds=30)).claimed is not None  # w1 dies
+    fail_before(ports, "open_executions_of_job")  # the cancel dies after the job's write
+    with pytest.raises(Died):
+        cancel_job(ports, "alice", job.job_id)
+    clock.advance((reconcile_after(ports) + timedelta(minutes=1)).total_seconds())
+    for shard in range(ports.settings.shards):
+        reconcile(ports, shard, clock())
+    [ended] = [e for e in rows(ports, job) if e.execution_id == first.execution_id]
+    assert (ended.status, ended.skip_reason) == (ExecutionStatus.CANCELLED, "job cancelled")
+    assert not audit(ports).findings
+
+
+def test_a_paused_jobs_lost_run_waits_for_resume(ports, clock) -> None:
+    job = cron_job(ports, "latest")
+    [first] = rows(ports, job)
+    clock.advance(60)
+    key = ports.store.key_of(first)
+    claimed = ports.store.claim(key, "w1", clock(), clock() + timedelta(seconds=30)).claimed
+    assert claimed is not None  # and its worker dies
+    pause_job(ports, "alice", job.job_id)
+    clock.advance((reconcile_after(ports) + timedelta(minutes=5)).total_seconds())
+    shards = range(ports.settings.shards)
+    assert sum(reconcile(ports, shard, clock()).resent for shard in shards) == 0
+    assert not [f for f in audit(ports).findings if f.check == "abandoned"]
+    resume_job(ports, "alice", job.job_id)
+    assert sum(reconcile(ports, shard, clock()).resent for shard in shards) >= 1
+    received = ports.queues.receive("default", 10, 0, 30)
+    assert first.execution_id in {r.message.execution_id for r in received}
+    assert all(isinstance(r.message, DueMessage) for r in received)

@@ -1,0 +1,274 @@
+"""The simulation's invariants, checked after every step over what the store holds (read without faults) and
+what the simulated workers believe.
+
+- Nothing accepted is lost: every accepted job is stored with at least its first execution; no execution ever
+  disappears; each one is waiting (in the reconciler's `open` index, unless its job is paused), running under a
+  lease (in the index), or terminal with what ended it recorded (a result, an error or a skip reason).
+- No attempt is held by two workers: no two live workers believe at once that they hold the same row (each
+  believes until the lease end the store last gave it); an attempt is claimed once; a stale worker's heartbeat
+  or outcome is refused (and a current one is not); a row is reported finished once; a finished row's attempt
+  history reads in order and ends with the attempt, and the worker, that reported it.
+- Every due slot of a repeating job is accounted exactly once: its rows (one per slot, each a slot of the
+  schedule, from the job's first slot on) and the slots its skip records count (`skippedCount`) cover every
+  slot up to its latest row, none twice; a skip's reason belongs to the job's catch-up policy.
+- A terminal row never changes (the DLQ drain's notified marking is not part of the row the API shows).
+- At the end, once the faults stop and the system has run healthy for a while: `duetime audit` is clean.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from itertools import pairwise
+from typing import TYPE_CHECKING, Any
+
+from duetime.adapters.sqlite.store import SqliteStore, execution_from_doc, job_from_doc
+from duetime.domain.keys import ExecutionKey, open_index_key
+from duetime.domain.models import CatchUp, Execution, ExecutionStatus, Job, JobStatus
+from duetime.domain.recurrence import SLOT_TOLERANCE, is_slot, recurrence_of
+from duetime.service.jobs import first_slot
+from duetime.service.ports import StoredExecution
+
+if TYPE_CHECKING:
+    from .world import SimWorker, Task, World
+
+# Skip reasons that any job may have, and those of each catch-up policy (domain/catchup.py).
+COMMON_SKIPS = {"overlap", "starting deadline", "schedule edited", "excluded"}
+POLICY_SKIPS = {
+    CatchUp.NONE: {"catch-up none"},
+    CatchUp.LATEST: {"catch-up latest"},
+    CatchUp.ALL: {"catch-up all: too many missed"},
+}
+MAX_SLOTS_WALKED = 20_000
+
+
+class Violation(AssertionError):
+    """An invariant the simulation found broken."""
+
+
+class Checker:
+    def __init__(self, world: World) -> None:
+        self.world = world
+        self.reader = StoredReader()
+        self.terminal: dict[str, Execution] = {}  # execution id -> the terminal row as first seen
+        self.seen: dict[str, set[str]] = {}  # job id -> execution ids ever seen
+        self.claims: dict[tuple[str, int], str] = {}  # (execution id, attempt) -> the worker that claimed it
+        self.reported: dict[str, tuple[int, str]] = {}  # execution id -> (attempt, worker) that ended it
+        self.slots_seen: set[tuple[str, datetime]] = set()  # rows found to be slots of their job's schedule
+        self.due_counts: dict[tuple[str, datetime], int] = {}  # (job id, latest slot) -> slots due up to it
+
+    # -- events the world tells -----------------------------------------------------------------------------------
+
+    def stale(self, task: Task) -> str | None:
+        """Why `task`'s attempt no longer holds its row (so its heartbeat or outcome must be refused), or None."""
+        assert task.execution is not None
+        row = self._row(task.execution)
+        if row is None:
+            return "the row is gone"
+        if row.status != ExecutionStatus.RUNNING:
+            return f"the row is {row.status.value}"
+        if row.attempt != task.execution.attempt:
+            return f"the row runs attempt {row.attempt}"
+        if row.claim_token != task.execution.claim_token:
+            return "the row's claim token is another's"
+        return None
+
+    def claimed(self, worker: SimWorker, task: Task) -> None:
+        assert task.execution is not None
+        key = (task.execution.execution_id, task.execution.attempt)
+        if key in self.claims:
+            raise Violation(f"{key[0]} attempt {key[1]} claimed by {self.claims[key]} and again by {worker.worker_id}")
+        self.claims[key] = worker.worker_id
+
+    def completed(self, worker: SimWorker, task: Task, ended: Execution) -> None:
+        if not ended.status.is_terminal:
+            return  # moved for a retry
+        assert task.execution is not None
+        eid = ended.execution_id
+        if eid in self.reported:
+            raise Violation(f"{eid} reported finished twice: by {self.reported[eid]} and by {worker.worker_id}")
+        self.reported[eid] = (task.execution.attempt, worker.worker_id)
+
+    # -- after every step --------------------------------------------------------------------------------------------
+
+    def check(self, stored: bool = True) -> None:
+        """The workers' beliefs, and with `stored` everything the store holds."""
+        world = self.world
+        self._single_holders(world.clock_now)
+        if not stored:
+            return
+        jobs, rows_of = self.reader.read(world.raw.store)
+        for job_id in sorted(world.jobs):
+            job = jobs.get(job_id)
+            if job is None:
+                raise Violation(f"accepted job {job_id} is gone")
+            stored = rows_of.get(job_id, [])
+            if not stored:
+                raise Violation(f"accepted job {job_id} has no execution")
+            ids = {s.execution.execution_id for s in stored}
+            lost = self.seen.get(job_id, set()) - ids
+            if lost:
+                raise Violation(f"executions of {job_id} disappeared: {sorted(lost)}")
+            self.seen[job_id] = ids
+            for row in stored:
+                self._row_state(job, row)
+            self._slots(job, [s.execution for s in stored])
+
+    def _single_holders(self, now: datetime) -> None:
+        holders: dict[str, tuple[str, datetime]] = {}
+        for worker in self.world.workers:
+            for task in worker.tasks:
+                if not task.holds or task.execution is None or task.known_lease_end is None:
+                    continue
+                if task.known_lease_end <= now:
+                    continue  # its lease has ended by its own account: it may still run, but holds nothing
+                eid = task.execution.execution_id
+                if eid in holders:
+                    other, until = holders[eid]
+                    raise Violation(
+                        f"{eid} held by {other} (lease to {until:%H:%M:%S}) and by {worker.worker_id} "
+                        f"(attempt {task.execution.attempt}, lease to {task.known_lease_end:%H:%M:%S}) at once"
+                    )
+                holders[eid] = (worker.worker_id, task.known_lease_end)
+
+    def _row_state(self, job: Job, stored: StoredExecution) -> None:
+        row = stored.execution
+        eid = row.execution_id
+        indexed = stored.open_shard == open_index_key(stored.key)
+        if row.status == ExecutionStatus.SCHEDULED:
+            held = job.status == JobStatus.PAUSED
+            if not held and not indexed:
+                raise Violation(f"{eid} waits where the reconciler cannot find it (open shard {stored.open_shard!r})")
+            return
+        if row.status == ExecutionStatus.RUNNING:
+            if row.lease_until is None or row.worker_id is None:
+                raise Violation(f"{eid} runs without a lease")
+            if not indexed:
+                raise Violation(f"{eid} runs where the reconciler cannot find it (open shard {stored.open_shard!r})")
+            return
+        self._terminal_record(row)
+        first = self.terminal.setdefault(eid, row)
+        if first != row:
+            before, after = first.model_dump(mode="json"), row.model_dump(mode="json")
+            changed = {k: (before.get(k), after.get(k)) for k in before | after if before.get(k) != after.get(k)}
+            raise Violation(f"terminal {eid} changed after it ended: {changed}")
+        reported = self.reported.get(eid)
+        if reported is not None and row.status == ExecutionStatus.SUCCEEDED and reported[0] != row.attempt:
+            raise Violation(f"{eid} was reported by attempt {reported[0]} but ended with attempt {row.attempt}")
+
+    def _terminal_record(self, row: Execution) -> None:
+        eid = row.execution_id
+        if row.finished_at is None:
+            raise Violation(f"terminal {eid} ({row.status.value}) has no finishedAt")
+        if row.status == ExecutionStatus.FAILED and not (row.error or row.skip_reason):
+            raise Violation(f"failed {eid} records no error")
+        if row.status == ExecutionStatus.SKIPPED and not row.skip_reason:
+            raise Violation(f"skipped {eid} records no reason")
+        history = row.attempts
+        if [a.attempt for a in history] != list(range(1, len(history) + 1)):
+            raise Violation(f"{eid}'s attempts are out of order: {[a.attempt for a in history]}")
+        if any(b.started_at < a.started_at for a, b in pairwise(history)):
+            raise Violation(f"{eid}'s attempts started out of order")
+        if any(a.finished_at is not None and a.finished_at < a.started_at for a in history):
+            raise Violation(f"{eid} has an attempt that finished before it started")
+        if row.status == ExecutionStatus.SUCCEEDED:
+            if row.attempt != len(history) or not history or history[-1].outcome != "succeeded":
+                raise Violation(f"succeeded {eid} (attempt {row.attempt}) has history {history}")
+            reported = self.reported.get(eid)
+            if reported is not None and reported[1] != history[-1].worker_id:
+                raise Violation(f"{eid} reported by {reported[1]}, its history says {history[-1].worker_id}")
+
+    def _slots(self, job: Job, rows: list[Execution]) -> None:
+        schedule = recurrence_of(job.schedule, job.created_at)
+        planned = [row for row in rows if row.kind != "manual"]
+        if schedule is None:
+            if len(planned) != 1:
+                raise Violation(f"one-off {job.job_id} has {len(planned)} executions")
+            return
+        by_slot: dict[datetime, Execution] = {}
+        for row in planned:
+            if row.scheduled_at in by_slot:
+                raise Violation(f"{job.job_id}'s slot {row.scheduled_at:%H:%M:%S} has two rows")
+            if (job.job_id, row.scheduled_at) not in self.slots_seen and not is_slot(schedule, row.scheduled_at):
+                raise Violation(f"{row.execution_id} is not a slot of {job.job_id}'s schedule")
+            by_slot[row.scheduled_at] = row
+            self.slots_seen.add((job.job_id, row.scheduled_at))
+            policy = COMMON_SKIPS | POLICY_SKIPS[job.catch_up]
+            if row.status == ExecutionStatus.SKIPPED and row.skip_reason not in policy:
+                raise Violation(f"{row.execution_id} skipped for {row.skip_reason!r} under catchUp {job.catch_up}")
+        first = first_slot(job.schedule, job.created_at)
+        earliest, latest = min(by_slot), max(by_slot)
+        if abs(earliest - first) > SLOT_TOLERANCE:  # a slot's row is stored to the millisecond
+            raise Violation(f"{job.job_id}'s first row is {earliest:%H:%M:%S}, its first slot {first:%H:%M:%S}")
+        due = self.due_counts.get((job.job_id, latest))
+        if due is None:
+            due, slot = 1, first
+            while slot + SLOT_TOLERANCE < latest and due < MAX_SLOTS_WALKED:
+                slot = schedule.next_after(slot)
+                due += 1
+            self.due_counts[(job.job_id, latest)] = due
+        # A skip record counts the slots after it that have no row; the latest row's count runs past the rows.
+        counted = sum((row.skipped_count or 1) for at, row in by_slot.items() if at < latest) + 1
+        # Fewer is a gap still to be planned while a row before it waits (a pre-loader that died after creating
+        # the next slot and before ending the missed ones: the next cycle plans them again), or one a cancel
+        # froze (it ended that waiting row `cancelled`, with no count); more is never right.
+        planning = job.status == JobStatus.CANCELLED or any(
+            row.status == ExecutionStatus.SCHEDULED for at, row in by_slot.items() if at < latest
+        )
+        if counted > due or (counted < due and not planning):
+            ledger = ", ".join(
+                f"{at:%H:%M:%S} {row.status.value}"
+                + (f" x{row.skipped_count}" if row.skipped_count else "")
+                + (f" ({row.skip_reason})" if row.skip_reason else "")
+                for at, row in sorted(by_slot.items())
+            )
+            raise Violation(
+                f"{job.job_id} ({job.catch_up.value}): {due} slots due up to {latest:%H:%M:%S}, "
+                f"{counted} accounted: {ledger}"
+            )
+
+    def _row(self, execution: Execution) -> Execution | None:
+        store = self.world.raw.store
+        return store.find_execution(execution.job_id, execution.execution_id)
+
+
+class StoredReader:
+    """Every stored job and execution, read in one pass (a query on SQLite, a scan on DynamoDB) and parsed again
+    only when its stored form changed since the last pass: the checks run after every step."""
+
+    def __init__(self) -> None:
+        self.rows: dict[tuple[str, str], tuple[Any, StoredExecution]] = {}
+        self.jobs: dict[str, tuple[Any, Job]] = {}
+
+    def read(self, store: Any) -> tuple[dict[str, Job], dict[str, list[StoredExecution]]]:
+        if isinstance(store, SqliteStore):
+            raw_rows = [
+                ((pk, sk), doc, shard)
+                for pk, sk, shard, doc in store.db.query("SELECT pk, sk, open_shard, doc FROM executions")
+            ]
+            raw_jobs = store.db.query("SELECT job_id, doc FROM jobs")
+            parse_row, parse_job = execution_from_doc, job_from_doc
+        else:
+            from duetime.store.dynamo.items import execution_from_item, job_from_item
+
+            raw_rows = [
+                ((i["pk"]["S"], i["sk"]["S"]), i, i.get("openShard", {}).get("S"))
+                for i in store._scan(store.executions_table)
+            ]
+            raw_jobs = [(i["jobId"]["S"], i) for i in store._scan(store.jobs_table)]
+            parse_row, parse_job = execution_from_item, job_from_item
+        rows: dict[tuple[str, str], tuple[Any, StoredExecution]] = {}
+        for (pk, sk), raw, shard in raw_rows:
+            cached = self.rows.get((pk, sk))
+            if cached is None or cached[0] != raw or cached[1].open_shard != shard:
+                cached = (raw, StoredExecution(ExecutionKey(pk=pk, sk=sk), shard, parse_row(raw)))
+            rows[(pk, sk)] = cached
+        self.rows = rows
+        jobs: dict[str, tuple[Any, Job]] = {}
+        for job_id, raw in raw_jobs:
+            cached_job = self.jobs.get(job_id)
+            jobs[job_id] = cached_job if cached_job is not None and cached_job[0] == raw else (raw, parse_job(raw))
+        self.jobs = jobs
+        rows_of: dict[str, list[StoredExecution]] = {}
+        for _, stored in rows.values():
+            rows_of.setdefault(stored.execution.job_id, []).append(stored)
+        return {job_id: job for job_id, (_, job) in jobs.items()}, rows_of

@@ -1,0 +1,115 @@
+"""The simulation's fixed budget for `make test`: seeds on SQLite and on moto, a replay that repeats itself, and
+planted bugs the budget must catch (docs/simulation.md). `make simulate SEEDS=N` runs more seeds."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import pytest
+from duetime.adapters.sqlite.store import SqliteStore, execution_from_values
+from duetime.domain.keys import ExecutionKey
+from duetime.domain.models import to_ms
+from duetime.service.ports import ClaimOutcome, new_claim_token
+
+from .world import SimulationFailure, run_seed
+
+# The budget `make test` runs: about 40 s on SQLite and 15 s on moto on this 2-core machine.
+SQLITE_SEEDS = 150
+SQLITE_STEPS = 150
+MOTO_SEEDS = 3
+MOTO_STEPS = 60
+
+
+@pytest.mark.parametrize("seed", range(SQLITE_SEEDS))
+def test_sqlite_seed(seed: int) -> None:
+    run_seed(seed, "sqlite", SQLITE_STEPS)
+
+
+@pytest.mark.parametrize("seed", range(MOTO_SEEDS))
+def test_moto_seed(seed: int) -> None:
+    run_seed(seed, "moto", MOTO_STEPS)
+
+
+def test_a_seed_replays_the_same_run() -> None:
+    first = run_seed(7, "sqlite", 60).trace
+    again = run_seed(7, "sqlite", 60).trace
+    assert first == again
+    assert len(first) > 60
+
+
+def _claim_ignoring_the_lease(
+    self: SqliteStore,
+    key: ExecutionKey,
+    worker_id: str,
+    now: datetime,
+    lease_until: datetime,
+    max_attempts: int = 2**31,
+) -> ClaimOutcome:
+    """The planted bug: SqliteStore.claim without its fencing condition on the lease (a running row is taken
+    over while its holder's lease is live)."""
+    with self.db.write() as conn:
+        loaded = self._values(conn, key)
+        if loaded is None:
+            return ClaimOutcome(claimed=None, current=None)
+        values, expires = loaded
+        claimable = values["status"] in ("scheduled", "running") and values["attempt"] < max_attempts
+        if claimable:
+            entry = {"workerId": worker_id, "startedMs": to_ms(now), "finishedMs": None, "outcome": None, "error": None}
+            values.update(
+                status="running",
+                attempt=values["attempt"] + 1,
+                workerId=worker_id,
+                leaseUntilMs=to_ms(lease_until),
+                startedMs=to_ms(now),
+                attempts=[*values["attempts"], entry],
+                claimToken=new_claim_token(),
+            )
+            self._write_values(conn, key, values, expires)
+    execution = execution_from_values(values)
+    return ClaimOutcome(claimed=execution, current=None) if claimable else ClaimOutcome(claimed=None, current=execution)
+
+
+def _first_failure() -> SimulationFailure:
+    """The failure of the first seed of the SQLite budget that fails."""
+    for seed in range(SQLITE_SEEDS):
+        try:
+            run_seed(seed, "sqlite", SQLITE_STEPS)
+        except SimulationFailure as failure:
+            return failure
+    pytest.fail(f"the planted bug survived all {SQLITE_SEEDS} seeds of the budget")
+
+
+@pytest.mark.parametrize(
+    ("bug", "plant"),
+    [
+        (
+            "a claim that ignores the holder's live lease",
+            lambda mp: mp.setattr(SqliteStore, "claim", _claim_ignoring_the_lease),
+        ),
+        ("a finish that ignores the attempt fence", lambda mp: _plant_unfenced_finish(mp)),
+    ],
+)
+def test_the_budget_catches_a_planted_bug(monkeypatch: pytest.MonkeyPatch, bug: str, plant: Any) -> None:
+    """The failing seed names itself, says how to replay it and carries its trace."""
+    plant(monkeypatch)
+    text = str(_first_failure())
+    assert text.startswith("simulation seed "), text
+    assert "replay: make simulate SEED=" in text
+    assert "invariant broken" in text, text.splitlines()[0]
+    print(f"{bug}: {text.splitlines()[0]}")
+
+
+def _plant_unfenced_finish(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The planted bug: SqliteStore.finish records an outcome for whatever attempt holds the row now, not the
+    reporting one (the fence on the attempt and its claim token is gone)."""
+    real = SqliteStore.finish
+
+    def finish(self: SqliteStore, key: ExecutionKey, attempt: int, *args: Any, **kwargs: Any) -> Any:
+        current = self.get_execution(key)
+        if current is not None:
+            attempt = current.attempt
+            kwargs["claim_token"] = current.claim_token
+        return real(self, key, attempt, *args, **kwargs)
+
+    monkeypatch.setattr(SqliteStore, "finish", finish)

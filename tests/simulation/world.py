@@ -1,0 +1,864 @@
+"""The simulated world: the real use-cases over the real store and queue adapters, driven step by step.
+
+One `World` is one seed's run. Its virtual clock is the only clock every part reads (the service through
+`Ports.clock`, the SQLite store's TTLs and queue's visibility through their injected clocks, moto's SQS through
+its patched time source), and its `random.Random` is the only source of choices: which action comes next,
+which worker, which fault, how long a handler runs and how it ends. Nothing sleeps and no thread runs a part of
+the system, so a seed replays the same run, action for action.
+
+The parts are driven as their processes drive them, with the waits taken out:
+- the API's submit, pause, resume and cancel (service/jobs.py);
+- the pre-loader and its reconciler (service/dispatch.py `preload`);
+- workers: the real `Worker.process` receives the claim's verdict and what becomes of the message
+  (worker/runtime.py); the run itself is split into steps the simulation interleaves (claim, heartbeats as the
+  clock moves, the outcome's `Lease.complete`, the message's delete), so a fault can fall between any two;
+- the DLQ drain (service/deadletters.py).
+
+Faults are drawn from the same seed: a worker killed at any step, a worker frozen past its lease and resumed,
+stale duplicate messages, shuffled receives, a lost delete, a store call that fails (an exception the code may
+catch) or crashes the calling process (a BaseException nothing catches), before or after its write, a
+pre-loader killed mid-cycle, messages received past the receive limit (redriven to the DLQ), and restarts of the
+whole system (every in-memory object dropped, the database kept). Invariants (invariants.py) are checked after
+every step, and the audit once the faults stop and the system has had time to settle.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import logging
+import random
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from botocore.exceptions import ClientError
+from duetime.adapters.sqlite import queue as sqlite_queue
+from duetime.adapters.sqlite.db import Database
+from duetime.adapters.sqlite.queue import SqliteQueues
+from duetime.adapters.sqlite.store import SqliteStore
+from duetime.definitions import DEFAULT_JOB_CLASS, Settings
+from duetime.domain.errors import Conflict, NotFound, StaleAttempt
+from duetime.domain.keys import new_job_id
+from duetime.domain.models import (
+    CatchUp,
+    Execution,
+    Job,
+    JobSpec,
+    Overlap,
+    RetryPolicy,
+    Schedule,
+    to_ms,
+)
+from duetime.service.audit import audit
+from duetime.service.context import Ports
+from duetime.service.deadletters import drain_dead_letters
+from duetime.service.dispatch import preload
+from duetime.service.executions import Lease
+from duetime.service.jobs import cancel_job, pause_job, resume_job, submit_job
+from duetime.service.outcomes import RunOutcome, RunResult
+from duetime.service.ports import DueMessage, Received
+from duetime.worker import demo  # noqa: F401  (registers demo.echo, the handler the simulated jobs name)
+from duetime.worker.runtime import MAX_EARLY_WAIT_SECONDS, Worker
+
+from .invariants import Checker, Violation
+
+JOB_CLASS = DEFAULT_JOB_CLASS
+OWNER = "sim"
+LEASE_SECONDS = 30
+SETTINGS = Settings(shards=2, preload_interval_seconds=5, preload_window_seconds=30).with_lease_seconds(LEASE_SECONDS)
+# The queues' receive limit in the simulation (50 in a deployment): low, so that messages received again and
+# again without completing are redriven to the DLQ within a run of a few hundred steps.
+RECEIVE_LIMIT = 4
+# Live workers the simulation keeps (a killed one is replaced at the next receive).
+WORKERS = 3
+# A running handler's heartbeats come every lease/3, as the runtime sends them.
+HEARTBEAT_SECONDS = LEASE_SECONDS / 3
+# After the last step: faults stop and the system runs healthy this long before the audit.
+HEAL_ROUNDS = 25
+HEAL_STEP_SECONDS = 10
+HEAL_MORE_ROUNDS = 120  # at most 20 virtual minutes more, while the audit is not clean
+FULL_CHECK_EVERY_MOTO = 5
+START = datetime(2026, 12, 1, 8, 30, tzinfo=UTC)
+
+
+class StoreError(Exception):
+    """A store call that failed (a timeout, a throttle): an exception the calling code may catch and survive."""
+
+
+class Crash(BaseException):
+    """The calling process died at a store call: nothing in duetime catches a BaseException."""
+
+
+@dataclass
+class Fault:
+    """The `countdown`-th store call from now fails or crashes, before or after it has written."""
+
+    kind: str  # "fail" or "crash"
+    when: str  # "before" or "after"
+    countdown: int
+
+
+# Store calls a fault may hit: every write, and the reads the hot paths make.
+FAULTABLE = frozenset(
+    {
+        "create_job",
+        "update_job_status",
+        "put_execution",
+        "put_executions",
+        "claim",
+        "heartbeat",
+        "release",
+        "finish",
+        "move_for_retry",
+        "end_waiting",
+        "end_claimed",
+        "mark_notified",
+        "hold_waiting",
+        "unhold_waiting",
+        "acquire_lease",
+        "advance_cursor",
+        "release_lease",
+        "get_job",
+        "get_jobs",
+        "get_execution",
+        "query_due",
+        "open_page",
+        "open_executions_of_job",
+    }
+)
+
+
+class FaultyStore:
+    """The real store behind a proxy that fires the world's armed fault at the call it counts down to."""
+
+    def __init__(self, inner: Any, world: World) -> None:
+        self._inner = inner
+        self._world = world
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._inner, name)
+        if name not in FAULTABLE:
+            return attr
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            fault = self._world.take_fault()
+            if fault is not None and fault.when == "before":
+                self._world.fire(fault, name)
+            result = attr(*args, **kwargs)
+            if fault is not None and fault.when == "after":
+                self._world.fire(fault, name)
+            return result
+
+        return call
+
+
+class FaultyQueues:
+    """The real queues behind a proxy that loses an armed delete and shuffles what a receive returns."""
+
+    def __init__(self, inner: Any, world: World) -> None:
+        self._inner = inner
+        self._world = world
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def send(self, messages: Any, now: datetime) -> int:
+        batch = list(messages)
+        self._world.sent.extend(batch)
+        return int(self._inner.send(batch, now))
+
+    def receive(self, job_class: str, max_messages: int, wait_seconds: float, visibility: float) -> list[Received]:
+        batch = list(self._inner.receive(job_class, max_messages, wait_seconds, visibility))
+        self._world.rng.shuffle(batch)  # reordered: a worker's slots start in any order
+        return batch
+
+    def delete(self, job_class: str, receipt: str) -> None:
+        """As the receive loop's DeleteBatcher deletes: a batch of one, whose failure is reported, not raised."""
+        self.delete_batch(job_class, [receipt])
+
+    def delete_batch(self, job_class: str, receipts: list[str]) -> None:
+        if self._world.lose_delete:
+            self._world.lose_delete = False
+            self._world.log("  the delete is lost")
+            return
+        self._inner.delete_batch(job_class, receipts)
+
+
+class Notices:
+    """The notifier: what owners were told, kept for the trace."""
+
+    def __init__(self) -> None:
+        self.sent: list[tuple[str, str]] = []
+
+    def notify(self, owner: str, subject: str, detail: dict[str, object]) -> None:
+        self.sent.append((owner, subject))
+
+
+# -- the adapters ----------------------------------------------------------------------------------------------
+
+
+class SimDatabase(Database):
+    """The SQLite database without its background checkpoint thread (the one thread the adapter starts): SQLite's
+    own WAL autocheckpoint does that work here, and nothing runs beside the simulation's single thread."""
+
+    def _checkpoint(self) -> None:
+        return
+
+
+class SqliteBackend:
+    """The SQLite store and queue on one file, both on the virtual clock."""
+
+    name = "sqlite"
+
+    def __init__(self, clock: Callable[[], datetime]) -> None:
+        self.clock = clock
+        self.dir = Path(tempfile.mkdtemp(prefix="duetime-sim-", dir=_fast_tmp()))
+        self.db: Database | None = None
+        self.patches = contextlib.ExitStack()
+        self.patches.enter_context(_patched(sqlite_queue, "MAX_RECEIVE_COUNT", RECEIVE_LIMIT))
+
+    def open(self) -> tuple[Any, Any]:
+        """New adapter objects over the kept file (a restart drops the old ones)."""
+        if self.db is not None:
+            self.db.close()
+        self.db = SimDatabase(self.dir / "duetime.sqlite3")
+        store = SqliteStore(self.db, SETTINGS, epoch_seconds=lambda: int(self.clock().timestamp()))
+        queues = SqliteQueues(self.db, SETTINGS, wall_ms=lambda: to_ms(self.clock()))
+        return store, queues
+
+    def close(self) -> None:
+        if self.db is not None:
+            self.db.close()
+        self.patches.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class MotoBackend:
+    """DynamoDB and SQS over in-process moto (mock_aws). moto's SQS keeps delays and visibility on its module's
+    time functions (whole seconds of real time otherwise): they are patched to read the virtual clock, so a
+    delayed or hidden message surfaces when virtual time says so."""
+
+    name = "moto"
+
+    def __init__(self, clock: Callable[[], datetime]) -> None:
+        from duetime.queue import provision as queue_provision
+        from duetime.queue.provision import create_queues
+        from duetime.store.aws import make_client
+        from duetime.store.provision import create_tables
+        from moto import mock_aws
+        from moto.sqs import models as sqs_models
+
+        self.clock = clock
+        self.patches = contextlib.ExitStack()
+        self.patches.enter_context(mock_aws())
+        self.patches.enter_context(_patched(sqs_models, "unix_time", lambda *_: self.clock().timestamp()))
+        self.patches.enter_context(_patched(sqs_models, "unix_time_millis", lambda *_: self.clock().timestamp() * 1000))
+        self.patches.enter_context(_patched(queue_provision, "MAX_RECEIVE_COUNT", RECEIVE_LIMIT))
+        self.dynamodb = make_client("dynamodb", "us-east-1")
+        self.sqs = make_client("sqs", "us-east-1")
+        create_tables(self.dynamodb, SETTINGS)
+        create_queues(self.sqs, SETTINGS)
+
+    def open(self) -> tuple[Any, Any]:
+        from duetime.queue.sqs import DueQueues
+        from duetime.store.dynamo import DynamoStore
+
+        return DynamoStore(self.dynamodb, SETTINGS), DueQueues.resolve(self.sqs, SETTINGS)
+
+    def close(self) -> None:
+        self.patches.close()
+
+
+BACKENDS: dict[str, Callable[[Callable[[], datetime]], Any]] = {"sqlite": SqliteBackend, "moto": MotoBackend}
+
+
+def _fast_tmp() -> str | None:
+    shm = Path("/dev/shm")
+    return str(shm) if shm.is_dir() else None
+
+
+@contextlib.contextmanager
+def _patched(module: Any, name: str, value: Any) -> Iterator[None]:
+    saved = getattr(module, name)
+    setattr(module, name, value)
+    try:
+        yield
+    finally:
+        setattr(module, name, saved)
+
+
+# -- workers ---------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Task:
+    """One received message in a simulated worker's hands, from receive to delete."""
+
+    received: Received
+    visible_until: datetime
+    stage: str = "received"  # received -> running -> reporting -> ended (reported, delete pending)
+    execution: Execution | None = None
+    job: Job | None = None
+    lease: Lease | None = None
+    known_lease_end: datetime | None = None  # the lease end this worker last heard from the store
+    run_ends_at: datetime | None = None
+    result: RunResult | None = None
+    next_heartbeat: datetime | None = None
+
+    @property
+    def holds(self) -> bool:
+        """Whether its worker believes it holds the attempt it claimed (until it reported the outcome)."""
+        return self.stage == "running"
+
+
+class SimWorker(Worker):
+    """The real worker's message handling (`Worker.process`: early arrival, claim, verdicts, message fates),
+    with the run taken out of its threads: `_run` hands the claimed attempt to the simulation instead."""
+
+    def __init__(self, ports: Ports, worker_id: str) -> None:
+        super().__init__(ports, JOB_CLASS, worker_id, concurrency=4)
+        self.tasks: list[Task] = []
+        self.frozen_until: datetime | None = None
+        self.claimed: tuple[Execution, Job, Lease] | None = None
+
+    def _run(self, execution: Execution, job: Job, lease: Lease, received: Received) -> RunOutcome:
+        self.claimed = (execution, job, lease)
+        return RunOutcome.SUCCEEDED  # not an outcome: the simulation runs the attempt step by step
+
+    def frozen(self, now: datetime) -> bool:
+        return self.frozen_until is not None and now < self.frozen_until
+
+
+@dataclass
+class SimJob:
+    """A job the system accepted, with how its simulated handler behaves."""
+
+    job_id: str
+    profile: str  # "ok", "flaky", "failing" or "permanent"
+    kind: str
+
+
+class SimulationFailure(AssertionError):
+    """A broken invariant or an unexpected error: carries the seed and the action trace that led to it."""
+
+
+@dataclass
+class World:
+    seed: int
+    backend: str = "sqlite"
+    steps: int = 150
+    trace: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.rng = random.Random(self.seed)
+        self.clock_now = START + timedelta(milliseconds=self.rng.randrange(3_600_000))
+        self.step_no = 0
+        self.ids = itertools.count(1)
+        self.last_hex = ""
+        self.fault: Fault | None = None
+        self.lose_delete = False
+        self.sent: list[DueMessage] = []
+        self.jobs: dict[str, SimJob] = {}
+        self.workers: list[SimWorker] = []
+        self.worker_ids = itertools.count(1)
+        self.preloader = 1
+        self.notices = Notices()
+        self.service_random = random.Random(self.seed ^ 0x5EED)
+        self.checker = Checker(self)
+        # The stored state's invariants are read after every step on SQLite; on moto, where a full read is two
+        # scans of about 10 ms a page, after every FULL_CHECK_EVERY_MOTO-th step (what breaks there stays broken,
+        # so it is caught a few steps late at most) and after the heal. The workers' beliefs: after every step.
+        self.full_check_every = 1 if self.backend == "sqlite" else FULL_CHECK_EVERY_MOTO
+        self.adapters = BACKENDS[self.backend](self.clock)
+        self._open()
+
+    # -- wiring ------------------------------------------------------------------------------------------------
+
+    def clock(self) -> datetime:
+        return self.clock_now
+
+    def _id_hex(self) -> str:
+        self.last_hex = f"{next(self.ids):016x}"
+        return self.last_hex
+
+    def _open(self) -> None:
+        store, queues = self.adapters.open()
+        common: dict[str, Any] = {
+            "settings": SETTINGS,
+            "notifier": self.notices,
+            "clock": self.clock,
+            "id_hex": self._id_hex,
+            "uniform": self.service_random.uniform,
+        }
+        self.raw = Ports(store=store, queues=queues, **common)  # what the invariants read: never faulted
+        self.ports = Ports(store=FaultyStore(store, self), queues=FaultyQueues(queues, self), **common)  # type: ignore[arg-type]
+        self.workers = []
+
+    def close(self) -> None:
+        self.adapters.close()
+
+    def log(self, text: str) -> None:
+        stamp = self.clock_now.strftime("%H:%M:%S.") + f"{self.clock_now.microsecond // 1000:03d}"
+        self.trace.append(f"{self.step_no:>4} {stamp} {text}")
+
+    # -- faults ------------------------------------------------------------------------------------------------
+
+    def take_fault(self) -> Fault | None:
+        fault = self.fault
+        if fault is None:
+            return None
+        fault.countdown -= 1
+        if fault.countdown > 0:
+            return None
+        self.fault = None
+        return fault
+
+    def fire(self, fault: Fault, call: str) -> None:
+        self.log(f"  store.{call} {'fails' if fault.kind == 'fail' else 'crashes its caller'} {fault.when} its write")
+        if fault.kind == "fail":
+            raise StoreError(f"store.{call} failed ({fault.when})")
+        raise Crash(f"store.{call} ({fault.when})")
+
+    # -- the run -----------------------------------------------------------------------------------------------
+
+    ACTIONS = (
+        ("submit", 10),
+        ("advance", 16),
+        ("advance_far", 3),
+        ("preload", 12),
+        ("receive", 14),
+        ("step", 30),
+        ("drain", 3),
+        ("pause", 1),
+        ("resume", 1),
+        ("cancel", 1),
+        ("kill_worker", 2),
+        ("freeze_worker", 2),
+        ("duplicate", 2),
+        ("bounce", 2),
+        ("lose_delete", 2),
+        ("store_fault", 3),
+        ("kill_preloader", 1),
+        ("restart", 1),
+    )
+
+    def run(self) -> None:
+        """Run `steps` steps, then heal and audit; raises SimulationFailure with the seed and the trace."""
+        names = [name for name, _ in self.ACTIONS]
+        weights = [weight for _, weight in self.ACTIONS]
+        level = logging.getLogger("duetime").level
+        logging.getLogger("duetime").setLevel(logging.CRITICAL)  # the faults make the code log, as it should
+        try:
+            for step in range(1, self.steps + 1):
+                self.step_no = step
+                action = self.rng.choices(names, weights)[0]
+                self._guarded(getattr(self, f"act_{action}"))
+                stored = step % self.full_check_every == 0
+                self._guarded(lambda stored=stored: self.checker.check(stored))  # type: ignore[misc]
+            self.step_no = self.steps + 1
+            self._guarded(self.heal)
+        finally:
+            logging.getLogger("duetime").setLevel(level)
+
+    def _guarded(self, fn: Callable[[], None]) -> None:
+        try:
+            fn()
+        except Violation as broken:
+            raise SimulationFailure(self.report(f"invariant broken: {broken}")) from None
+        except (Exception, Crash) as exc:
+            raise SimulationFailure(self.report(f"unexpected {type(exc).__name__}: {exc}")) from exc
+
+    def report(self, what: str, tail: int = 80) -> str:
+        lines = self.trace[-tail:]
+        skipped = len(self.trace) - len(lines)
+        head = [
+            f"simulation seed {self.seed} on {self.backend} ({self.steps} steps) failed at step {self.step_no}: {what}",
+            f"replay: make simulate SEED={self.seed} BACKEND={self.backend} STEPS={self.steps}",
+            f"trace{f' (last {tail} of {len(self.trace)} lines)' if skipped else ''}:",
+        ]
+        return "\n".join(head + lines)
+
+    # -- actions -----------------------------------------------------------------------------------------------
+
+    def act_submit(self) -> None:
+        spec, profile = self._random_spec()
+        what = (
+            spec.schedule.at.strftime("at %H:%M:%S") if spec.schedule.at else spec.schedule.cron or spec.schedule.every
+        )
+        self.log(
+            f"submit {what} catchUp={spec.catch_up.value} overlap={spec.overlap.value} "
+            f"attempts={spec.retry.max_attempts} deadline={spec.starting_deadline_seconds} "
+            f"pauseAfter={spec.pause_after_failures} handler={profile}"
+        )
+        try:
+            job, _ = submit_job(self.ports, OWNER, spec)
+            job_id = job.job_id
+        except (StoreError, Crash):
+            job_id = new_job_id(self.last_hex)
+            if self.raw.store.get_job(job_id) is None:
+                self.log(f"  not accepted ({job_id} not stored)")
+                return
+            self.log("  the caller saw an error, but the job was stored")
+        kind = "at" if spec.schedule.at else "cron" if spec.schedule.cron else "every"
+        self.jobs[job_id] = SimJob(job_id, profile, kind)
+        self.log(f"  accepted {job_id}")
+
+    def _random_spec(self) -> tuple[JobSpec, str]:
+        rng = self.rng
+        kind = rng.choice(["at", "at", "cron", "every"])
+        if kind == "at":
+            at = self.clock_now + timedelta(milliseconds=rng.randrange(-30_000, 180_000))
+            schedule = Schedule(at=at.replace(microsecond=at.microsecond // 1000 * 1000))
+        elif kind == "cron":
+            schedule = Schedule(cron=rng.choice(["* * * * *", "*/2 * * * *", "*/3 * * * *"]))
+        else:
+            schedule = Schedule(every=rng.choice(["1m", "2m", "3m"]))
+        spec = JobSpec(
+            name=f"sim-{kind}",
+            handler="demo.echo",
+            schedule=schedule,
+            retry=RetryPolicy(
+                max_attempts=rng.randint(1, 4),
+                base_delay_seconds=rng.choice([0, 1, 5, 10]),
+                max_delay_seconds=rng.choice([20, 40]),
+            ),
+            timeout_seconds=rng.choice([20, 60, 90]),
+            overlap=rng.choice(list(Overlap)),
+            catch_up=rng.choice(list(CatchUp)),
+            starting_deadline_seconds=rng.choice([None, None, None, 20, 90]),
+            pause_after_failures=rng.choice([None, None, None, 2]),
+        )
+        return spec, rng.choice(["ok", "ok", "flaky", "failing", "permanent"])
+
+    def act_advance(self) -> None:
+        self.advance(self.rng.choice([0.1, 0.5, 1, 2, 3, 5, 8, 13]) + self.rng.random())
+
+    def act_advance_far(self) -> None:
+        self.advance(self.rng.choice([20, 35, 60, 120, 200]) + self.rng.random())
+
+    def advance(self, seconds: float) -> None:
+        """Move the clock, in steps short enough for every live worker's heartbeats to come on time."""
+        self.log(f"advance {seconds:.3f} s")
+        left = seconds
+        while left > 0:
+            delta = min(left, HEARTBEAT_SECONDS / 2)
+            left -= delta
+            self.clock_now += timedelta(seconds=delta)
+            self._heartbeats()
+
+    def _heartbeats(self) -> None:
+        now = self.clock_now
+        for worker in list(self.workers):
+            if worker.frozen_until is not None and now >= worker.frozen_until:
+                worker.frozen_until = None
+                self.log(f"  {worker.worker_id} resumes")
+            if worker.frozen(now):
+                continue
+            for task in list(worker.tasks):
+                # The runtime's heartbeat loop ends when the handler returns: a run that has ended waits for its
+                # outcome to be reported (a worker frozen there reports late, without a heartbeat first).
+                running = task.stage == "running" and task.run_ends_at is not None and now < task.run_ends_at
+                due = running and task.next_heartbeat is not None and now >= task.next_heartbeat
+                if due and not self._heartbeat(worker, task):
+                    break  # the worker died
+
+    def _heartbeat(self, worker: SimWorker, task: Task) -> bool:
+        """One heartbeat of a running task; False if the worker died in it."""
+        assert task.lease is not None and task.execution is not None
+        stale = self.checker.stale(task)
+        try:
+            updated = task.lease.extend()
+        except StaleAttempt:
+            self.log(f"  {worker.worker_id}'s heartbeat for {_short(task)} is refused: the attempt is lost")
+            worker.tasks.remove(task)
+            return True
+        except (StoreError, ClientError):  # the runtime logs it and tries again at the next heartbeat
+            task.next_heartbeat = self.clock_now + timedelta(seconds=HEARTBEAT_SECONDS)
+            return True
+        except Crash:
+            self._kill(worker, "in a heartbeat")
+            return False
+        if stale is not None:
+            raise Violation(f"{worker.worker_id}'s heartbeat for {_short(task)} was accepted, but {stale}")
+        task.known_lease_end = updated.lease_until
+        task.next_heartbeat = self.clock_now + timedelta(seconds=HEARTBEAT_SECONDS)
+        return True
+
+    def act_preload(self) -> None:
+        owner = f"preloader-{self.preloader}"
+        self.log(f"preload by {owner}")
+        try:
+            report = preload(self.ports, owner)
+        except Crash:
+            self.preloader += 1
+            self.log(f"  {owner} died mid-cycle")
+            return
+        self.log(
+            f"  sent {report.sent} created {report.created} skipped {report.skipped} resent {report.resent} "
+            f"held {report.held} busy {report.busy} errors {report.errors}"
+        )
+
+    def act_kill_preloader(self) -> None:
+        self.fault = Fault("crash", self.rng.choice(["before", "after"]), self.rng.randint(1, 12))
+        self.act_preload()
+        self.fault = None
+
+    def _live_worker(self) -> SimWorker | None:
+        """A worker to receive with: an existing one that is not frozen, or a new one while fewer than WORKERS."""
+        now = self.clock_now
+        if len(self.workers) < WORKERS and (not self.workers or self.rng.random() < 0.5):
+            worker = SimWorker(self.ports, f"w{next(self.worker_ids)}")
+            self.workers.append(worker)
+            return worker
+        awake = [w for w in self.workers if not w.frozen(now)]
+        return self.rng.choice(awake) if awake else None
+
+    def act_receive(self) -> None:
+        worker = self._live_worker()
+        if worker is None:
+            return
+        visible_until = self.clock_now + timedelta(seconds=LEASE_SECONDS)  # as the runtime computes it
+        batch = self.ports.queues.receive(JOB_CLASS, self.rng.randint(1, 3), 0, LEASE_SECONDS)
+        for received in batch:
+            worker.tasks.append(Task(received, visible_until))
+        names = ", ".join(f"{_message(r.message)} (#{r.receive_count})" for r in batch)
+        self.log(f"{worker.worker_id} receives {names or 'nothing'}")
+
+    def act_bounce(self) -> None:
+        """A worker that receives a message and gives it straight back (it crashes before claiming, say): its
+        receive count grows, and past the receive limit the queue redrives it to the DLQ."""
+        batch = self.ports.queues.receive(JOB_CLASS, 1, 0, LEASE_SECONDS)
+        for received in batch:
+            self.log(f"bounce {_message(received.message)} (#{received.receive_count})")
+            self.ports.queues.extend(JOB_CLASS, received.receipt, 0)
+
+    def act_step(self) -> None:
+        now = self.clock_now
+        ready = [(w, t) for w in self.workers if not w.frozen(now) for t in w.tasks]
+        if not ready:
+            return
+        worker, task = self.rng.choice(ready)
+        self.step_task(worker, task)
+
+    def step_task(self, worker: SimWorker, task: Task) -> bool:
+        """Take `task` one step on; False if there was nothing to do yet (waiting for its due time or run end)."""
+        try:
+            if task.stage == "received":
+                return self._process(worker, task)
+            if task.stage == "running":
+                return self._finish_run(worker, task)
+            self.log(f"{worker.worker_id} deletes {_short(task)}'s message")
+            worker._delete(task.received)
+            worker.tasks.remove(task)
+            return True
+        except (StoreError, ClientError) as error:  # as the runtime's _process_slot: logged, the message comes back
+            self.log(f"  {worker.worker_id} drops {_short(task)} after {type(error).__name__} (the message comes back)")
+            if task in worker.tasks:
+                worker.tasks.remove(task)
+            return True
+        except Crash:
+            self._kill(worker, f"at {task.stage} {_short(task)}")
+            return True
+
+    def _process(self, worker: SimWorker, task: Task) -> bool:
+        message = task.received.message
+        early = (message.start_ms - to_ms(self.clock_now)) / 1000
+        if 0 < early <= MAX_EARLY_WAIT_SECONDS:
+            return False  # the runtime sleeps it out: here the clock has to move first
+        worker.claimed = None
+        outcome = worker.process(task.received, task.visible_until)
+        if worker.claimed is None:
+            self.log(f"{worker.worker_id} handles {_message(message)}: {outcome.value}")
+            worker.tasks.remove(task)
+            return True
+        execution, job, lease = worker.claimed
+        task.stage, task.execution, task.job, task.lease = "running", execution, job, lease
+        task.known_lease_end = execution.lease_until
+        task.next_heartbeat = self.clock_now + timedelta(seconds=HEARTBEAT_SECONDS)
+        duration = self.rng.choice([0, 0.5, 2, 5, 15, 40, 100])
+        profile = self.jobs[job.job_id].profile if job.job_id in self.jobs else "ok"
+        if duration >= job.timeout_seconds:
+            duration, task.result = job.timeout_seconds, RunResult.failure(f"timeout after {job.timeout_seconds} s")
+        elif profile == "permanent" or (profile == "flaky" and self.rng.random() < 0.5) or profile == "failing":
+            task.result = RunResult.failure("simulated failure", retryable=profile != "permanent")
+        else:
+            task.result = RunResult.success({"ran": execution.execution_id, "attempt": execution.attempt})
+        task.run_ends_at = self.clock_now + timedelta(seconds=duration)
+        self.log(
+            f"{worker.worker_id} claims {_short(task)} until {_hms(execution.lease_until)}; runs {duration} s, "
+            f"{'succeeds' if task.result.succeeded else 'fails'}"
+        )
+        self.checker.claimed(worker, task)
+        return True
+
+    def _finish_run(self, worker: SimWorker, task: Task) -> bool:
+        assert task.run_ends_at is not None and task.lease is not None and task.result is not None
+        if self.clock_now < task.run_ends_at:
+            return False
+        stale = self.checker.stale(task)
+        task.stage = "reporting"
+        try:
+            ended = task.lease.complete(task.result, task.job)
+        except StaleAttempt:
+            if stale is None:
+                raise Violation(f"{worker.worker_id}'s outcome for {_short(task)} was refused, yet it held") from None
+            self.log(f"{worker.worker_id}'s outcome for {_short(task)} is refused (stale: {stale})")
+            worker.tasks.remove(task)
+            return True
+        if stale is not None:
+            raise Violation(f"{worker.worker_id}'s outcome for {_short(task)} was accepted, but {stale}")
+        task.stage = "ended"
+        self.log(f"{worker.worker_id} reports {_short(task)}: the row is {ended.status.value}")
+        self.checker.completed(worker, task, ended)
+        return True
+
+    def _kill(self, worker: SimWorker, where: str) -> None:
+        stages = ", ".join(f"{_short(t)} {t.stage}" for t in worker.tasks)
+        self.log(f"  {worker.worker_id} dies {where} (holding: {stages or 'nothing'})")
+        if worker in self.workers:
+            self.workers.remove(worker)
+
+    def act_kill_worker(self) -> None:
+        if self.workers:
+            self._kill(self.rng.choice(self.workers), "(killed)")
+
+    def act_freeze_worker(self) -> None:
+        now = self.clock_now
+        candidates = [w for w in self.workers if not w.frozen(now)]
+        if candidates:
+            worker = self.rng.choice(candidates)
+            worker.frozen_until = now + timedelta(seconds=self.rng.uniform(LEASE_SECONDS, 4 * LEASE_SECONDS))
+            self.log(f"{worker.worker_id} freezes until {_hms(worker.frozen_until)}")
+
+    def act_duplicate(self) -> None:
+        """A copy of a message sent earlier is delivered again (SQS is at least once; the reconciler resends)."""
+        if self.sent:
+            message = self.rng.choice(self.sent)
+            self.log(f"duplicate of {_message(message)} delivered")
+            self.raw.queues.send([message], self.clock_now)
+
+    def act_lose_delete(self) -> None:
+        self.lose_delete = True
+        self.log("arm: the next delete is lost")
+
+    def act_store_fault(self) -> None:
+        self.fault = Fault(
+            self.rng.choice(["fail", "crash"]), self.rng.choice(["before", "after"]), self.rng.randint(1, 10)
+        )
+        self.log(f"arm: the {self.fault.countdown}th store call from now {self.fault.kind}s {self.fault.when}")
+
+    def act_drain(self) -> None:
+        self.log("drain the DLQ")
+        try:
+            handled = drain_dead_letters(self.ports, JOB_CLASS)
+        except (StoreError, ClientError, Crash):
+            self.log("  the drain died")
+            return
+        self.log(f"  handled {handled}")
+
+    def _some_job(self) -> str | None:
+        return self.rng.choice(sorted(self.jobs)) if self.jobs else None
+
+    def act_pause(self) -> None:
+        self._job_call("pause", pause_job)
+
+    def act_resume(self) -> None:
+        self._job_call("resume", resume_job)
+
+    def act_cancel(self) -> None:
+        self._job_call("cancel", cancel_job)
+
+    def _job_call(self, name: str, call: Callable[[Ports, str, str], Any]) -> None:
+        job_id = self._some_job()
+        if job_id is None:
+            return
+        try:
+            call(self.ports, OWNER, job_id)
+            self.log(f"{name} {job_id}")
+        except (Conflict, NotFound) as refused:
+            self.log(f"{name} {job_id}: refused ({refused})")
+        except (StoreError, Crash):
+            self.log(f"{name} {job_id}: the call died")
+
+    def act_restart(self) -> None:
+        """Every process dies at once and starts again: in-memory state is gone, the database stays."""
+        self.log("restart: every process dies; the database stays")
+        self.fault = None
+        self.lose_delete = False
+        self.preloader += 1
+        self._open()
+
+    # -- the end -------------------------------------------------------------------------------------------------
+
+    def heal(self) -> None:
+        """Stop the faults, let the system run healthy for a while, then check the audit is clean."""
+        self.log("heal: faults stop, frozen workers resume")
+        self.fault = None
+        self.lose_delete = False
+        for worker in self.workers:
+            worker.frozen_until = None
+        for _ in range(HEAL_ROUNDS):
+            self._heal_round()
+        self.checker.check()
+        report = audit(self.raw)
+        extra = 0
+        # A backlog of catch-up runs (which run one after another) with retries takes longer to drain; the audit
+        # cannot tell a run deferred behind its job's running one from one never picked up: give it more time.
+        while not report.ok and extra < HEAL_MORE_ROUNDS:
+            self._heal_round()
+            extra += 1
+            if extra % 6 == 0:
+                report = audit(self.raw)
+        if extra:
+            self.checker.check()
+            report = audit(self.raw)
+        self.log("audit: " + "; ".join(report.lines()))
+        if not report.ok:
+            raise Violation("the audit is not clean: " + "; ".join(report.lines()[1:-1]))
+
+    def _heal_round(self) -> None:
+        """One healthy stretch: the clock moves, a pre-load cycle, every visible message run to its end, a drain."""
+        self.advance(HEAL_STEP_SECONDS)
+        self.act_preload()
+        while len(self.workers) < WORKERS:
+            self.workers.append(SimWorker(self.ports, f"w{next(self.worker_ids)}"))
+        for worker in self.workers:
+            while batch := self.ports.queues.receive(JOB_CLASS, 10, 0, LEASE_SECONDS):
+                visible_until = self.clock_now + timedelta(seconds=LEASE_SECONDS)
+                worker.tasks.extend(Task(received, visible_until) for received in batch)
+        moved = True
+        while moved:
+            moved = any(self.step_task(w, t) for w in list(self.workers) for t in list(w.tasks))
+        self.act_drain()
+        self.checker.check(stored=self.full_check_every == 1)
+
+
+def _short(task: Task) -> str:
+    if task.execution is not None:
+        return f"{task.execution.execution_id} attempt {task.execution.attempt}"
+    return _message(task.received.message)
+
+
+def _message(message: DueMessage) -> str:
+    return f"{message.execution_id}/{message.kind}"
+
+
+def _hms(moment: datetime | None) -> str:
+    if moment is None:
+        return "-"
+    return moment.strftime("%H:%M:%S.") + f"{moment.microsecond // 1000:03d}"
+
+
+def run_seed(seed: int, backend: str = "sqlite", steps: int = 150) -> World:
+    """Run one seed to its end (raises SimulationFailure naming the seed, with its trace)."""
+    world = World(seed, backend, steps)
+    try:
+        world.run()
+    finally:
+        world.close()
+    return world
