@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from duetime.worker.registry import JobContext, PermanentFailure, handler
+from duetime.worker.handler_api import JobContext, PermanentFailure, handler
 
 
 @handler("demo.echo", in_process=True)
