@@ -147,3 +147,13 @@ def test_every_docs_page_opens_with_one_sentence_saying_what_it_is_for(page):
 )
 def test_the_opening_is_the_first_paragraph_past_comments(text, first):
     assert opening(text) == first
+
+
+def test_the_architecture_opens_with_a_diagram_github_renders_and_one_executions_path():
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    before_first_section = text.split("\n## ", 1)[0]
+    diagram = re.search(r"^```mermaid\n(.*?)^```", before_first_section, re.M | re.S)
+    assert diagram, "docs/architecture.md does not open with a Mermaid diagram"
+    assert diagram.group(1).startswith("flowchart ")
+    path = text.split("\n## One execution's path\n", 1)[1].split("\n## ", 1)[0]
+    assert "| step | on AWS | locally (`duetime local`) |" in path
