@@ -13,7 +13,7 @@ import time
 import redis
 from celery import Celery
 
-from bench.systems import Outcome
+from bench.outcome import Outcome
 
 URL_VARIABLE = "BENCH_REDIS_URL"
 TASK = "bench.record"

@@ -20,13 +20,13 @@ import time
 import uuid
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from bench.common import ROOT
+from bench.outcome import Outcome
 
 PYTHON = sys.executable
 STARTUP_SECONDS = 60.0  # `duetime local --backend moto` starts a moto process and creates tables first
@@ -41,17 +41,6 @@ def parse_ms(text: str | None) -> int | None:
     if not text:
         return None
     return int(datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp() * 1000)
-
-
-@dataclass
-class Outcome:
-    """One submitted job's first run as the system recorded it (milliseconds since the epoch)."""
-
-    scheduled_ms: int
-    started_ms: int | None
-    finished_ms: int | None
-    status: str
-    runs: int = 1  # attempts (duetime) or times the task body ran (Celery)
 
 
 class Submitter(Protocol):

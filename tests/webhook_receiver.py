@@ -1,5 +1,5 @@
 """A real webhook receiver for tests: http.server on 127.0.0.1 in a thread, answering from a script and
-checking every request with the README's verify snippet (read from README.md and executed as it is)."""
+checking every request with the verify snippet of docs/handlers.md (read from it and executed as it is)."""
 
 from __future__ import annotations
 
@@ -17,18 +17,18 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+SNIPPET_PAGE = Path(__file__).resolve().parents[1] / "docs" / "handlers.md"
 SNIPPET_MARKER = "<!-- webhook-verify-snippet -->"
 
 
 def readme_verify() -> Callable[..., bool]:
-    """`verify_duetime_request` exactly as the README shows it."""
-    text = README.read_text()
+    """`verify_duetime_request` exactly as docs/handlers.md shows it."""
+    text = SNIPPET_PAGE.read_text()
     after = text[text.index(SNIPPET_MARKER) :]
     found = re.search(r"```python\n(.*?)```", after, re.S)
-    assert found, "the README's verify snippet is missing"
+    assert found, "the verify snippet of docs/handlers.md is missing"
     namespace: dict[str, Any] = {}
-    exec(compile(found.group(1), "README.md#webhook-verify-snippet", "exec"), namespace)
+    exec(compile(found.group(1), "docs/handlers.md#webhook-verify-snippet", "exec"), namespace)
     return namespace["verify_duetime_request"]  # type: ignore[no-any-return]
 
 
@@ -85,7 +85,7 @@ def receiver(
             body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
             headers = {k: v for k, v in self.headers.items()}
             owner = headers.get("Duetime-Owner", "")
-            url = state.url.removesuffix("/hook") + self.path  # this endpoint's URL, as the README says
+            url = state.url.removesuffix("/hook") + self.path  # this endpoint's URL, as docs/handlers.md says
             request = Received(self.path, headers, body, verify(state.secret(owner), headers, body, url))
             with lock:
                 answer = state.answer()

@@ -114,7 +114,7 @@ def test_every_attempt_of_a_retried_run_shows_with_its_error(browser: Any, local
         row.text for row in attempts
     ]
     assert "failed" in attempts[0].text and attempts[0].find_elements("css selector", "td")[7].text != "—"
-    for _ in range(2):  # more runs for the chart of the README's picture
+    for _ in range(2):  # more runs for the chart of docs/jobs.md's picture
         css(browser, "#run-now").click()
         wait_for(browser, visible_text("#notice", "Run now: execution"))
     wait_for(browser, lambda d: len(d.find_elements("css selector", "#history tr[data-status=succeeded]")) == 3, 60)

@@ -1,6 +1,6 @@
-"""A team's own handlers, as the README has a new user run them: a project folder outside the package
-with `billing/handlers.py`, `duetime local --handlers billing.handlers` started from that folder (or
-`duetime local` plus `duetime worker --handlers ...`), jobs over HTTP, results in the history.
+"""A team's own handlers, as the README and docs/handlers.md have a new user run them: a project folder
+outside the package with `billing/handlers.py`, `duetime local --handlers billing.handlers` started from that
+folder (or `duetime local` plus `duetime worker --handlers ...`), jobs over HTTP, results in the history.
 
 On the backend of the run (DUETIME_E2E_BACKEND): on moto the handlers reach the emulated Lambda workers as
 a deploy gives them to the deployed ones, the API reading the manifest and the workers importing the folder

@@ -1,5 +1,6 @@
 """Webhook jobs over `duetime local`'s HTTP API: a real receiver on 127.0.0.1, configured with the secret
-`duetime webhook-secret` prints, verifies every request with the README's snippet; forbidden targets get 400."""
+`duetime webhook-secret` prints, verifies every request with the snippet of docs/handlers.md; forbidden
+targets get 400."""
 
 from __future__ import annotations
 

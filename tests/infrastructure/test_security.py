@@ -145,7 +145,7 @@ def test_a_web_acl_rate_limits_each_caller_on_the_owner_routes(synthesized):
 
 def test_the_per_token_limit_sits_above_what_the_owner_quotas_allow():
     # Issue 29: 1,000 requests in 5 minutes per token was a third of the default job-creation quota alone
-    # (600 a minute), and blocked the README's `duetime load` run with 403s.
+    # (600 a minute), and blocked docs/deploying.md's `duetime load` run with 403s.
     from infra.context import TOKEN_RATE_LIMIT_PER_QUOTA_MINUTE
 
     quotas = DEFAULT_QUOTAS

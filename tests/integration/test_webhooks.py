@@ -71,7 +71,7 @@ def test_500_then_200_takes_two_signed_attempts_with_one_idempotency_key(local_p
     assert execution.result == {"invoices": 3}
     assert "HTTP 500: busy" in (execution.attempts[0].error or "")
     first, second = hook.requests
-    assert first.verified and second.verified  # the README's snippet, with the owner's secret
+    assert first.verified and second.verified  # the snippet of docs/handlers.md, with the owner's secret
     assert {r.headers["Idempotency-Key"] for r in hook.requests} == {execution.execution_id}
     assert [r.headers["Duetime-Attempt"] for r in hook.requests] == ["1", "2"]
     assert first.headers["Duetime-Owner"] == "alice" and first.path == "/hook"

@@ -109,3 +109,51 @@ def test_the_link_check_refuses_what_leaves_or_is_missing(target, problem):
 def test_links_in_code_are_examples_not_links():
     text = "see [a](docs/a.md) and `[b](https://x.y)`\n```sh\ncurl [c](https://x.y)\n```\n<https://z.w>"
     assert links(text) == ["docs/a.md", "https://z.w"]
+
+
+README_MOST_LINES = 250
+HTML_COMMENT = re.compile(r"<!--.*?-->", re.S)
+
+
+def test_the_readme_is_short_and_its_table_leads_to_every_docs_page():
+    text = (ROOT / "README.md").read_text()
+    assert len(text.splitlines()) <= README_MOST_LINES, "the README is an overview: the rest belongs in docs/"
+    linked = set(links(text))
+    unlinked = [p.name for p in sorted((ROOT / "docs").glob("*.md")) if f"docs/{p.name}" not in linked]
+    assert unlinked == [], f"docs pages the README does not lead to: {unlinked}"
+
+
+def opening(text: str) -> str:
+    """The first paragraph after a page's title, past any HTML comment."""
+    body = HTML_COMMENT.sub("", text).split("\n", 1)[1]
+    return " ".join(body.strip().split("\n\n", 1)[0].split())
+
+
+@pytest.mark.parametrize("page", sorted((ROOT / "docs").glob("*.md")), ids=lambda p: p.name)
+def test_every_docs_page_opens_with_one_sentence_saying_what_it_is_for(page):
+    text = page.read_text()
+    assert text.startswith("# "), f"{page.name} has no title"
+    first = opening(text)
+    assert first.startswith("This page "), f"{page.name} opens with {first[:80]!r}"
+    assert first.endswith(".") and not re.search(r"[.!?] [A-Z`*]", first), f"{page.name}: not one sentence: {first!r}"
+
+
+@pytest.mark.parametrize(
+    ("text", "first"),
+    [
+        ("# T\n\nThis page is for x.\n\nMore.", "This page is for x."),
+        ("# T\n\n<!-- generated -->\n\nThis page is\nfor y.\n", "This page is for y."),
+    ],
+)
+def test_the_opening_is_the_first_paragraph_past_comments(text, first):
+    assert opening(text) == first
+
+
+def test_the_architecture_opens_with_a_diagram_github_renders_and_one_executions_path():
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    before_first_section = text.split("\n## ", 1)[0]
+    diagram = re.search(r"^```mermaid\n(.*?)^```", before_first_section, re.M | re.S)
+    assert diagram, "docs/architecture.md does not open with a Mermaid diagram"
+    assert diagram.group(1).startswith("flowchart ")
+    path = text.split("\n## One execution's path\n", 1)[1].split("\n## ", 1)[0]
+    assert "| step | on AWS | locally (`duetime local`) |" in path

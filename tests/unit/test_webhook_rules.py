@@ -1,5 +1,5 @@
 """Webhook rules without I/O: which URLs and addresses are refused, what a status means, the signature
-that the README's verify snippet accepts."""
+that the verify snippet of docs/handlers.md accepts."""
 
 from __future__ import annotations
 

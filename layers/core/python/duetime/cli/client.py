@@ -7,22 +7,14 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from duetime.client import ApiError, ConfigError, DuetimeClient
+from duetime.cli.api_command import api_client, connection_flags, reporting_errors, show, table
+from duetime.cli.limits import add_limit_commands
+from duetime.client import ApiError, ConfigError
 from duetime.domain.interval import every_words
-
-EXIT_API_ERROR = 1
-EXIT_CONFIG_ERROR = 2
-
-
-def table(rows: Sequence[Sequence[Any]], headers: Sequence[str]) -> str:
-    """Left-aligned columns separated by two spaces; None prints as '-'."""
-    cells = [[str(h) for h in headers]] + [["-" if v is None else str(v) for v in row] for row in rows]
-    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
-    return "\n".join("  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip() for row in cells)
 
 
 def schedule_text(schedule: dict[str, Any]) -> str:
@@ -196,14 +188,6 @@ def tag_pair(text: str) -> tuple[str, str]:
     return key, value
 
 
-def _client(args: argparse.Namespace) -> DuetimeClient:
-    return DuetimeClient.connect(args.api_url, args.token, args.data_dir, args.owner)
-
-
-def _show(args: argparse.Namespace, value: Any, text: Callable[[Any], str]) -> None:
-    print(json.dumps(value, indent=2) if args.json else text(value))
-
-
 def cmd_create(args: argparse.Namespace) -> None:
     if args.batch:
         _create_batch(args)
@@ -212,7 +196,7 @@ def cmd_create(args: argparse.Namespace) -> None:
         spec = spec_from_args(args)
     except (OSError, ValueError) as exc:
         raise ConfigError(f"cannot read the job: {exc}") from exc
-    _show(args, _client(args).create_job(spec, args.idempotency_key), job_detail)
+    show(args, api_client(args).create_job(spec, args.idempotency_key), job_detail)
 
 
 def read_jsonl(path: str) -> list[dict[str, Any]]:
@@ -243,7 +227,7 @@ def _create_batch(args: argparse.Namespace) -> None:
     error (exit 1) naming how many were not created if any was refused."""
     if args.file or args.idempotency_key:
         raise ConfigError("--batch takes its jobs (and each one's idempotencyKey) from its file: not with --file")
-    results = _client(args).create_jobs(read_jsonl(args.batch))
+    results = api_client(args).create_jobs(read_jsonl(args.batch))
 
     def text(values: list[dict[str, Any]]) -> str:
         rows = []
@@ -253,7 +237,7 @@ def _create_batch(args: argparse.Namespace) -> None:
             rows.append((number, result["status"], (result.get("job") or {}).get("jobId"), error.get("field"), detail))
         return table(rows, ("#", "STATUS", "JOB ID", "FIELD", "ERROR"))
 
-    _show(args, results, text)
+    show(args, results, text)
     refused = [r for r in results if r["status"] >= 400]
     if refused:
         worst = max(r["status"] for r in refused)
@@ -267,15 +251,15 @@ def cmd_edit(args: argparse.Namespace) -> None:
         raise ConfigError(f"cannot read the edit: {exc}") from exc
     if not changes:
         raise ConfigError("nothing to edit: give --spec FILE or the flags of the fields to replace")
-    _show(args, _client(args).edit_job(args.job_id, args.version, changes), job_detail)
+    show(args, api_client(args).edit_job(args.job_id, args.version, changes), job_detail)
 
 
 def cmd_list(args: argparse.Namespace) -> None:
-    client = _client(args)
+    client = api_client(args)
     filters = {"status": args.status, "handler": args.handler, "tags": args.tag or ()}
     if args.all:
         jobs = list(client.iter_jobs(**filters))
-        _show(args, {"jobs": jobs, "nextCursor": None}, lambda page: job_rows(page["jobs"]))
+        show(args, {"jobs": jobs, "nextCursor": None}, lambda page: job_rows(page["jobs"]))
         return
     page = client.list_jobs(args.limit, args.cursor, **filters)
 
@@ -283,24 +267,24 @@ def cmd_list(args: argparse.Namespace) -> None:
         more = f"\n(more: --cursor {value['nextCursor']})" if value.get("nextCursor") else ""
         return job_rows(value["jobs"]) + more
 
-    _show(args, page, text)
+    show(args, page, text)
 
 
 def cmd_get(args: argparse.Namespace) -> None:
-    _show(args, _client(args).get_job(args.job_id), job_detail)
+    show(args, api_client(args).get_job(args.job_id), job_detail)
 
 
 def cmd_pause(args: argparse.Namespace) -> None:
-    _show(args, _client(args).pause_job(args.job_id, args.note), job_detail)
+    show(args, api_client(args).pause_job(args.job_id, args.note), job_detail)
 
 
 def cmd_resume(args: argparse.Namespace) -> None:
-    _show(args, _client(args).resume_job(args.job_id, args.note), job_detail)
+    show(args, api_client(args).resume_job(args.job_id, args.note), job_detail)
 
 
 def cmd_cancel(args: argparse.Namespace) -> None:
-    _client(args).cancel_job(args.job_id)
-    _show(args, {"jobId": args.job_id, "status": "cancelled"}, lambda v: f"job {v['jobId']} cancelled")
+    api_client(args).cancel_job(args.job_id)
+    show(args, {"jobId": args.job_id, "status": "cancelled"}, lambda v: f"job {v['jobId']} cancelled")
 
 
 def cmd_run(args: argparse.Namespace) -> None:
@@ -308,7 +292,7 @@ def cmd_run(args: argparse.Namespace) -> None:
         payload = None if args.payload is None else json.loads(args.payload)
     except ValueError as exc:
         raise ConfigError(f"--payload is not JSON: {exc}") from exc
-    _show(args, _client(args).run_now(args.job_id, payload), lambda e: execution_rows([e]))
+    show(args, api_client(args).run_now(args.job_id, payload), lambda e: execution_rows([e]))
 
 
 def cmd_backfill(args: argparse.Namespace) -> None:
@@ -316,31 +300,31 @@ def cmd_backfill(args: argparse.Namespace) -> None:
         rows = [(value["created"], value["present"], value["skipped"], value.get("firstSlot"), value.get("lastSlot"))]
         return table(rows, ("CREATED", "PRESENT", "SKIPPED", "FIRST SLOT", "LAST SLOT"))
 
-    _show(args, _client(args).backfill(args.job_id, args.start, args.end, args.overlap), text)
+    show(args, api_client(args).backfill(args.job_id, args.start, args.end, args.overlap), text)
 
 
 def cmd_executions(args: argparse.Namespace) -> None:
-    page = _client(args).list_executions(args.job_id, args.limit, args.cursor)
+    page = api_client(args).list_executions(args.job_id, args.limit, args.cursor)
 
     def text(value: dict[str, Any]) -> str:
         more = f"\n(more: --cursor {value['nextCursor']})" if value.get("nextCursor") else ""
         return execution_rows(value["executions"]) + more
 
-    _show(args, page, text)
+    show(args, page, text)
 
 
 def cmd_retry(args: argparse.Namespace) -> None:
-    _show(args, _client(args).retry_execution(args.execution_id), lambda e: execution_rows([e]))
+    show(args, api_client(args).retry_execution(args.execution_id), lambda e: execution_rows([e]))
 
 
 def cmd_dead_letters(args: argparse.Namespace) -> None:
-    page = _client(args).list_dead_letters(args.limit, args.cursor)
+    page = api_client(args).list_dead_letters(args.limit, args.cursor)
 
     def text(value: dict[str, Any]) -> str:
         more = f"\n(more: --cursor {value['nextCursor']})" if value.get("nextCursor") else ""
         return execution_rows(value["executions"]) + more
 
-    _show(args, page, text)
+    show(args, page, text)
 
 
 def cmd_redrive(args: argparse.Namespace) -> None:
@@ -356,7 +340,7 @@ def cmd_redrive(args: argparse.Namespace) -> None:
         selection["executionIds"] = args.execution_id
     if args.all:
         selection["all"] = True
-    report = _client(args).redrive(selection)
+    report = api_client(args).redrive(selection)
 
     def text(value: dict[str, Any]) -> str:
         lines = [f"retried {len(value['retried'])}"]
@@ -366,11 +350,11 @@ def cmd_redrive(args: argparse.Namespace) -> None:
             lines.append(f"(more: --cursor {value['nextCursor']})")
         return "\n".join(lines)
 
-    _show(args, report, text)
+    show(args, report, text)
 
 
 def cmd_execution_get(args: argparse.Namespace) -> None:
-    _show(args, _client(args).get_execution(args.execution_id), execution_detail)
+    show(args, api_client(args).get_execution(args.execution_id), execution_detail)
 
 
 def execution_detail(execution: dict[str, Any]) -> str:
@@ -409,11 +393,11 @@ def calendar_rows(calendars: Sequence[dict[str, Any]]) -> str:
 
 
 def cmd_calendars_list(args: argparse.Namespace) -> None:
-    _show(args, {"calendars": _client(args).list_calendars()}, lambda v: calendar_rows(v["calendars"]))
+    show(args, {"calendars": api_client(args).list_calendars()}, lambda v: calendar_rows(v["calendars"]))
 
 
 def cmd_calendars_get(args: argparse.Namespace) -> None:
-    _show(args, _client(args).get_calendar(args.name), lambda c: calendar_rows([c]))
+    show(args, api_client(args).get_calendar(args.name), lambda c: calendar_rows([c]))
 
 
 def cmd_calendars_put(args: argparse.Namespace) -> None:
@@ -423,41 +407,12 @@ def cmd_calendars_put(args: argparse.Namespace) -> None:
             dates += [line.strip() for line in Path(args.file).read_text().splitlines() if line.strip()]
         except OSError as exc:
             raise ConfigError(f"cannot read the dates: {exc}") from exc
-    _show(args, _client(args).put_calendar(args.name, dates), lambda c: calendar_rows([c]))
+    show(args, api_client(args).put_calendar(args.name, dates), lambda c: calendar_rows([c]))
 
 
 def cmd_calendars_delete(args: argparse.Namespace) -> None:
-    _client(args).delete_calendar(args.name)
-    _show(args, {"name": args.name, "deleted": True}, lambda v: f"calendar {v['name']} deleted")
-
-
-def _run(command: Callable[[argparse.Namespace], None]) -> Callable[[argparse.Namespace], int]:
-    """The command with API and configuration errors printed to stderr as an exit status."""
-
-    def run(args: argparse.Namespace) -> int:
-        try:
-            command(args)
-        except ApiError as exc:
-            if args.json:
-                error = {"status": exc.status, "code": exc.code, "message": exc.message, "field": exc.field}
-                print(json.dumps({"error": error}), file=sys.stderr)
-            else:
-                print(f"duetime: {exc}", file=sys.stderr)
-            return EXIT_API_ERROR
-        except ConfigError as exc:
-            print(f"duetime: {exc}", file=sys.stderr)
-            return EXIT_CONFIG_ERROR
-        return 0
-
-    return run
-
-
-def _connection_flags(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--api-url", help="the API's base URL (else $DUETIME_API_URL, else the data dir)")
-    parser.add_argument("--token", help="a bearer token (else $DUETIME_TOKEN, else one minted from the data dir)")
-    parser.add_argument("--data-dir", default=".duetime", help="a running `duetime local`'s data dir")
-    parser.add_argument("--owner", help="with a data dir and no token: act as this owner")
-    parser.add_argument("--json", action="store_true", help="print the API's JSON instead of a table")
+    api_client(args).delete_calendar(args.name)
+    show(args, {"name": args.name, "deleted": True}, lambda v: f"calendar {v['name']} deleted")
 
 
 def _spec_flags(parser: argparse.ArgumentParser) -> None:
@@ -520,8 +475,8 @@ def add_client_commands(sub: Any) -> None:
         help="a JSON Lines file of jobs (POST /jobs bodies, each with an optional idempotencyKey; - for stdin), "
         "sent through POST /jobs/batch 500 a request",
     )
-    _connection_flags(create)
-    create.set_defaults(fn=_run(cmd_create))
+    connection_flags(create)
+    create.set_defaults(fn=reporting_errors(cmd_create))
 
     edit = actions.add_parser(
         "edit", help="edit a job in place under the version read (`jobs get`); flags replace those fields whole"
@@ -530,8 +485,8 @@ def add_client_commands(sub: Any) -> None:
     edit.add_argument("--version", type=int, required=True, help="the job's version as read: a lost update is 409")
     edit.add_argument("--spec", "--file", dest="file", help="a JSON object of the spec fields to replace")
     _spec_flags(edit)
-    _connection_flags(edit)
-    edit.set_defaults(fn=_run(cmd_edit))
+    connection_flags(edit)
+    edit.set_defaults(fn=reporting_errors(cmd_edit))
 
     listing = actions.add_parser("list", help="list your jobs, newest first")
     listing.add_argument("--limit", type=int)
@@ -540,8 +495,8 @@ def add_client_commands(sub: Any) -> None:
     listing.add_argument("--status", choices=("active", "paused", "cancelled", "completed"))
     listing.add_argument("--handler", help="only jobs of this handler")
     listing.add_argument("--tag", action="append", help="only jobs with this tag key:value (repeatable)")
-    _connection_flags(listing)
-    listing.set_defaults(fn=_run(cmd_list))
+    connection_flags(listing)
+    listing.set_defaults(fn=reporting_errors(cmd_list))
 
     for name, fn, text in (
         ("get", cmd_get, "show a job"),
@@ -556,8 +511,8 @@ def add_client_commands(sub: Any) -> None:
             action.add_argument("--note", help="why, stored on the job and shown by `jobs get`")
         if name == "run":
             action.add_argument("--payload", help="a JSON object used instead of the job's payload, for this run")
-        _connection_flags(action)
-        action.set_defaults(fn=_run(fn))
+        connection_flags(action)
+        action.set_defaults(fn=reporting_errors(fn))
 
     backfill = actions.add_parser("backfill", help="run every slot of a past range once (kind backfill)")
     backfill.add_argument("job_id", metavar="JOBID")
@@ -566,8 +521,8 @@ def add_client_commands(sub: Any) -> None:
     backfill.add_argument(
         "--overlap", choices=("allow", "forbid"), help="forbid (default): one run at a time; allow: run together"
     )
-    _connection_flags(backfill)
-    backfill.set_defaults(fn=_run(cmd_backfill))
+    connection_flags(backfill)
+    backfill.set_defaults(fn=reporting_errors(cmd_backfill))
 
     executions = sub.add_parser(
         "executions",
@@ -578,14 +533,14 @@ def add_client_commands(sub: Any) -> None:
     executions.add_argument("execution_id", metavar="EXECUTIONID", nargs="?", help="after retry or get: the execution")
     executions.add_argument("--limit", type=int)
     executions.add_argument("--cursor")
-    _connection_flags(executions)
-    executions.set_defaults(fn=_run(cmd_executions_or_retry))
+    connection_flags(executions)
+    executions.set_defaults(fn=reporting_errors(cmd_executions_or_retry))
 
     dead = sub.add_parser("dead-letters", help="your executions that failed for good, newest first; `redrive` them")
     dead.add_argument("--limit", type=int)
     dead.add_argument("--cursor")
-    _connection_flags(dead)
-    dead.set_defaults(fn=_run(cmd_dead_letters))
+    connection_flags(dead)
+    dead.set_defaults(fn=reporting_errors(cmd_dead_letters))
     dead_actions = dead.add_subparsers(dest="action")
     redrive = dead_actions.add_parser("redrive", help="retry failed executions by id, or those matching a filter")
     redrive.add_argument("execution_id", metavar="EXECUTIONID", nargs="*", help="executions to retry (at most 100)")
@@ -595,14 +550,14 @@ def add_client_commands(sub: Any) -> None:
     redrive.add_argument("--all", action="store_true", help="retry every dead letter (a page of --limit at a time)")
     redrive.add_argument("--limit", type=int, help="how many dead letters one request looks at (1..100)")
     redrive.add_argument("--cursor", help="go on from the nextCursor of the last redrive")
-    _connection_flags(redrive)
-    redrive.set_defaults(fn=_run(cmd_redrive))
+    connection_flags(redrive)
+    redrive.set_defaults(fn=reporting_errors(cmd_redrive))
 
     calendars = sub.add_parser("calendars", help="named calendars of dates that jobs exclude (calendar:NAME)")
     calendar_actions = calendars.add_subparsers(dest="action", required=True)
     listed = calendar_actions.add_parser("list", help="your calendars")
-    _connection_flags(listed)
-    listed.set_defaults(fn=_run(cmd_calendars_list))
+    connection_flags(listed)
+    listed.set_defaults(fn=reporting_errors(cmd_calendars_list))
     for name, fn, text in (
         ("get", cmd_calendars_get, "show a calendar"),
         ("put", cmd_calendars_put, "create or replace a calendar (jobs see it from their next planned slot)"),
@@ -613,9 +568,7 @@ def add_client_commands(sub: Any) -> None:
         if name == "put":
             action.add_argument("--date", action="append", help="YYYY-MM-DD or YYYY-MM-DD/YYYY-MM-DD (repeatable)")
             action.add_argument("--file", help="a file of dates and ranges, one a line")
-        _connection_flags(action)
-        action.set_defaults(fn=_run(fn))
-
-    from duetime.cli.limits import add_limit_commands  # it builds on this module's helpers: imported last
+        connection_flags(action)
+        action.set_defaults(fn=reporting_errors(fn))
 
     add_limit_commands(sub)

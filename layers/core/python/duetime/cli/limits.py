@@ -6,7 +6,7 @@ import argparse
 from collections.abc import Sequence
 from typing import Any
 
-from duetime.cli.client import _client, _connection_flags, _run, _show, table
+from duetime.cli.api_command import api_client, connection_flags, reporting_errors, show, table
 
 
 def limit_rows(limits: Sequence[dict[str, Any]]) -> str:
@@ -24,23 +24,23 @@ def limit_rows(limits: Sequence[dict[str, Any]]) -> str:
 
 
 def cmd_limits_list(args: argparse.Namespace) -> None:
-    _show(args, {"limits": _client(args).list_limits()}, lambda v: limit_rows(v["limits"]))
+    show(args, {"limits": api_client(args).list_limits()}, lambda v: limit_rows(v["limits"]))
 
 
 def cmd_limits_get(args: argparse.Namespace) -> None:
-    _show(args, _client(args).get_limit(args.name), lambda limit: limit_rows([limit]))
+    show(args, api_client(args).get_limit(args.name), lambda limit: limit_rows([limit]))
 
 
 def cmd_limits_put(args: argparse.Namespace) -> None:
     body: dict[str, Any] = {"perSecond": args.per_second, "burst": args.burst}
     if args.max_concurrent is not None:
         body["maxConcurrent"] = args.max_concurrent
-    _show(args, _client(args).put_limit(args.name, body), lambda limit: limit_rows([limit]))
+    show(args, api_client(args).put_limit(args.name, body), lambda limit: limit_rows([limit]))
 
 
 def cmd_limits_delete(args: argparse.Namespace) -> None:
-    _client(args).delete_limit(args.name)
-    _show(args, {"name": args.name, "deleted": True}, lambda v: f"limit {v['name']} deleted")
+    api_client(args).delete_limit(args.name)
+    show(args, {"name": args.name, "deleted": True}, lambda v: f"limit {v['name']} deleted")
 
 
 def add_limit_commands(sub: Any) -> None:
@@ -48,8 +48,8 @@ def add_limit_commands(sub: Any) -> None:
     limits = sub.add_parser("limits", help="named rate limits and concurrency caps that jobs name (rateLimit)")
     actions = limits.add_subparsers(dest="action", required=True)
     listed = actions.add_parser("list", help="your limits")
-    _connection_flags(listed)
-    listed.set_defaults(fn=_run(cmd_limits_list))
+    connection_flags(listed)
+    listed.set_defaults(fn=reporting_errors(cmd_limits_list))
     for name, fn, text in (
         ("get", cmd_limits_get, "show a limit"),
         ("put", cmd_limits_put, "create or replace a limit"),
@@ -63,5 +63,5 @@ def add_limit_commands(sub: Any) -> None:
             action.add_argument(
                 "--max-concurrent", dest="max_concurrent", type=int, help="at most N runs under the limit at once"
             )
-        _connection_flags(action)
-        action.set_defaults(fn=_run(fn))
+        connection_flags(action)
+        action.set_defaults(fn=reporting_errors(fn))

@@ -142,7 +142,7 @@ def time_ordered_hex(epoch_ms: int | None = None) -> str:
     side: with random ids each new row lands on a page of its own among all the earlier ones. Measured by
     `python -m bench.job_ids` (150,000 jobs stored): a create took 251 us of CPU (319 wall) with random ids
     and 180 (207) with these, reading the job back 48.5 against 40.8 us. The random part keeps an
-    id unguessable (README: what a handler task's role can read); DynamoDB hashes the partition key, so the
+    id unguessable (docs/security.md: what a handler task's role can read); DynamoDB hashes the partition key, so the
     time prefix makes no hot partition there, and shards hash the whole id.
     """
     made = time.time_ns() // 1_000_000 if epoch_ms is None else epoch_ms

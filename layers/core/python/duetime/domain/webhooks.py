@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 from duetime.domain.errors import InvalidInput
 
 WEBHOOK_SCHEMES = ("https://", "http://")
-# The header names of a delivery; the README's verify snippet reads the same names.
+# The header names of a delivery; the verify snippet of docs/handlers.md reads the same names.
 IDEMPOTENCY_HEADER = "Idempotency-Key"
 ATTEMPT_HEADER = "Duetime-Attempt"
 OWNER_HEADER = "Duetime-Owner"

@@ -1,4 +1,4 @@
-"""The built-in handlers the README lists, available everywhere: demo.echo, demo.sleep, demo.fail, demo.count.
+"""The built-in handlers docs/jobs.md lists, available everywhere: demo.echo, demo.sleep, demo.fail, demo.count.
 
 They run in the worker's process (they are quick, or sleep on the cancel flag), so every worker serves
 them without starting a child process (definitions.BUILTIN_HANDLERS lists them for the API)."""
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from duetime.worker.registry import JobContext, PermanentFailure, handler
+from duetime.worker.handler_api import JobContext, PermanentFailure, handler
 
 
 @handler("demo.echo", in_process=True)

@@ -3,97 +3,40 @@
 from __future__ import annotations
 
 import importlib
-import threading
 import traceback
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
-from datetime import datetime
-from typing import Any
+from collections.abc import Iterable
 
 from duetime.definitions import HANDLER_KIND_PREFIXES
-from duetime.domain.checkpoints import encode_checkpoint
 from duetime.domain.errors import InvalidInput
+from duetime.worker.handler_api import (
+    HandlerFn,
+    JobContext,
+    PermanentFailure,
+    RegisteredHandler,
+    handler,
+    registered_handlers,
+)
 
-
-class PermanentFailure(Exception):
-    """Raised by a handler to fail its execution for good: no retry, straight to the DLQ."""
-
-
-@dataclass
-class JobContext:
-    """What a handler receives. `execution_id` is the idempotency key: the same on every attempt."""
-
-    execution_id: str
-    job_id: str
-    attempt: int
-    scheduled_at: datetime
-    payload: dict[str, Any]
-    owner: str = ""
-    # Who claimed this attempt and the claim's secret: what a target outside the worker (a Lambda function,
-    # an ECS task) names to heartbeat or complete the attempt itself over the worker routes.
-    worker_id: str = ""
-    claim_token: str = field(default="", repr=False)
-    cancelled: threading.Event = field(default_factory=threading.Event)
-    # The state the last attempt of this execution recorded with checkpoint() (None if none did): where a
-    # retry, a takeover after a lost worker or a manual retry resumes.
-    last_checkpoint: Any = None
-    # Where checkpoint() sends the state's JSON text: the worker's Checkpointer (or, in a child process,
-    # the channel to the worker). None outside a worker's run.
-    on_checkpoint: Callable[[str], None] | None = field(default=None, repr=False)
-
-    def sleep(self, seconds: float) -> bool:
-        """Sleep up to `seconds`; returns False early if the run was told to stop (timeout, lost lease)."""
-        return not self.cancelled.wait(seconds)
-
-    def checkpoint(self, state: Any) -> None:
-        """Record `state` (a JSON value of at most MAX_CHECKPOINT_BYTES) as this run's progress: the next
-        attempt of the execution receives it as `last_checkpoint`. Written with the heartbeat's fenced write,
-        at most once per CHECKPOINT_MIN_SECONDS (a newer state offered sooner replaces the waiting one and is
-        written at the next heartbeat or the run's end). Raises CheckpointRejected (a ValueError) for a
-        state that is not JSON or too large, and StaleAttempt once this attempt has lost the execution."""
-        text = encode_checkpoint(state)
-        if self.on_checkpoint is None:
-            raise RuntimeError("checkpoints are recorded only while a worker runs the attempt")
-        self.on_checkpoint(text)
-
-
-HandlerFn = Callable[[JobContext], Any]
-
-
-@dataclass(frozen=True)
-class RegisteredHandler:
-    """A registered function and how it runs: in a child process the worker kills at the timeout, or,
-    `in_process`, in a thread of the worker that can only be asked to stop (its `cancelled` flag)."""
-
-    name: str
-    fn: HandlerFn
-    in_process: bool
-
-    @property
-    def module(self) -> str:
-        return str(self.fn.__module__)
-
-
-_handlers: dict[str, RegisteredHandler] = {}
-
-
-def handler(name: str, in_process: bool = False) -> Callable[[HandlerFn], HandlerFn]:
-    """Register `fn` under `name`, e.g. `@handler("billing.generate_invoices")`.
-
-    It runs in a child process that is killed at the job's timeout (or when the attempt is lost); with
-    `in_process=True` it runs in the worker's own process, sharing its state, and is only told to stop.
-    """
-
-    def register(fn: HandlerFn) -> HandlerFn:
-        _handlers[name] = RegisteredHandler(name, fn, in_process)
-        return fn
-
-    return register
+# The handler API is defined in duetime.worker.handler_api (which the built-in handlers import, so this
+# module can load them without a circle) and is imported from here, as it always was.
+__all__ = [
+    "HandlerFn",
+    "JobContext",
+    "PermanentFailure",
+    "RegisteredHandler",
+    "failure_of",
+    "get_handler",
+    "get_registered",
+    "handler",
+    "load_modules",
+    "not_served",
+    "registered_names",
+]
 
 
 def get_registered(name: str) -> RegisteredHandler | None:
     _load_builtins()
-    return _handlers.get(name)
+    return registered_handlers.get(name)
 
 
 def get_handler(name: str) -> HandlerFn | None:
@@ -104,7 +47,7 @@ def get_handler(name: str) -> HandlerFn | None:
 def registered_names() -> list[str]:
     """The Python handlers this process serves (what its workers announce), built-ins included."""
     _load_builtins()
-    return sorted(name for name in _handlers if not name.startswith(HANDLER_KIND_PREFIXES))
+    return sorted(name for name in registered_handlers if not name.startswith(HANDLER_KIND_PREFIXES))
 
 
 def not_served(name: str) -> str:
