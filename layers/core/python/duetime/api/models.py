@@ -32,6 +32,7 @@ from duetime.domain.models import (
     MAX_RUNS,
     CamelModel,
     CatchUp,
+    DstPolicy,
     Execution,
     ExecutionStatus,
     Job,
@@ -126,6 +127,8 @@ class PreviewRequest(CamelModel):
     exclude: list[str] = Field(default_factory=list, max_length=MAX_EXCLUSIONS)
     end_at: UtcDatetime | None = None
     max_runs: int | None = Field(default=None, ge=1, le=MAX_RUNS)
+    # A cron schedule's DST policy, as a job's schedule.dst.
+    dst: DstPolicy | None = None
     from_: UtcDatetime | None = Field(default=None, alias="from")
     count: int = Field(default=10, ge=1, le=MAX_PAGE)
     # With a jobId, each run's dueAt shows that job's spread (the delay derives from the job id and slot).

@@ -272,6 +272,7 @@ def preview_schedule(call: Call) -> Reply:
             time_zone=request.time_zone,
             end_at=request.end_at,
             max_runs=request.max_runs,
+            dst=request.dst,
         )
     except ValidationError as exc:
         raise validation_error(exc) from exc

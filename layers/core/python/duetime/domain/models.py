@@ -12,6 +12,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    ValidationInfo,
     field_serializer,
     field_validator,
     model_validator,
@@ -117,6 +118,16 @@ class CatchUp(StrEnum):
     NONE = "none"
 
 
+class DstPolicy(CamelModel):
+    """What a cron schedule does on DST days (domain.cron), replacing its default by kind: `gap` `shift` runs a
+    matched time that does not exist at the gap's end (once), `skip` does not run it; `fold` `first`, `last`
+    or `both` runs a time that happens twice at its first, its second or both occurrences. A key left out
+    keeps the default: fixed-time schedules shift and run first, others skip and run both."""
+
+    gap: Literal["shift", "skip"] | None = None
+    fold: Literal["first", "last", "both"] | None = None
+
+
 class Schedule(CamelModel):
     """One of `at` (one run), `cron` in `timeZone`, or `every` (an interval of elapsed time from `startAt`).
 
@@ -134,12 +145,22 @@ class Schedule(CamelModel):
     end_at: UtcDatetime | None = None
     # At most this many slots from the first; the job ends `completed` after the last.
     max_runs: int | None = Field(default=None, ge=1, le=MAX_RUNS)
+    # A cron schedule's DST policy; None: the default by kind (docs/schedules.md).
+    dst: DstPolicy | None = None
 
     @model_validator(mode="after")
     def _one_kind(self) -> Schedule:
         if sum(kind is not None for kind in (self.at, self.cron, self.every)) != 1:
             raise ValueError("give exactly one of 'at', 'cron' or 'every'")
         return self
+
+    @field_validator("dst")
+    @classmethod
+    def _dst_for_cron(cls, value: DstPolicy | None, info: ValidationInfo) -> DstPolicy | None:
+        # An interval counts elapsed time and a one-off names an instant: neither meets a wall clock.
+        if value is not None and info.data.get("cron") is None:
+            raise ValueError("dst applies to a cron schedule only")
+        return value
 
     @property
     def is_bounded(self) -> bool:
