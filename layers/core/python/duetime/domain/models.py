@@ -12,9 +12,11 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    SerializerFunctionWrapHandler,
     ValidationInfo,
     field_serializer,
     field_validator,
+    model_serializer,
     model_validator,
 )
 from pydantic.alias_generators import to_camel
@@ -118,14 +120,28 @@ class CatchUp(StrEnum):
     NONE = "none"
 
 
+def _given_or_left_out(schema: dict[str, Any]) -> None:
+    """A nullable enum's JSON schema as the enum alone (the field may be left out, never sent as null)."""
+    schema.pop("default", None)
+    for option in schema.pop("anyOf", []):
+        if option.get("type") != "null":
+            schema.update(option)
+
+
 class DstPolicy(CamelModel):
     """What a cron schedule does on DST days (domain.cron), replacing its default by kind: `gap` `shift` runs a
     matched time that does not exist at the gap's end (once), `skip` does not run it; `fold` `first`, `last`
     or `both` runs a time that happens twice at its first, its second or both occurrences. A key left out
     keeps the default: fixed-time schedules shift and run first, others skip and run both."""
 
-    gap: Literal["shift", "skip"] | None = None
-    fold: Literal["first", "last", "both"] | None = None
+    # A key is given or left out (null is not written in the schema: API Gateway's models drop null from an
+    # enum), and only the keys given are shown.
+    gap: Literal["shift", "skip"] | None = Field(default=None, json_schema_extra=_given_or_left_out)
+    fold: Literal["first", "last", "both"] | None = Field(default=None, json_schema_extra=_given_or_left_out)
+
+    @model_serializer(mode="wrap")
+    def _given_keys(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        return {key: value for key, value in handler(self).items() if value is not None}
 
 
 class Schedule(CamelModel):
