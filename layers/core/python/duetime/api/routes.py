@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from duetime.api import bulk_cases as bulk_routes
 from duetime.api import limit_cases as limit_routes
 from duetime.api.idempotency import HEADER as IDEMPOTENCY_HEADER
 from duetime.api.idempotency import MAX_KEY_CHARS, idempotency_key
@@ -45,7 +46,7 @@ from duetime.api.models import (
 )
 from duetime.api.parsing import validation_error
 from duetime.api.routing import Access, Answer, Api, Call, Param, Reply, Route
-from duetime.definitions import DEFAULT_JOB_CLASS, MAX_BACKFILL_SLOTS
+from duetime.definitions import DEFAULT_JOB_CLASS, MAX_BACKFILL_SLOTS, MAX_BULK
 from duetime.domain.bounds import first_run_number
 from duetime.domain.errors import Conflict, InvalidInput, InvalidSchedule, NotFound
 from duetime.domain.exclusions import CALENDAR_NAME as CALENDAR_NAME_PATTERN
@@ -406,6 +407,18 @@ ROUTES: tuple[Route, ...] = (
         {204: Answer("cancelled")},
         params=[JOB_ID_PARAM],
         errors=(409,),
+    ),
+    Route(
+        "POST",
+        "/jobs/bulk",
+        bulk_routes.bulk_change_jobs,
+        f"Pause, resume or cancel many jobs: by jobIds (at most {MAX_BULK}), or those a filter (status, handler,"
+        f" tag, as GET /jobs) matches among the next `limit` (at most {MAX_BULK}) listed from `cursor`, the answer's"
+        " nextCursor going on. Each job is changed as its own route changes it, and one that cannot be is reported"
+        " with its error; dryRun changes nothing and answers the count and the first ids.",
+        {200: Answer("what was changed, unchanged or failed (a dry run: would be)", bulk_routes.BulkResponse)},
+        body=bulk_routes.BulkRequest,
+        example={"action": "pause", "filter": {"tag": ["team:payments"]}, "dryRun": True, "note": "incident 4711"},
     ),
     Route(
         "GET",
