@@ -104,3 +104,19 @@ def test_an_edit_changes_the_policy_and_replans(alice):
 def test_a_bad_policy_is_400_naming_the_field(alice, schedule, field):
     assert_error(alice.call("POST", "/jobs", {"name": "dst", "handler": "demo.echo", "schedule": schedule}), 400, field)
     assert_error(alice.call("POST", "/schedules/preview", schedule), 400, field.removeprefix("schedule."))
+
+
+def test_a_preview_asked_for_its_forecast_answers_it(alice):
+    body = {"cron": "0 * * * *", "timeZone": NEW_YORK, "from": "2027-01-04T00:00:00Z", "count": 1}
+    code, answer = alice.call("POST", "/schedules/preview", body)
+    assert code == 200 and "forecast" not in answer  # only when asked
+    code, answer = alice.call("POST", "/schedules/preview", {**body, "forecast": True})
+    assert code == 200, answer
+    ahead = answer["forecast"]
+    assert (ahead["runsPerDay"], ahead["runsPerMonth"]) == (24.0, 730.0)
+    assert ahead["costPerMonthUsd"] == pytest.approx(730 * ahead["costPerRunUsd"], rel=1e-3)
+    assert ahead["herd"] is True and ahead["suggestedJitterSeconds"] == 60 and ahead["pricesAsOf"]
+    # Excluded dates are left out of the count too; a bad flag is 400 naming it
+    excluded = {**body, "cron": "0 9 * * *", "forecast": True, "exclude": ["2027-01-10/2027-01-19"]}
+    assert alice.call("POST", "/schedules/preview", excluded)[1]["forecast"]["runsPerMonth"] == round(355 / 12, 2)
+    assert_error(alice.call("POST", "/schedules/preview", {**body, "forecast": "maybe"}), 400, "forecast")

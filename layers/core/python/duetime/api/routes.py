@@ -9,6 +9,7 @@ answers, access, body model and the error statuses its use case may answer.
 from __future__ import annotations
 
 import re
+from dataclasses import asdict
 from datetime import datetime
 from typing import Any
 
@@ -35,6 +36,7 @@ from duetime.api.models import (
     LimitList,
     LimitRequest,
     LimitResponse,
+    PreviewForecast,
     PreviewRequest,
     PreviewResponse,
     PreviewSlot,
@@ -48,9 +50,11 @@ from duetime.api.parsing import validation_error
 from duetime.api.routing import Access, Answer, Api, Call, Param, Reply, Route
 from duetime.definitions import DEFAULT_JOB_CLASS, MAX_BACKFILL_SLOTS, MAX_BULK
 from duetime.domain.bounds import first_run_number
+from duetime.domain.costs import PRICES_AS_OF
 from duetime.domain.errors import Conflict, InvalidInput, InvalidSchedule, NotFound
 from duetime.domain.exclusions import CALENDAR_NAME as CALENDAR_NAME_PATTERN
-from duetime.domain.exclusions import CALENDAR_NAME_RULE
+from duetime.domain.exclusions import CALENDAR_NAME_RULE, Exclusions
+from duetime.domain.forecast import forecast
 from duetime.domain.horizon import HORIZON_RULE, within_horizon
 from duetime.domain.keys import JOB_ID_PATTERN, parse_execution_id
 from duetime.domain.models import Execution, JobSpec, JobStatus, Overlap, Schedule
@@ -294,8 +298,14 @@ def preview_schedule(call: Call) -> Reply:
     if request.job_id is not None:
         due = job_cases.preview_due(request.job_id, request.jitter_seconds, runs)
         slots = [PreviewSlot(scheduled_at=slot, due_at=at) for slot, at in zip(runs, due, strict=True)]
-    # `slots` is absent without a jobId, not null
-    return Reply(200, PreviewResponse(runs=runs, slots=slots).model_dump(mode="json", by_alias=True, exclude_none=True))
+    outlook = None
+    if request.forecast:
+        exclusions = Exclusions(request.exclude, schedule.time_zone, calendars)
+        ahead = forecast(schedule, start, exclusions, request.jitter_seconds)
+        outlook = PreviewForecast(**asdict(ahead), prices_as_of=PRICES_AS_OF)
+    # `slots` and `forecast` are absent unless asked for, not null
+    answer = PreviewResponse(runs=runs, slots=slots, forecast=outlook)
+    return Reply(200, answer.model_dump(mode="json", by_alias=True, exclude_none=True))
 
 
 def heartbeat(call: Call) -> Reply:

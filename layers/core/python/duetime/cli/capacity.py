@@ -29,12 +29,20 @@ from duetime.definitions import (
     parse_class_queues,
 )
 
+# The model's own names, as before the figures moved to the domain (the `as` forms export them).
+from duetime.domain.costs import CRON_RUN as CRON_RUN
+from duetime.domain.costs import ONE_OFF as ONE_OFF
+from duetime.domain.costs import PRICES_AS_OF as PRICES_AS_OF
+from duetime.domain.costs import PROFILES as PROFILES
+from duetime.domain.costs import SQS_BATCH as SQS_BATCH
+from duetime.domain.costs import CallProfile as CallProfile
+from duetime.domain.costs import Prices as Prices
+
 # --- AWS limits (docs/measured.md, AWS documentation) --------------------------------------------------------
 PARTITION_WCU_PER_SECOND = 1000  # one partition key value: 1,000 write units/s
 PARTITION_RCU_PER_SECOND = 3000  # and 3,000 read units/s
 TABLE_ON_DEMAND_WRU_PER_SECOND = 40_000  # default per-table (and per-GSI) on-demand quota, adjustable
 SQS_IN_FLIGHT_PER_QUEUE = 120_000  # standard queue
-SQS_BATCH = 10
 LAMBDA_SQS_MAX_CONCURRENT_BATCHES = 1000  # one function's SQS event sources together (NOTES.md, AWS limits)
 LAMBDA_ACCOUNT_CONCURRENCY = 1000  # concurrent executions per account and region, default quota (adjustable)
 LAMBDA_MAX_RUN_SECONDS = JOB_CLASSES[DEFAULT_JOB_CLASS].max_timeout_seconds  # a run on Lambda: 15 min less 1
@@ -43,82 +51,8 @@ MAX_SPILL_QUEUES = 4
 # The target the plan is held to (docs/architecture.md): an execution starts within 2 s of its time at p99.
 START_TARGET_SECONDS = 2.0
 
-# --- Prices, us-east-1, as published on the AWS pricing pages; recorded 2026-11-29 ---------------------
-PRICES_AS_OF = "2026-11-29"
-
-
-@dataclass(frozen=True)
-class Prices:
-    """USD, us-east-1. DynamoDB on-demand rates are those since the 2024-11-01 reduction."""
-
-    dynamodb_write_per_million: float = 0.625  # write request units, on-demand
-    dynamodb_read_per_million: float = 0.125  # read request units, on-demand
-    sqs_per_million: float = 0.40  # standard queue requests (first 100 billion a month), 64 KB each
-    lambda_requests_per_million: float = 0.20
-    lambda_gb_second_arm64: float = 0.0000133334
-    api_gateway_rest_per_million: float = 3.50  # REST API, first 333 million a month
-    as_of: str = PRICES_AS_OF
-
-
-# --- What one execution costs, as measured --------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class CallProfile:
-    """The AWS work of one successful execution without heartbeats (bench/calls.py measures it).
-
-    Write units count 1 per KB started (rows are ~0.4 KB), doubled inside a transaction. The executions
-    table's writes all land on the execution's `hour#shard` partition. Its indexes project keys only, so
-    only writes that add or remove an entry cost index units: byJob (partitioned by jobId, spread out) at
-    create, the sparse `open` index (partitioned by shard alone, every hour on one key) at create and at
-    the end of the execution, and the sparse `openByJob` index (partitioned by jobId) at create and end.
-    """
-
-    name: str
-    executions_writes: float  # write requests on the executions table
-    executions_wcu: float  # their write units (the hot-partition figure)
-    index_wcu: float  # index write units (byJob, open and openByJob)
-    open_index_wcu: float  # of which on the execution's `open` index partition (its shard)
-    jobs_wcu: float  # jobs table, its byOwner index and the owner's counter record (control table)
-    read_units: float  # GetItem/BatchGetItem of the job, overlap Query, pre-load Query share
-    partition_read_units: float  # of which on the hour#shard partition (the pre-load Query)
-    sqs_requests: float  # SendMessageBatch, ReceiveMessage and DeleteMessageBatch shares at full batches
-    api_requests: float  # API Gateway requests (POST /jobs for a one-off)
-
-
-# A one-off job submitted through the API and due soon: one TransactWriteItems (job + execution + the
-# owner's active-jobs counter, so the execution's create costs 2 units), a SendMessageBatch of one; at run
-# time ReceiveMessage and DeleteMessageBatch (full batches at load), GetItem of the job, the claim, and the
-# finish in one TransactWriteItems with the job's completion and the counter's -1 (issue 35: the run's end
-# ends the job in the same write), read back with one strongly consistent GetItem.
-ONE_OFF = CallProfile(
-    name="one-off",
-    executions_writes=3,
-    executions_wcu=5,
-    index_wcu=5,
-    open_index_wcu=2,
-    jobs_wcu=2 + 1 + 2 + 2 + 2,  # job put, byOwner entry, counter +1; completion and counter -1 (transactional)
-    read_units=1 + 1,
-    partition_read_units=0,
-    sqs_requests=1 + 1 / SQS_BATCH + 1 / SQS_BATCH,
-    api_requests=1,
-)
-# A cron run in steady state: the pre-loader creates the next slot (PutItem) and sends due runs in
-# batches of 10; the claim reads the job's recent history for the overlap policy (a Query on byJob and a
-# BatchGetItem of the rows behind it).
-CRON_RUN = CallProfile(
-    name="cron",
-    executions_writes=3,
-    executions_wcu=3,
-    index_wcu=5,
-    open_index_wcu=2,
-    jobs_wcu=0,
-    read_units=1 + 1 + 1 + 1 + 0.1,
-    partition_read_units=0.1,
-    sqs_requests=1 / SQS_BATCH + 1 / SQS_BATCH + 1 / SQS_BATCH,
-    api_requests=0,
-)
-PROFILES = {p.name: p for p in (ONE_OFF, CRON_RUN)}
+# --- Prices and what one execution costs, as measured: duetime.domain.costs (the schedule preview's forecast
+# counts them too) ----------------------------------------------------------------------------------------
 
 
 # --- What the pre-loader itself costs per cycle, as measured (bench/preloader.py) ------------------------
