@@ -34,9 +34,20 @@ def test_the_jobs_list_pauses_the_selected_jobs_and_cancels_all_matching(
     api = Api(local)
     team = f"t{secrets.token_hex(3)}"
     jobs = [cron_job(api, f"bulk-{team}-{n}", {"team": team}) for n in range(3)]
+    outsider = cron_job(api, f"other-{team}", {"team": "other"})  # so only the filter's page holds 3 rows
     signed_in(browser, local)
     fill(browser, "#tag-filter", f"team:{team}")
-    wait_for(browser, lambda d: len(d.find_elements("css selector", "#jobs tbody tr[data-job-id]")) == 3)
+    # The filter's page is in (the list is busy from the first key typed until then): its rows stay put
+    wait_for(
+        browser,
+        lambda d: (
+            d.execute_script(
+                "const t = document.querySelector('#jobs');"
+                "return !t.getAttribute('aria-busy') && t.querySelectorAll('tbody tr[data-job-id]').length;"
+            )
+            == 3
+        ),
+    )
     assert unlabelled_controls(browser) == []
     # The selected rows, by id
     for job_id in jobs[:2]:
@@ -55,7 +66,7 @@ def test_the_jobs_list_pauses_the_selected_jobs_and_cancels_all_matching(
     assert statuses(api, jobs) == ["paused", "paused", "active"]
     css(browser, "#bulk-confirm").click()
     wait_for(browser, visible_text("#notice", "Cancelled 3 jobs, 0 failed."))
-    assert statuses(api, jobs) == ["cancelled"] * 3
+    assert statuses(api, jobs) == ["cancelled"] * 3 and statuses(api, [outsider]) == ["active"]
     # Nothing is left to cancel: said, and no question asked
     css(browser, "#bulk-cancel").click()
     wait_for(browser, visible_text("#notice", "No job matching the filters would be cancelled."))
@@ -74,6 +85,12 @@ def test_the_new_job_form_sets_a_dst_policy_and_its_preview_shows_it(browser: An
 
     # By default a fixed time in the gap runs when the gap ends, 03:00 EDT
     wait_for(browser, lambda d: runs(d)[:2] == ["2027-03-14T07:00:00.000Z", "2028-03-14T06:30:00.000Z"])
+    # Beside the runs, what the schedule comes to: once a year here (March 14, the next in 2027), and on a round minute
+    wait_for(browser, visible_text("#forecast", "About 0 runs a day, 0.08 a month: under $0.01 a month on AWS"))
+    assert "a jitter of 60 s would spread them" in css(browser, "#forecast").text
+    fill(browser, "#f-jitterSeconds", "30")  # spread already: no suggestion
+    wait_for(browser, lambda d: "jitter of" not in css(d, "#forecast").text)
+    fill(browser, "#f-jitterSeconds", "0")
     from selenium.webdriver.support.ui import Select
 
     Select(css(browser, "#f-dstGap")).select_by_value("skip")

@@ -547,6 +547,18 @@
     return h("div", { class: "field", "data-for": id },
       h("label", { for: id }, labelText), input, hint ? h("p", { class: "hint", id: `${id}-hint` }, hint) : null, error);
   }
+  function forecastLine(forecast, jitter) {
+    // What the schedule comes to (POST /schedules/preview's forecast): runs, AWS cost, and a herd's jitter.
+    if (!forecast) return null;
+    const count = (n) => (n >= 10 ? Math.round(n).toLocaleString("en") : String(Number(n.toFixed(2))));
+    const cost = forecast.costPerMonthUsd < 0.01 ? "under $0.01" : `about $${forecast.costPerMonthUsd.toFixed(2)}`;
+    const herd = forecast.herd && !jitter && forecast.suggestedJitterSeconds
+      ? ` Its runs start a round minute with many others: a jitter of ${forecast.suggestedJitterSeconds} s would spread them.`
+      : "";
+    return h("p", { class: "hint", id: "forecast" }, `About ${count(forecast.runsPerDay)} runs a day, ` +
+      `${count(forecast.runsPerMonth)} a month: ${cost} a month on AWS (prices of ${forecast.pricesAsOf}; ` +
+      `your handler's own time not included).${herd}`);
+  }
   function previewList(runs, timeZone) {
     return h("ol", { class: "runs" }, runs.map((iso) => {
       const z = zoned(iso, timeZone);
@@ -702,10 +714,11 @@
         return;
       }
       try {
-        const data = await api("POST", "/schedules/preview", { ...wanted, exclude: excluded(), count: PREVIEW_COUNT });
+        const data = await api("POST", "/schedules/preview", { ...wanted, exclude: excluded(), count: PREVIEW_COUNT, forecast: true });
         if (mine !== previewSerial) return;
         preview.replaceChildren(h("p", {}, `${scheduleWords(wanted)} — next runs in ${wanted.timeZone}:`),
-          data.runs.length ? previewList(data.runs, wanted.timeZone) : h("p", { class: "hint" }, "No further runs."));
+          data.runs.length ? previewList(data.runs, wanted.timeZone) : h("p", { class: "hint" }, "No further runs."),
+          forecastLine(data.forecast, Number(inputs.jitterSeconds.value || 0)));
       } catch (err) {
         if (mine !== previewSerial || err.status === 401) return;
         showError(err);
@@ -742,6 +755,7 @@
       inputs[key].addEventListener("input", schedulePreview);
     }
     for (const key of ["dstGap", "dstFold"]) inputs[key].addEventListener("change", schedulePreview);
+    inputs.jitterSeconds.addEventListener("input", schedulePreview);
     inputs.payload.addEventListener("input", () => {
       try {
         JSON.parse(inputs.payload.value || "{}");
