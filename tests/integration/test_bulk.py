@@ -190,3 +190,51 @@ def test_a_resume_checks_each_jobs_handler_against_the_callers_current_groups(ap
 def test_a_bad_bulk_request_is_400_naming_the_field(alice, body, field):
     create(alice, "kept")
     assert_error(alice.call("POST", "/jobs/bulk", body), 400, field)
+
+
+def test_by_ids_a_version_given_is_checked_as_patch_checks_it(alice):
+    stale, fresh = create(alice, "stale"), create(alice, "fresh")
+    read = {job_id: alice.call("GET", f"/jobs/{job_id}")[1]["version"] for job_id in (stale, fresh)}
+    assert alice.call("PATCH", f"/jobs/{stale}", {"version": read[stale], "name": "renamed"})[0] == 200
+    answer = bulk(alice, action="pause", jobIds=[stale, fresh], versions=read)
+    assert answer["changed"] == [fresh]
+    [failure] = answer["failed"]
+    assert failure["jobId"] == stale and failure["code"] == "conflict" and "version" in failure["message"]
+    assert status(alice, stale) == "active"
+    assert_error(alice.call("POST", "/jobs/bulk", {"action": "pause", "filter": {}, "versions": read}), 400, "body")
+    body = {"action": "pause", "jobIds": [fresh], "versions": read}
+    assert_error(alice.call("POST", "/jobs/bulk", body), 400, "versions")
+
+
+class ChangedMeanwhile:
+    """The store, but each job a listing returns is changed (renamed: a new version) right after it is read,
+    as another request would change it between the listing and the bulk action's write."""
+
+    def __init__(self, store: Any) -> None:
+        self._store = store
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+    def list_jobs(self, *args: Any, **kwargs: Any) -> Any:
+        page = self._store.list_jobs(*args, **kwargs)
+        for job in page.items[:1]:  # the first job of the page moves on
+            self._store.update_job_status(job, job.status, job.updated_at, "changed meanwhile")
+        return page
+
+
+def test_a_job_changed_between_the_listing_and_the_write_is_reported_and_left_as_it_is(loud_ports, recorded):
+    from duetime.domain.models import JobSpec
+    from duetime.service.bulk import bulk_change
+    from duetime.service.jobs import job_filter, submit_job
+
+    spec = {"name": "j", "handler": "demo.echo", "schedule": {"cron": "0 * * * *"}, "tags": {"race": "yes"}}
+    ids = [submit_job(loud_ports, "alice", JobSpec.model_validate(spec))[0].job_id for _ in range(3)]
+    racing = replace(loud_ports, store=ChangedMeanwhile(loud_ports.store))
+    report = bulk_change(racing, "alice", "pause", selection=job_filter(None, None, ["race:yes"]))
+    [failure] = report.failed
+    assert failure.code == "conflict" and len(report.changed) == 2 and failure.job_id not in report.changed
+    assert sorted([failure.job_id, *report.changed]) == sorted(ids)
+    stored = loud_ports.store.get_job(failure.job_id)
+    assert stored.status.value == "active" and stored.note == "changed meanwhile"  # the other change stands
+    assert failure.job_id not in [e.detail["jobId"] for e in recorded.events if e.detail_type == "Job Paused"]

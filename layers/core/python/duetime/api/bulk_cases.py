@@ -41,6 +41,8 @@ class BulkRequest(CamelModel):
     cursor: str | None = Field(default=None, min_length=1)
     # Stored on each job paused or resumed, as PATCH /jobs/{jobId}'s note.
     note: str | None = Field(default=None, max_length=MAX_NOTE_CHARS)
+    # With jobIds: the version each job was read at (jobId -> version), checked as PATCH's `version` is.
+    versions: dict[str, int] | None = Field(default=None, max_length=MAX_BULK)
 
     @model_validator(mode="after")
     def _one_selection(self) -> BulkRequest:
@@ -48,6 +50,8 @@ class BulkRequest(CamelModel):
             raise ValueError("give either jobIds or filter (a filter of {} selects every job)")
         if self.job_ids is not None and any(not 0 < len(v) <= MAX_JOB_ID_CHARS for v in self.job_ids):
             raise ValueError(f"each job id must be 1 to {MAX_JOB_ID_CHARS} characters")
+        if self.versions is not None and self.job_ids is None:
+            raise ValueError("versions go with jobIds (a filter's jobs are changed at the version listed)")
         return self
 
 
@@ -99,6 +103,7 @@ def bulk_change_jobs(call: Call) -> Reply:
         cursor=request.cursor,
         note=request.note,
         groups=who.groups,
+        versions=request.versions,
     )
     failed = [BulkFailureItem(job_id=f.job_id, code=f.code, message=f.message) for f in report.failed]
     return Reply(

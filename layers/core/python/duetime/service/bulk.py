@@ -12,7 +12,7 @@ DRY_RUN_PAGES pages of the listing (its `next_cursor` says where a count that st
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Literal, get_args
@@ -23,6 +23,7 @@ from duetime.domain.keys import JOB_ID_PATTERN
 from duetime.domain.models import Job, JobStatus
 from duetime.service import jobs as job_cases
 from duetime.service.context import Ports
+from duetime.service.edit import check_version
 from duetime.service.ports import JobFilter
 
 _JOB_ID = re.compile(JOB_ID_PATTERN)
@@ -82,10 +83,13 @@ def bulk_change(
     cursor: str | None = None,
     note: str | None = None,
     groups: Sequence[str] = (),
+    versions: Mapping[str, int] | None = None,
 ) -> BulkReport:
     """Apply `action` to the owner's jobs named in `job_ids`, or to those matching `selection` among the next
     `limit` listed from `cursor` (one of the two). `groups`: the caller's current groups, which a resume
-    checks the job's handler against; `note`: stored with a pause or resume, as PATCH's. Raises InvalidInput
+    checks the job's handler against; `note`: stored with a pause or resume, as PATCH's; `versions`: for
+    jobs named by id, the version each was read at (a job at another is reported as PATCH answers it: 409
+    naming `version`), as PATCH's optional `version`. Raises InvalidInput
     naming the field for a request that selects wrongly; a job that cannot be changed is reported."""
     if action not in BULK_ACTIONS:
         raise InvalidInput(f"action must be one of {', '.join(BULK_ACTIONS)}", field="action")
@@ -102,13 +106,17 @@ def bulk_change(
             raise InvalidInput("a cursor goes on through a filter's listing, not through jobIds", field="cursor")
         if len(job_ids) > MAX_BULK:
             raise InvalidInput(f"at most {MAX_BULK} jobIds per request", field="jobIds")
+        unnamed = sorted(set(versions or {}) - set(job_ids))
+        if unnamed:
+            raise InvalidInput(f"versions names {unnamed[0][:80]!r}, which jobIds does not", field="versions")
         named = list(dict.fromkeys(job_ids))  # each once, in the order given
         report.matched = len(named)
         if dry_run:
             report.first_ids = named[:DRY_RUN_IDS]
             return report
         for job_id in named:
-            _apply(report, job_id, partial(_owned_change, change, ports, owner, job_id))
+            version = (versions or {}).get(job_id)
+            _apply(report, job_id, partial(_owned_change, change, ports, owner, job_id, version))
         return report
     assert selection is not None
     if dry_run:
@@ -130,11 +138,15 @@ def _change(ports: Ports, action: BulkAction, note: str | None, groups: Sequence
     return lambda job: job_cases.cancel(ports, job)
 
 
-def _owned_change(change: Callable[[Job], bool], ports: Ports, owner: str, job_id: str) -> bool:
-    """`change` of the owner's job by id; a string no job id can be is NotFound, as on the single-job routes."""
+def _owned_change(change: Callable[[Job], bool], ports: Ports, owner: str, job_id: str, version: int | None) -> bool:
+    """`change` of the owner's job by id, if it is still at `version` when one is given; a string no job id can
+    be is NotFound, as on the single-job routes."""
     if not _JOB_ID.fullmatch(job_id):
         raise NotFound(f"job {job_id[:80]!r} not found", field="jobId")
-    return change(job_cases.get_owned_job(ports, owner, job_id))
+    job = job_cases.get_owned_job(ports, owner, job_id)
+    if version is not None:
+        check_version(job, version)
+    return change(job)
 
 
 def _apply(report: BulkReport, job_id: str, change: Callable[[], bool]) -> None:
