@@ -150,6 +150,9 @@ def spec_from_args(args: argparse.Namespace) -> dict[str, Any]:
         spec["exclude"] = args.exclude
     if args.tz:
         spec.setdefault("schedule", {})["timeZone"] = args.tz
+    dst = {k: v for k, v in (("gap", args.dst_gap), ("fold", args.dst_fold)) if v}
+    if dst:
+        spec.setdefault("schedule", {})["dst"] = {**spec.get("schedule", {}).get("dst", {}), **dst}
     if args.payload is not None:
         spec["payload"] = json.loads(args.payload)
     retry = {
@@ -475,6 +478,15 @@ def _spec_flags(parser: argparse.ArgumentParser) -> None:
     when.add_argument("--every", help="an interval of elapsed time: 90m, 1h30m, 2d or rate(90 minutes)")
     parser.add_argument(
         "--start-at", dest="start_at", help="an interval's anchor (default: now); a cron's first run is not before it"
+    )
+    parser.add_argument(
+        "--dst-gap",
+        dest="dst_gap",
+        choices=("shift", "skip"),
+        help="a cron time the clock skips: run at its end, or not",
+    )
+    parser.add_argument(
+        "--dst-fold", dest="dst_fold", choices=("first", "last", "both"), help="a cron time the clock shows twice"
     )
     parser.add_argument("--end-at", dest="end_at", help="no run after this ISO 8601 time (the job then completes)")
     parser.add_argument("--max-runs", dest="max_runs", type=int, help="at most this many runs (then completed)")
