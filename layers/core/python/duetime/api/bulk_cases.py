@@ -42,7 +42,7 @@ class BulkRequest(CamelModel):
     # Stored on each job paused or resumed, as PATCH /jobs/{jobId}'s note.
     note: str | None = Field(default=None, max_length=MAX_NOTE_CHARS)
     # With jobIds: the version each job was read at (jobId -> version), checked as PATCH's `version` is.
-    versions: dict[str, int] | None = Field(default=None, max_length=MAX_BULK)
+    versions: dict[str, int] | None = None  # its size is bounded by jobIds' (each names one of them)
 
     @model_validator(mode="after")
     def _one_selection(self) -> BulkRequest:
