@@ -141,8 +141,10 @@ def test_by_ids_each_job_is_changed_or_reported_with_its_own_error(alice, bob):
     assert alice.call("PATCH", f"/jobs/{already}", {"status": "paused"})[0] == 200
     assert alice.call("DELETE", f"/jobs/{ended}")[0] == 204
     ids = [active, already, ended, bobs, "not-a-job", active]
+    # A dry run counts the one job a pause changes, and reports the ids that name none of alice's jobs
     dry = bulk(alice, action="pause", jobIds=ids, dryRun=True)
-    assert dry["matched"] == 5 and dry["jobIds"] == ids[:5] and status(alice, active) == "active"
+    assert dry["matched"] == 1 and dry["jobIds"] == [active] and status(alice, active) == "active"
+    assert sorted(f["jobId"] for f in dry["failed"]) == sorted([bobs, "not-a-job"]) and dry["changed"] == []
     answer = bulk(alice, action="pause", jobIds=ids)
     assert answer["changed"] == [active] and answer["unchanged"] == [already]
     failures = {f["jobId"]: (f["code"], f["message"]) for f in answer["failed"]}

@@ -65,8 +65,9 @@ class BulkFailureItem(CamelModel):
 
 class BulkResponse(CamelModel):
     """What the request changed (a dry run: what it would change). `matched`: the jobs selected, which for a
-    filter are those the action changes (pause: active ones; resume: paused; cancel: active or paused); a
-    dry run counts them over up to ten listing pages, with `nextCursor` set if it stopped there."""
+    filter (and a dry run by ids) are those the action changes (pause: active ones; resume: paused; cancel:
+    active or paused); a filter's dry run counts them over up to ten listing pages, with `nextCursor` set if
+    it stopped there, and a dry run by ids reports the ids that name none of the caller's jobs in `failed`."""
 
     action: str
     dry_run: bool

@@ -110,10 +110,9 @@ def bulk_change(
         if unnamed:
             raise InvalidInput(f"versions names {unnamed[0][:80]!r}, which jobIds does not", field="versions")
         named = list(dict.fromkeys(job_ids))  # each once, in the order given
+        if dry_run:  # count those the action changes, as a filter's dry run does; report those not found
+            return _count_named(ports, owner, action, named, report)
         report.matched = len(named)
-        if dry_run:
-            report.first_ids = named[:DRY_RUN_IDS]
-            return report
         for job_id in named:
             version = (versions or {}).get(job_id)
             _apply(report, job_id, partial(_owned_change, change, ports, owner, job_id, version))
@@ -139,14 +138,34 @@ def _change(ports: Ports, action: BulkAction, note: str | None, groups: Sequence
 
 
 def _owned_change(change: Callable[[Job], bool], ports: Ports, owner: str, job_id: str, version: int | None) -> bool:
-    """`change` of the owner's job by id, if it is still at `version` when one is given; a string no job id can
-    be is NotFound, as on the single-job routes."""
-    if not _JOB_ID.fullmatch(job_id):
-        raise NotFound(f"job {job_id[:80]!r} not found", field="jobId")
-    job = job_cases.get_owned_job(ports, owner, job_id)
+    """`change` of the owner's job by id, if it is still at `version` when one is given."""
+    job = _owned(ports, owner, job_id)
     if version is not None:
         check_version(job, version)
     return change(job)
+
+
+def _owned(ports: Ports, owner: str, job_id: str) -> Job:
+    """The owner's job by id; a string no job id can be is NotFound, as on the single-job routes."""
+    if not _JOB_ID.fullmatch(job_id):
+        raise NotFound(f"job {job_id[:80]!r} not found", field="jobId")
+    return job_cases.get_owned_job(ports, owner, job_id)
+
+
+def _count_named(ports: Ports, owner: str, action: BulkAction, named: Sequence[str], report: BulkReport) -> BulkReport:
+    """A dry run by ids: each job read once; those the action changes counted, the ids that name none of the
+    owner's jobs reported as failed, as the run would report them."""
+    for job_id in named:
+        try:
+            job = _owned(ports, owner, job_id)
+        except DuetimeError as exc:
+            report.failed.append(BulkFailure(job_id, exc.code, exc.message))
+            continue
+        if job.status in _CHANGES[action]:
+            report.matched += 1
+            if len(report.first_ids) < DRY_RUN_IDS:
+                report.first_ids.append(job_id)
+    return report
 
 
 def _apply(report: BulkReport, job_id: str, change: Callable[[], bool]) -> None:
