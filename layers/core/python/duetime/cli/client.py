@@ -299,6 +299,7 @@ def cmd_bulk(args: argparse.Namespace) -> int:
                 lines.append("  ...")
             if value["nextCursor"]:
                 lines.append(f"(count on: --dry-run --cursor {value['nextCursor']})")
+            lines += [f"failed {f['jobId']}: {f['code']}: {f['message']}" for f in value["failed"]]
             return "\n".join(lines)
         lines = [f"{BULK_DONE[args.bulk_action]} {len(value['changed'])}"] + [f"  {j}" for j in value["changed"]]
         if value["unchanged"]:
