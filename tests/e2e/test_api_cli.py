@@ -43,6 +43,7 @@ def test_the_job_commands_drive_a_job_through_its_life(local_system, capsys):
         "timeZone": "Asia/Kolkata",
         "endAt": None,
         "maxRuns": None,
+        "dst": None,
     }
     assert job["retry"]["maxAttempts"] == 5 and job["payload"] == {"region": "IN"} and job["owner"] == owner
     # List: a readable table with a header row and the job

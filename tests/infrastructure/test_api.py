@@ -23,6 +23,7 @@ OWNER_ROUTES = {
     ("GET", "dead-letters"),
     ("POST", "redrive"),
     ("POST", "backfill"),
+    ("POST", "bulk"),
     ("GET", "limits"),
     ("GET", "{executionId}"),
 }
@@ -93,6 +94,7 @@ def test_request_bodies_and_parameters_are_validated(synthesized):
         "PostDeadlettersRedrive",
         "PostJobsJobidBackfill",
         "PutLimitsName",
+        "PostJobsBulk",
     }
     assert models["PostJobs"]["Schema"]["required"] == ["name", "handler", "schedule"]
     assert models["PostJobs"]["Schema"]["properties"] == generated["POST /jobs"]["properties"]

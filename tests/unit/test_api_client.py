@@ -91,6 +91,18 @@ def test_create_flags_give_an_interval_with_its_anchor_and_exclusions():
     }
 
 
+def test_dst_flags_give_the_cron_schedules_policy():
+    args = parse("jobs", "create", "--name", "d", "--handler", "demo.echo", "--cron", "30 1 * * *",
+                 "--tz", "America/New_York", "--dst-fold", "both")  # fmt: skip
+    assert spec_from_args(args)["schedule"] == {
+        "cron": "30 1 * * *",
+        "timeZone": "America/New_York",
+        "dst": {"fold": "both"},
+    }
+    with pytest.raises(SystemExit):
+        parse("jobs", "create", "--cron", "* * * * *", "--dst-gap", "later")
+
+
 def test_cron_and_at_cannot_both_be_given():
     with pytest.raises(SystemExit):
         parse("jobs", "create", "--cron", "* * * * *", "--at", "2026-12-01T09:00:00Z")

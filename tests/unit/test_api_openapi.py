@@ -153,6 +153,7 @@ def test_gateway_models_are_draft_4_without_refs_and_accept_the_api_md_example()
         "POST /dead-letters/redrive",
         "POST /jobs/{jobId}/backfill",
         "PUT /limits/{name}",
+        "POST /jobs/bulk",
     }
     for schema in models.values():
         jsonschema.Draft4Validator.check_schema(schema)
@@ -178,6 +179,10 @@ def test_gateway_models_are_draft_4_without_refs_and_accept_the_api_md_example()
     limit = jsonschema.Draft4Validator(models["PUT /limits/{name}"])
     assert limit.is_valid({"perSecond": 50, "burst": 10, "maxConcurrent": 20})
     assert not limit.is_valid({"perSecond": 0}) and not limit.is_valid({"burst": 1})
+    bulk = jsonschema.Draft4Validator(models["POST /jobs/bulk"])
+    assert bulk.is_valid({"action": "pause", "filter": {"tag": ["team:payments"]}, "dryRun": True})
+    assert bulk.is_valid({"action": "cancel", "jobIds": ["j_3f2a9c0d41b7e655"]})
+    assert not bulk.is_valid({"action": "stop", "filter": {}}) and not bulk.is_valid({"action": "pause", "limit": 101})
 
 
 def test_every_operation_documents_401_and_every_job_or_execution_route_404_with_the_error_schema():

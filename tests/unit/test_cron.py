@@ -11,7 +11,7 @@ from datetime import UTC, date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 import pytest
-from duetime.domain.cron import CronSchedule, load_zone
+from duetime.domain.cron import CronSchedule, Fold, Gap, load_zone
 from duetime.domain.errors import InvalidInput, InvalidSchedule
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -42,6 +42,9 @@ TZ_FACTS = [
     ("America/Havana", "2026-11-01 05:00", -4, -5),  # 01:00 -> 00:00 (midnight hour twice)
     ("America/Santiago", "2026-04-05 03:00", -3, -4),  # Sun 00:00 -> Sat 23:00
     ("America/Santiago", "2026-09-06 04:00", -4, -3),  # 00:00 -> 01:00
+    # Negative DST: Irish Standard Time (+1) is the zone's standard time, winter GMT its "DST".
+    ("Europe/Dublin", "2026-03-29 01:00", 0, 1),  # 01:00 GMT -> 02:00 IST
+    ("Europe/Dublin", "2026-10-25 01:00", 1, 0),  # 02:00 IST -> 01:00 GMT
 ]
 
 
@@ -321,6 +324,130 @@ DST_CASES = [
 @pytest.mark.parametrize(("expression", "zone", "after", "expected"), DST_CASES)
 def test_dst_table(expression: str, zone: str, after: str, expected: list[str]) -> None:
     assert runs(expression, zone, after, len(expected)) == expected
+
+
+# --------------------------------------------------------------------------------------------------
+# DST policy table (schedule.dst): expression, zone, gap, fold (None: the default by kind), search start,
+# expected runs (UTC). Each policy in each kind of change: a whole hour, 30 minutes, negative DST.
+
+DST_POLICY_CASES = [
+    # ---- America/New_York: gap 02:00-03:00 on 2026-03-08, 01:00-02:00 twice on 2026-11-01
+    pytest.param(
+        "30 2 * * *", "America/New_York", "skip", None, "2026-03-07 00:00",
+        ["2026-03-07 07:30", "2026-03-09 06:30"],
+        id="ny-fixed-gap-skip-no-run-that-day",
+    ),
+    pytest.param(
+        "15 * * * *", "America/New_York", "shift", None, "2026-03-08 05:00",
+        ["2026-03-08 05:15", "2026-03-08 06:15", "2026-03-08 07:00", "2026-03-08 07:15"],
+        id="ny-hourly-gap-shift-0215-runs-at-0300",
+    ),
+    pytest.param(
+        "15 * * * *", "America/New_York", None, None, "2026-03-08 05:00",
+        ["2026-03-08 05:15", "2026-03-08 06:15", "2026-03-08 07:15", "2026-03-08 08:15"],
+        id="ny-hourly-default-skips-0215",
+    ),
+    pytest.param(
+        "30 1 * * *", "America/New_York", None, "last", "2026-10-31 00:00",
+        ["2026-10-31 05:30", "2026-11-01 06:30", "2026-11-02 06:30"],
+        id="ny-fixed-fold-last-0130-est",
+    ),
+    pytest.param(
+        "30 1 * * *", "America/New_York", None, "last", "2026-11-01 05:30",
+        ["2026-11-01 06:30", "2026-11-02 06:30"],
+        id="ny-fixed-fold-last-from-the-first-occurrence",
+    ),
+    pytest.param(
+        "30 1 * * *", "America/New_York", None, "both", "2026-10-31 00:00",
+        ["2026-10-31 05:30", "2026-11-01 05:30", "2026-11-01 06:30", "2026-11-02 06:30"],
+        id="ny-fixed-fold-both-0130-twice",
+    ),
+    pytest.param(
+        "*/30 * * * *", "America/New_York", None, "first", "2026-11-01 04:00",
+        ["2026-11-01 04:30", "2026-11-01 05:00", "2026-11-01 05:30", "2026-11-01 07:00", "2026-11-01 07:30"],
+        id="ny-every-30-fold-first",
+    ),
+    pytest.param(
+        "*/30 * * * *", "America/New_York", None, "last", "2026-11-01 04:00",
+        ["2026-11-01 04:30", "2026-11-01 06:00", "2026-11-01 06:30", "2026-11-01 07:00"],
+        id="ny-every-30-fold-last",
+    ),
+    pytest.param(
+        "*/20 1 * * *", "America/New_York", None, "last", "2026-11-01 05:30",
+        ["2026-11-01 06:00", "2026-11-01 06:20", "2026-11-01 06:40", "2026-11-02 06:00"],
+        id="ny-nonfixed-fold-last-from-inside-first-occurrence",
+    ),
+    pytest.param(
+        "30 1 1 11 *", "America/New_York", None, "last", "2025-11-02 05:45",
+        ["2026-11-01 06:30", "2027-11-01 05:30"],
+        id="ny-fold-last-from-a-fold-without-a-match-to-the-next-fold",
+    ),
+    # ---- Australia/Lord_Howe: 30-minute shifts (01:30-02:00 twice on 2026-04-04, gap 02:00-02:30 on 10-03)
+    pytest.param(
+        "45 1 * * *", "Australia/Lord_Howe", None, "last", "2026-04-03 00:00",
+        ["2026-04-03 14:45", "2026-04-04 15:15", "2026-04-05 15:15"],
+        id="lord-howe-fold-last",
+    ),
+    pytest.param(
+        "45 1 * * *", "Australia/Lord_Howe", None, "both", "2026-04-03 00:00",
+        ["2026-04-03 14:45", "2026-04-04 14:45", "2026-04-04 15:15", "2026-04-05 15:15"],
+        id="lord-howe-fold-both",
+    ),
+    pytest.param(
+        "15 2 * * *", "Australia/Lord_Howe", "skip", None, "2026-10-02 00:00",
+        ["2026-10-02 15:45", "2026-10-04 15:15"],
+        id="lord-howe-gap-skip",
+    ),
+    pytest.param(
+        "15 * * * *", "Australia/Lord_Howe", "shift", None, "2026-10-03 14:00",
+        ["2026-10-03 14:45", "2026-10-03 15:30", "2026-10-03 16:15"],
+        id="lord-howe-hourly-gap-shift-0215-at-0230",
+    ),
+    pytest.param(
+        "15 * * * *", "Australia/Lord_Howe", None, None, "2026-10-03 14:00",
+        ["2026-10-03 14:45", "2026-10-03 16:15"],
+        id="lord-howe-hourly-default-skip",
+    ),
+    # ---- Europe/Dublin: negative DST (gap 01:00-02:00 on 2026-03-29, 01:00-02:00 twice on 10-25)
+    pytest.param(
+        "30 1 * * *", "Europe/Dublin", None, None, "2026-03-28 00:00",
+        ["2026-03-28 01:30", "2026-03-29 01:00", "2026-03-30 00:30"],
+        id="dublin-fixed-default-shift",
+    ),
+    pytest.param(
+        "30 1 * * *", "Europe/Dublin", "skip", None, "2026-03-28 00:00",
+        ["2026-03-28 01:30", "2026-03-30 00:30"],
+        id="dublin-fixed-gap-skip",
+    ),
+    pytest.param(
+        "*/20 1 * * *", "Europe/Dublin", "shift", None, "2026-03-28 02:00",
+        ["2026-03-29 01:00", "2026-03-30 00:00"],
+        id="dublin-nonfixed-gap-shift-runs-once",
+    ),
+    pytest.param(
+        "30 1 * * *", "Europe/Dublin", None, "last", "2026-10-24 00:00",
+        ["2026-10-24 00:30", "2026-10-25 01:30", "2026-10-26 01:30"],
+        id="dublin-fixed-fold-last",
+    ),
+    pytest.param(
+        "30 1 * * *", "Europe/Dublin", None, "both", "2026-10-24 00:00",
+        ["2026-10-24 00:30", "2026-10-25 00:30", "2026-10-25 01:30", "2026-10-26 01:30"],
+        id="dublin-fixed-fold-both",
+    ),
+    pytest.param(
+        "*/20 1 * * *", "Europe/Dublin", None, "first", "2026-10-24 23:00",
+        ["2026-10-25 00:00", "2026-10-25 00:20", "2026-10-25 00:40", "2026-10-26 01:00"],
+        id="dublin-nonfixed-fold-first",
+    ),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("expression", "zone", "gap", "fold", "after", "expected"), DST_POLICY_CASES)
+def test_dst_policy_table(
+    expression: str, zone: str, gap: Gap | None, fold: Fold | None, after: str, expected: list[str]
+) -> None:
+    got = CronSchedule(expression, zone, gap=gap, fold=fold).runs(utc(after), len(expected))
+    assert [r.strftime("%Y-%m-%d %H:%M") for r in got] == expected
 
 
 # --------------------------------------------------------------------------------------------------

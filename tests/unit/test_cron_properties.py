@@ -9,6 +9,10 @@ and applies the DST rules directly (Vixie cron / cronie):
 * other schedules: run whenever the wall clock shows a matched time (skipped times are lost,
   repeated ones run again).
 
+A schedule's DST policy replaces those two rules when given: gap `shift` runs once at the jump when a
+matched wall time was skipped, `skip` never; fold `first` runs a wall time the first time the clock shows
+it, `last` the last time, `both` each time.
+
 Expressions are generated together with the value sets they denote, so the reference matcher does
 not share the engine's parser.
 """
@@ -22,7 +26,7 @@ from datetime import UTC, date, datetime, timedelta
 from functools import cache
 from zoneinfo import ZoneInfo
 
-from duetime.domain.cron import CronSchedule
+from duetime.domain.cron import FOLDS, GAPS, CronSchedule, Fold, Gap
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -190,26 +194,41 @@ def wall(instant: datetime, tz: ZoneInfo) -> datetime:
     return instant.astimezone(tz).replace(tzinfo=None, fold=0)
 
 
-def reference(expr: Expr, zone: str, start: datetime, end: datetime) -> list[datetime]:
-    """A minute-ticking cron daemon: its runs in (start, end]. start/end are whole UTC minutes."""
+def reference(
+    expr: Expr, zone: str, start: datetime, end: datetime, gap: Gap | None = None, fold: Fold | None = None
+) -> list[datetime]:
+    """A minute-ticking cron daemon: its runs in (start, end]. start/end are whole UTC minutes.
+    Without a policy, a fixed-time expression shifts gaps and runs folds first; others skip and run both."""
+    gap = gap or ("shift" if expr.fixed else "skip")
+    fold = fold or ("first" if expr.fixed else "both")
     tz = ZoneInfo(zone)
     u = start - timedelta(days=2)
+    # The last instant the clock shows each wall minute (looking a day past the window, as no fold is longer).
+    last_shown: dict[datetime, datetime] = {}
+    probe = u
+    while probe < end + timedelta(days=1):
+        probe += MINUTE
+        last_shown[wall(probe, tz)] = probe
     previous = wall(u, tz)
     seen: set[datetime] = set()
     out: list[datetime] = []
     while u < end:
         u += MINUTE
         now = wall(u, tz)
-        if expr.fixed:
-            run = False
+        run = False
+        if gap == "shift":
             skipped = previous + MINUTE
             while skipped < now:  # the wall clock jumped forward over these minutes
                 run = run or expr.matches(skipped)
                 skipped += MINUTE
-            run = run or (expr.matches(now) and now not in seen)
-            seen.add(now)
-        else:
-            run = expr.matches(now)
+        if expr.matches(now):
+            if fold == "first":
+                run = run or now not in seen
+            elif fold == "last":
+                run = run or last_shown[now] == u
+            else:
+                run = True
+        seen.add(now)
         if run and u > start:
             out.append(u)
         previous = now
@@ -281,6 +300,26 @@ def test_engine_equals_reference_daemon(data: st.DataObject) -> None:
         assert minute < gap_end, "no matched wall time in the gap"
 
     if expr.fixed:
+        walls = [wall(r, tz) for r in got]
+        assert len(set(walls)) == len(walls), "a wall time ran twice"
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_engine_equals_reference_daemon_under_each_dst_policy(data: st.DataObject) -> None:
+    """Each gap and fold policy (or one of them left to the default) against the reference daemon."""
+    zone, start, end = data.draw(windows())
+    tz = ZoneInfo(zone)
+    expr = data.draw(expressions(day=wall(start + timedelta(days=1), tz).date()))
+    gap = data.draw(st.sampled_from([None, *GAPS]))
+    fold = data.draw(st.sampled_from([None, *FOLDS]))
+    schedule = CronSchedule(expr.text, zone, gap=gap, fold=fold)
+    after = start + timedelta(seconds=data.draw(st.integers(0, 59)), microseconds=data.draw(st.integers(0, 999)))
+    got = engine(schedule, after, end)
+    expected = [r for r in reference(expr, zone, start, end, gap, fold) if r > after]
+    assert got == expected, (expr.text, zone, after, gap, fold)
+    assert all(a < b for a, b in itertools.pairwise(got))
+    if schedule.fold != "both":
         walls = [wall(r, tz) for r in got]
         assert len(set(walls)) == len(walls), "a wall time ran twice"
 

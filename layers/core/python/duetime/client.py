@@ -182,6 +182,19 @@ class DuetimeClient:
         """A page of the caller's executions that failed for good, newest first."""
         return dict(self.request("GET", "/dead-letters", query={"limit": limit, "cursor": cursor}))
 
+    def bulk_jobs(self, request: dict[str, Any]) -> dict[str, Any]:
+        """POST /jobs/bulk once: {"action", "jobIds" | "filter", "dryRun", "limit", "cursor", "note"}."""
+        return dict(self.request("POST", "/jobs/bulk", request))
+
+    def iter_bulk_jobs(self, request: dict[str, Any]) -> Iterator[dict[str, Any]]:
+        """POST /jobs/bulk, then again from each answer's nextCursor until none is left (one answer each)."""
+        while True:
+            answer = self.bulk_jobs(request)
+            yield answer
+            if request.get("dryRun") or not answer.get("nextCursor"):
+                return
+            request = {**request, "cursor": answer["nextCursor"]}
+
     def redrive(self, selection: dict[str, Any]) -> dict[str, Any]:
         """Retry failed executions: {"executionIds": [...]} or a filter (jobId, failedAfter, failedBefore, all)."""
         return dict(self.request("POST", "/dead-letters/redrive", selection))

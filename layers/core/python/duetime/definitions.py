@@ -432,6 +432,9 @@ PAST_DUE_GRACE_SECONDS = 120
 
 # POST /dead-letters/redrive retries at most this many executions per request (a read and a transaction each).
 MAX_REDRIVE = 100
+# POST /jobs/bulk changes at most this many jobs per request (a job read, a conditional write, its event and
+# its open rows each), the rest left to the next request's cursor.
+MAX_BULK = 100
 
 # --- rate limits and concurrency caps (issue 20) ---------------------------------------------------------
 # All of an owner's limits are one control record, like its calendars.

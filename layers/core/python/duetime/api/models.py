@@ -34,6 +34,7 @@ from duetime.domain.models import (
     MAX_RUNS,
     CamelModel,
     CatchUp,
+    DstPolicy,
     Execution,
     ExecutionStatus,
     Job,
@@ -128,11 +129,15 @@ class PreviewRequest(CamelModel):
     exclude: list[str] = Field(default_factory=list, max_length=MAX_EXCLUSIONS)
     end_at: UtcDatetime | None = None
     max_runs: int | None = Field(default=None, ge=1, le=MAX_RUNS)
+    # A cron schedule's DST policy, as a job's schedule.dst.
+    dst: DstPolicy | None = None
     from_: UtcDatetime | None = Field(default=None, alias="from")
     count: int = Field(default=10, ge=1, le=MAX_PAGE)
     # With a jobId, each run's dueAt shows that job's spread (the delay derives from the job id and slot).
     jitter_seconds: int = Field(default=0, ge=0, le=MAX_JITTER_SECONDS)
     job_id: str | None = Field(default=None, pattern=r"^j_[0-9a-f]{1,64}$")
+    # Also answer the schedule's forecast: runs a day and a month, their AWS cost, a herd's suggested jitter.
+    forecast: bool = False
 
     model_config = ConfigDict(populate_by_name=True, extra="forbid")
 
@@ -150,12 +155,28 @@ class PreviewSlot(CamelModel):
     due_at: UtcDatetime
 
 
+class PreviewForecast(CamelModel):
+    """What the schedule comes to (domain.forecast): the average day's and month's runs over the next year,
+    the AWS requests of a run and of a month's runs in USD (us-east-1 on-demand prices of `pricesAsOf`, as
+    `duetime capacity` counts them; the handler's own time and heartbeats not included), and whether every
+    slot starts a round minute (`herd`), with a jitterSeconds that spreads the runs."""
+
+    runs_per_day: float
+    runs_per_month: float
+    cost_per_run_usd: float
+    cost_per_month_usd: float
+    prices_as_of: str
+    herd: bool
+    suggested_jitter_seconds: int | None = None
+
+
 class PreviewResponse(CamelModel):
     """The run times (slots); with a jobId, `slots` gives beside each when it is due: the slot plus that
-    job's spread over jitterSeconds (absent without a jobId)."""
+    job's spread over jitterSeconds (absent without a jobId); with `forecast: true`, the forecast."""
 
     runs: list[UtcDatetime]
     slots: list[PreviewSlot] | None = None
+    forecast: PreviewForecast | None = None
 
     @field_serializer("runs", when_used="json")
     def _runs(self, value: list[datetime]) -> list[str]:

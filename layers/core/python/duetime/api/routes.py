@@ -9,11 +9,13 @@ answers, access, body model and the error statuses its use case may answer.
 from __future__ import annotations
 
 import re
+from dataclasses import asdict
 from datetime import datetime
 from typing import Any
 
 from pydantic import ValidationError
 
+from duetime.api import bulk_cases as bulk_routes
 from duetime.api import limit_cases as limit_routes
 from duetime.api.idempotency import HEADER as IDEMPOTENCY_HEADER
 from duetime.api.idempotency import MAX_KEY_CHARS, idempotency_key
@@ -38,6 +40,7 @@ from duetime.api.models import (
     LimitList,
     LimitRequest,
     LimitResponse,
+    PreviewForecast,
     PreviewRequest,
     PreviewResponse,
     PreviewSlot,
@@ -49,11 +52,19 @@ from duetime.api.models import (
 )
 from duetime.api.parsing import validation_error
 from duetime.api.routing import Access, Answer, Api, Call, Param, Reply, Route, status_of
-from duetime.definitions import API_MAX_BATCH_REQUEST_BYTES, DEFAULT_JOB_CLASS, MAX_BACKFILL_SLOTS, MAX_BATCH_JOBS
+from duetime.definitions import (
+    API_MAX_BATCH_REQUEST_BYTES,
+    DEFAULT_JOB_CLASS,
+    MAX_BACKFILL_SLOTS,
+    MAX_BATCH_JOBS,
+    MAX_BULK,
+)
 from duetime.domain.bounds import first_run_number
+from duetime.domain.costs import PRICES_AS_OF
 from duetime.domain.errors import Conflict, InvalidInput, InvalidSchedule, NotFound
 from duetime.domain.exclusions import CALENDAR_NAME as CALENDAR_NAME_PATTERN
-from duetime.domain.exclusions import CALENDAR_NAME_RULE
+from duetime.domain.exclusions import CALENDAR_NAME_RULE, Exclusions
+from duetime.domain.forecast import forecast
 from duetime.domain.horizon import HORIZON_RULE, within_horizon
 from duetime.domain.keys import JOB_ID_PATTERN, parse_execution_id
 from duetime.domain.models import Execution, JobSpec, JobStatus, Overlap, Schedule
@@ -320,6 +331,7 @@ def preview_schedule(call: Call) -> Reply:
             time_zone=request.time_zone,
             end_at=request.end_at,
             max_runs=request.max_runs,
+            dst=request.dst,
         )
     except ValidationError as exc:
         raise validation_error(exc) from exc
@@ -340,8 +352,14 @@ def preview_schedule(call: Call) -> Reply:
     if request.job_id is not None:
         due = job_cases.preview_due(request.job_id, request.jitter_seconds, runs)
         slots = [PreviewSlot(scheduled_at=slot, due_at=at) for slot, at in zip(runs, due, strict=True)]
-    # `slots` is absent without a jobId, not null
-    return Reply(200, PreviewResponse(runs=runs, slots=slots).model_dump(mode="json", by_alias=True, exclude_none=True))
+    outlook = None
+    if request.forecast:
+        exclusions = Exclusions(request.exclude, schedule.time_zone, calendars)
+        ahead = forecast(schedule, start, exclusions, request.jitter_seconds)
+        outlook = PreviewForecast(**asdict(ahead), prices_as_of=PRICES_AS_OF)
+    # `slots` and `forecast` are absent unless asked for, not null
+    answer = PreviewResponse(runs=runs, slots=slots, forecast=outlook)
+    return Reply(200, answer.model_dump(mode="json", by_alias=True, exclude_none=True))
 
 
 def heartbeat(call: Call) -> Reply:
@@ -465,6 +483,18 @@ ROUTES: tuple[Route, ...] = (
         {204: Answer("cancelled")},
         params=[JOB_ID_PARAM],
         errors=(409,),
+    ),
+    Route(
+        "POST",
+        "/jobs/bulk",
+        bulk_routes.bulk_change_jobs,
+        f"Pause, resume or cancel many jobs: by jobIds (at most {MAX_BULK}), or those a filter (status, handler,"
+        f" tag, as GET /jobs) matches among the next `limit` (at most {MAX_BULK}) listed from `cursor`, the answer's"
+        " nextCursor going on. Each job is changed as its own route changes it, and one that cannot be is reported"
+        " with its error; dryRun changes nothing and answers the count and the first ids.",
+        {200: Answer("what was changed, unchanged or failed (a dry run: would be)", bulk_routes.BulkResponse)},
+        body=bulk_routes.BulkRequest,
+        example={"action": "pause", "filter": {"tag": ["team:payments"]}, "dryRun": True, "note": "incident 4711"},
     ),
     Route(
         "GET",

@@ -31,12 +31,13 @@ def show(args: argparse.Namespace, value: Any, text: Callable[[Any], str]) -> No
     print(json.dumps(value, indent=2) if args.json else text(value))
 
 
-def reporting_errors(command: Callable[[argparse.Namespace], None]) -> Callable[[argparse.Namespace], int]:
-    """The command with API and configuration errors printed to stderr as an exit status."""
+def reporting_errors(command: Callable[[argparse.Namespace], int | None]) -> Callable[[argparse.Namespace], int]:
+    """The command with API and configuration errors printed to stderr as an exit status (or the status the
+    command returns: `jobs bulk` when a job failed)."""
 
     def run(args: argparse.Namespace) -> int:
         try:
-            command(args)
+            status = command(args)
         except ApiError as exc:
             if args.json:
                 error = {"status": exc.status, "code": exc.code, "message": exc.message, "field": exc.field}
@@ -47,7 +48,7 @@ def reporting_errors(command: Callable[[argparse.Namespace], None]) -> Callable[
         except ConfigError as exc:
             print(f"duetime: {exc}", file=sys.stderr)
             return EXIT_CONFIG_ERROR
-        return 0
+        return status or 0
 
     return run
 

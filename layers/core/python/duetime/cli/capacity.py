@@ -28,13 +28,28 @@ from duetime.definitions import (
     Settings,
     parse_class_queues,
 )
+from duetime.domain.costs import API_TYPES as API_TYPES
+from duetime.domain.costs import BATCH_JOBS_PER_TRANSACTION as BATCH_JOBS_PER_TRANSACTION
+from duetime.domain.costs import BILLINGS as BILLINGS
+
+# The model's own names, as before the figures moved to the domain (the `as` forms export them).
+from duetime.domain.costs import CRON_RUN as CRON_RUN
+from duetime.domain.costs import DEFAULT_UTILISATION as DEFAULT_UTILISATION
+from duetime.domain.costs import ON_DEMAND as ON_DEMAND
+from duetime.domain.costs import ONE_OFF as ONE_OFF
+from duetime.domain.costs import ONE_OFF_BATCH as ONE_OFF_BATCH
+from duetime.domain.costs import PRICES_AS_OF as PRICES_AS_OF
+from duetime.domain.costs import PROFILES as PROFILES
+from duetime.domain.costs import PROVISIONED as PROVISIONED
+from duetime.domain.costs import SQS_BATCH as SQS_BATCH
+from duetime.domain.costs import CallProfile as CallProfile
+from duetime.domain.costs import Prices as Prices
 
 # --- AWS limits (docs/measured.md, AWS documentation) --------------------------------------------------------
 PARTITION_WCU_PER_SECOND = 1000  # one partition key value: 1,000 write units/s
 PARTITION_RCU_PER_SECOND = 3000  # and 3,000 read units/s
 TABLE_ON_DEMAND_WRU_PER_SECOND = 40_000  # default per-table (and per-GSI) on-demand quota, adjustable
 SQS_IN_FLIGHT_PER_QUEUE = 120_000  # standard queue
-SQS_BATCH = 10
 LAMBDA_SQS_MAX_CONCURRENT_BATCHES = 1000  # one function's SQS event sources together (NOTES.md, AWS limits)
 LAMBDA_ACCOUNT_CONCURRENCY = 1000  # concurrent executions per account and region, default quota (adjustable)
 LAMBDA_MAX_RUN_SECONDS = JOB_CLASSES[DEFAULT_JOB_CLASS].max_timeout_seconds  # a run on Lambda: 15 min less 1
@@ -43,113 +58,8 @@ MAX_SPILL_QUEUES = 4
 # The target the plan is held to (docs/architecture.md): an execution starts within 2 s of its time at p99.
 START_TARGET_SECONDS = 2.0
 
-# --- Prices, us-east-1, as published on the AWS pricing pages; recorded 2026-11-29 ---------------------
-PRICES_AS_OF = "2026-11-29"
-
-
-@dataclass(frozen=True)
-class Prices:
-    """USD, us-east-1. DynamoDB on-demand rates are those since the 2024-11-01 reduction."""
-
-    dynamodb_write_per_million: float = 0.625  # write request units, on-demand
-    dynamodb_read_per_million: float = 0.125  # read request units, on-demand
-    sqs_per_million: float = 0.40  # standard queue requests (first 100 billion a month), 64 KB each
-    lambda_requests_per_million: float = 0.20
-    lambda_gb_second_arm64: float = 0.0000133334
-    api_gateway_rest_per_million: float = 3.50  # REST API, first 333 million a month
-    api_gateway_http_per_million: float = 1.00  # HTTP API, first 300 million a month (512 KB metering units)
-    dynamodb_wcu_hour: float = 0.00065  # provisioned write capacity unit-hour (standard table class)
-    dynamodb_rcu_hour: float = 0.00013  # provisioned read capacity unit-hour
-    as_of: str = PRICES_AS_OF
-
-    def per_million_units(self, billing: str, utilisation: float) -> tuple[float, float]:
-        """(writes, reads): what a million write units and a million read units cost. On demand, the request
-        units' price; provisioned, the unit-hours that serve them with auto-scaling holding consumption at
-        `utilisation` of what is provisioned (a unit-hour serves 3,600 units at 100%)."""
-        if billing == ON_DEMAND:
-            return self.dynamodb_write_per_million, self.dynamodb_read_per_million
-        hours = 1e6 / 3600 / utilisation
-        return self.dynamodb_wcu_hour * hours, self.dynamodb_rcu_hour * hours
-
-
-ON_DEMAND, PROVISIONED = "on-demand", "provisioned"
-BILLINGS = (ON_DEMAND, PROVISIONED)
-# Auto-scaling's target (CDK context provisionedTargetUtilization, infra/context.py): consumption held at 70%
-# of what is provisioned, so a unit consumed costs 1/0.7 of a unit provisioned.
-DEFAULT_UTILISATION = 0.7
-API_TYPES = ("rest", "http")
-
-
-# --- What one execution costs, as measured --------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class CallProfile:
-    """The AWS work of one successful execution without heartbeats (bench/calls.py measures it).
-
-    Write units count 1 per KB started (rows are ~0.4 KB), doubled inside a transaction. The executions
-    table's writes all land on the execution's `hour#shard` partition. Its indexes project keys only, so
-    only writes that add or remove an entry cost index units: byJob (partitioned by jobId, spread out) at
-    create, the sparse `open` index (partitioned by shard alone, every hour on one key) at create and at
-    the end of the execution, and the sparse `openByJob` index (partitioned by jobId) at create and end.
-    """
-
-    name: str
-    executions_writes: float  # write requests on the executions table
-    executions_wcu: float  # their write units (the hot-partition figure)
-    index_wcu: float  # index write units (byJob, open and openByJob)
-    open_index_wcu: float  # of which on the execution's `open` index partition (its shard)
-    jobs_wcu: float  # jobs table, its byOwner index and the owner's counter record (control table)
-    read_units: float  # GetItem/BatchGetItem of the job, overlap Query, pre-load Query share
-    partition_read_units: float  # of which on the hour#shard partition (the pre-load Query)
-    sqs_requests: float  # SendMessageBatch, ReceiveMessage and DeleteMessageBatch shares at full batches
-    api_requests: float  # API Gateway requests (POST /jobs for a one-off)
-
-
-# A one-off job submitted through the API and due soon: one TransactWriteItems (job + execution + the
-# owner's active-jobs counter, so the execution's create costs 2 units), a SendMessageBatch of one; at run
-# time ReceiveMessage and DeleteMessageBatch (full batches at load), GetItem of the job, the claim, and the
-# finish in one TransactWriteItems with the job's completion and the counter's -1 (issue 35: the run's end
-# ends the job in the same write), read back with one strongly consistent GetItem.
-ONE_OFF = CallProfile(
-    name="one-off",
-    executions_writes=3,
-    executions_wcu=5,
-    index_wcu=5,
-    open_index_wcu=2,
-    jobs_wcu=2 + 1 + 2 + 2 + 2,  # job put, byOwner entry, counter +1; completion and counter -1 (transactional)
-    read_units=1 + 1,
-    partition_read_units=0,
-    sqs_requests=1 + 1 / SQS_BATCH + 1 / SQS_BATCH,
-    api_requests=1,
-)
-# A cron run in steady state: the pre-loader creates the next slot (PutItem) and sends due runs in
-# batches of 10; the claim reads the job's recent history for the overlap policy (a Query on byJob and a
-# BatchGetItem of the rows behind it).
-CRON_RUN = CallProfile(
-    name="cron",
-    executions_writes=3,
-    executions_wcu=3,
-    index_wcu=5,
-    open_index_wcu=2,
-    jobs_wcu=0,
-    read_units=1 + 1 + 1 + 1 + 0.1,
-    partition_read_units=0.1,
-    sqs_requests=1 / SQS_BATCH + 1 / SQS_BATCH + 1 / SQS_BATCH,
-    api_requests=0,
-)
-# One-off jobs created through POST /jobs/batch (issue 32), 500 a request: the jobs of a batch are written
-# 49 a TransactWriteItems (a job and its execution are two items, the owner's counter one a transaction) and
-# their first executions sent ten to a SendMessageBatch; the run is ONE_OFF's.
-BATCH_JOBS_PER_TRANSACTION = 49
-ONE_OFF_BATCH = replace(
-    ONE_OFF,
-    name="one-off-batch",
-    jobs_wcu=2 + 1 + 2 / BATCH_JOBS_PER_TRANSACTION + 2 + 2,  # the counter's +1 once a transaction
-    sqs_requests=1 / SQS_BATCH + 1 / SQS_BATCH + 1 / SQS_BATCH,
-    api_requests=1 / 500,
-)
-PROFILES = {p.name: p for p in (ONE_OFF, CRON_RUN, ONE_OFF_BATCH)}
+# --- Prices and what one execution costs, as measured: duetime.domain.costs (the schedule preview's forecast
+# counts them too) ----------------------------------------------------------------------------------------
 
 
 # --- What the pre-loader itself costs per cycle, as measured (bench/preloader.py) ------------------------

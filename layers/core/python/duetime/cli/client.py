@@ -1,4 +1,4 @@
-"""`duetime jobs create|edit|list|get|pause|resume|cancel|run`, `duetime executions JOBID`, `duetime executions
+"""`duetime jobs create|edit|list|get|pause|resume|cancel|run|bulk`, `duetime executions JOBID`, `duetime executions
 retry|get ID`, `duetime dead-letters [redrive]` and `duetime calendars list|get|put|delete`: the API from a shell,
 as readable tables or, with --json, the API's own JSON for scripts."""
 
@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from duetime.cli.api_command import api_client, connection_flags, reporting_errors, show, table
+from duetime.cli.api_command import EXIT_API_ERROR, api_client, connection_flags, reporting_errors, show, table
 from duetime.cli.limits import add_limit_commands
 from duetime.client import ApiError, ConfigError
 from duetime.domain.interval import every_words
@@ -142,6 +142,9 @@ def spec_from_args(args: argparse.Namespace) -> dict[str, Any]:
         spec["exclude"] = args.exclude
     if args.tz:
         spec.setdefault("schedule", {})["timeZone"] = args.tz
+    dst = {k: v for k, v in (("gap", args.dst_gap), ("fold", args.dst_fold)) if v}
+    if dst:
+        spec.setdefault("schedule", {})["dst"] = {**spec.get("schedule", {}).get("dst", {}), **dst}
     if args.payload is not None:
         spec["payload"] = json.loads(args.payload)
     retry = {
@@ -287,6 +290,59 @@ def cmd_cancel(args: argparse.Namespace) -> None:
     show(args, {"jobId": args.job_id, "status": "cancelled"}, lambda v: f"job {v['jobId']} cancelled")
 
 
+BULK_DONE = {"pause": "paused", "resume": "resumed", "cancel": "cancelled"}
+
+
+def bulk_request(args: argparse.Namespace) -> dict[str, Any]:
+    """The POST /jobs/bulk body of `jobs bulk`: ids, or a filter (`--all` for every job, so none is by accident)."""
+    request: dict[str, Any] = {"action": args.bulk_action}
+    chosen = {"status": args.status, "handler": args.handler, "tag": args.tag or None}
+    selection = {k: v for k, v in chosen.items() if v is not None}
+    if args.job_id and (selection or args.all):
+        raise ConfigError("give JOBIDs or a filter (--status, --handler, --tag, --all), not both")
+    if args.job_id:
+        request["jobIds"] = args.job_id
+    elif selection or args.all:
+        request["filter"] = selection
+    else:
+        raise ConfigError("give JOBIDs, or a filter: --status, --handler, --tag, or --all for every job")
+    optional = {"dryRun": args.dry_run or None, "limit": args.limit, "cursor": args.cursor, "note": args.note}
+    request.update({k: v for k, v in optional.items() if v is not None})
+    return request
+
+
+def cmd_bulk(args: argparse.Namespace) -> int:
+    """One dry run, or requests following nextCursor to the end, merged into one report; exit status 1 if a
+    job failed."""
+    request = bulk_request(args)
+    report: dict[str, Any] = {"action": args.bulk_action, "dryRun": args.dry_run, "matched": 0, "jobIds": []}
+    report.update({"changed": [], "unchanged": [], "failed": [], "nextCursor": None})
+    for answer in api_client(args).iter_bulk_jobs(request):
+        report["matched"] += answer["matched"]
+        for key in ("jobIds", "changed", "unchanged", "failed"):
+            report[key] += answer[key]
+        report["nextCursor"] = answer.get("nextCursor")
+
+    def text(value: dict[str, Any]) -> str:
+        if value["dryRun"]:
+            counted = f"{value['matched']} jobs" + (" (counted so far)" if value["nextCursor"] else "")
+            lines = [f"would {args.bulk_action} {counted}"] + [f"  {job_id}" for job_id in value["jobIds"]]
+            if value["matched"] > len(value["jobIds"]):
+                lines.append("  ...")
+            if value["nextCursor"]:
+                lines.append(f"(count on: --dry-run --cursor {value['nextCursor']})")
+            lines += [f"failed {f['jobId']}: {f['code']}: {f['message']}" for f in value["failed"]]
+            return "\n".join(lines)
+        lines = [f"{BULK_DONE[args.bulk_action]} {len(value['changed'])}"] + [f"  {j}" for j in value["changed"]]
+        if value["unchanged"]:
+            lines.append(f"unchanged {len(value['unchanged'])}: " + ", ".join(value["unchanged"]))
+        lines += [f"failed {f['jobId']}: {f['code']}: {f['message']}" for f in value["failed"]]
+        return "\n".join(lines)
+
+    show(args, report, text)
+    return EXIT_API_ERROR if report["failed"] else 0
+
+
 def cmd_run(args: argparse.Namespace) -> None:
     try:
         payload = None if args.payload is None else json.loads(args.payload)
@@ -426,6 +482,15 @@ def _spec_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--start-at", dest="start_at", help="an interval's anchor (default: now); a cron's first run is not before it"
     )
+    parser.add_argument(
+        "--dst-gap",
+        dest="dst_gap",
+        choices=("shift", "skip"),
+        help="a cron time the clock skips: run at its end, or not",
+    )
+    parser.add_argument(
+        "--dst-fold", dest="dst_fold", choices=("first", "last", "both"), help="a cron time the clock shows twice"
+    )
     parser.add_argument("--end-at", dest="end_at", help="no run after this ISO 8601 time (the job then completes)")
     parser.add_argument("--max-runs", dest="max_runs", type=int, help="at most this many runs (then completed)")
     parser.add_argument("--jitter", type=int, help="jitterSeconds: spread each run up to this many seconds late")
@@ -513,6 +578,22 @@ def add_client_commands(sub: Any) -> None:
             action.add_argument("--payload", help="a JSON object used instead of the job's payload, for this run")
         connection_flags(action)
         action.set_defaults(fn=reporting_errors(fn))
+
+    bulk = actions.add_parser(
+        "bulk", help="pause, resume or cancel many jobs, by ids or by filter (following nextCursor to the end)"
+    )
+    bulk.add_argument("bulk_action", choices=tuple(BULK_DONE), metavar="pause|resume|cancel")
+    bulk.add_argument("job_id", metavar="JOBID", nargs="*", help="jobs to change (at most 100)")
+    bulk.add_argument("--status", choices=("active", "paused", "cancelled", "completed"), help="only jobs in it")
+    bulk.add_argument("--handler", help="only jobs of this handler")
+    bulk.add_argument("--tag", action="append", help="only jobs with this tag key:value (repeatable)")
+    bulk.add_argument("--all", action="store_true", help="every job (a filter that matches all)")
+    bulk.add_argument("--dry-run", action="store_true", help="change nothing: the count and the first ids")
+    bulk.add_argument("--limit", type=int, help="jobs one request looks at (1..100)")
+    bulk.add_argument("--cursor", help="go on from a nextCursor")
+    bulk.add_argument("--note", help="why, stored on each job paused or resumed")
+    connection_flags(bulk)
+    bulk.set_defaults(fn=reporting_errors(cmd_bulk))
 
     backfill = actions.add_parser("backfill", help="run every slot of a past range once (kind backfill)")
     backfill.add_argument("job_id", metavar="JOBID")

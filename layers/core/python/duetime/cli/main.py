@@ -193,7 +193,10 @@ def cmd_preview(args: argparse.Namespace) -> int:
     if start.tzinfo is None:
         start = start.replace(tzinfo=UTC)
     start_at = datetime.fromisoformat(args.start_at.replace("Z", "+00:00")) if args.start_at else None
-    schedule = Schedule(cron=args.cron, every=args.every, start_at=start_at, time_zone=args.tz)
+    dst = {k: v for k, v in (("gap", args.dst_gap), ("fold", args.dst_fold)) if v}
+    schedule = Schedule.model_validate(
+        {"cron": args.cron, "every": args.every, "startAt": start_at, "timeZone": args.tz, "dst": dst or None}
+    )
     runs = preview(schedule, start, args.count)
     if args.json:
         print(json.dumps({"runs": [format_time(r) for r in runs]}))
@@ -310,6 +313,8 @@ def parser() -> argparse.ArgumentParser:
     kind.add_argument("--every", help="an interval: 90m, 1h30m, 2d or rate(90 minutes)")
     prev.add_argument("--start-at", dest="start_at", help="the interval's anchor (ISO; default: --from)")
     prev.add_argument("--tz", default="UTC")
+    prev.add_argument("--dst-gap", dest="dst_gap", choices=("shift", "skip"), help="a cron time the clock skips")
+    prev.add_argument("--dst-fold", dest="dst_fold", choices=("first", "last", "both"), help="one it shows twice")
     prev.add_argument("--from", dest="from_")
     prev.add_argument("--count", type=int, default=10)
     prev.add_argument("--json", action="store_true")

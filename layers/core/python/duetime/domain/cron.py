@@ -12,8 +12,12 @@ and resolves each wall time with zoneinfo and ``fold``:
   first occurrence (fold=0); other schedules run it at both instants.
 
 A schedule is fixed-time when neither its minute nor its hour field starts with ``*`` (Vixie cron,
-cronie). Day-of-month and day-of-week are OR-ed when neither field starts with ``*``; otherwise both
-must match (so a plain ``*`` leaves only the other field restricting), exactly as in Vixie cron.
+cronie). A schedule's DST policy (``gap``: ``shift`` or ``skip``; ``fold``: ``first``, ``last`` or ``both``)
+replaces that default when given: ``shift``/``skip`` run a gap's matched times at the gap's end or not at
+all, ``first``/``last``/``both`` run a repeated wall time at its first, its second or both occurrences.
+
+Day-of-month and day-of-week are OR-ed when neither field starts with ``*``; otherwise both must match
+(so a plain ``*`` leaves only the other field restricting), exactly as in Vixie cron.
 
 The day fields also take Quartz's calendar elements, alone or in a list with plain ones: day-of-month
 ``L`` (the last day), ``L-n`` (n days before it), ``nW`` (the weekday nearest day n, never leaving the
@@ -31,11 +35,18 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from functools import cache, lru_cache
 from importlib.resources import files
+from typing import Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from duetime.domain.errors import InvalidSchedule
 
 CRON_FIELD = "schedule.cron"
+
+# A schedule's DST policy (the API's `schedule.dst`): what a matched wall time in a gap and in a fold does.
+Gap = Literal["shift", "skip"]
+Fold = Literal["first", "last", "both"]
+GAPS: tuple[Gap, ...] = ("shift", "skip")
+FOLDS: tuple[Fold, ...] = ("first", "last", "both")
 
 # How far ahead next_after looks before it gives up (bounded work). Satisfiable expressions need at
 # most 40 years: Feb 29 on one weekday (e.g. `0 0 29 2 */7`, AND-ed days) across the skipped leap
@@ -241,9 +252,11 @@ def _parse_day_fields(dom: str, dow: str, expression: str) -> DaySpec:
 
 
 class CronSchedule:
-    """A 5-field cron expression evaluated in one time zone."""
+    """A 5-field cron expression evaluated in one time zone, under a DST policy (default: by its kind)."""
 
-    def __init__(self, expression: str, time_zone: str = "UTC") -> None:
+    def __init__(
+        self, expression: str, time_zone: str = "UTC", gap: Gap | None = None, fold: Fold | None = None
+    ) -> None:
         self.expression = expression
         self.time_zone = time_zone
         self.zone = load_zone(time_zone)
@@ -263,6 +276,9 @@ class CronSchedule:
         self.days = self._day_spec.days
         self.weekdays = self._day_spec.weekdays  # 0 and 7 are Sunday
         self._fixed = not (minute.startswith("*") or hour.startswith("*"))
+        # Vixie cron's rule unless the schedule chose: fixed-time shifts a gap and runs a fold once, first.
+        self.gap: Gap = gap or ("shift" if self._fixed else "skip")
+        self.fold: Fold = fold or ("first" if self._fixed else "both")
         self._minute_list = sorted(self.minutes)
         self._hour_list = sorted(self.hours)
         self._month_list = sorted(self.months)
@@ -281,7 +297,7 @@ class CronSchedule:
 
     @property
     def is_fixed_time(self) -> bool:
-        """Neither the minute nor the hour field starts with `*` (DST gaps and overlaps run once)."""
+        """Neither the minute nor the hour field starts with `*` (by default DST gaps and overlaps run once)."""
         return self._fixed
 
     def matches(self, wall: datetime) -> bool:
@@ -380,11 +396,12 @@ class CronSchedule:
 
         # `after` is the first occurrence of a repeated wall time: the second occurrences of the
         # repeated wall times, from the start of the overlap, are still ahead of it. For a schedule
-        # that follows the real clock, the first matched one is a candidate too.
+        # that runs a fold's second occurrences (fold `last` or `both`), the first matched one is a
+        # candidate too.
         second: datetime | None = None
         off0, off1 = _offsets(wall, zone)
         in_first_occurrence = off0 > off1 and local.fold == 0
-        if in_first_occurrence and not self._fixed:
+        if in_first_occurrence and self.fold != "first":
             change = _transition(after.replace(microsecond=0), after + (off0 - off1), off0, zone)
             overlap_start = (change + off1).replace(tzinfo=None)  # first wall time after the change
             repeated = self._next_wall(overlap_start, limit_year)
@@ -406,11 +423,16 @@ class CronSchedule:
                 instants = [(candidate - off0).replace(tzinfo=UTC)]
             elif off0 > off1:  # repeated: fold=0 is the first (earlier) occurrence
                 first = (candidate - off0).replace(tzinfo=UTC)
-                if self._fixed or in_first_occurrence:
+                last = (candidate - off1).replace(tzinfo=UTC)
+                # From a first occurrence, `second` holds the earliest second occurrence of this overlap:
+                # one here is no earlier, so `last` may keep it (a later overlap's must be kept).
+                if self.fold == "first":
                     instants = [first]
+                elif self.fold == "last":
+                    instants = [last]
                 else:
-                    instants = [first, (candidate - off1).replace(tzinfo=UTC)]
-            elif self._fixed:  # skipped by a gap: runs when the gap ends
+                    instants = [first] if in_first_occurrence else [first, last]
+            elif self.gap == "shift":  # skipped by a gap: runs when the gap ends
                 instants = [_transition((candidate - off1).replace(tzinfo=UTC), candidate - off0, off0, zone)]
             else:  # skipped by a gap: not run
                 instants = []

@@ -12,8 +12,11 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    SerializerFunctionWrapHandler,
+    ValidationInfo,
     field_serializer,
     field_validator,
+    model_serializer,
     model_validator,
 )
 from pydantic.alias_generators import to_camel
@@ -117,6 +120,30 @@ class CatchUp(StrEnum):
     NONE = "none"
 
 
+def _given_or_left_out(schema: dict[str, Any]) -> None:
+    """A nullable enum's JSON schema as the enum alone (the field may be left out, never sent as null)."""
+    schema.pop("default", None)
+    for option in schema.pop("anyOf", []):
+        if option.get("type") != "null":
+            schema.update(option)
+
+
+class DstPolicy(CamelModel):
+    """What a cron schedule does on DST days (domain.cron), replacing its default by kind: `gap` `shift` runs a
+    matched time that does not exist at the gap's end (once), `skip` does not run it; `fold` `first`, `last`
+    or `both` runs a time that happens twice at its first, its second or both occurrences. A key left out
+    keeps the default: fixed-time schedules shift and run first, others skip and run both."""
+
+    # A key is given or left out (null is not written in the schema: API Gateway's models drop null from an
+    # enum), and only the keys given are shown.
+    gap: Literal["shift", "skip"] | None = Field(default=None, json_schema_extra=_given_or_left_out)
+    fold: Literal["first", "last", "both"] | None = Field(default=None, json_schema_extra=_given_or_left_out)
+
+    @model_serializer(mode="wrap")
+    def _given_keys(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        return {key: value for key, value in handler(self).items() if value is not None}
+
+
 class Schedule(CamelModel):
     """One of `at` (one run), `cron` in `timeZone`, or `every` (an interval of elapsed time from `startAt`).
 
@@ -134,12 +161,22 @@ class Schedule(CamelModel):
     end_at: UtcDatetime | None = None
     # At most this many slots from the first; the job ends `completed` after the last.
     max_runs: int | None = Field(default=None, ge=1, le=MAX_RUNS)
+    # A cron schedule's DST policy; None: the default by kind (docs/schedules.md).
+    dst: DstPolicy | None = None
 
     @model_validator(mode="after")
     def _one_kind(self) -> Schedule:
         if sum(kind is not None for kind in (self.at, self.cron, self.every)) != 1:
             raise ValueError("give exactly one of 'at', 'cron' or 'every'")
         return self
+
+    @field_validator("dst")
+    @classmethod
+    def _dst_for_cron(cls, value: DstPolicy | None, info: ValidationInfo) -> DstPolicy | None:
+        # An interval counts elapsed time and a one-off names an instant: neither meets a wall clock.
+        if value is not None and info.data.get("cron") is None:
+            raise ValueError("dst applies to a cron schedule only")
+        return value
 
     @property
     def is_bounded(self) -> bool:

@@ -26,7 +26,10 @@ def recurrence_of(schedule: Schedule, created_at: datetime | None = None) -> Rec
     An interval without `startAt` is anchored at `created_at` (a stored job always has its anchor set).
     """
     if schedule.cron is not None:
-        return CronSchedule(schedule.cron, schedule.time_zone)
+        dst = schedule.dst
+        return CronSchedule(
+            schedule.cron, schedule.time_zone, gap=dst.gap if dst else None, fold=dst.fold if dst else None
+        )
     if schedule.every is not None:
         anchor = schedule.start_at or created_at
         if anchor is None:

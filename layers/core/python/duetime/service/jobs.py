@@ -436,42 +436,55 @@ def list_executions(
 def pause_job(ports: Ports, owner: str, job_id: str, note: str | None = None) -> JobView:
     """No new runs start; the waiting execution stays waiting (and is not run if already queued). The
     `note` (why) is stored on the job; pausing a paused job replaces its note only if one is given."""
-    job = get_owned_job(ports, owner, job_id)
+    pause(ports, get_owned_job(ports, owner, job_id), note)
+    return get_job(ports, owner, job_id)
+
+
+def pause(ports: Ports, job: Job, note: str | None = None) -> bool:
+    """pause_job's change of a job read (the write conditioned on its version); True if it was active."""
     if job.status in (JobStatus.CANCELLED, JobStatus.COMPLETED):
         raise Conflict(f"a {job.status.value} job cannot be paused", field="status")
     if job.status == JobStatus.PAUSED and note is not None:
         ports.store.update_job_status(job, JobStatus.PAUSED, ports.clock(), note)
-    if job.status == JobStatus.ACTIVE:
-        job_changed(ports, ports.store.update_job_status(job, JobStatus.PAUSED, ports.clock(), note), JobChange.PAUSED)
-        # Held rows leave the reconciler's `open` index: a pause costs it nothing per cycle. One that a
-        # concurrent dispatch creates meanwhile is held by the reconciler when it first finds it.
-        for execution in waiting_executions(ports, job_id):
-            ports.store.hold_waiting(ports.store.key_of(execution))
-    return get_job(ports, owner, job_id)
+    if job.status != JobStatus.ACTIVE:
+        return False
+    job_changed(ports, ports.store.update_job_status(job, JobStatus.PAUSED, ports.clock(), note), JobChange.PAUSED)
+    # Held rows leave the reconciler's `open` index: a pause costs it nothing per cycle. One that a
+    # concurrent dispatch creates meanwhile is held by the reconciler when it first finds it.
+    for execution in waiting_executions(ports, job.job_id):
+        ports.store.hold_waiting(ports.store.key_of(execution))
+    return True
 
 
 def resume_job(ports: Ports, owner: str, job_id: str, note: str | None = None, groups: Sequence[str] = ()) -> JobView:
     """Active again: the waiting execution is dispatched, so missed slots follow the catch-up policy. The
     pause's note gives way to `note` (none: cleared). The owner or the caller's current `groups` must be
     granted the job's handler (Forbidden naming `handler`); a pause needs no grant."""
-    job = get_owned_job(ports, owner, job_id)
-    check_grant(ports, owner, groups, job.handler)
+    resume(ports, get_owned_job(ports, owner, job_id), note, groups)
+    return get_job(ports, owner, job_id)
+
+
+def resume(ports: Ports, job: Job, note: str | None = None, groups: Sequence[str] = ()) -> bool:
+    """resume_job's change of a job read (the grant checked against `groups`, the write conditioned on its
+    version); True if it was paused."""
+    check_grant(ports, job.owner, groups, job.handler)
     if job.status in (JobStatus.CANCELLED, JobStatus.COMPLETED):
         raise Conflict(f"a {job.status.value} job cannot be resumed", field="status")
-    if job.status == JobStatus.PAUSED:
-        now = ports.clock()
-        # Back where the reconciler looks before the job is active again: a resume that dies between the two
-        # leaves a paused job whose rows the reconciler holds again (and the resume can be retried), never an
-        # active job with a waiting row nothing finds.
-        held = waiting_executions(ports, job_id)
-        for execution in held:
-            ports.store.unhold_waiting(ports.store.key_of(execution))
-        job = ports.store.update_job_status(job, JobStatus.ACTIVE, now, note)
-        job_changed(ports, job, JobChange.RESUMED, now)
-        waiting = [e for e in held if e.due_at <= ports.dispatch_horizon(now)]
-        if waiting:
-            dispatch(ports, waiting, now, known_jobs={job.job_id: job})
-    return get_job(ports, owner, job_id)
+    if job.status != JobStatus.PAUSED:
+        return False
+    now = ports.clock()
+    # Back where the reconciler looks before the job is active again: a resume that dies between the two
+    # leaves a paused job whose rows the reconciler holds again (and the resume can be retried), never an
+    # active job with a waiting row nothing finds.
+    held = waiting_executions(ports, job.job_id)
+    for execution in held:
+        ports.store.unhold_waiting(ports.store.key_of(execution))
+    job = ports.store.update_job_status(job, JobStatus.ACTIVE, now, note)
+    job_changed(ports, job, JobChange.RESUMED, now)
+    waiting = [e for e in held if e.due_at <= ports.dispatch_horizon(now)]
+    if waiting:
+        dispatch(ports, waiting, now, known_jobs={job.job_id: job})
+    return True
 
 
 def cancel_job(ports: Ports, owner: str, job_id: str) -> None:
@@ -480,22 +493,29 @@ def cancel_job(ports: Ports, owner: str, job_id: str) -> None:
     Only the job's open rows are read (the `openByJob` index), so the work is bounded by what is open,
     never by the job's history.
     """
-    job = get_owned_job(ports, owner, job_id)
+    cancel(ports, get_owned_job(ports, owner, job_id))
+
+
+def cancel(ports: Ports, job: Job) -> bool:
+    """cancel_job's change of a job read (the write conditioned on its version); True if it was not
+    cancelled yet (its open rows are ended either way)."""
     now = ports.clock()
     if job.status == JobStatus.PAUSED:
         # A paused job's held rows go back where the reconciler looks first: a cancel that dies after the job's
         # write leaves them where the reconciler finds and ends them, never waiting out of sight for good.
-        for execution in waiting_executions(ports, job_id):
+        for execution in waiting_executions(ports, job.job_id):
             ports.store.unhold_waiting(ports.store.key_of(execution))
-    if job.status != JobStatus.CANCELLED:
+    changed = job.status != JobStatus.CANCELLED
+    if changed:
         job_changed(ports, ports.store.update_job_status(job, JobStatus.CANCELLED, now), JobChange.CANCELLED, now)
-    for execution in ports.store.open_executions_of_job(job_id):
+    for execution in ports.store.open_executions_of_job(job.job_id):
         key = ports.store.key_of(execution)
         if execution.status == ExecutionStatus.SCHEDULED:
             ports.store.end_waiting(key, ExecutionStatus.CANCELLED, now, "job cancelled")
         elif execution.status == ExecutionStatus.RUNNING:
             with contextlib.suppress(Conflict):  # it ended meanwhile
                 ports.store.end_claimed(key, execution.attempt, ExecutionStatus.CANCELLED, now, "job cancelled")
+    return changed
 
 
 def run_now(

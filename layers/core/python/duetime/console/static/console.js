@@ -342,6 +342,7 @@
       if (e && (e.finishedAt || e.startedAt)) result.append(" ", h("span", { class: "hint" }, utc(e.finishedAt || e.startedAt)));
       const next = h("td", { "data-col": "next" }, job.status === "active" && job.nextRunAt ? utc(job.nextRunAt) : "—");
       return h("tr", { "data-job-id": job.jobId },
+        h("td", {}, h("input", { type: "checkbox", class: "select", value: job.jobId, "aria-label": `Select ${job.name}` })),
         h("td", {}, h("a", { href: `#/jobs/${job.jobId}` }, job.name)),
         h("td", {}, statusBadge(job.status), job.note ? h("span", { class: "hint list-note" }, ` ${shorten(job.note, 80)}`) : null),
         h("td", {}, scheduleWords(job.schedule)),
@@ -402,16 +403,21 @@
       summary.textContent = `${total}page ${pageIndex + 1}${hasNext ? "" : " (last)"}`;
       body.replaceChildren(...shown.map(row));
       const filtering = q || statusSelect.value !== "all" || handlerInput.value.trim() || tagInput.value.trim();
-      if (!shown.length) body.append(h("tr", {}, h("td", { colspan: "7" }, filtering || pageIndex ? "No job matches." : "No jobs yet.")));
+      selectAll.checked = false;
+      if (!shown.length) body.append(h("tr", {}, h("td", { colspan: "8" }, filtering || pageIndex ? "No job matches." : "No jobs yet.")));
       pager.replaceChildren(
         h("button", { type: "button", class: "secondary", id: "jobs-previous", disabled: pageIndex === 0,
           onclick: () => { pageIndex -= 1; load(); } }, "Previous"),
         h("button", { type: "button", class: "secondary", id: "jobs-next", disabled: !hasNext,
           onclick: () => { pageIndex += 1; load(); } }, "Next"));
     }
+    const selectAll = h("input", { type: "checkbox", id: "jobs-all", "aria-label": "Select every job shown" });
+    selectAll.addEventListener("change", () => {
+      for (const box of body.querySelectorAll("input.select")) box.checked = selectAll.checked;
+    });
     const table = h("table", { id: "jobs" },
       h("caption", { class: "hint" }, "Your jobs, newest first"),
-      h("thead", {}, h("tr", {}, ["Name", "Status", "Schedule", "Next run", "Last result"].map((c) => h("th", { scope: "col" }, c)),
+      h("thead", {}, h("tr", {}, h("th", { scope: "col" }, selectAll), ["Name", "Status", "Schedule", "Next run", "Last result"].map((c) => h("th", { scope: "col" }, c)),
         h("th", { scope: "col", class: "hide-narrow" }, "Handler"), h("th", { scope: "col", class: "hide-narrow" }, "Tags"))),
       body);
     let typing = null;
@@ -427,6 +433,91 @@
     }
     for (const input of [search, handlerInput, tagInput]) input.addEventListener("input", changed);
     statusSelect.addEventListener("change", changed);
+
+    // Bulk actions (POST /jobs/bulk): the selected rows by id, or every job the server-side filters match,
+    // after a dry run says how many; each failure is listed with its job.
+    const BULK_WORDS = { pause: ["Pause", "paused"], resume: ["Resume", "resumed"], cancel: ["Cancel", "cancelled"] };
+    const MAX_BULK_REQUESTS = 100; // 100 jobs a request: 10,000 jobs at most from one click
+    const scopeSelect = h("select", { id: "bulk-scope" },
+      h("option", { value: "selected" }, "the selected jobs"),
+      h("option", { value: "matching" }, "all jobs matching the filters"));
+    const bulkResult = h("div", { id: "bulk-result", "aria-live": "polite" });
+    function bulkFilter() {
+      const filter = {};
+      if (statusSelect.value !== "all") filter.status = statusSelect.value;
+      if (handlerInput.value.trim()) filter.handler = handlerInput.value.trim();
+      const tags = parseTagFilter(tagInput.value);
+      if (tags.length) filter.tag = tags;
+      return filter;
+    }
+    function bulkReport(action, done) {
+      const [, past] = BULK_WORDS[action];
+      const failed = done.failed.length;
+      say(`${past[0].toUpperCase()}${past.slice(1)} ${done.changed.length} jobs` +
+        `${done.unchanged.length ? `, ${done.unchanged.length} unchanged` : ""}, ${failed} failed.`, failed > 0);
+      bulkResult.replaceChildren(failed ? h("ul", { class: "refused" }, done.failed.map((f) =>
+        h("li", {}, h("code", {}, f.jobId), `: ${f.message}`))) : "");
+    }
+    async function bulkAll(action, filter) {
+      const done = { changed: [], unchanged: [], failed: [] };
+      let cursor = null;
+      for (let n = 0; n < MAX_BULK_REQUESTS; n += 1) {
+        const answer = await api("POST", "/jobs/bulk", { action, filter, ...(cursor ? { cursor } : {}) });
+        for (const key of Object.keys(done)) done[key].push(...answer[key]);
+        cursor = answer.nextCursor;
+        if (!cursor) break;
+      }
+      return done;
+    }
+    async function bulk(action, button) {
+      const [verb] = BULK_WORDS[action];
+      bulkResult.replaceChildren();
+      button.disabled = true;
+      try {
+        if (scopeSelect.value === "selected") {
+          const ids = [...body.querySelectorAll("input.select:checked")].map((box) => box.value);
+          if (!ids.length) {
+            say("Select the jobs first, or choose all jobs matching the filters.", true);
+            return;
+          }
+          bulkReport(action, await api("POST", "/jobs/bulk", { action, jobIds: ids }));
+          await load();
+          return;
+        }
+        const filter = bulkFilter();
+        const dry = await api("POST", "/jobs/bulk", { action, filter, dryRun: true });
+        const count = `${dry.matched}${dry.nextCursor ? "+" : ""}`;
+        if (!dry.matched) {
+          say(`No job matching the filters would be ${BULK_WORDS[action][1]}.`);
+          return;
+        }
+        const confirm = h("button", { type: "button", id: "bulk-confirm", onclick: async () => {
+          confirm.disabled = true;
+          try {
+            bulkReport(action, await bulkAll(action, filter));
+            await load();
+          } catch (err) {
+            if (err.status !== 401) say(`${verb} failed: ${errorText(err)}`, true);
+          }
+        } }, `${verb} ${count} jobs`);
+        const abort = h("button", { type: "button", class: "secondary", id: "bulk-abort",
+          onclick: () => bulkResult.replaceChildren() }, "Keep them");
+        bulkResult.replaceChildren(h("p", { id: "bulk-question" },
+          `${verb} ${count} jobs matching the filters (status, handler, tags; not the search)? `, confirm, " ", abort));
+        confirm.focus();
+      } catch (err) {
+        if (err.status !== 401) say(`${verb} failed: ${errorText(err)}`, true);
+      } finally {
+        button.disabled = false;
+      }
+    }
+    const bulkButtons = Object.entries(BULK_WORDS).map(([action, [verb]]) => {
+      const button = h("button", { type: "button", class: "secondary", id: `bulk-${action}`,
+        onclick: () => bulk(action, button) }, verb);
+      return button;
+    });
+    const bulkBar = h("div", { class: "actions bulk", role: "group", "aria-label": "Bulk actions" },
+      h("label", { for: "bulk-scope" }, "Act on"), scopeSelect, ...bulkButtons);
     show(
       h("h1", {}, "Jobs"),
       h("div", { class: "actions" }, h("a", { class: "button", href: "#/new" }, "New job")),
@@ -441,6 +532,8 @@
       h("datalist", { id: "handlers" }, ["demo.echo", "demo.sleep", "demo.fail"].map((v) => h("option", { value: v }))),
       h("button", { type: "submit", class: "secondary" }, "Apply")),
       summary,
+      bulkBar,
+      bulkResult,
       h("div", { class: "table-wrap" }, table),
       pager);
     await load();
@@ -453,6 +546,18 @@
     input.setAttribute("aria-describedby", `${id}-error${hint ? ` ${id}-hint` : ""}`);
     return h("div", { class: "field", "data-for": id },
       h("label", { for: id }, labelText), input, hint ? h("p", { class: "hint", id: `${id}-hint` }, hint) : null, error);
+  }
+  function forecastLine(forecast, jitter) {
+    // What the schedule comes to (POST /schedules/preview's forecast): runs, AWS cost, and a herd's jitter.
+    if (!forecast) return null;
+    const count = (n) => (n >= 10 ? Math.round(n).toLocaleString("en") : String(Number(n.toFixed(2))));
+    const cost = forecast.costPerMonthUsd < 0.01 ? "under $0.01" : `about $${forecast.costPerMonthUsd.toFixed(2)}`;
+    const herd = forecast.herd && !jitter && forecast.suggestedJitterSeconds
+      ? ` Its runs start a round minute with many others: a jitter of ${forecast.suggestedJitterSeconds} s would spread them.`
+      : "";
+    return h("p", { class: "hint", id: "forecast" }, `About ${count(forecast.runsPerDay)} runs a day, ` +
+      `${count(forecast.runsPerMonth)} a month: ${cost} a month on AWS (prices of ${forecast.pricesAsOf}; ` +
+      `your handler's own time not included).${herd}`);
   }
   function previewList(runs, timeZone) {
     return h("ol", { class: "runs" }, runs.map((iso) => {
@@ -520,6 +625,11 @@
       startAt: h("input", { type: "datetime-local", step: "1", value: localInput(sched.startAt) }),
       endAt: h("input", { type: "datetime-local", step: "1", value: localInput(sched.endAt) }),
       maxRuns: h("input", { type: "number", min: "1", value: sched.maxRuns ?? "" }),
+      // A cron schedule's DST policy (schedule.dst); "" keeps the default of its kind.
+      dstGap: h("select", {}, [["", "default (fixed times shift, others skip)"], ["shift", "shift: run when the gap ends"],
+        ["skip", "skip: do not run"]].map(([v, t]) => h("option", { value: v }, t))),
+      dstFold: h("select", {}, [["", "default (fixed times first, others both)"], ["first", "first occurrence"],
+        ["last", "last occurrence"], ["both", "both occurrences"]].map(([v, t]) => h("option", { value: v }, t))),
       exclude: h("input", { type: "text", spellcheck: "false", placeholder: "2026-12-24/2026-12-26, 2027-01-01",
         value: editing ? (job.exclude || []).join(", ") : "" }),
       payload: h("textarea", { rows: editing ? "5" : "3", spellcheck: "false" }, editing ? JSON.stringify(job.payload || {}, null, 2) : "{}"),
@@ -537,6 +647,8 @@
       inputs.overlap.value = job.overlap;
       inputs.catchUp.value = job.catchUp;
     }
+    inputs.dstGap.value = (sched.dst && sched.dst.gap) || "";
+    inputs.dstFold.value = (sched.dst && sched.dst.fold) || "";
     // Which input shows an error the API names by field (a job's fields, or the preview's top-level ones).
     const byField = {
       name: "name", handler: "handler", payload: "payload", "schedule.cron": "cron", cron: "cron",
@@ -546,6 +658,8 @@
       "retry.baseDelaySeconds": "baseDelaySeconds", "retry.maxDelaySeconds": "maxDelaySeconds", retry: "maxAttempts",
       timeoutSeconds: "timeoutSeconds", overlap: "overlap", catchUp: "catchUp", schedule: "cron",
       jitterSeconds: "jitterSeconds", pauseAfterFailures: "pauseAfterFailures", tags: "tags",
+      "schedule.dst": "dstGap", dst: "dstGap", "schedule.dst.gap": "dstGap", "dst.gap": "dstGap",
+      "schedule.dst.fold": "dstFold", "dst.fold": "dstFold",
     };
     const idempotencyKey = crypto.randomUUID();
     const preview = h("div", { id: "preview", "aria-live": "polite" });
@@ -581,7 +695,9 @@
         endAt: instantOf(inputs.endAt, sched.endAt),
         maxRuns: inputs.maxRuns.value ? Number(inputs.maxRuns.value) : null,
       };
-      return { ...repeating, timeZone: zone, ...withoutNulls(bounds) };
+      const dst = withoutNulls({ gap: inputs.dstGap.value || null, fold: inputs.dstFold.value || null });
+      const policy = kind.value === "cron" && Object.keys(dst).length ? { dst } : {};
+      return { ...repeating, timeZone: zone, ...withoutNulls(bounds), ...policy };
     }
     let previewSerial = 0;
     let previewTimer = null;
@@ -589,7 +705,7 @@
       if (!form.isConnected) return; // the form was left before its debounce ran out
       const mine = ++previewSerial;
       const wanted = schedule();
-      for (const key of ["cron", "every", "at", "timeZone", "exclude", "startAt", "endAt", "maxRuns"]) {
+      for (const key of ["cron", "every", "at", "timeZone", "exclude", "startAt", "endAt", "maxRuns", "dstGap", "dstFold"]) {
         inputs[key].removeAttribute("aria-invalid");
         errorOf(key).textContent = "";
       }
@@ -598,10 +714,11 @@
         return;
       }
       try {
-        const data = await api("POST", "/schedules/preview", { ...wanted, exclude: excluded(), count: PREVIEW_COUNT });
+        const data = await api("POST", "/schedules/preview", { ...wanted, exclude: excluded(), count: PREVIEW_COUNT, forecast: true });
         if (mine !== previewSerial) return;
         preview.replaceChildren(h("p", {}, `${scheduleWords(wanted)} — next runs in ${wanted.timeZone}:`),
-          data.runs.length ? previewList(data.runs, wanted.timeZone) : h("p", { class: "hint" }, "No further runs."));
+          data.runs.length ? previewList(data.runs, wanted.timeZone) : h("p", { class: "hint" }, "No further runs."),
+          forecastLine(data.forecast, Number(inputs.jitterSeconds.value || 0)));
       } catch (err) {
         if (mine !== previewSerial || err.status === 401) return;
         showError(err);
@@ -622,9 +739,13 @@
       every: field("f-every", "Every", inputs.every, "an interval such as 30s, 15m, 2h"),
       at: field("f-at", "At (your browser's local time)", inputs.at),
     };
+    const dstBox = h("div", { class: "grid", id: "dst-policy" },
+      field("f-dstGap", "A time the clock skips (DST gap)", inputs.dstGap),
+      field("f-dstFold", "A time the clock shows twice (DST fold)", inputs.dstFold));
     function showKind() {
       for (const [name, node] of Object.entries(kindFields)) node.hidden = name !== kind.value;
       boundsBox.hidden = kind.value === "at";
+      dstBox.hidden = kind.value !== "cron";
       schedulePreview();
     }
     const radios = h("div", { class: "radios" }, [["cron", "Cron"], ["every", "Interval"], ["at", "Once"]].map(([value, text]) =>
@@ -633,6 +754,8 @@
     for (const key of ["cron", "every", "at", "timeZone", "exclude", "startAt", "endAt", "maxRuns"]) {
       inputs[key].addEventListener("input", schedulePreview);
     }
+    for (const key of ["dstGap", "dstFold"]) inputs[key].addEventListener("change", schedulePreview);
+    inputs.jitterSeconds.addEventListener("input", schedulePreview);
     inputs.payload.addEventListener("input", () => {
       try {
         JSON.parse(inputs.payload.value || "{}");
@@ -741,6 +864,7 @@
     h("datalist", { id: "handlers" }, ["demo.echo", "demo.sleep", "demo.fail"].map((v) => h("option", { value: v }))),
     h("fieldset", {}, h("legend", {}, "Schedule"), radios, kindFields.cron, kindFields.every, kindFields.at,
       field("f-timeZone", "Time zone", inputs.timeZone, "an IANA zone, e.g. America/New_York"),
+      dstBox,
       boundsBox,
       field("f-exclude", "Excluded dates", inputs.exclude,
         "optional: local dates or inclusive ranges in that zone, comma-separated; or calendar:NAME"),
