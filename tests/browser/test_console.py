@@ -20,8 +20,10 @@ from tests.browser.pages import (
     wait_for,
 )
 
-# A one-off due this far ahead: long enough to see it `scheduled` first, short enough to watch it run.
-ONE_OFF_LEAD_SECONDS = 6
+# A one-off due this far ahead: long enough to see it `scheduled` first, however slowly a loaded machine fills
+# the form and creates the job (6 s was crossed on a loaded CI machine: the run was over before the page first
+# drew it), short enough to watch it run.
+ONE_OFF_LEAD_SECONDS = 25
 RUN_WAIT_SECONDS = 90
 # An excluded slot is recorded skipped once its minute has passed and the pre-loader has looked.
 SKIP_WAIT_SECONDS = 150
