@@ -50,6 +50,10 @@ from duetime.domain.models import (
 from duetime.domain.results import compact_json
 
 MAX_PAGE = 100
+# What a page's items may take (api.pages), measured as they travel in the proxy response (a JSON string
+# inside Lambda's JSON reply, each non-ASCII character and quote escaped): under the 6 MB cap of a
+# synchronous Lambda response, with room to spare for the envelope, headers and the cursor.
+MAX_PAGE_BODY_BYTES = 4 * 1024 * 1024
 MAX_ATTEMPT = 1_000_000
 MAX_WORKER_ID_CHARS = 200  # the id a worker gave at claim (host-pid-random); longer is no worker's
 MAX_CLAIM_TOKEN_CHARS = 200  # the secret handed out at claim (22 characters today); longer is no claim's

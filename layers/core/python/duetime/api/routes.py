@@ -50,6 +50,7 @@ from duetime.api.models import (
     RunNowRequest,
     RunSummary,
 )
+from duetime.api.pages import size_bounded
 from duetime.api.parsing import validation_error
 from duetime.api.routing import Access, Answer, Api, Call, Param, Reply, Route, status_of
 from duetime.definitions import (
@@ -267,8 +268,11 @@ def cancel_job(call: Call) -> Reply:
 
 
 def list_executions(call: Call) -> Reply:
-    items, next_cursor = job_cases.list_executions(
-        call.ports, call.owner, call.path["jobId"], call.page.limit, call.page.cursor
+    ports, owner, job_id = call.ports, call.owner, call.path["jobId"]
+    items, next_cursor = size_bounded(
+        lambda limit, cursor: job_cases.list_executions(ports, owner, job_id, limit, cursor),
+        call.page.limit,
+        call.page.cursor,
     )
     return Reply(200, ExecutionPage(executions=items, next_cursor=next_cursor))
 
@@ -399,8 +403,14 @@ def retry_execution(call: Call) -> Reply:
 
 
 def list_dead_letters(call: Call) -> Reply:
-    page = redrive_cases.list_dead_letters(call.ports, call.owner, call.page.limit, call.page.cursor)
-    return Reply(200, ExecutionPage(executions=page.items, next_cursor=page.cursor))
+    ports, owner = call.ports, call.owner
+
+    def fetch(limit: int, cursor: str | None) -> tuple[list[Execution], str | None]:
+        page = redrive_cases.list_dead_letters(ports, owner, limit, cursor)
+        return page.items, page.cursor
+
+    items, next_cursor = size_bounded(fetch, call.page.limit, call.page.cursor)
+    return Reply(200, ExecutionPage(executions=items, next_cursor=next_cursor))
 
 
 def redrive_dead_letters(call: Call) -> Reply:
@@ -500,7 +510,8 @@ ROUTES: tuple[Route, ...] = (
         "GET",
         "/jobs/{jobId}/executions",
         list_executions,
-        "A job's executions, newest scheduled first.",
+        "A job's executions, newest scheduled first (a page may hold fewer than `limit` while `nextCursor` is set:"
+        " it stops before its executions' results and payloads pass 4 MB).",
         {200: Answer("a page of executions", ExecutionPage)},
         params=[JOB_ID_PARAM],
         paged=True,
@@ -592,7 +603,8 @@ ROUTES: tuple[Route, ...] = (
         "GET",
         "/dead-letters",
         list_dead_letters,
-        "The caller's executions that failed for good (its owner told), newest first.",
+        "The caller's executions that failed for good (its owner told), newest first (a page may hold fewer than"
+        " `limit` while `nextCursor` is set: it stops before its executions' results and payloads pass 4 MB).",
         {200: Answer("a page of failed executions", ExecutionPage)},
         paged=True,
     ),

@@ -16,7 +16,7 @@ from duetime.domain.exclusions import Exclusions
 from duetime.domain.keys import ExecutionKey, parse_execution_id
 from duetime.domain.models import CatchUp, Execution, ExecutionStatus, Job, JobStatus, Overlap, format_time, to_ms
 from duetime.domain.recurrence import SCHEDULE_EDITED, is_slot, recurrence_of
-from duetime.domain.results import ResultRejected, encode_result, truncate_error
+from duetime.domain.results import ResultRejected, check_fits_row, encode_result, truncate_error
 from duetime.domain.retry import compute_backoff, should_retry
 from duetime.domain.spread import spread, spread_due
 from duetime.service import limits
@@ -346,7 +346,12 @@ def complete(
         job = ports.store.get_job(current.job_id) if current is not None else None
     if succeeded:
         try:
-            encode_result(result)
+            text = encode_result(result)
+            # Beside a large payload a result within its own limit may still not fit the row: a write that
+            # went through would fail at the table (and on moto left a succeeded row without its result).
+            current = current or ports.store.get_execution(key)
+            if current is not None:
+                check_fits_row(text, current)
         except ResultRejected as exc:
             error, retryable = str(exc), False
         else:

@@ -3,7 +3,6 @@ write by a worker fenced by its attempt (one helper) and every refusal mapped in
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Iterator
 from datetime import datetime
@@ -28,7 +27,7 @@ from duetime.domain.keys import (
 )
 from duetime.domain.models import Execution, ExecutionStatus, to_ms
 from duetime.domain.quotas import active_jobs_key
-from duetime.domain.results import truncate_error
+from duetime.domain.results import stored_json, truncate_error
 from duetime.service.ports import ClaimOutcome, JobEnding, OpenPage, Page, StoredExecution, new_claim_token
 from duetime.store.dynamo.base import Refused, is_refused, refused_as
 from duetime.store.dynamo.items import _deser, _ser, execution_from_item, open_shard_of
@@ -500,7 +499,7 @@ class DynamoExecutions(DynamoQuotas):
         names = {"#e": "error"}
         if result is not None:
             sets.append("#r = :result")
-            values[":result"] = json.dumps(result)
+            values[":result"] = stored_json(result)
             names["#r"] = "result"
         if error is not None:
             sets += ["#e = :error", f"attempts[{index}].#e = :error"]

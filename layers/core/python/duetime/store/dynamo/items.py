@@ -13,6 +13,7 @@ from duetime.definitions import DEFAULT_JOB_CLASS
 from duetime.domain.checkpoints import checkpoint_attributes, decode_checkpoint
 from duetime.domain.keys import ExecutionKey, open_index_key
 from duetime.domain.models import AttemptRecord, Execution, ExecutionStatus, Job, JobSpec, Overlap, from_ms, to_ms
+from duetime.domain.results import stored_json
 
 _serializer = TypeSerializer()
 _deserializer = TypeDeserializer()
@@ -116,7 +117,7 @@ def execution_to_item(execution: Execution, key: ExecutionKey, expires_at: int |
         "leaseUntilMs": _ms(execution.lease_until),
         "startedMs": _ms(execution.started_at),
         "finishedMs": _ms(execution.finished_at),
-        "result": None if execution.result is None else json.dumps(execution.result),
+        "result": None if execution.result is None else stored_json(execution.result),
         "error": execution.error,
         "skipReason": execution.skip_reason,
         "skippedCount": execution.skipped_count,
@@ -125,7 +126,7 @@ def execution_to_item(execution: Execution, key: ExecutionKey, expires_at: int |
         "expiresAt": expires_at,
         "openShard": None if execution.status.is_terminal else open_shard_of(key),
         "openJob": None if execution.status.is_terminal else execution.job_id,
-        "payload": None if execution.payload is None else json.dumps(execution.payload),
+        "payload": None if execution.payload is None else stored_json(execution.payload),
         "runNumber": execution.run_number,
         "claimToken": execution.claim_token,
         "retryBase": execution.retry_base or None,  # absent on a row never retried by hand
