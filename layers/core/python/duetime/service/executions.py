@@ -339,17 +339,17 @@ def complete(
     truncated to MAX_ERROR_BYTES on every path.
     """
     now = ports.clock()
-    if job is None:
-        # Read before the outcome's write: a one-off job's run completes its job in that very write. A worker
-        # passes both (it read them to claim), so the hot path reads nothing here.
-        current = current or ports.store.get_execution(key)
-        job = ports.store.get_job(current.job_id) if current is not None else None
+    # Both are read once, before the outcome's write: a one-off job's run completes its job in that very write,
+    # and a result must fit beside the row's payload. A worker passes both (it read them to claim), so the hot
+    # path reads nothing here.
+    current = current or ports.store.get_execution(key)
+    if job is None and current is not None:
+        job = ports.store.get_job(current.job_id)
     if succeeded:
         try:
             text = encode_result(result)
             # Beside a large payload a result within its own limit may still not fit the row: a write that
             # went through would fail at the table (and on moto left a succeeded row without its result).
-            current = current or ports.store.get_execution(key)
             if current is not None:
                 check_fits_row(text, current)
         except ResultRejected as exc:
@@ -365,11 +365,9 @@ def complete(
                 complete_if_last(ports, job, succeeded_row, now)
             return succeeded_row
     error = None if error is None else truncate_error(error)
-    current = current or ports.store.get_execution(key)
     if current is None or current.status != ExecutionStatus.RUNNING or current.attempt != attempt:
         # Let the fenced write refuse it with the usual error.
         return ports.store.finish(key, attempt, ExecutionStatus.FAILED, now, error=error, claim_token=claim_token)
-    job = job or ports.store.get_job(current.job_id)
     runnable = (JobStatus.ACTIVE, JobStatus.COMPLETED)  # a completed job's last run still retries
     if job is not None and job.status in runnable and should_retry(job.retry, attempt, retryable, current.retry_base):
         return _retry(ports, key, current, attempt, error, now, job, claim_token)
