@@ -96,6 +96,7 @@ def ports(clock: Clock, test_settings: Settings, backend: str, tmp_path: Path) -
         return
     from moto import mock_aws
 
+    _serialise_moto_dynamodb()
     with mock_aws():
         dynamodb = make_client("dynamodb", "us-east-1")
         sqs = make_client("sqs", "us-east-1")
@@ -106,6 +107,30 @@ def ports(clock: Clock, test_settings: Settings, backend: str, tmp_path: Path) -
             queues=DueQueues.resolve(sqs, test_settings, max_delay_seconds=0),
             **injected,
         )
+
+
+_MOTO_DYNAMODB_LOCK = threading.Lock()
+
+
+def _serialise_moto_dynamodb() -> None:
+    """One DynamoDB request at a time inside in-process moto, as `duetime local`'s moto server does
+    (duetime.local.moto_server.SerializedDynamoDB): moto's backends take no locks, and a worker's threads
+    calling it at once broke a TransactWriteItems (its deep copy of the table met another thread's write:
+    "dictionary changed size during iteration"). SQS is left alone: a long poll waits inside moto for a send."""
+    from moto.core.botocore_stubber import BotocoreStubber
+
+    if getattr(BotocoreStubber, "_duetime_serialised", False):
+        return
+    unlocked = BotocoreStubber.__call__
+
+    def serialised(self: BotocoreStubber, event_name: str, request: Any, **kwargs: Any) -> Any:
+        if not event_name.startswith("before-send.dynamodb."):
+            return unlocked(self, event_name, request, **kwargs)
+        with _MOTO_DYNAMODB_LOCK:
+            return unlocked(self, event_name, request, **kwargs)
+
+    BotocoreStubber.__call__ = serialised  # type: ignore[method-assign]
+    BotocoreStubber._duetime_serialised = True  # type: ignore[attr-defined]
 
 
 # A thread a test left running (a receive loop whose test failed before stopping it, say) would keep this pytest
