@@ -1,7 +1,7 @@
 """The local stack from the synthesized template (duetime.local.template_stack) on in-process moto: its tables,
 indexes, TTL, queues, redrive policies, topic, bus, keys and role policies are what the template says; duetime's
 adapters, configured from a function's environment in the template, submit, pre-load and receive a job through
-them."""
+them; and the hand-made provisioning (store/provision.py, queue/provision.py) creates the same tables and queues."""
 
 from __future__ import annotations
 
@@ -16,13 +16,16 @@ from duetime.config import RuntimeConfig, build_ports
 from duetime.definitions import TABLES
 from duetime.domain.models import JobSpec, format_time
 from duetime.local.template_stack import LocalStack, TemplateError, creation_order, provision_template
+from duetime.queue.provision import create_queues
 from duetime.queue.sqs import DueQueues
 from duetime.service.dispatch import preload
 from duetime.service.jobs import submit_job
 from duetime.store.aws import make_client
+from duetime.store.provision import create_tables
 from moto import mock_aws
 
 REGION = "us-east-1"
+HAND_MADE_REGION = "eu-west-1"  # the hand-made look-alikes, beside the template's stack in the same moto
 
 
 def _client(region: str = REGION) -> Any:
@@ -265,3 +268,27 @@ def test_a_job_is_submitted_preloaded_and_received_through_the_stack(synthesized
 def test_an_unknown_intrinsic_is_refused(stack):
     with pytest.raises(TemplateError, match="Fn::If"):
         stack.resolve({"Fn::If": ["Cond", "a", "b"]})
+
+
+# --- the hand-made look-alikes -------------------------------------------------------------------------------
+
+
+def test_the_hand_made_tables_and_queues_are_the_template_ones(synthesized, stack):
+    """store/provision.py and queue/provision.py (tests, benchmarks, `duetime local` today) create what the
+    template creates, for the template's settings: every difference would be a defect in one of them."""
+    settings = RuntimeConfig.from_env(stack.environment(_function(synthesized, "api"))).settings()
+    create_tables(make_client("dynamodb", HAND_MADE_REGION), settings)
+    create_queues(make_client("sqs", HAND_MADE_REGION), settings)
+    for region in (REGION, HAND_MADE_REGION):  # the tables and queues of both, one set of names
+        names = make_client("dynamodb", region).list_tables()["TableNames"]
+        assert sorted(names) == sorted(settings.table_name(t) for t in TABLES)
+    for table in TABLES:
+        name = settings.table_name(table)
+        hand_made = _table_shape(make_client("dynamodb", HAND_MADE_REGION), name)
+        assert hand_made == _table_shape(make_client("dynamodb", REGION), name), name
+    template_sqs, hand_sqs = make_client("sqs", REGION), make_client("sqs", HAND_MADE_REGION)
+    template_names = sorted(u.rsplit("/", 1)[1] for u in template_sqs.list_queues()["QueueUrls"])
+    assert sorted(u.rsplit("/", 1)[1] for u in hand_sqs.list_queues()["QueueUrls"]) == template_names
+    for name in template_names:
+        hand_made = _queue_shape(hand_sqs, hand_sqs.get_queue_url(QueueName=name)["QueueUrl"])
+        assert hand_made == _queue_shape(template_sqs, template_sqs.get_queue_url(QueueName=name)["QueueUrl"]), name
