@@ -292,3 +292,33 @@ def test_the_hand_made_tables_and_queues_are_the_template_ones(synthesized, stac
     for name in template_names:
         hand_made = _queue_shape(hand_sqs, hand_sqs.get_queue_url(QueueName=name)["QueueUrl"])
         assert hand_made == _queue_shape(template_sqs, template_sqs.get_queue_url(QueueName=name)["QueueUrl"]), name
+
+
+def test_the_hardened_stack_encrypts_its_tables_and_queues_with_its_own_local_key(hardened):
+    """The deployment with a customer-managed data key (the `hardened` synthesis other tests share): every
+    table's and queue's key is the local key created from the template, and the task roles exist."""
+    with mock_aws():
+        stack = provision_template(hardened.raw, _client())
+        [key_id] = [k for k in stack.of_type("AWS::KMS::Key") if k.startswith("DataKey")]
+        key_arn = stack.get_att(key_id, "Arn")
+        dynamodb, sqs = make_client("dynamodb", REGION), make_client("sqs", REGION)
+        for table in stack.of_type("AWS::DynamoDB::Table").values():
+            assert dynamodb.describe_table(TableName=table.ref)["Table"]["SSEDescription"]["KMSMasterKeyArn"] == key_arn
+        for queue in stack.of_type("AWS::SQS::Queue").values():
+            attributes = sqs.get_queue_attributes(QueueUrl=queue.ref, AttributeNames=["KmsMasterKeyId"])["Attributes"]
+            assert attributes["KmsMasterKeyId"] == key_arn
+        assert set(stack.of_type("AWS::IAM::Role")) == set(hardened.resources("AWS::IAM::Role"))
+        # A policy attached by name to roles from outside the stack (context handlerTaskRoles): held by them
+        iam = make_client("iam", REGION)
+        by_name = [
+            p["Properties"]
+            for p in hardened.resources("AWS::IAM::Policy").values()
+            if any(isinstance(r, str) for r in p["Properties"]["Roles"])
+        ]
+        assert by_name
+        for properties in by_name:
+            for role in properties["Roles"]:
+                held = iam.get_role_policy(RoleName=role, PolicyName=properties["PolicyName"])["PolicyDocument"]
+                assert held == stack.resolve(properties["PolicyDocument"])
+        assert sorted(stack.external_roles) == sorted(r for p in by_name for r in p["Roles"])
+        assert all("managed policy arn:aws:iam::aws:policy/" in s for s in stack.skipped), stack.skipped

@@ -26,7 +26,9 @@ Resources of other types (functions, log groups, the VPC, the API...) are not cr
 one resolves to a deterministic stand-in: its name from the template, or `<stack name>-<logical id>`, and an ARN
 in its service's format, so a role's policy names the same ARNs CloudFormation would give them.
 `LocalStack.skipped` lists what was read but not applied (properties moto does not hold, managed policies
-moto does not know), so a caller can see every departure from the template.
+moto does not know), so a caller can see every departure from the template. A policy attached by name to a
+role from outside the stack (context handlerTaskRoles) gets that role created empty (`external_roles`), as a
+deploy expects it in the account.
 
 Why the template's properties and not moto's CloudFormation: docs/decisions.md (the local stack).
 """
@@ -85,6 +87,9 @@ class LocalStack:
     resources: dict[str, StackResource] = field(default_factory=dict)
     # What was read but not applied: "<logical id>: <what>" (a property moto does not hold, say).
     skipped: list[str] = field(default_factory=list)
+    # Roles from outside the stack that its policies attach to (by name, as a deploy expects them to exist
+    # in the account): created empty here, trusted by the account, so they hold what the template gives them.
+    external_roles: list[str] = field(default_factory=list)
 
     # --- what the caller reads ------------------------------------------------------------------------
 
@@ -530,12 +535,35 @@ def _role(stack: LocalStack, client: ClientFactory, logical_id: str, properties:
     return StackResource(logical_id, "AWS::IAM::Role", name, {"Arn": role["Arn"], "RoleId": role["RoleId"]})
 
 
+def _external_role(stack: LocalStack, iam: Any, name: str) -> None:
+    """A role a policy of the stack attaches to that the stack does not create: created once, empty."""
+    if name in stack.external_roles or any(r.ref == name for r in stack.of_type("AWS::IAM::Role").values()):
+        return
+    trust = {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Effect": "Allow",
+                "Principal": {"AWS": f"arn:{PARTITION}:iam::{stack.account_id}:root"},
+                "Action": "sts:AssumeRole",
+            }
+        ],
+    }
+    try:
+        iam.create_role(RoleName=name, AssumeRolePolicyDocument=json.dumps(trust), Description="outside the stack")
+    except ClientError as exc:
+        if exc.response["Error"]["Code"] != "EntityAlreadyExists":
+            raise
+    stack.external_roles.append(name)
+
+
 def _policy(stack: LocalStack, client: ClientFactory, logical_id: str, properties: Properties) -> StackResource:
     """An inline policy put on each of its roles (and users and groups), as CloudFormation does."""
     iam = client("iam")
     name = str(properties["PolicyName"])
     document = json.dumps(properties["PolicyDocument"])
     for role in properties.get("Roles", []):
+        _external_role(stack, iam, role)
         iam.put_role_policy(RoleName=role, PolicyName=name, PolicyDocument=document)
     for user in properties.get("Users", []):
         iam.put_user_policy(UserName=user, PolicyName=name, PolicyDocument=document)
@@ -555,6 +583,7 @@ def _managed_policy(
             kwargs[key] = properties[key]
     arn = iam.create_policy(**kwargs)["Policy"]["Arn"]
     for role in properties.get("Roles", []):
+        _external_role(stack, iam, role)
         iam.attach_role_policy(RoleName=role, PolicyArn=arn)
     for user in properties.get("Users", []):
         iam.attach_user_policy(UserName=user, PolicyArn=arn)
