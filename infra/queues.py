@@ -9,6 +9,8 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 from duetime.definitions import (
+    DLQ_RETENTION_SECONDS,
+    DUE_QUEUE_RETENTION_SECONDS,
     MAX_RECEIVE_COUNT,
     JobClassDef,
     Settings,
@@ -18,7 +20,7 @@ from duetime.definitions import (
 
 from infra.common import suppress
 
-DLQ_RETENTION = Duration.days(14)  # SQS's maximum: time for the notifier and people to look
+DLQ_RETENTION = Duration.seconds(DLQ_RETENTION_SECONDS)  # SQS's maximum: time for the notifier and people to look
 
 
 @dataclass(frozen=True)
@@ -71,7 +73,7 @@ class Queues(Construct):
                     encryption_master_key=key,
                     enforce_ssl=True,
                     visibility_timeout=Duration.seconds(queue_visibility_seconds(job_class)),
-                    retention_period=Duration.days(4),
+                    retention_period=Duration.seconds(DUE_QUEUE_RETENTION_SECONDS),
                     dead_letter_queue=sqs.DeadLetterQueue(queue=dlq, max_receive_count=MAX_RECEIVE_COUNT),
                 )
                 for index in range(job_class.queues)

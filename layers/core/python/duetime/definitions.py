@@ -194,6 +194,10 @@ def parse_class_queues(raw: str, separator: str, known: Iterable[str]) -> dict[s
 
 # A message received more often than this goes to the class's DLQ by SQS redrive.
 MAX_RECEIVE_COUNT = 50
+# How long SQS keeps a message: a due message is sent at most SQS_MAX_DELAY_SECONDS early and is received or
+# redriven long before 4 days; a dead letter waits for the notifier and for people, SQS's 14-day maximum.
+DUE_QUEUE_RETENTION_SECONDS = 4 * 24 * 3600
+DLQ_RETENTION_SECONDS = 14 * 24 * 3600
 
 # --- Lambda functions ----------------------------------------------------------------------------------
 # Read by the CDK stack (infra/functions.py) and by the local Lambda emulation (duetime.local.lambda_mode).

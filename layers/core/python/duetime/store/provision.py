@@ -1,4 +1,8 @@
-"""Create the tables of duetime.definitions (the local runtime and tests; CDK does it on AWS)."""
+"""Create the tables of duetime.definitions (the local runtime and tests; CDK does it on AWS).
+
+As infra/storage.py declares them (tests/infrastructure/test_template_stack.py compares the two): keys, indexes
+and projections, on demand, encrypted, deletion-protected, with point-in-time recovery and each table's TTL
+attribute enabled (one call each after the table, as CloudFormation does)."""
 
 from __future__ import annotations
 
@@ -20,6 +24,8 @@ def create_tables(client: Any, settings: Settings) -> None:
             "KeySchema": keys,
             "AttributeDefinitions": [{"AttributeName": a, "AttributeType": "S"} for a in table.attribute_names()],
             "BillingMode": "PAY_PER_REQUEST",
+            "SSESpecification": {"Enabled": True},
+            "DeletionProtectionEnabled": True,
         }
         if table.indexes:
             kwargs["GlobalSecondaryIndexes"] = [
@@ -36,3 +42,11 @@ def create_tables(client: Any, settings: Settings) -> None:
         except ClientError as exc:
             if exc.response["Error"]["Code"] != "ResourceInUseException":
                 raise
+            continue  # created before, with its TTL and recovery
+        if table.ttl_attribute:
+            client.update_time_to_live(
+                TableName=name, TimeToLiveSpecification={"AttributeName": table.ttl_attribute, "Enabled": True}
+            )
+        client.update_continuous_backups(
+            TableName=name, PointInTimeRecoverySpecification={"PointInTimeRecoveryEnabled": True}
+        )
