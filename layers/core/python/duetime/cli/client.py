@@ -58,6 +58,7 @@ def job_detail(job: dict[str, Any]) -> str:
             f"{retry.get('maxDelaySeconds')} s cap",
         ),
         ("overlap / catchUp", f"{job.get('overlap')} / {job.get('catchUp')}"),
+        ("delivery", job.get("delivery")),
         ("payload", json.dumps(job.get("payload", {}))),
         ("createdAt", job.get("createdAt")),
         ("version", job.get("version")),
@@ -168,6 +169,7 @@ def spec_from_args(args: argparse.Namespace) -> dict[str, Any]:
         ("pauseAfterFailures", args.pause_after_failures),
         ("rateLimit", args.rate_limit),
         ("maxConcurrent", args.max_concurrent),
+        ("delivery", args.delivery),
     ):
         if value is not None:
             spec[key] = value
@@ -514,6 +516,11 @@ def _spec_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--starting-deadline", type=int, help="startingDeadlineSeconds")
     parser.add_argument("--job-class")
     parser.add_argument("--rate-limit", dest="rate_limit", help="rateLimit: the name of one of your limits")
+    parser.add_argument(
+        "--delivery",
+        choices=("at-least-once", "at-most-once"),
+        help="at-most-once: never start a slot twice (no retries; a lost run's result is unknown)",
+    )
     parser.add_argument(
         "--max-concurrent", dest="max_concurrent", type=int, help="maxConcurrent: at most N runs of the job at once"
     )

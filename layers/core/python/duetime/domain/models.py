@@ -114,6 +114,18 @@ class Overlap(StrEnum):
     REPLACE = "replace"
 
 
+class Delivery(StrEnum):
+    """How often one slot may start: `at-least-once` runs it again after a lost worker or a failure (retries),
+    `at-most-once` never starts it a second time (a lost run ends with its result unknown; no retries)."""
+
+    AT_LEAST_ONCE = "at-least-once"
+    AT_MOST_ONCE = "at-most-once"
+
+
+# The outcome recorded on an at-most-once attempt whose worker was lost: it may or may not have run.
+RESULT_UNKNOWN = "unknown"
+
+
 class CatchUp(StrEnum):
     LATEST = "latest"
     ALL = "all"
@@ -225,6 +237,8 @@ class JobSpec(CamelModel):
     max_concurrent: int | None = Field(default=None, ge=1, le=MAX_CONCURRENT_RUNS)
     # Where the owner hears of runs that failed for good and of automatic pauses (domain.destinations).
     notify: Notify | None = None
+    # at-most-once: no slot starts twice (docs/lifecycle.md); its retry.maxAttempts is 1.
+    delivery: Delivery = Delivery.AT_LEAST_ONCE
 
     @field_validator("exclude")
     @classmethod

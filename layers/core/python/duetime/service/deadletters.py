@@ -8,7 +8,7 @@ from typing import Any
 
 from duetime.domain.errors import Conflict
 from duetime.domain.keys import ExecutionKey
-from duetime.domain.models import ExecutionStatus
+from duetime.domain.models import RESULT_UNKNOWN, Delivery, ExecutionStatus
 from duetime.service.context import Ports
 from duetime.service.events import run_ended
 from duetime.service.executions import failure_notice, waits_its_turn
@@ -81,8 +81,16 @@ def _fail_redriven(ports: Ports, body: dict[str, Any]) -> dict[str, Any] | None:
         if execution.status == ExecutionStatus.SCHEDULED:
             ended = ports.store.end_waiting(message.key, ExecutionStatus.FAILED, now, POISON, ending=ending)
         else:
+            # An at-most-once run's lost attempt may have done its work: its outcome is unknown.
+            unknown = job is not None and job.delivery == Delivery.AT_MOST_ONCE
             ended = ports.store.finish(
-                message.key, execution.attempt, ExecutionStatus.FAILED, now, error=POISON, ending=ending
+                message.key,
+                execution.attempt,
+                ExecutionStatus.FAILED,
+                now,
+                error=POISON,
+                ending=ending,
+                outcome=RESULT_UNKNOWN if unknown else None,
             )
     except Conflict:
         return None

@@ -24,6 +24,7 @@ from duetime.domain.models import (
     MAX_TAG_VALUE_CHARS,
     MAX_TAGS,
     TAG_KEY,
+    Delivery,
     Execution,
     ExecutionStatus,
     Job,
@@ -104,6 +105,7 @@ def validate_spec(ports: Ports, spec: JobSpec, now: datetime) -> tuple[JobSpec, 
         check_bounded_entries(spec.exclude)
     except ValueError as exc:
         raise InvalidInput(f"exclude: {exc}", field="exclude") from exc
+    spec = check_delivery(spec)
     if spec.retry.max_delay_seconds < spec.retry.base_delay_seconds:
         raise InvalidInput("retry.maxDelaySeconds must be at least baseDelaySeconds", field="retry.maxDelaySeconds")
     check_bounds(spec.schedule)
@@ -112,6 +114,20 @@ def validate_spec(ports: Ports, spec: JobSpec, now: datetime) -> tuple[JobSpec, 
         raise InvalidInput("schedule.endAt is before the schedule's first run", field="schedule.endAt")
     check_jitter(spec)
     return spec, slot
+
+
+def check_delivery(spec: JobSpec) -> JobSpec:
+    """An at-most-once job runs each slot once at most, so it has no retries: an unset retry policy becomes
+    maxAttempts 1; a retry.maxAttempts above 1 given with it is refused (InvalidInput naming the field)."""
+    if spec.delivery != Delivery.AT_MOST_ONCE or spec.retry.max_attempts == 1:
+        return spec
+    if "retry" not in spec.model_fields_set:
+        return spec.model_copy(update={"retry": spec.retry.model_copy(update={"max_attempts": 1})})
+    raise InvalidInput(
+        f"retry.maxAttempts {spec.retry.max_attempts} starts a slot again; an at-most-once job (delivery) has "
+        "maxAttempts 1",
+        field="retry.maxAttempts",
+    )
 
 
 def check_bounds(schedule: Schedule) -> None:

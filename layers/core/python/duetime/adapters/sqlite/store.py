@@ -530,10 +530,17 @@ class SqliteStore:
         return execution_from_doc(doc)
 
     def claim(
-        self, key: ExecutionKey, worker_id: str, now: datetime, lease_until: datetime, max_attempts: int = 2**31
+        self,
+        key: ExecutionKey,
+        worker_id: str,
+        now: datetime,
+        lease_until: datetime,
+        max_attempts: int = 2**31,
+        first_only: bool = False,
     ) -> ClaimOutcome:
         """`scheduled` (or `running` with an ended lease and attempts left) -> `running`, attempt + 1; else
-        the row as it stands (None if there is none)."""
+        the row as it stands (None if there is none). `first_only` (at-most-once): a row never claimed before
+        only."""
         now_ms, lease_ms = to_ms(now), to_ms(lease_until)
         with self.db.write() as conn:
             loaded = self._values(conn, key)
@@ -548,6 +555,8 @@ class SqliteStore:
                 and values["attempt"] < max_attempts
             )
             claimable = values["status"] == SCHEDULED or takeover
+            if first_only:
+                claimable = values["status"] == SCHEDULED and not values["attempt"]
             if claimable:
                 entry = {"workerId": worker_id, "startedMs": now_ms, "finishedMs": None, "outcome": None, "error": None}
                 values.update(
@@ -596,17 +605,19 @@ class SqliteStore:
         error: str | None = None,
         claim_token: str | None = None,
         ending: JobEnding | None = None,
+        outcome: str | None = None,
     ) -> Execution:
         """Record the outcome of `attempt` (the fencing token, with its claim's token when given), with
         `ending`'s change of its job in the same transaction; raises StaleAttempt if it no longer holds.
-        A failed execution stays in the open set until its owner has been told (mark_notified)."""
+        The attempt's outcome is `outcome` when given, else the status. A failed execution stays in the
+        open set until its owner has been told (mark_notified)."""
         error = None if error is None else truncate_error(error)
         now_ms, expires = to_ms(now), self._expires_at(now)
 
         def record(values: dict[str, Any]) -> Change:
             attempts = values["attempts"]
             if 0 <= attempt - 1 < len(attempts):
-                attempts[attempt - 1].update(finishedMs=now_ms, outcome=status.value)
+                attempts[attempt - 1].update(finishedMs=now_ms, outcome=outcome or status.value)
                 if error is not None:
                     attempts[attempt - 1]["error"] = error
             values.update(status=status.value, finishedMs=now_ms, leaseUntilMs=None, error=error)
