@@ -41,7 +41,7 @@ def test_an_at_most_once_job_fails_after_one_attempt_and_is_never_retried(api):
     assert plain["delivery"] == "at-least-once"
 
 
-def test_the_cli_creates_an_at_most_once_job_and_shows_its_delivery(local_system, capsys):
+def test_the_cli_creates_an_at_most_once_job_with_a_budget_and_shows_both(local_system, capsys):
     owner = f"cli-{secrets.token_hex(3)}"
     conn = ["--data-dir", str(local_system.data_dir), "--owner", owner]
     argv = [
@@ -55,9 +55,14 @@ def test_the_cli_creates_an_at_most_once_job_and_shows_its_delivery(local_system
         "0 2 * * *",
         "--delivery",
         "at-most-once",
+        "--late-after",
+        "120",
     ]
     assert main([*argv, "--json", *conn]) == 0
     job = json.loads(command_output(capsys)[0])
     assert job["delivery"] == "at-most-once" and job["retry"]["maxAttempts"] == 1
+    assert job["lateAfterSeconds"] == 120
     assert main(["jobs", "get", job["jobId"], *conn]) == 0
-    assert "at-most-once" in command_output(capsys)[0]
+    shown = command_output(capsys)[0]
+    assert "at-most-once" in shown and "lateAfterSeconds" in shown
+    assert "7 d - (0 late of 0), 30 d - (0 late of 0)" in shown

@@ -93,8 +93,20 @@ def operation_fields(job: dict[str, Any]) -> list[tuple[str, Any]]:
         ("lastSuccess", run("lastSuccess")),
         ("lastFailure", run("lastFailure")),
         ("pastDue", run("pastDue")),
+        ("lateAfterSeconds", job.get("lateAfterSeconds")),
+        ("withinBudget", budget_text(job.get("withinBudget") or [])),
         ("notify", " ".join(_destination(d) for d in ((job.get("notify") or {}).get("onFailure") or [])) or None),
     ]
+
+
+def budget_text(shares: list[dict[str, Any]]) -> str | None:
+    """The share of runs started within lateAfterSeconds, window by window: `7 d 98.5% (1 late of 67)`."""
+    parts = []
+    for share in shares:
+        counted = share["onTime"] + share["late"]
+        percent = "-" if share["share"] is None else f"{share['share'] * 100:.1f}%"
+        parts.append(f"{share['days']} d {percent} ({share['late']} late of {counted})")
+    return ", ".join(parts) or None
 
 
 def _destination(destination: dict[str, Any]) -> str:
@@ -170,6 +182,7 @@ def spec_from_args(args: argparse.Namespace) -> dict[str, Any]:
         ("rateLimit", args.rate_limit),
         ("maxConcurrent", args.max_concurrent),
         ("delivery", args.delivery),
+        ("lateAfterSeconds", args.late_after),
     ):
         if value is not None:
             spec[key] = value
@@ -516,6 +529,12 @@ def _spec_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--starting-deadline", type=int, help="startingDeadlineSeconds")
     parser.add_argument("--job-class")
     parser.add_argument("--rate-limit", dest="rate_limit", help="rateLimit: the name of one of your limits")
+    parser.add_argument(
+        "--late-after",
+        dest="late_after",
+        type=int,
+        help="lateAfterSeconds: a run not started this long after it is due is late (event, notice, health)",
+    )
     parser.add_argument(
         "--delivery",
         choices=("at-least-once", "at-most-once"),

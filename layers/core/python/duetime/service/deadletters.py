@@ -37,9 +37,15 @@ def drain_dead_letters(ports: Ports, job_class: str, time_for_one_more: Callable
         for body, receipt in batch:
             if not more():  # the rest of the batch is received again after the DLQ's visibility timeout
                 return handled
-            if body.get("kind") == "paused":  # a job paused after failures in a row (service.job_ends)
+            if body.get("kind") in ("paused", "late"):  # a job paused after failures in a row (service.job_ends),
+                # or a run past its job's lateness budget (service.lateness)
                 job_name = body.get("jobName") or body.get("jobId")
-                ports.notifier.notify(str(body.get("owner") or "unknown"), f"duetime: job {job_name} paused", body)
+                subject = (
+                    f"duetime: job {job_name} paused"
+                    if body["kind"] == "paused"
+                    else f"duetime: execution {body.get('executionId')} of job {job_name} is late"
+                )
+                ports.notifier.notify(str(body.get("owner") or "unknown"), subject, body)
                 ports.queues.delete_dead_letter(job_class, receipt)
                 handled += 1
                 continue

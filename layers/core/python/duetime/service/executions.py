@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import hmac
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
@@ -30,12 +31,14 @@ from duetime.domain.recurrence import SCHEDULE_EDITED, is_slot, recurrence_of
 from duetime.domain.results import ResultRejected, check_fits_row, encode_result, truncate_error
 from duetime.domain.retry import compute_backoff, should_retry
 from duetime.domain.spread import spread, spread_due
-from duetime.service import limits
+from duetime.service import lateness, limits
 from duetime.service.context import Ports
 from duetime.service.events import run_ended
 from duetime.service.job_ends import announce, complete_if_last, one_off_ending, pause_if_failing
 from duetime.service.outcomes import ClaimVerdict, RunResult
 from duetime.service.ports import DueMessage
+
+log = logging.getLogger("duetime.executions")
 
 # The skip reason of an at-most-once run found waiting after an earlier attempt: it might have been started.
 STARTED_BEFORE = "at-most-once: started before"
@@ -182,6 +185,11 @@ def _claim(
                 ports.store.end_claimed(
                     ports.store.key_of(other), other.attempt, ExecutionStatus.CANCELLED, now, "replaced"
                 )
+    if job.late_after_seconds is not None:
+        try:
+            lateness.judge_start(ports, job, claimed)
+        except Exception:  # the run is claimed: it must run whatever becomes of its lateness count
+            log.exception("judging the lateness of %s failed", claimed.execution_id)
     return Claim(ClaimVerdict.CLAIMED, execution=claimed, job=job)
 
 

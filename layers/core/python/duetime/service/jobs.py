@@ -41,6 +41,7 @@ from duetime.service.context import Ports
 from duetime.service.dispatch import dispatch, new_execution
 from duetime.service.events import job_changed
 from duetime.service.handlers import check_grant, check_handler
+from duetime.service.lateness import WithinBudget, within_budget
 from duetime.service.limits import check_reference as check_limit_reference
 from duetime.service.ports import DueMessage, JobFilter, NewJob
 
@@ -68,6 +69,8 @@ class Health:
     last_success: Execution | None = None
     last_failure: Execution | None = None
     past_due: Execution | None = None
+    # With a lateAfterSeconds: the share of runs started within it over the last 7 and 30 days.
+    within_budget: tuple[WithinBudget, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -329,7 +332,8 @@ def get_job(ports: Ports, owner: str, job_id: str) -> JobView:
     calendars = CalendarCache(ports).of(job)
     view = describe(job, first.due_at if first else None, now, calendars, first.run_number if first else None)
     recent = ports.store.executions_of_job(job_id, newest_first=True, limit=HEALTH_HISTORY_ROWS)
-    return replace(view, health=health_of(job, recent, waiting, now))
+    health = replace(health_of(job, recent, waiting, now), within_budget=tuple(within_budget(ports, job, now)))
+    return replace(view, health=health)
 
 
 def health_of(job: Job, recent: Sequence[Execution], waiting: Sequence[Execution], now: datetime) -> Health:

@@ -466,6 +466,16 @@ class ExecutionStore(Protocol):
         waitedForLimitMs, fenced like every write of the attempt's holder (raises StaleAttempt)."""
         ...
 
+    def mark_late(self, key: ExecutionKey, now: datetime) -> Execution | None:
+        """Record, in one conditional write, that the row was found past its job's lateness budget (lateAt =
+        `now`) unless it was already; the row as written, or None (gone, or marked before): so a run's
+        lateness is announced once, whoever finds it."""
+        ...
+
+    def add_count(self, key: str, delta: int, expires_at: int) -> None:
+        """Add `delta` to the counter record `key` (a control record), forgotten after `expires_at` (epoch s)."""
+        ...
+
     def record_checkpoint(
         self,
         key: ExecutionKey,

@@ -173,6 +173,7 @@ def execution_to_doc(execution: Execution, notified_ms: int | None = None) -> st
             "retryBase": execution.retry_base or None,
             "overlap": None if execution.overlap is None else execution.overlap.value,
             "waitedForLimitMs": execution.waited_for_limit_ms,
+            "lateMs": _ms(execution.late_at),
             **checkpoint_attributes(execution),
         },
         separators=(",", ":"),
@@ -219,6 +220,7 @@ def execution_from_values(v: dict[str, Any]) -> Execution:
         overlap=None if v.get("overlap") is None else Overlap(v["overlap"]),
         waited_for_limit_ms=v.get("waitedForLimitMs"),
         checkpoint=decode_checkpoint(v.get("checkpoint"), v.get("checkpointAttempt"), v.get("checkpointMs")),
+        late_at=_time(v.get("lateMs")),
     )
 
 
@@ -1077,6 +1079,25 @@ class SqliteStore:
             return None, None, None
 
         return self._fenced(key, attempt, add_wait, claim_token)
+
+    # -- lateness budgets (issue 34) ---------------------------------------------------------------------
+
+    def mark_late(self, key: ExecutionKey, now: datetime) -> Execution | None:
+        """Record that the row was found late (lateMs = now) unless it was already; the row as written, or
+        None when it is gone or was marked before."""
+        with self.db.write() as conn:
+            loaded = self._values(conn, key)
+            if loaded is None or loaded[0].get("lateMs") is not None:
+                return None
+            values, expires = loaded
+            values["lateMs"] = to_ms(now)
+            self._write_values(conn, key, values, expires)
+        return execution_from_values(values)
+
+    def add_count(self, key: str, delta: int, expires_at: int) -> None:
+        """Add `delta` to the counter record `key`, forgotten after `expires_at` (epoch seconds)."""
+        with self.db.write() as conn:
+            self._count(conn, key, delta, None, expires_at)
 
     def get_limits(self, owner: str) -> dict[str, RateLimit]:
         with self.db.read() as conn:

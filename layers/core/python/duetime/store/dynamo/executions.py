@@ -689,6 +689,23 @@ class DynamoExecutions(DynamoQuotas):
 
     # -- rate limits and concurrency caps (issue 20) -------------------------------------------------------
 
+    def mark_late(self, key: ExecutionKey, now: datetime) -> Execution | None:
+        """One conditional UpdateItem: lateMs = now on a row that has none; the row as written, or None when
+        it is gone or was marked before."""
+        try:
+            with refused_as():
+                response = self.client.update_item(
+                    TableName=self.executions_table,
+                    Key=_ser({"pk": key.pk, "sk": key.sk}),
+                    UpdateExpression="SET lateMs = :now",
+                    ConditionExpression="attribute_exists(pk) AND attribute_not_exists(lateMs)",
+                    ExpressionAttributeValues=_ser({":now": to_ms(now)}),
+                    ReturnValues="ALL_NEW",
+                )
+        except Refused:
+            return None
+        return execution_from_item(response["Attributes"])
+
     def record_limit_wait(
         self, key: ExecutionKey, attempt: int, waited_ms: int, claim_token: str | None = None
     ) -> Execution:
