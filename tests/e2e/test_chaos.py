@@ -50,6 +50,7 @@ SEED = int(os.environ.get("DUETIME_CHAOS_SEED", "0")) or random.randrange(1, 10*
 # after its lease did: its result is dropped, the next attempt's stands).
 LOST_LEASE = re.compile(r"(\S+) attempt (\d+) (?:lost its lease; stopping|was fenced out at completion)")
 FAST_RETRY = {"maxAttempts": 3, "baseDelaySeconds": 1, "maxDelaySeconds": 4}
+AT_MOST_ONCE_SHARE = 0.2  # of the one-offs: delivery at-most-once
 # Where the pre-loader may die: at an AWS call on moto, at a port method on SQLite (which makes no AWS calls).
 PRELOAD_CALLS = {
     MOTO: [
@@ -233,12 +234,19 @@ def one_off_bodies(rng: random.Random, start: float) -> list[dict[str, Any]]:
             body.update(handler="record.fail", payload={"times": 9})  # exhausts its attempts: failed
         else:
             body.update(handler="record.fail", payload={"times": 9, "permanent": True})  # failed at once
+        if rng.random() < AT_MOST_ONCE_SHARE:  # never started twice: one attempt, a lost one's result unknown
+            body.update(delivery="at-most-once", retry={"maxAttempts": 1})
         bodies.append(body)
     return bodies
 
 
+def at_most_once(body: dict[str, Any]) -> bool:
+    return body.get("delivery") == "at-most-once"
+
+
 def expected_status(body: dict[str, Any]) -> ExecutionStatus:
-    failing = body["handler"] == "record.fail" and body["payload"]["times"] > 1
+    # At-most-once has no retries: a handler that fails once fails the run.
+    failing = body["handler"] == "record.fail" and (body["payload"]["times"] > 1 or at_most_once(body))
     return ExecutionStatus.FAILED if failing else ExecutionStatus.SUCCEEDED
 
 
@@ -252,6 +260,13 @@ def exhausted_by_lost_workers(execution: Execution, body: dict[str, Any]) -> boo
         and "stopped heartbeating" in (execution.error or "")
         and execution.attempts[-1].outcome in (None, "failed")
     )
+
+
+def lost_at_most_once(execution: Execution, body: dict[str, Any]) -> bool:
+    """An at-most-once run whose one attempt's worker was lost (killed, or frozen past its lease) ends failed
+    with that attempt's outcome unknown: it was not started again."""
+    unknown = bool(execution.attempts) and execution.attempts[-1].outcome == "unknown"
+    return at_most_once(body) and execution.status == ExecutionStatus.FAILED and unknown
 
 
 def why_repeated(
@@ -354,7 +369,9 @@ def test_chaos_soak_loses_nothing_and_never_double_holds_an_attempt(tmp_path):
         # None lost: every one-off has its one execution, ended as its handler decides (failures with reasons).
         for job_id, body in bodies.items():
             [execution] = by_job[job_id]
-            if exhausted_by_lost_workers(execution, body):
+            # An at-most-once slot never starts twice, whatever the faults: one attempt at most, one run logged.
+            assert not at_most_once(body) or len(execution.attempts) <= 1, (body, execution)
+            if exhausted_by_lost_workers(execution, body) or lost_at_most_once(execution, body):
                 continue  # the policy's attempts all went to killed or frozen workers: failed, with that reason
             assert execution.status == expected_status(body), (body, execution)
             if execution.status == ExecutionStatus.FAILED:
@@ -366,6 +383,9 @@ def test_chaos_soak_loses_nothing_and_never_double_holds_an_attempt(tmp_path):
             key = (record["execution_id"], record["attempt"])
             assert key not in runs or runs[key]["worker_id"] == record["worker_id"], (record, runs.get(key))
             runs[key] = record
+        once = {e.execution_id for e in rows if at_most_once(bodies.get(e.job_id, {}))}
+        twice = sorted(key for key in runs if key[0] in once and key[1] > 1)
+        assert not twice, (f"seed {SEED}: an at-most-once slot's handler ran again", twice)
         for key in workers.told_lost() & runs.keys():
             runs[key] = {**runs[key], "outcome": "lost"}
         by_id = {e.execution_id: e for e in rows}
@@ -415,7 +435,9 @@ def test_chaos_soak_loses_nothing_and_never_double_holds_an_attempt(tmp_path):
             f"\nchaos (seed {SEED}): {len(bodies)} one-off + {cron_runs} cron executions ended "
             f"({len(failed)} failed, {len(failed & told)} of them notified); faults: {faults}, "
             f"{preloader.crashes} pre-loader deaths at an AWS call; handler runs logged {len(logged)}; "
-            f"repeated attempts {sum(duplicates.values())}: {reasons}; "
+            f"repeated attempts {sum(duplicates.values())}: {reasons}; at-most-once runs {len(once)} "
+            f"({sum(1 for e in rows if e.execution_id in once and lost_at_most_once(e, bodies[e.job_id]))} "
+            "lost, result unknown, none started twice); "
             f"chaos {CHAOS_SECONDS} s, settled in {settled - chaos_end:.0f} s; audit: {audit.stdout.splitlines()[-1]}",
             flush=True,
         )

@@ -131,3 +131,41 @@ def test_a_stale_attempt_over_http_gets_409_and_changes_nothing(api, worker_api)
     assert stale.status_code == 409, stale.text
     [after] = executions(api, job["jobId"])
     assert after["status"] == "succeeded" and after["finishedAt"] == done["finishedAt"]
+
+
+def test_an_at_most_once_run_whose_worker_is_killed_ends_with_its_result_unknown_never_started_again(
+    bare_system, workers
+):
+    api = Api(bare_system.api_url, bare_system.token("alice"))
+    workers.start("w-e")
+    workers.start("w-f")
+    job = submit(api, handler="demo.sleep", payload={"seconds": 6}, schedule={"at": iso_in(2)}, delivery="at-most-once")
+    first = wait_for(lambda: running_attempt(api, job["jobId"], 1), timeout=20, what="attempt 1 running")
+    # When the holder is killed mid-run, its message comes back to the other worker after the lease
+    workers.signal(first["workerId"], signal.SIGKILL)
+    [done] = wait_terminal(api, job["jobId"], timeout=LEASE + 20)
+    # Then no second attempt started: the run ended failed, its one attempt's outcome unknown
+    assert done["status"] == "failed" and done["attempt"] == 1
+    assert [a["outcome"] for a in done["attempts"]] == ["unknown"] and done["error"].startswith("result unknown")
+    time.sleep(LEASE)  # any later copy of its message finds the run ended
+    [after] = executions(api, job["jobId"])
+    assert after["attempt"] == 1 and after["status"] == "failed"
+
+
+def test_an_at_most_once_run_whose_worker_is_frozen_is_not_taken_over_and_its_late_outcome_is_refused(
+    bare_system, workers
+):
+    api = Api(bare_system.api_url, bare_system.token("alice"))
+    workers.start("w-g")
+    workers.start("w-h")
+    job = submit(api, handler="demo.sleep", payload={"seconds": 7}, schedule={"at": iso_in(2)}, delivery="at-most-once")
+    first = wait_for(lambda: running_attempt(api, job["jobId"], 1), timeout=20, what="attempt 1 running")
+    # When the holder is frozen past its lease, the other worker ends the run, result unknown
+    workers.signal(first["workerId"], signal.SIGSTOP)
+    [done] = wait_terminal(api, job["jobId"], timeout=LEASE + 20)
+    assert done["status"] == "failed" and done["attempts"][0]["outcome"] == "unknown"
+    # And the frozen one, resumed, finishes its handler: its outcome is refused, nothing starts again
+    workers.signal(first["workerId"], signal.SIGCONT)
+    time.sleep(9)
+    [after] = executions(api, job["jobId"])
+    assert after["status"] == "failed" and after["attempt"] == 1 and after["attempts"][0]["outcome"] == "unknown"

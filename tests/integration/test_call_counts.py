@@ -208,3 +208,25 @@ def test_a_batch_of_one_offs_costs_a_transaction_per_49_jobs_and_a_send_per_ten(
     assert calls.calls == Counter(
         {"dynamodb:BatchGetItem": 2, "dynamodb:TransactWriteItems": 5, "sqs:SendMessageBatch": 15}
     )
+
+
+def test_a_lateness_budget_costs_one_counter_write_a_run_and_a_late_run_a_mark_a_count_and_a_notice(
+    ports, clock, calls
+):
+    # Given two one-offs with a 5 s budget: one run in time, one claimed 20 s after its dueAt
+    worker = Worker(ports, "default", "w1", concurrency=1)
+    ports.store.shards_of_bucket(hour_bucket(clock.now))
+    submit_job(ports, "alice", one_off(clock, lateAfterSeconds=5))
+    clock.advance(10)
+    calls.reset()
+    assert run_next(ports, worker) == "succeeded"
+    in_time = calls.calls.copy()
+    # Then the run in time costs what a one-off's run does, plus one UpdateItem: its day's counter
+    assert in_time["dynamodb:UpdateItem"] == 2 and calls.job_and_control_write_units() == 4 + 1
+    assert capacity.lateness_units(1.0)[0] == pytest.approx(1 + 0.01 * 1)
+    submit_job(ports, "alice", one_off(clock, lateAfterSeconds=5))
+    clock.advance(10 + 20)
+    calls.reset()
+    assert run_next(ports, worker) == "succeeded"
+    # And the late run adds its mark and its count (two UpdateItems beside the claim) and a DLQ send
+    assert calls.calls["dynamodb:UpdateItem"] == 3 and calls.calls["sqs:SendMessage"] == 1

@@ -78,6 +78,9 @@ class Checker:
         if key in self.claims:
             raise Violation(f"{key[0]} attempt {key[1]} claimed by {self.claims[key]} and again by {worker.worker_id}")
         self.claims[key] = worker.worker_id
+        job = self.world.jobs.get(task.execution.job_id)
+        if job is not None and job.at_most_once and task.execution.attempt > 1:
+            raise Violation(f"{key[0]} of at-most-once job {job.job_id} started a second time (attempt {key[1]})")
 
     def completed(self, worker: SimWorker, task: Task, ended: Execution) -> None:
         if not ended.status.is_terminal:

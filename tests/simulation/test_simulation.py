@@ -45,9 +45,10 @@ def _claim_ignoring_the_lease(
     now: datetime,
     lease_until: datetime,
     max_attempts: int = 2**31,
+    first_only: bool = False,
 ) -> ClaimOutcome:
     """The planted bug: SqliteStore.claim without its fencing condition on the lease (a running row is taken
-    over while its holder's lease is live)."""
+    over while its holder's lease is live), nor at-most-once's first claim only."""
     with self.db.write() as conn:
         loaded = self._values(conn, key)
         if loaded is None:
@@ -88,6 +89,7 @@ def _first_failure() -> SimulationFailure:
             lambda mp: mp.setattr(SqliteStore, "claim", _claim_ignoring_the_lease),
         ),
         ("a finish that ignores the attempt fence", lambda mp: _plant_unfenced_finish(mp)),
+        ("an at-most-once claim that takes a lost run over", lambda mp: _plant_second_start(mp)),
     ],
 )
 def test_the_budget_catches_a_planted_bug(monkeypatch: pytest.MonkeyPatch, bug: str, plant: Any) -> None:
@@ -113,3 +115,16 @@ def _plant_unfenced_finish(monkeypatch: pytest.MonkeyPatch) -> None:
         return real(self, key, attempt, *args, **kwargs)
 
     monkeypatch.setattr(SqliteStore, "finish", finish)
+
+
+def _plant_second_start(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The planted bug: SqliteStore.claim forgets `first_only`, so an at-most-once run whose worker was lost
+    is taken over as attempt 2 (as if at-least-once; its job's maxAttempts is 1, so the takeover is let
+    through by a limit of 2)."""
+    real = SqliteStore.claim
+
+    def claim(self: SqliteStore, key: ExecutionKey, worker_id: str, now: datetime, lease_until: datetime,
+              max_attempts: int = 2**31, first_only: bool = False) -> ClaimOutcome:  # fmt: skip
+        return real(self, key, worker_id, now, lease_until, max(max_attempts, 2) if first_only else max_attempts)
+
+    monkeypatch.setattr(SqliteStore, "claim", claim)

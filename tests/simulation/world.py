@@ -46,6 +46,7 @@ from duetime.domain.errors import Conflict, NotFound, StaleAttempt
 from duetime.domain.keys import new_job_id
 from duetime.domain.models import (
     CatchUp,
+    Delivery,
     Execution,
     Job,
     JobSpec,
@@ -341,6 +342,7 @@ class SimJob:
     job_id: str
     profile: str  # "ok", "flaky", "failing" or "permanent"
     kind: str
+    at_most_once: bool = False  # delivery at-most-once: no slot of it may start twice
 
 
 class SimulationFailure(AssertionError):
@@ -493,7 +495,7 @@ class World:
         self.log(
             f"submit {what} catchUp={spec.catch_up.value} overlap={spec.overlap.value} "
             f"attempts={spec.retry.max_attempts} deadline={spec.starting_deadline_seconds} "
-            f"pauseAfter={spec.pause_after_failures} handler={profile}"
+            f"pauseAfter={spec.pause_after_failures} delivery={spec.delivery.value} handler={profile}"
         )
         try:
             job, _ = submit_job(self.ports, OWNER, spec)
@@ -505,7 +507,7 @@ class World:
                 return
             self.log("  the caller saw an error, but the job was stored")
         kind = "at" if spec.schedule.at else "cron" if spec.schedule.cron else "every"
-        self.jobs[job_id] = SimJob(job_id, profile, kind)
+        self.jobs[job_id] = SimJob(job_id, profile, kind, spec.delivery == Delivery.AT_MOST_ONCE)
         self.log(f"  accepted {job_id}")
 
     def _random_spec(self) -> tuple[JobSpec, str]:
@@ -533,6 +535,10 @@ class World:
             starting_deadline_seconds=rng.choice([None, None, None, 20, 90]),
             pause_after_failures=rng.choice([None, None, None, 2]),
         )
+        if rng.random() < 0.25:  # at-most-once: one attempt, never a second start of a slot
+            spec = spec.model_copy(
+                update={"delivery": Delivery.AT_MOST_ONCE, "retry": spec.retry.model_copy(update={"max_attempts": 1})}
+            )
         return spec, rng.choice(["ok", "ok", "flaky", "failing", "permanent"])
 
     def act_advance(self) -> None:

@@ -69,6 +69,19 @@ def test_cost_per_million_is_the_sum_of_its_parts_at_the_stated_prices():
     assert prices.as_of == capacity.PRICES_AS_OF
 
 
+def test_lateness_budgets_add_a_counter_write_a_run_and_the_late_runs_mark_and_notice():
+    plain = estimate(Inputs(rate=100, shards=32, avg_seconds=0, profile="cron")).cost_per_million
+    budgeted = estimate(Inputs(rate=100, shards=32, avg_seconds=0, profile="cron", late_budgets=0.5))
+    prices = capacity.Prices()
+    extra_units = 0.5 * 1 + 0.5 * 0.01 * 1  # a counter write a run; 1% of them late: one more (the mark)
+    added = budgeted.cost_per_million["dynamodbWrites"] - plain["dynamodbWrites"]
+    assert added == pytest.approx(extra_units * prices.dynamodb_write_per_million, abs=1e-3)
+    added_sqs = budgeted.cost_per_million["sqs"] - plain["sqs"]
+    assert added_sqs == pytest.approx(0.5 * 0.01 * 3 * prices.sqs_per_million, abs=1e-3)
+    with pytest.raises(ValueError):
+        estimate(Inputs(rate=100, late_budgets=1.5))
+
+
 def test_nonsense_inputs_are_refused():
     with pytest.raises(ValueError):
         estimate(Inputs(rate=0))

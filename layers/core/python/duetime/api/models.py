@@ -83,19 +83,33 @@ class RunSummary(CamelModel):
         return cls(**execution.model_dump(include=set(cls.model_fields)))
 
 
+class BudgetShare(CamelModel):
+    """Of a job's runs due over the last `days` days (UTC, today included): how many started within its
+    lateAfterSeconds, how many were found late, and the share in time (null when none was counted)."""
+
+    days: int
+    on_time: int
+    late: int
+    share: float | None = None
+
+
 class JobResponse(Job):
     """A job as the API returns it: its definition, status, nextRunAt and, for cron jobs, the next runs.
 
     GET /jobs/{jobId} adds the schedule's health, derived from its newest executions: lastRun (the last run
     that started), lastSuccess, lastFailure (among the newest 20 executions) and pastDue (a waiting run
-    more than two minutes past its dueAt while the job is active; null if none). GET /jobs carries each
-    job's nextRunAt, lastRun and pastDue (not its nextRuns, lastSuccess or lastFailure)."""
+    more than two minutes past its dueAt while the job is active; null if none) and, for a job with
+    lateAfterSeconds, withinBudget: the share of its runs started within it over the last 7 and 30 days.
+    GET /jobs carries each job's nextRunAt, lastRun and pastDue (not its nextRuns, lastSuccess, lastFailure
+    or withinBudget)."""
 
     next_runs: list[UtcDatetime] = Field(default_factory=list)
     last_run: RunSummary | None = None
     last_success: RunSummary | None = None
     last_failure: RunSummary | None = None
     past_due: RunSummary | None = None
+    # GET /jobs/{jobId} of a job with lateAfterSeconds: the share of runs started within it, 7 and 30 days.
+    within_budget: list[BudgetShare] = Field(default_factory=list)
 
     @field_serializer("next_runs", when_used="json")
     def _next_runs(self, value: list[datetime]) -> list[str]:

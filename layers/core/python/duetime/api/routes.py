@@ -26,6 +26,7 @@ from duetime.api.models import (
     BatchCreateRequest,
     BatchCreateResponse,
     BatchItemResult,
+    BudgetShare,
     CalendarList,
     CalendarRequest,
     CalendarResponse,
@@ -169,6 +170,7 @@ def job_response(view: job_cases.JobView) -> JobResponse:
         last_success=RunSummary.of(health.last_success),
         last_failure=RunSummary.of(health.last_failure),
         past_due=RunSummary.of(health.past_due),
+        within_budget=[BudgetShare(**share.to_json()) for share in health.within_budget],
     )
 
 

@@ -44,6 +44,7 @@ from duetime.domain.costs import PROVISIONED as PROVISIONED
 from duetime.domain.costs import SQS_BATCH as SQS_BATCH
 from duetime.domain.costs import CallProfile as CallProfile
 from duetime.domain.costs import Prices as Prices
+from duetime.domain.costs import lateness_units as lateness_units
 
 # --- AWS limits (docs/measured.md, AWS documentation) --------------------------------------------------------
 PARTITION_WCU_PER_SECOND = 1000  # one partition key value: 1,000 write units/s
@@ -205,6 +206,7 @@ class Inputs:
     billing: str = ON_DEMAND  # the tables' (CDK context billing): on demand, or provisioned with auto-scaling
     utilisation: float = DEFAULT_UTILISATION  # provisioned: the auto-scaling target
     api: str = "rest"  # the API Gateway type the one-off submissions go through (prices differ)
+    late_budgets: float = 0.0  # the share of runs whose jobs have a lateAfterSeconds (a counter write each)
 
 
 @dataclass
@@ -287,6 +289,8 @@ def estimate(inputs: Inputs, prices: Prices | None = None) -> Estimate:
         raise ValueError("herd, jitter-seconds and open-index-keys must be >= 0")
     if inputs.classes and sum(c.share for c in inputs.classes) <= 0:
         raise ValueError("the job classes' shares must add up to more than 0")
+    if not 0 <= inputs.late_budgets <= 1:
+        raise ValueError("late-budgets is a share of the runs, 0..1")
     if inputs.billing not in BILLINGS or not 0.2 <= inputs.utilisation <= 0.9 or inputs.api not in API_TYPES:
         raise ValueError(f"billing is one of {', '.join(BILLINGS)}, utilisation 0.2..0.9, api rest or http")
     prices = prices or Prices()
@@ -301,8 +305,9 @@ def estimate(inputs: Inputs, prices: Prices | None = None) -> Estimate:
     in_flight = inputs.rate * held  # Little's law: a message is in flight from receive to delete
     slots = in_flight
     lambda_batches = slots / SQS_BATCH
-    write_units = profile.executions_wcu + profile.index_wcu + profile.jobs_wcu + beats
-    sqs = profile.sqs_requests + beats  # each heartbeat also extends the message's visibility
+    lateness_wcu, lateness_sqs = lateness_units(inputs.late_budgets)
+    write_units = profile.executions_wcu + profile.index_wcu + profile.jobs_wcu + beats + lateness_wcu
+    sqs = profile.sqs_requests + beats + lateness_sqs  # each heartbeat also extends the message's visibility
     cost = {
         "dynamodbWrites": write_units * write_price,
         "dynamodbReads": profile.read_units * read_price,
@@ -861,6 +866,7 @@ def cmd_capacity(args: argparse.Namespace) -> int:
             billing=args.billing,
             utilisation=args.utilisation,
             api=args.api,
+            late_budgets=args.late_budgets,
         )
         result = estimate(inputs)
     except ValueError as exc:
@@ -910,6 +916,13 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     )
     capacity.add_argument("--herd", type=int, default=0, metavar="N", help="runs on one cron instant, e.g. 1000000")
     capacity.add_argument("--jitter-seconds", type=int, default=0, help="the herd jobs' jitterSeconds")
+    capacity.add_argument(
+        "--late-budgets",
+        type=float,
+        default=0.0,
+        metavar="SHARE",
+        help="the share of runs whose jobs have a lateAfterSeconds (a counter write a run; 1%% of them late)",
+    )
     capacity.add_argument(
         "--preload-window",
         type=int,

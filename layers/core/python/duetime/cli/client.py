@@ -58,6 +58,7 @@ def job_detail(job: dict[str, Any]) -> str:
             f"{retry.get('maxDelaySeconds')} s cap",
         ),
         ("overlap / catchUp", f"{job.get('overlap')} / {job.get('catchUp')}"),
+        ("delivery", job.get("delivery")),
         ("payload", json.dumps(job.get("payload", {}))),
         ("createdAt", job.get("createdAt")),
         ("version", job.get("version")),
@@ -92,8 +93,20 @@ def operation_fields(job: dict[str, Any]) -> list[tuple[str, Any]]:
         ("lastSuccess", run("lastSuccess")),
         ("lastFailure", run("lastFailure")),
         ("pastDue", run("pastDue")),
+        ("lateAfterSeconds", job.get("lateAfterSeconds")),
+        ("withinBudget", budget_text(job.get("withinBudget") or [])),
         ("notify", " ".join(_destination(d) for d in ((job.get("notify") or {}).get("onFailure") or [])) or None),
     ]
+
+
+def budget_text(shares: list[dict[str, Any]]) -> str | None:
+    """The share of runs started within lateAfterSeconds, window by window: `7 d 98.5% (1 late of 67)`."""
+    parts = []
+    for share in shares:
+        counted = share["onTime"] + share["late"]
+        percent = "-" if share["share"] is None else f"{share['share'] * 100:.1f}%"
+        parts.append(f"{share['days']} d {percent} ({share['late']} late of {counted})")
+    return ", ".join(parts) or None
 
 
 def _destination(destination: dict[str, Any]) -> str:
@@ -168,6 +181,8 @@ def spec_from_args(args: argparse.Namespace) -> dict[str, Any]:
         ("pauseAfterFailures", args.pause_after_failures),
         ("rateLimit", args.rate_limit),
         ("maxConcurrent", args.max_concurrent),
+        ("delivery", args.delivery),
+        ("lateAfterSeconds", args.late_after),
     ):
         if value is not None:
             spec[key] = value
@@ -514,6 +529,17 @@ def _spec_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--starting-deadline", type=int, help="startingDeadlineSeconds")
     parser.add_argument("--job-class")
     parser.add_argument("--rate-limit", dest="rate_limit", help="rateLimit: the name of one of your limits")
+    parser.add_argument(
+        "--late-after",
+        dest="late_after",
+        type=int,
+        help="lateAfterSeconds: a run not started this long after it is due is late (event, notice, health)",
+    )
+    parser.add_argument(
+        "--delivery",
+        choices=("at-least-once", "at-most-once"),
+        help="at-most-once: never start a slot twice (no retries; a lost run's result is unknown)",
+    )
     parser.add_argument(
         "--max-concurrent", dest="max_concurrent", type=int, help="maxConcurrent: at most N runs of the job at once"
     )

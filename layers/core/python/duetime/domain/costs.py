@@ -118,3 +118,19 @@ ONE_OFF_BATCH = replace(
     api_requests=1 / 500,
 )
 PROFILES = {p.name: p for p in (ONE_OFF, CRON_RUN, ONE_OFF_BATCH)}
+
+# A run of a job with a lateness budget (lateAfterSeconds, service/lateness.py): its day's counter, one
+# UpdateItem on the control table (1 write unit) at its claim. A late run instead marks its row late (one
+# conditional UpdateItem, 1 unit) and counts in the late counter, and tells its owner through the DLQ (a send,
+# and the drain's receive and delete). Reading a job's share (GET /jobs/{id}) is a BatchGetItem of 60 keys.
+LATENESS_WCU_PER_RUN = 1.0
+LATE_RUN_EXTRA_WCU = 1.0
+LATE_RUN_EXTRA_SQS = 3.0
+ASSUMED_LATE_SHARE = 0.01  # of budgeted runs: the capacity model prices this share of them late
+
+
+def lateness_units(budgeted_share: float) -> tuple[float, float]:
+    """(write units, SQS requests) the lateness budgets add to one execution, when `budgeted_share` of the
+    runs are of jobs with a lateAfterSeconds (and ASSUMED_LATE_SHARE of those start late)."""
+    late = budgeted_share * ASSUMED_LATE_SHARE
+    return budgeted_share * LATENESS_WCU_PER_RUN + late * LATE_RUN_EXTRA_WCU, late * LATE_RUN_EXTRA_SQS

@@ -39,7 +39,9 @@ RUN_DETAIL_TYPES = {
     ExecutionStatus.SKIPPED: "Execution Skipped",
 }
 JOB_DETAIL_TYPES = {change: f"Job {change.value}" for change in JobChange}
-DETAIL_TYPES = (*RUN_DETAIL_TYPES.values(), *JOB_DETAIL_TYPES.values())
+# A run found past its job's lateAfterSeconds (service/lateness.py): not an end, announced once a run.
+LATE_DETAIL_TYPE = "Execution Late"
+DETAIL_TYPES = (*RUN_DETAIL_TYPES.values(), LATE_DETAIL_TYPE, *JOB_DETAIL_TYPES.values())
 
 
 @dataclass(frozen=True)
@@ -105,6 +107,27 @@ def run_event(execution: Execution, job: Job | None) -> Event | None:
         "result": result_summary(execution.result),
     }
     return Event(detail_type, execution.finished_at or execution.due_at, detail)
+
+
+def late_event(execution: Execution, job: Job, at: datetime) -> Event:
+    """The event of a run found past its job's lateness budget at `at`: still waiting (startedAt null) or
+    starting late (startedAt its claim); latenessMs is how far past its dueAt it was then."""
+    started = execution.started_at if execution.status != ExecutionStatus.SCHEDULED else None
+    detail: dict[str, Any] = {
+        "version": EVENT_VERSION,
+        "owner": job.owner,
+        "jobId": execution.job_id,
+        "jobName": job.name,
+        "executionId": execution.execution_id,
+        "status": execution.status.value,
+        "kind": execution.kind,
+        "scheduledAt": _time(execution.scheduled_at),
+        "dueAt": _time(execution.due_at),
+        "startedAt": _time(started),
+        "lateAfterSeconds": job.late_after_seconds,
+        "latenessMs": to_ms(started or at) - to_ms(execution.due_at),
+    }
+    return Event(LATE_DETAIL_TYPE, at, detail)
 
 
 def job_event(job: Job, change: JobChange, at: datetime) -> Event:

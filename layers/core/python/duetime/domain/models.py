@@ -37,6 +37,7 @@ MAX_TAG_KEY_CHARS = 64
 MAX_TAG_VALUE_CHARS = 256
 TAG_KEY = re.compile(r"[A-Za-z0-9_./-]{1,64}")
 MAX_NOTE_CHARS = 500  # the note stored with a pause or resume
+MAX_LATE_AFTER_SECONDS = 7 * 86400  # a job's lateAfterSeconds: a run is late this long after its dueAt
 
 
 def to_utc(value: datetime) -> datetime:
@@ -112,6 +113,18 @@ class Overlap(StrEnum):
     ALLOW = "allow"
     FORBID = "forbid"
     REPLACE = "replace"
+
+
+class Delivery(StrEnum):
+    """How often one slot may start: `at-least-once` runs it again after a lost worker or a failure (retries),
+    `at-most-once` never starts it a second time (a lost run ends with its result unknown; no retries)."""
+
+    AT_LEAST_ONCE = "at-least-once"
+    AT_MOST_ONCE = "at-most-once"
+
+
+# The outcome recorded on an at-most-once attempt whose worker was lost: it may or may not have run.
+RESULT_UNKNOWN = "unknown"
 
 
 class CatchUp(StrEnum):
@@ -225,6 +238,11 @@ class JobSpec(CamelModel):
     max_concurrent: int | None = Field(default=None, ge=1, le=MAX_CONCURRENT_RUNS)
     # Where the owner hears of runs that failed for good and of automatic pauses (domain.destinations).
     notify: Notify | None = None
+    # at-most-once: no slot starts twice (docs/lifecycle.md); its retry.maxAttempts is 1.
+    delivery: Delivery = Delivery.AT_LEAST_ONCE
+    # A run not started this long after its dueAt is late: an `Execution Late` event, the owner told once,
+    # and the share of runs started within it shown with the job (service/lateness.py). None: no budget.
+    late_after_seconds: int | None = Field(default=None, ge=1, le=MAX_LATE_AFTER_SECONDS)
 
     @field_validator("exclude")
     @classmethod
@@ -338,6 +356,9 @@ class Execution(CamelModel):
     waited_for_limit_ms: int | None = None
     # The last progress a handler recorded (ctx.checkpoint), which the next attempt resumes from.
     checkpoint: Checkpoint | None = None
+    # When the run was found past its job's lateAfterSeconds, unstarted (by the reconciler) or starting
+    # (at its claim): set once, so its lateness is announced once. None: never found late.
+    late_at: UtcDatetime | None = None
 
     def lease_live(self, now: datetime) -> bool:
         return self.status == ExecutionStatus.RUNNING and self.lease_until is not None and self.lease_until > now

@@ -8,7 +8,7 @@ from typing import Any
 
 from duetime.domain.errors import Conflict
 from duetime.domain.keys import ExecutionKey
-from duetime.domain.models import ExecutionStatus
+from duetime.domain.models import RESULT_UNKNOWN, Delivery, ExecutionStatus
 from duetime.service.context import Ports
 from duetime.service.events import run_ended
 from duetime.service.executions import failure_notice, waits_its_turn
@@ -37,9 +37,15 @@ def drain_dead_letters(ports: Ports, job_class: str, time_for_one_more: Callable
         for body, receipt in batch:
             if not more():  # the rest of the batch is received again after the DLQ's visibility timeout
                 return handled
-            if body.get("kind") == "paused":  # a job paused after failures in a row (service.job_ends)
+            if body.get("kind") in ("paused", "late"):  # a job paused after failures in a row (service.job_ends),
+                # or a run past its job's lateness budget (service.lateness)
                 job_name = body.get("jobName") or body.get("jobId")
-                ports.notifier.notify(str(body.get("owner") or "unknown"), f"duetime: job {job_name} paused", body)
+                subject = (
+                    f"duetime: job {job_name} paused"
+                    if body["kind"] == "paused"
+                    else f"duetime: execution {body.get('executionId')} of job {job_name} is late"
+                )
+                ports.notifier.notify(str(body.get("owner") or "unknown"), subject, body)
                 ports.queues.delete_dead_letter(job_class, receipt)
                 handled += 1
                 continue
@@ -81,8 +87,16 @@ def _fail_redriven(ports: Ports, body: dict[str, Any]) -> dict[str, Any] | None:
         if execution.status == ExecutionStatus.SCHEDULED:
             ended = ports.store.end_waiting(message.key, ExecutionStatus.FAILED, now, POISON, ending=ending)
         else:
+            # An at-most-once run's lost attempt may have done its work: its outcome is unknown.
+            unknown = job is not None and job.delivery == Delivery.AT_MOST_ONCE
             ended = ports.store.finish(
-                message.key, execution.attempt, ExecutionStatus.FAILED, now, error=POISON, ending=ending
+                message.key,
+                execution.attempt,
+                ExecutionStatus.FAILED,
+                now,
+                error=POISON,
+                ending=ending,
+                outcome=RESULT_UNKNOWN if unknown else None,
             )
     except Conflict:
         return None

@@ -35,6 +35,7 @@ from duetime.service.context import Ports
 from duetime.service.events import batched_events, job_changed, run_ended
 from duetime.service.executions import failure_notice
 from duetime.service.job_ends import auto_pause_notice, complete_schedule
+from duetime.service.lateness import find_unstarted
 from duetime.service.ports import DueMessage
 
 log = logging.getLogger("duetime.preloader")
@@ -590,6 +591,8 @@ def reconcile_page(ports: Ports, shard: int, now: datetime, after: str | None) -
     report.held += len(held)
     held_ids = {e.execution_id for e in held}
     sendable = [e for e in waiting if e.execution_id not in held_ids]
+    # A run that has not started by its job's lateness budget is found late here, once (service/lateness.py).
+    find_unstarted(ports, jobs, sendable, now)
     if sendable:
         report.add(dispatch(ports, sendable, now, known_jobs=jobs))
     if abandoned:

@@ -20,7 +20,7 @@ from duetime.domain.bounds import first_run_number
 from duetime.domain.destinations import check_destination_grants
 from duetime.domain.errors import Conflict, InvalidInput
 from duetime.domain.events import JobChange
-from duetime.domain.models import ENDED_JOB_STATUSES, Execution, Job, JobSpec, JobStatus
+from duetime.domain.models import ENDED_JOB_STATUSES, Delivery, Execution, Job, JobSpec, JobStatus
 from duetime.service.calendars import check_references
 from duetime.service.context import Ports
 from duetime.service.dispatch import dispatch, new_execution
@@ -54,6 +54,9 @@ def edited_spec(job: Job, changes: Mapping[str, Any]) -> JobSpec:
     for name, value in changes.items():
         alias = JobSpec.model_fields[name].alias or name
         values[alias] = value.model_dump(by_alias=True, exclude_unset=True) if isinstance(value, BaseModel) else value
+    if values.get("delivery") == Delivery.AT_MOST_ONCE and "retry" not in changes:
+        # Made at-most-once without a retry policy: no retries, as at creation (check_delivery).
+        values["retry"] = {**values["retry"], "maxAttempts": 1}
     try:
         return JobSpec.model_validate(values, by_alias=True, by_name=False)
     except ValidationError as exc:

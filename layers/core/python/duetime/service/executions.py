@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import hmac
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
@@ -14,18 +15,33 @@ from duetime.domain.catchup import plan_catch_up
 from duetime.domain.errors import Conflict, NotFound, StaleAttempt
 from duetime.domain.exclusions import Exclusions
 from duetime.domain.keys import ExecutionKey, parse_execution_id
-from duetime.domain.models import CatchUp, Execution, ExecutionStatus, Job, JobStatus, Overlap, format_time, to_ms
+from duetime.domain.models import (
+    RESULT_UNKNOWN,
+    CatchUp,
+    Delivery,
+    Execution,
+    ExecutionStatus,
+    Job,
+    JobStatus,
+    Overlap,
+    format_time,
+    to_ms,
+)
 from duetime.domain.recurrence import SCHEDULE_EDITED, is_slot, recurrence_of
 from duetime.domain.results import ResultRejected, check_fits_row, encode_result, truncate_error
 from duetime.domain.retry import compute_backoff, should_retry
 from duetime.domain.spread import spread, spread_due
-from duetime.service import limits
+from duetime.service import lateness, limits
 from duetime.service.context import Ports
 from duetime.service.events import run_ended
 from duetime.service.job_ends import announce, complete_if_last, one_off_ending, pause_if_failing
 from duetime.service.outcomes import ClaimVerdict, RunResult
 from duetime.service.ports import DueMessage
 
+log = logging.getLogger("duetime.executions")
+
+# The skip reason of an at-most-once run found waiting after an earlier attempt: it might have been started.
+STARTED_BEFORE = "at-most-once: started before"
 # A message passed on by a worker that cannot run its handler is hidden this long, for another to take it.
 PASS_HIDE_SECONDS = 1
 # A run waiting its turn looks again after a third of a lease, and no sooner than this: SQS delays are whole
@@ -129,7 +145,8 @@ def _claim(
     checks_overlap: bool,
 ) -> Claim:
     """The claim's conditional write and what follows it (a lost last attempt, the overlap policy)."""
-    outcome = ports.store.claim(message.key, worker_id, now, lease_ends, max_attempts=max_attempts)
+    at_most_once = job.delivery == Delivery.AT_MOST_ONCE
+    outcome = ports.store.claim(message.key, worker_id, now, lease_ends, max_attempts, first_only=at_most_once)
     if outcome.claimed is None:
         current = outcome.current
         if current is not None and current.lease_live(now):
@@ -138,6 +155,8 @@ def _claim(
             # and again until SQS redrove it to the DLQ. If the holder is lost, its own message returns
             # when the lease ends, and the reconciler resends a running row whose lease ended long ago.
             return Claim(ClaimVerdict.DONE, execution=current, job=job)
+        if at_most_once and current is not None:
+            return _never_again(ports, message, job, current, now)
         if current is not None and current.status == ExecutionStatus.RUNNING:
             # The last attempt's worker was lost (its lease ended) and no attempt is left: fail it for good.
             error = f"attempt {current.attempt}'s worker stopped heartbeating and no attempt is left"
@@ -166,7 +185,49 @@ def _claim(
                 ports.store.end_claimed(
                     ports.store.key_of(other), other.attempt, ExecutionStatus.CANCELLED, now, "replaced"
                 )
+    if job.late_after_seconds is not None:
+        try:
+            lateness.judge_start(ports, job, claimed)
+        except Exception:  # the run is claimed: it must run whatever becomes of its lateness count
+            log.exception("judging the lateness of %s failed", claimed.execution_id)
     return Claim(ClaimVerdict.CLAIMED, execution=claimed, job=job)
+
+
+def _never_again(ports: Ports, message: DueMessage, job: Job, current: Execution, now: datetime) -> Claim:
+    """An at-most-once run the claim did not take: a slot is never started a second time. A run whose
+    worker was lost (its lease ended) ends `failed` with its attempt's outcome `unknown` (it may or may not
+    have done its work), and its owner is told; a waiting run that some attempt claimed before (a retry
+    planned before the job became at-most-once) is skipped: it might have been started. Anything else
+    (ended already) is left as it is."""
+    if current.status == ExecutionStatus.RUNNING:
+        error = (
+            f"result unknown: attempt {current.attempt}'s worker stopped heartbeating, and an at-most-once "
+            "run is never started again"
+        )
+        with contextlib.suppress(Conflict):
+            ending = one_off_ending(job, current.kind, now)
+            lost = ports.store.finish(
+                message.key,
+                current.attempt,
+                ExecutionStatus.FAILED,
+                now,
+                error=error,
+                ending=ending,
+                outcome=RESULT_UNKNOWN,
+            )
+            ports.queues.dead_letter(lost.job_class, failure_notice(ports, lost, job))
+            run_ended(ports, lost, job)
+            ended_for_good(ports, announce(ports, ending) or job, lost, now)
+            return Claim(ClaimVerdict.DONE, execution=lost, job=job)
+    elif current.status == ExecutionStatus.SCHEDULED and current.attempt > 0:
+        ending = one_off_ending(job, current.kind, now)
+        skipped = ports.store.end_waiting(message.key, ExecutionStatus.SKIPPED, now, STARTED_BEFORE, ending=ending)
+        if skipped is not None:
+            run_ended(ports, skipped, job)
+            job = announce(ports, ending) or job
+            complete_if_last(ports, job, skipped, now)
+            return Claim(ClaimVerdict.DONE, execution=skipped, job=job)
+    return Claim(ClaimVerdict.DONE, execution=current, job=job)
 
 
 def _waits_its_turn(job: Job, message: DueMessage, now: datetime, lease: int) -> Claim:
@@ -369,7 +430,9 @@ def complete(
         # Let the fenced write refuse it with the usual error.
         return ports.store.finish(key, attempt, ExecutionStatus.FAILED, now, error=error, claim_token=claim_token)
     runnable = (JobStatus.ACTIVE, JobStatus.COMPLETED)  # a completed job's last run still retries
-    if job is not None and job.status in runnable and should_retry(job.retry, attempt, retryable, current.retry_base):
+    # An at-most-once job never retries: a reported failure was a start, and a retry would be a second one.
+    retries = job is not None and job.delivery == Delivery.AT_LEAST_ONCE and job.status in runnable
+    if job is not None and retries and should_retry(job.retry, attempt, retryable, current.retry_base):
         return _retry(ports, key, current, attempt, error, now, job, claim_token)
     ending = one_off_ending(job, current.kind, now)
     failed = ports.store.finish(

@@ -24,6 +24,7 @@ from duetime.domain.models import (
     MAX_TAG_VALUE_CHARS,
     MAX_TAGS,
     TAG_KEY,
+    Delivery,
     Execution,
     ExecutionStatus,
     Job,
@@ -40,6 +41,7 @@ from duetime.service.context import Ports
 from duetime.service.dispatch import dispatch, new_execution
 from duetime.service.events import job_changed
 from duetime.service.handlers import check_grant, check_handler
+from duetime.service.lateness import WithinBudget, within_budget
 from duetime.service.limits import check_reference as check_limit_reference
 from duetime.service.ports import DueMessage, JobFilter, NewJob
 
@@ -67,6 +69,8 @@ class Health:
     last_success: Execution | None = None
     last_failure: Execution | None = None
     past_due: Execution | None = None
+    # With a lateAfterSeconds: the share of runs started within it over the last 7 and 30 days.
+    within_budget: tuple[WithinBudget, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -104,6 +108,7 @@ def validate_spec(ports: Ports, spec: JobSpec, now: datetime) -> tuple[JobSpec, 
         check_bounded_entries(spec.exclude)
     except ValueError as exc:
         raise InvalidInput(f"exclude: {exc}", field="exclude") from exc
+    spec = check_delivery(spec)
     if spec.retry.max_delay_seconds < spec.retry.base_delay_seconds:
         raise InvalidInput("retry.maxDelaySeconds must be at least baseDelaySeconds", field="retry.maxDelaySeconds")
     check_bounds(spec.schedule)
@@ -112,6 +117,20 @@ def validate_spec(ports: Ports, spec: JobSpec, now: datetime) -> tuple[JobSpec, 
         raise InvalidInput("schedule.endAt is before the schedule's first run", field="schedule.endAt")
     check_jitter(spec)
     return spec, slot
+
+
+def check_delivery(spec: JobSpec) -> JobSpec:
+    """An at-most-once job runs each slot once at most, so it has no retries: an unset retry policy becomes
+    maxAttempts 1; a retry.maxAttempts above 1 given with it is refused (InvalidInput naming the field)."""
+    if spec.delivery != Delivery.AT_MOST_ONCE or spec.retry.max_attempts == 1:
+        return spec
+    if "retry" not in spec.model_fields_set:
+        return spec.model_copy(update={"retry": spec.retry.model_copy(update={"max_attempts": 1})})
+    raise InvalidInput(
+        f"retry.maxAttempts {spec.retry.max_attempts} starts a slot again; an at-most-once job (delivery) has "
+        "maxAttempts 1",
+        field="retry.maxAttempts",
+    )
 
 
 def check_bounds(schedule: Schedule) -> None:
@@ -313,7 +332,8 @@ def get_job(ports: Ports, owner: str, job_id: str) -> JobView:
     calendars = CalendarCache(ports).of(job)
     view = describe(job, first.due_at if first else None, now, calendars, first.run_number if first else None)
     recent = ports.store.executions_of_job(job_id, newest_first=True, limit=HEALTH_HISTORY_ROWS)
-    return replace(view, health=health_of(job, recent, waiting, now))
+    health = replace(health_of(job, recent, waiting, now), within_budget=tuple(within_budget(ports, job, now)))
+    return replace(view, health=health)
 
 
 def health_of(job: Job, recent: Sequence[Execution], waiting: Sequence[Execution], now: datetime) -> Health:

@@ -364,10 +364,17 @@ class ExecutionStore(Protocol):
     def scan_open_executions(self) -> Iterator[StoredExecution]: ...
 
     def claim(
-        self, key: ExecutionKey, worker_id: str, now: datetime, lease_until: datetime, max_attempts: int = 2**31
+        self,
+        key: ExecutionKey,
+        worker_id: str,
+        now: datetime,
+        lease_until: datetime,
+        max_attempts: int = 2**31,
+        first_only: bool = False,
     ) -> ClaimOutcome:
         """Claim the row in one conditional write: attempt + 1, a lease, and a new claim token stored on the
-        row and returned on `claimed` (new_claim_token)."""
+        row and returned on `claimed` (new_claim_token). `first_only` (an at-most-once job's run): only a
+        `scheduled` row no attempt has claimed before; any other comes back as `current`."""
         ...
 
     # The writes of an attempt's holder are fenced by the attempt and, when `claim_token` is given, by the
@@ -393,9 +400,11 @@ class ExecutionStore(Protocol):
         error: str | None = None,
         claim_token: str | None = None,
         ending: JobEnding | None = None,
+        outcome: str | None = None,
     ) -> Execution:
         """Record the outcome of `attempt` (fenced by it and `claim_token`; raises StaleAttempt), with
-        `ending`'s change of its job in the same write."""
+        `ending`'s change of its job in the same write; the attempt's outcome is `outcome` (e.g.
+        RESULT_UNKNOWN) when given, else the status."""
         ...
 
     def move_for_retry(
@@ -455,6 +464,16 @@ class ExecutionStore(Protocol):
     ) -> Execution:
         """Add `waited_ms` (the time the run was held back by a rate limit or concurrency cap) to the row's
         waitedForLimitMs, fenced like every write of the attempt's holder (raises StaleAttempt)."""
+        ...
+
+    def mark_late(self, key: ExecutionKey, now: datetime) -> Execution | None:
+        """Record, in one conditional write, that the row was found past its job's lateness budget (lateAt =
+        `now`) unless it was already; the row as written, or None (gone, or marked before): so a run's
+        lateness is announced once, whoever finds it."""
+        ...
+
+    def add_count(self, key: str, delta: int, expires_at: int) -> None:
+        """Add `delta` to the counter record `key` (a control record), forgotten after `expires_at` (epoch s)."""
         ...
 
     def record_checkpoint(

@@ -10,7 +10,7 @@ from functools import partial
 from duetime.definitions import MAX_REDRIVE
 from duetime.domain.errors import Conflict, DuetimeError, InvalidInput, NotFound
 from duetime.domain.keys import parse_execution_id
-from duetime.domain.models import Execution, ExecutionStatus, Job, JobStatus
+from duetime.domain.models import Delivery, Execution, ExecutionStatus, Job, JobStatus
 from duetime.service.context import Ports
 from duetime.service.job_ends import announce, one_off_reopening
 from duetime.service.jobs import get_owned_job
@@ -75,6 +75,13 @@ def _retry_failed(ports: Ports, job: Job, execution: Execution) -> Execution:
         raise Conflict("the job is cancelled; its executions cannot be retried", field="status")
     if execution.status != ExecutionStatus.FAILED:
         raise Conflict(f"execution is {execution.status.value}; only a failed one can be retried", field="status")
+    if job.delivery == Delivery.AT_MOST_ONCE and execution.attempt > 0:
+        # A failed attempt, reported or lost, was a start: a retry would start the slot a second time.
+        raise Conflict(
+            "the job's delivery is at-most-once: a run that started is never started again (run the job now "
+            "for a new run)",
+            field="delivery",
+        )
     key = ports.store.key_of(execution)
     now = ports.clock()
     retried = _retried(execution, now)

@@ -173,6 +173,7 @@ def execution_to_doc(execution: Execution, notified_ms: int | None = None) -> st
             "retryBase": execution.retry_base or None,
             "overlap": None if execution.overlap is None else execution.overlap.value,
             "waitedForLimitMs": execution.waited_for_limit_ms,
+            "lateMs": _ms(execution.late_at),
             **checkpoint_attributes(execution),
         },
         separators=(",", ":"),
@@ -219,6 +220,7 @@ def execution_from_values(v: dict[str, Any]) -> Execution:
         overlap=None if v.get("overlap") is None else Overlap(v["overlap"]),
         waited_for_limit_ms=v.get("waitedForLimitMs"),
         checkpoint=decode_checkpoint(v.get("checkpoint"), v.get("checkpointAttempt"), v.get("checkpointMs")),
+        late_at=_time(v.get("lateMs")),
     )
 
 
@@ -530,10 +532,17 @@ class SqliteStore:
         return execution_from_doc(doc)
 
     def claim(
-        self, key: ExecutionKey, worker_id: str, now: datetime, lease_until: datetime, max_attempts: int = 2**31
+        self,
+        key: ExecutionKey,
+        worker_id: str,
+        now: datetime,
+        lease_until: datetime,
+        max_attempts: int = 2**31,
+        first_only: bool = False,
     ) -> ClaimOutcome:
         """`scheduled` (or `running` with an ended lease and attempts left) -> `running`, attempt + 1; else
-        the row as it stands (None if there is none)."""
+        the row as it stands (None if there is none). `first_only` (at-most-once): a row never claimed before
+        only."""
         now_ms, lease_ms = to_ms(now), to_ms(lease_until)
         with self.db.write() as conn:
             loaded = self._values(conn, key)
@@ -548,6 +557,8 @@ class SqliteStore:
                 and values["attempt"] < max_attempts
             )
             claimable = values["status"] == SCHEDULED or takeover
+            if first_only:
+                claimable = values["status"] == SCHEDULED and not values["attempt"]
             if claimable:
                 entry = {"workerId": worker_id, "startedMs": now_ms, "finishedMs": None, "outcome": None, "error": None}
                 values.update(
@@ -596,17 +607,19 @@ class SqliteStore:
         error: str | None = None,
         claim_token: str | None = None,
         ending: JobEnding | None = None,
+        outcome: str | None = None,
     ) -> Execution:
         """Record the outcome of `attempt` (the fencing token, with its claim's token when given), with
         `ending`'s change of its job in the same transaction; raises StaleAttempt if it no longer holds.
-        A failed execution stays in the open set until its owner has been told (mark_notified)."""
+        The attempt's outcome is `outcome` when given, else the status. A failed execution stays in the
+        open set until its owner has been told (mark_notified)."""
         error = None if error is None else truncate_error(error)
         now_ms, expires = to_ms(now), self._expires_at(now)
 
         def record(values: dict[str, Any]) -> Change:
             attempts = values["attempts"]
             if 0 <= attempt - 1 < len(attempts):
-                attempts[attempt - 1].update(finishedMs=now_ms, outcome=status.value)
+                attempts[attempt - 1].update(finishedMs=now_ms, outcome=outcome or status.value)
                 if error is not None:
                     attempts[attempt - 1]["error"] = error
             values.update(status=status.value, finishedMs=now_ms, leaseUntilMs=None, error=error)
@@ -1066,6 +1079,25 @@ class SqliteStore:
             return None, None, None
 
         return self._fenced(key, attempt, add_wait, claim_token)
+
+    # -- lateness budgets (issue 34) ---------------------------------------------------------------------
+
+    def mark_late(self, key: ExecutionKey, now: datetime) -> Execution | None:
+        """Record that the row was found late (lateMs = now) unless it was already; the row as written, or
+        None when it is gone or was marked before."""
+        with self.db.write() as conn:
+            loaded = self._values(conn, key)
+            if loaded is None or loaded[0].get("lateMs") is not None:
+                return None
+            values, expires = loaded
+            values["lateMs"] = to_ms(now)
+            self._write_values(conn, key, values, expires)
+        return execution_from_values(values)
+
+    def add_count(self, key: str, delta: int, expires_at: int) -> None:
+        """Add `delta` to the counter record `key`, forgotten after `expires_at` (epoch seconds)."""
+        with self.db.write() as conn:
+            self._count(conn, key, delta, None, expires_at)
 
     def get_limits(self, owner: str) -> dict[str, RateLimit]:
         with self.db.read() as conn:

@@ -639,14 +639,21 @@
       timeoutSeconds: h("input", { type: "number", min: "1", value: editing ? job.timeoutSeconds : "600" }),
       overlap: h("select", {}, ["forbid", "allow", "replace"].map((v) => h("option", { value: v }, v))),
       catchUp: h("select", {}, ["latest", "all", "none"].map((v) => h("option", { value: v }, v))),
+      // at-most-once never starts a slot twice: no retries, so it sets Max attempts to 1.
+      delivery: h("select", {}, ["at-least-once", "at-most-once"].map((v) => h("option", { value: v }, v))),
       jitterSeconds: h("input", { type: "number", min: "0", max: "3600", value: editing ? job.jitterSeconds ?? 0 : "0" }),
+      lateAfterSeconds: h("input", { type: "number", min: "1", max: "604800", value: editing ? job.lateAfterSeconds ?? "" : "" }),
       pauseAfterFailures: h("input", { type: "number", min: "1", max: "100", value: editing ? job.pauseAfterFailures ?? "" : "" }),
       tags: h("input", { type: "text", spellcheck: "false", placeholder: "team=billing, env=prod", value: editing ? tagsText(job.tags) : "" }),
     };
     if (editing) {
       inputs.overlap.value = job.overlap;
       inputs.catchUp.value = job.catchUp;
+      inputs.delivery.value = job.delivery || "at-least-once";
     }
+    inputs.delivery.addEventListener("change", () => {
+      if (inputs.delivery.value === "at-most-once") inputs.maxAttempts.value = "1";
+    });
     inputs.dstGap.value = (sched.dst && sched.dst.gap) || "";
     inputs.dstFold.value = (sched.dst && sched.dst.fold) || "";
     // Which input shows an error the API names by field (a job's fields, or the preview's top-level ones).
@@ -656,8 +663,9 @@
       timeZone: "timeZone", "schedule.startAt": "startAt", startAt: "startAt", "schedule.endAt": "endAt", endAt: "endAt",
       "schedule.maxRuns": "maxRuns", maxRuns: "maxRuns", exclude: "exclude", "retry.maxAttempts": "maxAttempts",
       "retry.baseDelaySeconds": "baseDelaySeconds", "retry.maxDelaySeconds": "maxDelaySeconds", retry: "maxAttempts",
-      timeoutSeconds: "timeoutSeconds", overlap: "overlap", catchUp: "catchUp", schedule: "cron",
+      timeoutSeconds: "timeoutSeconds", overlap: "overlap", catchUp: "catchUp", schedule: "cron", delivery: "delivery",
       jitterSeconds: "jitterSeconds", pauseAfterFailures: "pauseAfterFailures", tags: "tags",
+      lateAfterSeconds: "lateAfterSeconds",
       "schedule.dst": "dstGap", dst: "dstGap", "schedule.dst.gap": "dstGap", "dst.gap": "dstGap",
       "schedule.dst.fold": "dstFold", "dst.fold": "dstFold",
     };
@@ -793,11 +801,14 @@
         timeoutSeconds: Number(inputs.timeoutSeconds.value),
         overlap: inputs.overlap.value,
         catchUp: inputs.catchUp.value,
+        delivery: inputs.delivery.value,
         jitterSeconds: Number(inputs.jitterSeconds.value || 0),
         pauseAfterFailures: inputs.pauseAfterFailures.value ? Number(inputs.pauseAfterFailures.value) : null,
+        lateAfterSeconds: inputs.lateAfterSeconds.value ? Number(inputs.lateAfterSeconds.value) : null,
         tags,
       };
       if (!editing && spec.pauseAfterFailures === null) delete spec.pauseAfterFailures;
+      if (!editing && spec.lateAfterSeconds === null) delete spec.lateAfterSeconds;
       return spec;
     }
     function changesOf(spec) {
@@ -805,6 +816,7 @@
       const current = {
         ...job, schedule: withoutNulls(job.schedule), exclude: job.exclude || [], tags: job.tags || {},
         pauseAfterFailures: job.pauseAfterFailures ?? null, jitterSeconds: job.jitterSeconds ?? 0,
+        lateAfterSeconds: job.lateAfterSeconds ?? null,
       };
       if (!current.schedule.timeZone) current.schedule.timeZone = "UTC";
       return Object.fromEntries(Object.entries(spec).filter(([key, value]) => canonical(value) !== canonical(current[key])));
@@ -878,6 +890,9 @@
       field("f-maxDelaySeconds", "Longest retry delay (seconds)", inputs.maxDelaySeconds),
       field("f-timeoutSeconds", "Timeout (seconds)", inputs.timeoutSeconds),
       field("f-overlap", "Overlap", inputs.overlap),
+      field("f-delivery", "Delivery", inputs.delivery, "at-most-once: a slot never starts twice (no retries)"),
+      field("f-lateAfterSeconds", "Late after (seconds)", inputs.lateAfterSeconds,
+        "optional: a run not started this long after it is due is late; you are told, and the job shows its share"),
       field("f-catchUp", "Catch-up", inputs.catchUp),
       field("f-pauseAfterFailures", "Pause after failures in a row (optional)", inputs.pauseAfterFailures)),
     field("f-tags", "Tags", inputs.tags, "optional: key=value, comma-separated"),
@@ -992,6 +1007,8 @@
       ["Next run", job.status === "active" ? utc(job.nextRunAt) : "—"],
       ["Retry", `${job.retry.maxAttempts} attempts, ${job.retry.baseDelaySeconds}–${job.retry.maxDelaySeconds} s apart`],
       ["Timeout", `${job.timeoutSeconds} s`], ["Overlap", job.overlap], ["Catch-up", job.catchUp],
+      ["Delivery", h("span", { id: "spec-delivery" }, job.delivery === "at-most-once"
+        ? "at-most-once: a slot never starts twice; a lost run's result is unknown" : "at-least-once")],
       ["Jitter", job.jitterSeconds ? `up to ${job.jitterSeconds} s after each slot` : "none"],
       ["Job class", job.jobClass], ["Version", String(job.version)], ["Created", utc(job.createdAt)], ["Updated", utc(job.updatedAt)],
     ];
@@ -1020,6 +1037,13 @@
       ["Past due", job.pastDue ? h("strong", { class: "error-text", id: "past-due" },
         `a run due ${utc(job.pastDue.dueAt)} has not started`) : "no: nothing waiting is late"],
     ];
+    if (job.lateAfterSeconds) {
+      // The share of runs started within the job's lateness budget, over the last 7 and 30 days.
+      const share = (s) => s.share === null ? `no runs counted in ${s.days} days`
+        : `${(s.share * 100).toFixed(1)}% in ${s.days} days (${s.late} late of ${s.onTime + s.late})`;
+      rows.push(["Started within budget", h("span", { id: "within-budget" },
+        `${(job.withinBudget || []).map(share).join("; ")} — budget ${job.lateAfterSeconds} s after due`)]);
+    }
     return h("dl", { class: "spec", id: "health" }, rows.flatMap(([k, v]) => [h("dt", {}, k), h("dd", {}, v)]));
   }
   function noteField(id, labelText) {

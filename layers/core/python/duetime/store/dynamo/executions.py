@@ -363,11 +363,21 @@ class DynamoExecutions(DynamoQuotas):
             key = ExecutionKey(pk=item["pk"]["S"], sk=item["sk"]["S"])
             yield StoredExecution(key=key, open_shard=open_shard, execution=execution_from_item(item))
 
+    # A waiting row, or a running one whose lease ended with attempts left; at-most-once: a row never claimed.
+    CLAIM = "attribute_exists(pk) AND (#s = :scheduled OR (#s = :running AND leaseUntilMs <= :now AND attempt < :max))"
+    FIRST_CLAIM = "attribute_exists(pk) AND #s = :scheduled AND (attribute_not_exists(attempt) OR attempt = :zero)"
+
     def claim(
-        self, key: ExecutionKey, worker_id: str, now: datetime, lease_until: datetime, max_attempts: int = 2**31
+        self,
+        key: ExecutionKey,
+        worker_id: str,
+        now: datetime,
+        lease_until: datetime,
+        max_attempts: int = 2**31,
+        first_only: bool = False,
     ) -> ClaimOutcome:
         """One conditional UpdateItem: `scheduled` (or `running` with an ended lease and attempts left) ->
-        `running`, attempt + 1.
+        `running`, attempt + 1. `first_only` (at-most-once): a `scheduled` row never claimed before only.
 
         Returns the row as claimed (with its new claim token), or the row as it stands if another worker
         holds it, it has ended, or its last attempt's worker was lost with no attempt left.
@@ -386,10 +396,7 @@ class DynamoExecutions(DynamoQuotas):
                         "leaseUntilMs = :lease, startedMs = :now, claimToken = :token, "
                         "attempts = list_append(if_not_exists(attempts, :empty), :entry)"
                     ),
-                    ConditionExpression=(
-                        "attribute_exists(pk) AND (#s = :scheduled OR "
-                        "(#s = :running AND leaseUntilMs <= :now AND attempt < :max))"
-                    ),
+                    ConditionExpression=self.FIRST_CLAIM if first_only else self.CLAIM,
                     ExpressionAttributeNames={"#s": "status"},
                     ExpressionAttributeValues=_ser(
                         {
@@ -403,8 +410,8 @@ class DynamoExecutions(DynamoQuotas):
                             ":empty": [],
                             ":entry": [entry],
                             ":token": token,
-                            ":max": max_attempts,
                         }
+                        | ({} if first_only else {":max": max_attempts})  # DynamoDB refuses an unused value
                     ),
                     ReturnValues="ALL_NEW",
                     ReturnValuesOnConditionCheckFailure="ALL_OLD",
@@ -475,15 +482,17 @@ class DynamoExecutions(DynamoQuotas):
         error: str | None = None,
         claim_token: str | None = None,
         ending: JobEnding | None = None,
+        outcome: str | None = None,
     ) -> Execution:
         """Record the outcome of `attempt` (the fencing token, with its claim's token when given), with
-        `ending`'s job change in the same transaction; raises StaleAttempt if it no longer holds."""
+        `ending`'s job change in the same transaction; raises StaleAttempt if it no longer holds. The
+        attempt's outcome is `outcome` when given, else the status."""
         index = attempt - 1
         error = None if error is None else truncate_error(error)
         values: dict[str, Any] = {
             ":status": status.value,
             ":now": to_ms(now),
-            ":outcome": status.value,
+            ":outcome": outcome or status.value,
             ":expires": self._expires_at(now),
         }
         sets = [
@@ -679,6 +688,23 @@ class DynamoExecutions(DynamoQuotas):
             kwargs["ExclusiveStartKey"] = last
 
     # -- rate limits and concurrency caps (issue 20) -------------------------------------------------------
+
+    def mark_late(self, key: ExecutionKey, now: datetime) -> Execution | None:
+        """One conditional UpdateItem: lateMs = now on a row that has none; the row as written, or None when
+        it is gone or was marked before."""
+        try:
+            with refused_as():
+                response = self.client.update_item(
+                    TableName=self.executions_table,
+                    Key=_ser({"pk": key.pk, "sk": key.sk}),
+                    UpdateExpression="SET lateMs = :now",
+                    ConditionExpression="attribute_exists(pk) AND attribute_not_exists(lateMs)",
+                    ExpressionAttributeValues=_ser({":now": to_ms(now)}),
+                    ReturnValues="ALL_NEW",
+                )
+        except Refused:
+            return None
+        return execution_from_item(response["Attributes"])
 
     def record_limit_wait(
         self, key: ExecutionKey, attempt: int, waited_ms: int, claim_token: str | None = None

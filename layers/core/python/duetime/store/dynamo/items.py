@@ -132,6 +132,7 @@ def execution_to_item(execution: Execution, key: ExecutionKey, expires_at: int |
         "retryBase": execution.retry_base or None,  # absent on a row never retried by hand
         "overlap": None if execution.overlap is None else execution.overlap.value,
         "waitedForLimitMs": execution.waited_for_limit_ms,
+        "lateMs": _ms(execution.late_at),
         **checkpoint_attributes(execution),
     }
 
@@ -179,4 +180,5 @@ def execution_from_item(item: dict[str, Any]) -> Execution:
         overlap=None if v.get("overlap") is None else Overlap(v["overlap"]),
         waited_for_limit_ms=None if v.get("waitedForLimitMs") is None else int(v["waitedForLimitMs"]),
         checkpoint=decode_checkpoint(v.get("checkpoint"), v.get("checkpointAttempt"), v.get("checkpointMs")),
+        late_at=_opt_time(v.get("lateMs")),
     )

@@ -98,6 +98,10 @@ class DynamoQuotas(DynamoTables):
         with refused_as(rate_exceeded(window)):
             self.client.update_item(**op)
 
+    def add_count(self, key: str, delta: int, expires_at: int) -> None:
+        """Add `delta` to the counter record `key` (one UpdateItem), forgotten after `expires_at`."""
+        self.client.update_item(**self._count_op(key, delta, None, expires_at)["Update"])
+
     def active_jobs(self, owner: str) -> int:
         """The owner's jobs neither cancelled nor completed, as its counter record stands."""
         response = self.client.get_item(
