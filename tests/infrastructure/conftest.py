@@ -18,6 +18,20 @@ os.environ.setdefault("JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION", "1")
 ALARM_EMAIL = "oncall@example.com"
 
 
+# A synthesis (jsii's node process, cdk-nag, the layers' build) takes two to three minutes of CPU; the first test
+# that asks for one waits for it in its setup, under pytest-timeout's limit. On a loaded 2-core machine that took
+# over 300 s, and a timeout interrupting jsii mid-call broke the kernel for every later test: each test here may
+# take up to SYNTH_TIMEOUT_SECONDS (make's PYTEST_LIMIT still bounds the whole process).
+SYNTH_TIMEOUT_SECONDS = 1200
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    here = Path(__file__).parent
+    for item in items:
+        if here in Path(str(item.fspath)).parents and item.get_closest_marker("timeout") is None:
+            item.add_marker(pytest.mark.timeout(SYNTH_TIMEOUT_SECONDS))
+
+
 @dataclass
 class Synthesized:
     stack: Any
