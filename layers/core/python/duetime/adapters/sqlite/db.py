@@ -209,6 +209,9 @@ class Database:
         self._waits: list[tuple[int, tuple[str, ...] | None]] = []
         self._watch_needed = threading.Event()
         self._closed = False
+        # Set by close(): the checkpointer's pause between rounds ends at once (a close used to wait out its
+        # half second: every test on SQLite paid it in its teardown).
+        self._closing = threading.Event()
         self._watcher: threading.Thread | None = None
         self._migrate()
 
@@ -430,13 +433,14 @@ class Database:
                     conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
                 except sqlite3.Error:  # busy or locked: the next round (or the fallback threshold) does it
                     log.debug("checkpoint skipped", exc_info=True)
-                time.sleep(CHECKPOINT_INTERVAL_SECONDS)
+                self._closing.wait(CHECKPOINT_INTERVAL_SECONDS)
         finally:
             conn.close()
 
     def close(self) -> None:
         """Close this object's connections and stop its watcher."""
         self._closed = True
+        self._closing.set()
         self._watch_needed.set()
         with self._pool_guard:
             idle, self._idle_readers = self._idle_readers, []
