@@ -294,3 +294,14 @@ def test_names_still_parse_in_six_fields() -> None:
     """Month and weekday names keep their places, one field to the right."""
     assert MONTHS[0] == "JAN" and DAYS[1] == "MON"
     assert runs("0 0 9 * JAN MON", "UTC", "2026-01-01 00:00", 2) == ["2026-01-05 09:00:00", "2026-01-12 09:00:00"]
+
+
+def test_the_cli_preview_prints_seconds_in_utc_and_local_time(capsys: pytest.CaptureFixture[str]) -> None:
+    from duetime.cli.main import main
+
+    args = ["preview", "--cron", "*/20 * * * * *", "--tz", "America/New_York", "--from", "2026-03-08T06:59:30Z"]
+    main([*args, "--count", "2"])
+    assert capsys.readouterr().out.splitlines() == [
+        "2026-03-08T06:59:40.000Z  2026-03-08T01:59:40-05:00 America/New_York",
+        "2026-03-08T07:00:00.000Z  2026-03-08T03:00:00-04:00 America/New_York",
+    ]
