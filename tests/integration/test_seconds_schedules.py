@@ -166,3 +166,27 @@ def test_jitter_spreads_each_five_second_slot_within_its_period(ports, clock):
     assert len({e.due_at - e.scheduled_at for e in rows}) > 1  # spread, not one offset
     due = {r.message.due_ms for r in drain(ports) if r.message.job_id == job.job_id}
     assert {to_ms(e.due_at) for e in rows} <= due
+
+
+def test_forbid_still_sees_a_long_run_of_a_one_second_job_among_its_slots_planned_ahead(ports, clock):
+    # Given a 1-second forbid job whose first run (09:00:01) is still running 25 s later, its lease kept alive,
+    # with the window's slots planned ahead of it
+    start = clock.now
+    job = job_of(ports, {"every": "1s"}, overlap="forbid")
+    clock.advance(1)
+    preload(ports, "p")
+    received = {r.message.due_ms: r for r in drain(ports) if r.message.job_id == job.job_id}
+    first = received[to_ms(start + timedelta(seconds=1))]
+    assert cases.claim_execution(ports, first.message, "w1").verdict == cases.ClaimVerdict.CLAIMED
+    for _ in range(5):
+        clock.advance(5)
+        cases.heartbeat(ports, first.message.key, 1)
+        preload(ports, "p")
+        received.update({r.message.due_ms: r for r in drain(ports) if r.message.job_id == job.job_id})
+    open_ahead = [e for e in ports.store.open_executions_of_job(job.job_id) if e.due_at > clock.now]
+    assert len(open_ahead) > 20  # the pre-loader's window of 1-second slots
+    # When the slot due now is claimed
+    now_slot = received[to_ms(clock.now)]
+    claim = cases.claim_execution(ports, now_slot.message, "w2")
+    # Then it is skipped for overlap: the read of the rows due by now still finds the running one
+    assert claim.verdict == cases.ClaimVerdict.DONE and claim.execution.skip_reason == "overlap"

@@ -224,9 +224,15 @@ def _skipped_by_catch_up(job: Job, message: DueMessage, now: datetime) -> str | 
     return None if plan is None or slot in plan.run_slots else plan.skip_reason
 
 
+# A run is claimed once it is due (a worker holds a message received early until then): the rows due after
+# now plus this margin (well over any clock skew between workers) cannot be running. So a job repeating every
+# second reads its few rows due by then, not every slot the pre-loader has planned ahead (its window).
+RUNNING_DUE_MARGIN = timedelta(seconds=30)
+
+
 def _live_others(ports: Ports, job: Job, execution_id: str, now: datetime) -> list[Execution]:
-    """The job's other executions running under a live lease (a read of its open rows only)."""
-    open_rows = ports.store.open_executions_of_job(job.job_id)
+    """The job's other executions running under a live lease (a read of its open rows due by now only)."""
+    open_rows = ports.store.open_executions_of_job(job.job_id, due_by=now + RUNNING_DUE_MARGIN)
     return [e for e in open_rows if e.execution_id != execution_id and e.lease_live(now)]
 
 
