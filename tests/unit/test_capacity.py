@@ -328,6 +328,8 @@ def test_a_one_second_job_costs_its_2628000_cron_runs_a_month(capsys):
     assert main(["capacity", "--every", "1s", "--json"]) == 0
     answer = json.loads(capsys.readouterr().out)
     assert answer["inputs"]["rate"] == 1.0 and answer["inputs"]["profile"] == "cron"
+    # Its claim's overlap check reads its rows due within the next 30 s: 31, where a cron run reads one.
+    assert answer["inputs"]["extra_read_units"] == 29
     plan = answer["schedule"]
     assert plan["runs_per_month"] == 2_628_000
     assert plan["scheduler_cost_per_month"] == pytest.approx(2.628 * answer["scheduler_cost_per_million"], abs=0.01)
@@ -337,6 +339,8 @@ def test_a_one_second_job_costs_its_2628000_cron_runs_a_month(capsys):
     answer = json.loads(capsys.readouterr().out)
     assert answer["inputs"]["rate"] == 200.0
     assert answer["schedule"]["runs_per_month_per_job"] == 525_600
+    assert answer["inputs"]["extra_read_units"] == 5
+    assert capacity.overlap_read_units("1m") == 0 and capacity.overlap_read_units("30s") == 0
     assert main(["capacity", "--every", "1s"]) == 0
     assert "1 job(s) every 1s" in capsys.readouterr().out
 

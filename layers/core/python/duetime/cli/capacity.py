@@ -22,6 +22,7 @@ from duetime.definitions import (
     PRELOAD_DISPATCH_THREADS,
     PRELOAD_SLACK_SECONDS,
     PRELOAD_THREADS,
+    RUNNING_DUE_MARGIN_SECONDS,
     RUNS_PER_SCHEDULE,
     SQS_BATCH_SIZE,
     SQS_MAX_DELAY_SECONDS,
@@ -207,6 +208,9 @@ class Inputs:
     billing: str = ON_DEMAND  # the tables' (CDK context billing): on demand, or provisioned with auto-scaling
     utilisation: float = DEFAULT_UTILISATION  # provisioned: the auto-scaling target
     api: str = "rest"  # the API Gateway type the one-off submissions go through (prices differ)
+    # Read units a run makes beyond its profile's (overlap_read_units: a claim of a job repeating every few
+    # seconds reads its rows due within the next RUNNING_DUE_MARGIN_SECONDS).
+    extra_read_units: float = 0.0
 
 
 @dataclass
@@ -270,8 +274,11 @@ def smallest_shards(rate: float, profile: CallProfile, beats: int, open_index_by
 
 
 def call_profile(inputs: Inputs) -> CallProfile:
-    """The measured per-execution work of the inputs' mix (or profile)."""
-    return blend_calls(inputs.mix) if inputs.mix else PROFILES[inputs.profile]
+    """The measured per-execution work of the inputs' mix (or profile), with any extra reads."""
+    profile = blend_calls(inputs.mix) if inputs.mix else PROFILES[inputs.profile]
+    if inputs.extra_read_units:
+        profile = replace(profile, read_units=profile.read_units + inputs.extra_read_units)
+    return profile
 
 
 def preload_profile(inputs: Inputs) -> PreloadProfile:
@@ -684,6 +691,14 @@ def billing_text(inputs: Inputs) -> str:
 MONTH_SECONDS = 365 * 86_400 / 12
 
 
+def overlap_read_units(every: str) -> float:
+    """Read units a run of a job repeating `every` makes beyond CRON_RUN's: its claim's overlap check reads
+    (strongly consistent, a unit a row) the job's rows due within RUNNING_DUE_MARGIN_SECONDS of now, one a
+    slot, where CRON_RUN counts one row. Nothing for a job slower than the margin."""
+    period = parse_every(every).total_seconds()
+    return max(0.0, RUNNING_DUE_MARGIN_SECONDS / period - 1)
+
+
 def rate_of(every: str, jobs: int) -> float:
     """Executions per second of `jobs` jobs repeating `every` (an `every` value: 1s, 30s, 5m, rate(1 hour))."""
     if jobs < 1:
@@ -910,6 +925,7 @@ def cmd_capacity(args: argparse.Namespace) -> int:
             billing=args.billing,
             utilisation=args.utilisation,
             api=args.api,
+            extra_read_units=0.0 if args.every is None else overlap_read_units(args.every),
         )
         result = estimate(inputs)
     except ValueError as exc:

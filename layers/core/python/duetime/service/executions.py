@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from duetime.definitions import DEFAULT_JOB_CLASS
+from duetime.definitions import DEFAULT_JOB_CLASS, RUNNING_DUE_MARGIN_SECONDS
 from duetime.domain.catchup import plan_catch_up
 from duetime.domain.errors import Conflict, NotFound, StaleAttempt
 from duetime.domain.exclusions import Exclusions
@@ -224,10 +224,8 @@ def _skipped_by_catch_up(job: Job, message: DueMessage, now: datetime) -> str | 
     return None if plan is None or slot in plan.run_slots else plan.skip_reason
 
 
-# A run is claimed once it is due (a worker holds a message received early until then): the rows due after
-# now plus this margin (well over any clock skew between workers) cannot be running. So a job repeating every
-# second reads its few rows due by then, not every slot the pre-loader has planned ahead (its window).
-RUNNING_DUE_MARGIN = timedelta(seconds=30)
+# The rows of a job that may be running: those due by now plus this margin (definitions.py says why).
+RUNNING_DUE_MARGIN = timedelta(seconds=RUNNING_DUE_MARGIN_SECONDS)
 
 
 def _live_others(ports: Ports, job: Job, execution_id: str, now: datetime) -> list[Execution]:
