@@ -141,7 +141,7 @@ bench-quick: $(VENV) redis-server  ## every benchmark part briefly (a few minute
 	$(PY) -m bench --quick
 
 bench-smoke: $(VENV) redis-server  ## the benchmark harness and duetime load run (a few jobs a system; tests, not figures)
-	$(PYTEST) -m bench tests/integration/test_bench_smoke.py tests/integration/test_load.py
+	$(PYTEST) -m bench tests/integration/test_bench_smoke.py tests/integration/test_load.py tests/integration/test_bench_seconds.py
 
 bench-side: $(VENV) redis-server  ## issue 13's side-by-side part alone (SQLite, moto, Celery + Redis)
 	$(PY) -m bench --only side

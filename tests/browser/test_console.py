@@ -213,3 +213,18 @@ def test_the_jobs_list_filters_and_shows_last_results(browser: Any, local: Any, 
     fill(browser, "#search", "")
     wait_for(browser, visible_text("#jobs", "one-off-soon"))
     screenshot(browser, "jobs")
+
+
+def test_a_seconds_cron_reads_in_words_in_the_create_form(browser: Any, local: Any) -> None:
+    """A six-field cron (seconds first) is previewed by the API and read in words: `*/5 * * * * *` is every
+    5 seconds; at second 0 it reads as its five fields; a bad seconds field names the cron field."""
+    signed_in(browser, local)
+    open_new_job_form(browser)
+    fill(browser, "#f-timeZone", "UTC")
+    fill(browser, "#f-cron", "*/5 * * * * *")
+    wait_for(browser, visible_text("#preview", "every 5 seconds (UTC)"))
+    fill(browser, "#f-cron", "0 30 2 * * *")
+    wait_for(browser, visible_text("#preview", "at 02:30 every day (UTC)"))
+    fill(browser, "#f-cron", "60 * * * * *")
+    wait_for(browser, lambda d: css(d, "#f-cron").get_attribute("aria-invalid") == "true")
+    assert "second" in css(browser, "#f-cron-error").text

@@ -151,6 +151,30 @@ def test_due_executions_are_queried_by_partition_and_window_oldest_first_and_onl
     assert store.query_due("2000010100#000", 0, 2**42) == []
 
 
+def test_a_jobs_open_executions_due_by_an_instant_leave_out_the_slots_planned_after_it(ports, clock):
+    """A job repeating every second has its window's slots open ahead; the overlap check reads only those due
+    by now (plus a margin): the bound is inclusive to the millisecond, and the order stays earliest first."""
+    store = ports.store
+    job = make_job(clock, schedule={"every": "1s"})
+    base = clock().replace(microsecond=0)
+    rows = [new_execution(job, base + timedelta(seconds=s)) for s in range(10)]
+    store.put_executions(rows)
+    store.claim(store.key_of(rows[2]), "w1", clock(), clock() + timedelta(seconds=30))  # running, due at +2 s
+    other = make_job(clock, job_id="j_0000000000000002")
+    store.put_execution(new_execution(other, base))
+
+    def ids(found):
+        return [e.execution_id for e in found]
+
+    assert ids(store.open_executions_of_job(job.job_id)) == ids(rows)
+    assert ids(store.open_executions_of_job(job.job_id, due_by=base + timedelta(seconds=3))) == ids(rows[:4])
+    within = base + timedelta(seconds=3, microseconds=999)  # a millisecond's fraction: still +3 s
+    assert ids(store.open_executions_of_job(job.job_id, due_by=within)) == ids(rows[:4])
+    before = base + timedelta(seconds=2, milliseconds=999)
+    assert ids(store.open_executions_of_job(job.job_id, due_by=before)) == ids(rows[:3])
+    assert store.open_executions_of_job(job.job_id, due_by=base - timedelta(milliseconds=1)) == []
+
+
 def test_a_jobs_history_is_paged_newest_first_and_iterated_oldest_first(ports, clock):
     store = ports.store
     job = make_job(clock)

@@ -106,12 +106,21 @@ INVALID_JOBS: list[tuple[str, dict[str, Any], str]] = [
     ("handler too long", job_body(handler="h" * 257), "handler"),
     ("name not a string", job_body(name=["a"]), "name"),
     ("bad cron value", job_body(schedule={"cron": "61 * * * *"}), "schedule.cron"),
-    ("cron with six fields", job_body(schedule={"cron": "0 0 * * * *"}), "schedule.cron"),
+    ("cron with seven fields", job_body(schedule={"cron": "0 0 0 * * * 2026"}), "schedule.cron"),
+    ("cron seconds out of range", job_body(schedule={"cron": "60 * * * * *"}), "schedule.cron"),
+    ("cron seconds step of zero", job_body(schedule={"cron": "*/0 * * * * *"}), "schedule.cron"),
     ("cron that never runs", job_body(schedule={"cron": "0 0 31 2 *"}), "schedule.cron"),
     ("cron L-n beyond a month", job_body(schedule={"cron": "0 9 L-31 * *"}), "schedule.cron"),
     ("cron nth weekday beyond 5", job_body(schedule={"cron": "0 9 ? * 2#6"}), "schedule.cron"),
     ("cron W day that February lacks", job_body(schedule={"cron": "0 9 30W 2 *"}), "schedule.cron"),
-    ("interval in seconds", job_body(schedule={"every": "30s"}), "schedule.every"),
+    ("interval below a second", job_body(schedule={"every": "0s"}), "schedule.every"),
+    ("interval in fractions of a second", job_body(schedule={"every": "0.5s"}), "schedule.every"),
+    ("interval in milliseconds", job_body(schedule={"every": "500ms"}), "schedule.every"),
+    (
+        "jitterSeconds a seconds cron's period",
+        job_body(schedule={"cron": "*/5 * * * * *"}, jitterSeconds=5),
+        "jitterSeconds",
+    ),
     ("interval of zero", job_body(schedule={"every": "rate(0 minutes)"}), "schedule.every"),
     ("interval and cron", job_body(schedule={"every": "90m", "cron": "* * * * *"}), "schedule"),
     ("startAt with at", job_body(schedule={"at": AT, "startAt": AT}), "schedule.startAt"),
@@ -288,7 +297,46 @@ def test_a_preview_of_an_interval_counts_elapsed_time_from_its_anchor(alice):
         200,
         {"runs": ["2026-03-08T06:30:00.000Z", "2026-03-08T08:00:00.000Z", "2026-03-08T09:30:00.000Z"]},
     )
-    assert_error(alice.call("POST", "/schedules/preview", {"every": "5s"}), 400, "every")
+    assert_error(alice.call("POST", "/schedules/preview", {"every": "0s"}), 400, "every")
+    every_5s = {"every": "5s", "startAt": "2026-03-08T06:59:58Z", "from": "2026-03-08T06:59:58Z", "count": 2}
+    assert alice.call("POST", "/schedules/preview", every_5s) == (
+        200,
+        {"runs": ["2026-03-08T07:00:03.000Z", "2026-03-08T07:00:08.000Z"]},
+    )
+
+
+def test_a_preview_of_a_seconds_cron_crosses_a_dst_gap_to_the_second(alice):
+    # New York springs forward at 07:00Z on 2026-03-08 (01:59:59 EST -> 03:00:00 EDT): every 20 s goes on.
+    body = {"cron": "*/20 * * * * *", "timeZone": "America/New_York", "from": "2026-03-08T06:59:30Z", "count": 3}
+    assert alice.call("POST", "/schedules/preview", body) == (
+        200,
+        {"runs": ["2026-03-08T06:59:40.000Z", "2026-03-08T07:00:00.000Z", "2026-03-08T07:00:20.000Z"]},
+    )
+    # A fixed time in the gap (02:30:15) runs at the gap's end by default, not at all under gap=skip.
+    fixed = {"cron": "15 30 2 * * *", "timeZone": "America/New_York", "from": "2026-03-08T00:00:00Z", "count": 1}
+    assert alice.call("POST", "/schedules/preview", fixed) == (200, {"runs": ["2026-03-08T07:00:00.000Z"]})
+    skip = {**fixed, "dst": {"gap": "skip"}}
+    assert alice.call("POST", "/schedules/preview", skip) == (200, {"runs": ["2026-03-09T06:30:15.000Z"]})
+    # Excluded dates are left out at seconds granularity too: 23:59:50 and :55 of the 24th, then the 26th.
+    excluded = {"cron": "*/5 59 23 * * *", "from": "2026-12-24T23:59:45Z", "count": 3, "exclude": ["2026-12-25"]}
+    assert alice.call("POST", "/schedules/preview", excluded) == (
+        200,
+        {"runs": ["2026-12-24T23:59:50.000Z", "2026-12-24T23:59:55.000Z", "2026-12-26T23:59:00.000Z"]},
+    )
+    assert_error(alice.call("POST", "/schedules/preview", {"cron": "0 60 * * * *"}), 400, "cron")
+
+
+def test_a_preview_forecasts_a_one_second_job(alice):
+    body = {"every": "1s", "from": "2026-12-01T00:00:00Z", "count": 2, "forecast": True}
+    status, answer = alice.call("POST", "/schedules/preview", body)
+    assert status == 200
+    forecast = answer["forecast"]
+    assert forecast["runsPerDay"] == 86_400
+    assert forecast["runsPerMonth"] == 2_628_000  # 365 days of 86,400 over 12 months
+    assert forecast["costPerMonthUsd"] == pytest.approx(forecast["costPerRunUsd"] * 2_628_000, rel=1e-6)
+    every_5s = {"cron": "*/5 * * * * *", "from": "2026-12-01T00:00:00Z", "count": 1, "forecast": True}
+    status, answer = alice.call("POST", "/schedules/preview", every_5s)
+    assert status == 200 and answer["forecast"]["runsPerDay"] == 17_280
 
 
 def test_a_preview_leaves_out_excluded_dates(alice):

@@ -227,3 +227,15 @@ def test_the_module_imports_without_boto3():
         check=True,
     )
     assert done.stdout.strip() == "False"
+
+
+def test_the_document_says_cron_takes_a_seconds_field_and_every_whole_seconds():
+    schemas = openapi_document()["components"]["schemas"]
+    for model in ("Schedule", "PreviewRequest"):
+        assert "6 with a seconds field first" in schemas[model]["properties"]["cron"]["description"]
+        assert "from 1 s" in schemas[model]["properties"]["every"]["description"]
+    # The gateway's models carry no descriptions, and accept a six-field cron and a seconds interval.
+    create = gateway_request_schemas()["POST /jobs"]
+    body = {"name": "t", "handler": "demo.echo", "schedule": {"cron": "*/5 * * * * *"}}
+    jsonschema.validate(body, create)
+    jsonschema.validate({**body, "schedule": {"every": "1s"}}, create)

@@ -331,3 +331,38 @@ def test_duetime_capacity_takes_billing_utilisation_and_api(capsys):
     assert "provisioned, auto-scaled to 80% utilisation" in out and "the scheduler's own" in out
     assert main(["capacity", "--rate", "100", "--api", "http"]) in (0, 1)
     assert "HTTP API" in capsys.readouterr().out
+
+
+def test_a_one_second_job_costs_its_2628000_cron_runs_a_month(capsys):
+    """`duetime capacity --every 1s`: one job every second is a cron run a second, 2,628,000 a month, priced at
+    the per-execution figures (the scheduler's own, and with the runs' Lambda time)."""
+    from duetime.cli.main import main
+
+    assert main(["capacity", "--every", "1s", "--json"]) == 0
+    answer = json.loads(capsys.readouterr().out)
+    assert answer["inputs"]["rate"] == 1.0 and answer["inputs"]["profile"] == "cron"
+    # Its claim's overlap check reads its rows due within the next 30 s: 31, where a cron run reads one.
+    assert answer["inputs"]["extra_read_units"] == 29
+    plan = answer["schedule"]
+    assert plan["runs_per_month"] == 2_628_000
+    assert plan["scheduler_cost_per_month"] == pytest.approx(2.628 * answer["scheduler_cost_per_million"], abs=0.01)
+    assert plan["total_cost_per_month"] == pytest.approx(2.628 * answer["cost_per_million"]["total"], abs=0.01)
+    # A thousand of them every 5 seconds: 200 runs a second, each job a fifth of the 1-second one's runs.
+    assert main(["capacity", "--every", "5s", "--jobs", "1000", "--json"]) == 0
+    answer = json.loads(capsys.readouterr().out)
+    assert answer["inputs"]["rate"] == 200.0
+    assert answer["schedule"]["runs_per_month_per_job"] == 525_600
+    assert answer["inputs"]["extra_read_units"] == 5
+    assert capacity.overlap_read_units("1m") == 0 and capacity.overlap_read_units("30s") == 0
+    assert main(["capacity", "--every", "1s"]) == 0
+    assert "1 job(s) every 1s" in capsys.readouterr().out
+
+
+def test_capacity_refuses_an_interval_below_a_second_naming_every(capsys):
+    from duetime.cli.main import main
+
+    assert main(["capacity", "--every", "0s"]) == 2
+    assert "--every" in capsys.readouterr().out
+    assert main(["capacity", "--every", "1s", "--jobs", "0"]) == 2
+    assert "--jobs" in capsys.readouterr().out
+    assert main(["capacity", "--every", "1s", "--rate", "5"]) == 2

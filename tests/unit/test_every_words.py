@@ -20,6 +20,12 @@ from duetime.domain.interval import every_words
         ("1d", "every day"),
         ("rate(2 days)", "every 2 days"),
         ("1d1h1m", "every 1 day 1 hour 1 minute"),
+        ("1s", "every second"),
+        ("rate(1 second)", "every second"),
+        ("5s", "every 5 seconds"),
+        ("60s", "every minute"),
+        ("1m30s", "every 1 minute 30 seconds"),
+        ("1d1s", "every 1 day 1 second"),
         ("soon", "every soon"),
     ],
 )

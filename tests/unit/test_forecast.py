@@ -32,6 +32,11 @@ def weekdays_in_year_from(first: date) -> int:
         pytest.param(cron("0 0 1 * *"), 12, id="monthly"),
         pytest.param(Schedule.model_validate({"every": "15m", "startAt": "2027-01-04T00:00:00Z"}), 365 * 96, id="15m"),
         pytest.param(cron("* * * * *"), 365 * 1440, id="every-minute-carried-past-the-count"),
+        pytest.param(cron("*/5 * * * * *"), 365 * 17_280, id="every-5-seconds"),
+        pytest.param(
+            Schedule.model_validate({"every": "1s", "startAt": "2027-01-04T00:00:00Z"}), 365 * 86_400, id="1s"
+        ),
+        pytest.param(cron("30 0 9 * * *"), 365, id="daily-at-a-second"),
         pytest.param(cron("0 9 * * *", endAt="2027-01-13T23:00:00Z"), 10, id="end-at"),
         pytest.param(cron("0 9 * * *", maxRuns=3), 3, id="max-runs"),
         pytest.param(Schedule.model_validate({"at": "2027-01-05T00:00:00Z"}), 1, id="one-off"),
@@ -87,3 +92,12 @@ def test_a_herd_gets_a_jitter_below_its_period(
 ) -> None:
     ahead = forecast(schedule, START, jitter_seconds=jitter)
     assert (ahead.herd, ahead.suggested_jitter_seconds) == (herd, suggested)
+
+
+def test_seconds_schedules_herd_only_at_a_round_minutes_first_second() -> None:
+    """`0 * * * * *` is `* * * * *`: every slot the first second of a minute (a herd); `*/5 * * * * *` and a
+    1-second interval spread over the minute's seconds already."""
+    assert forecast(cron("0 * * * * *"), START).herd
+    assert forecast(cron("0 * * * * *"), START) == forecast(cron("* * * * *"), START)
+    assert not forecast(cron("*/5 * * * * *"), START).herd
+    assert not forecast(cron("30 0 9 * * *"), START).herd

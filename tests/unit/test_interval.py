@@ -29,6 +29,13 @@ NEW_YORK = ZoneInfo("America/New_York")
         ("366d", timedelta(days=366)),
         ("rate(90 minutes)", timedelta(minutes=90)),
         ("rate(1 minute)", timedelta(minutes=1)),
+        ("1s", timedelta(seconds=1)),
+        ("30s", timedelta(seconds=30)),
+        ("1m30s", timedelta(seconds=90)),
+        ("1d0h0m1s", timedelta(days=1, seconds=1)),
+        ("90s", timedelta(seconds=90)),
+        ("rate(1 second)", timedelta(seconds=1)),
+        ("rate(45 seconds)", timedelta(seconds=45)),
         ("rate(1 hour)", timedelta(hours=1)),
         ("rate(2 days)", timedelta(days=2)),
     ],
@@ -39,7 +46,8 @@ def test_every_takes_compact_and_eventbridge_spellings(text: str, span: timedelt
 
 @pytest.mark.parametrize(
     "text",
-    ["", "90", "m", "0m", "30s", "1.5h", "90 m", "1m1h", "h30m1", "367d", "rate(0 minutes)", "rate(90 mins)",
+    ["", "90", "m", "0m", "0s", "s", "1.5s", "500ms", "1s1m", "0m0s", "rate(0 seconds)", "rate(1 secs)",
+     "1.5h", "90 m", "1m1h", "h30m1", "367d", "rate(0 minutes)", "rate(90 mins)",
      "rate(90minutes)", "rate(1 week)", "RATE(1 hour)", "-5m", "\uff19m"],
 )  # fmt: skip
 def test_bad_intervals_name_the_field(text: str) -> None:
@@ -107,3 +115,18 @@ def test_schedule_takes_exactly_one_kind_and_start_at_bounds_cron_too() -> None:
         Schedule(cron="* * * * *", every="90m")
     # startAt anchors an interval and is the lower bound of a cron schedule (an `at` refuses it at submit)
     assert Schedule(cron="* * * * *", start_at=datetime(2026, 12, 1, tzinfo=UTC)).is_recurring
+
+
+def test_every_second_lies_on_its_anchor_grid() -> None:
+    """A 1-second interval: slots every whole second from a millisecond anchor, never drifting."""
+    anchor = datetime(2026, 3, 8, 6, 59, 58, 250_000, tzinfo=UTC)
+    schedule = IntervalSchedule("1s", anchor)
+    got = schedule.runs(anchor, 4)
+    assert got == [anchor + timedelta(seconds=k) for k in (1, 2, 3, 4)]
+    assert schedule.next_after(anchor + timedelta(days=400, microseconds=1)) == anchor + timedelta(days=400, seconds=1)
+
+
+def test_below_a_second_is_refused_naming_the_field() -> None:
+    with pytest.raises(InvalidSchedule, match="from 1 second to 366 days") as info:
+        parse_every("0s")
+    assert info.value.field == "schedule.every"

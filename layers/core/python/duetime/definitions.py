@@ -481,3 +481,9 @@ NOTICE_WEBHOOK_TIMEOUT_SECONDS = 10.0
 # load), which pays only where a core is free for it.
 LOCAL_API_PROCESSES = 1
 LOCAL_API_PROCESSES_MAX = 16
+
+# A run is claimed once it is due (a worker holds a message received early until then): a job's rows due after
+# now plus this margin (well over any clock skew between workers) cannot be running, so the claim's overlap
+# check reads only the rows due by then. A job repeating every second reads ~31 rows, not every slot the
+# pre-loader planned ahead (its window); `duetime capacity --every` counts them.
+RUNNING_DUE_MARGIN_SECONDS = 30

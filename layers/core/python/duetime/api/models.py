@@ -29,6 +29,8 @@ from duetime.domain.exclusions import (
 )
 from duetime.domain.limits import RateLimit
 from duetime.domain.models import (
+    CRON_DESCRIPTION,
+    EVERY_DESCRIPTION,
     MAX_JITTER_SECONDS,
     MAX_NOTE_CHARS,
     MAX_RUNS,
@@ -140,8 +142,8 @@ class RunNowRequest(CamelModel):
 
 class PreviewRequest(CamelModel):
     at: UtcDatetime | None = None
-    cron: str | None = Field(default=None, min_length=1, max_length=200)
-    every: str | None = Field(default=None, min_length=1, max_length=64)
+    cron: str | None = Field(default=None, min_length=1, max_length=200, description=CRON_DESCRIPTION)
+    every: str | None = Field(default=None, min_length=1, max_length=64, description=EVERY_DESCRIPTION)
     start_at: UtcDatetime | None = None
     time_zone: str = Field(default="UTC", min_length=1, max_length=64)
     exclude: list[str] = Field(default_factory=list, max_length=MAX_EXCLUSIONS)

@@ -22,6 +22,7 @@ from duetime.definitions import (
     PRELOAD_DISPATCH_THREADS,
     PRELOAD_SLACK_SECONDS,
     PRELOAD_THREADS,
+    RUNNING_DUE_MARGIN_SECONDS,
     RUNS_PER_SCHEDULE,
     SQS_BATCH_SIZE,
     SQS_MAX_DELAY_SECONDS,
@@ -45,6 +46,8 @@ from duetime.domain.costs import SQS_BATCH as SQS_BATCH
 from duetime.domain.costs import CallProfile as CallProfile
 from duetime.domain.costs import Prices as Prices
 from duetime.domain.costs import lateness_units as lateness_units
+from duetime.domain.errors import InvalidSchedule
+from duetime.domain.interval import parse_every
 
 # --- AWS limits (docs/measured.md, AWS documentation) --------------------------------------------------------
 PARTITION_WCU_PER_SECOND = 1000  # one partition key value: 1,000 write units/s
@@ -207,6 +210,9 @@ class Inputs:
     utilisation: float = DEFAULT_UTILISATION  # provisioned: the auto-scaling target
     api: str = "rest"  # the API Gateway type the one-off submissions go through (prices differ)
     late_budgets: float = 0.0  # the share of runs whose jobs have a lateAfterSeconds (a counter write each)
+    # Read units a run makes beyond its profile's (overlap_read_units: a claim of a job repeating every few
+    # seconds reads its rows due within the next RUNNING_DUE_MARGIN_SECONDS).
+    extra_read_units: float = 0.0
 
 
 @dataclass
@@ -243,6 +249,8 @@ class Estimate:
     herd: dict[str, Any] | None = None  # the herd instant, when `herd` > 0
     # The stack's reserved concurrency by function, its total and the account limit that total needs.
     reserved_concurrency: dict[str, int] = field(default_factory=dict)
+    # With --every: what those repeating jobs come to a month (schedule_cost).
+    schedule: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -268,8 +276,11 @@ def smallest_shards(rate: float, profile: CallProfile, beats: int, open_index_by
 
 
 def call_profile(inputs: Inputs) -> CallProfile:
-    """The measured per-execution work of the inputs' mix (or profile)."""
-    return blend_calls(inputs.mix) if inputs.mix else PROFILES[inputs.profile]
+    """The measured per-execution work of the inputs' mix (or profile), with any extra reads."""
+    profile = blend_calls(inputs.mix) if inputs.mix else PROFILES[inputs.profile]
+    if inputs.extra_read_units:
+        profile = replace(profile, read_units=profile.read_units + inputs.extra_read_units)
+    return profile
 
 
 def preload_profile(inputs: Inputs) -> PreloadProfile:
@@ -681,6 +692,41 @@ def billing_text(inputs: Inputs) -> str:
     return f"provisioned, auto-scaled to {inputs.utilisation:.0%} utilisation"
 
 
+# The average month, as the schedule preview's forecast counts it (a 365-day year over 12).
+MONTH_SECONDS = 365 * 86_400 / 12
+
+
+def overlap_read_units(every: str) -> float:
+    """Read units a run of a job repeating `every` makes beyond CRON_RUN's: its claim's overlap check reads
+    (strongly consistent, a unit a row) the job's rows due within RUNNING_DUE_MARGIN_SECONDS of now, one a
+    slot, where CRON_RUN counts one row. Nothing for a job slower than the margin."""
+    period = parse_every(every).total_seconds()
+    return max(0.0, RUNNING_DUE_MARGIN_SECONDS / period - 1)
+
+
+def rate_of(every: str, jobs: int) -> float:
+    """Executions per second of `jobs` jobs repeating `every` (an `every` value: 1s, 30s, 5m, rate(1 hour))."""
+    if jobs < 1:
+        raise ValueError("jobs must be >= 1")
+    return jobs / parse_every(every).total_seconds()
+
+
+def schedule_cost(result: Estimate, every: str, jobs: int) -> dict[str, Any]:
+    """What `jobs` jobs repeating `every` come to a month at the estimate's per-execution cost: their runs, the
+    scheduler's own work for them (all but the jobs' run time), and with the runs' Lambda time too. A 1-second
+    job runs 2,628,000 times a month."""
+    runs = rate_of(every, jobs) * MONTH_SECONDS
+    return {
+        "every": every,
+        "jobs": jobs,
+        "runs_per_month": round(runs),
+        "runs_per_month_per_job": round(runs / jobs),
+        "scheduler_cost_per_month": round(runs * result.scheduler_cost_per_million / 1e6, 2),
+        "total_cost_per_month": round(runs * result.cost_per_million["total"] / 1e6, 2),
+        "total_cost_per_month_per_job": round(runs * result.cost_per_million["total"] / 1e6 / jobs, 2),
+    }
+
+
 def render(result: Estimate) -> str:
     i = result.inputs
     name = result.profile_name or i.profile
@@ -755,6 +801,15 @@ def render(result: Estimate) -> str:
         f"run time; DynamoDB {billing_text(i)}, API Gateway {i.api.upper()} API)",
         f"  fits                            {'yes' if result.fits else 'no'}",
     ]
+    if result.schedule is not None:
+        plan = result.schedule
+        lines.insert(
+            len(lines) - 1,
+            f"  {plan['jobs']:,} job(s) every {plan['every']:<12}{plan['runs_per_month']:,} runs a month "
+            f"({plan['runs_per_month_per_job']:,} each): the scheduler's own ${plan['scheduler_cost_per_month']:,.2f}"
+            f" a month, ${plan['total_cost_per_month']:,.2f} with the runs' Lambda time "
+            f"(${plan['total_cost_per_month_per_job']:,.2f} a job)",
+        )
     lines += [f"  ! {w}" for w in result.warnings]
     return "\n".join(lines)
 
@@ -835,16 +890,25 @@ def cmd_capacity(args: argparse.Namespace) -> int:
     if args.scenarios:
         print(render_scenarios())
         return 0
-    if args.rate is None:
-        print("duetime capacity: give --rate (or --scenarios)")
+    if (args.rate is None) == (args.every is None):
+        print("duetime capacity: give --rate, or --every (with --jobs) for repeating jobs (or --scenarios)")
+        return 2
+    try:
+        rate = args.rate if args.every is None else rate_of(args.every, args.jobs)
+    except InvalidSchedule as exc:
+        print(f"duetime capacity: --every: {exc.message}")
+        return 2
+    except ValueError as exc:
+        print(f"duetime capacity: --jobs: {exc}")
         return 2
     try:
         inputs = Inputs(
-            rate=args.rate,
+            rate=rate,
             shards=args.shards,
             lease_seconds=args.lease,
             avg_seconds=args.avg_seconds,
-            profile=args.profile,
+            # Repeating jobs are cron runs (a slot created by the pre-loader) unless told otherwise.
+            profile=args.profile or ("one-off" if args.every is None else CRON_RUN.name),
             worker_concurrency=args.worker_concurrency,
             preload_threads=args.preload_threads,
             preload_dispatch_threads=args.preload_dispatch_threads,
@@ -867,11 +931,14 @@ def cmd_capacity(args: argparse.Namespace) -> int:
             utilisation=args.utilisation,
             api=args.api,
             late_budgets=args.late_budgets,
+            extra_read_units=0.0 if args.every is None else overlap_read_units(args.every),
         )
         result = estimate(inputs)
     except ValueError as exc:
         print(f"duetime capacity: {exc}")
         return 2
+    if args.every is not None:
+        result.schedule = schedule_cost(result, args.every, args.jobs)
     print(json.dumps(result.to_dict(), indent=2) if args.json else render(result))
     return 0 if result.fits else 1
 
@@ -880,10 +947,18 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     """Register `duetime capacity` on the CLI's subparsers."""
     capacity = sub.add_parser("capacity", help="what a peak rate needs on AWS: partitions, queues, workers, cost")
     capacity.add_argument("--rate", type=float, help="executions per second at peak")
+    capacity.add_argument(
+        "--every",
+        metavar="SPAN",
+        help="instead of --rate: jobs repeating every SPAN (1s, 30s, 5m, rate(1 hour)); their cost a month",
+    )
+    capacity.add_argument("--jobs", type=int, default=1, help="with --every: how many such jobs (default 1)")
     capacity.add_argument("--shards", type=int, default=32)
     capacity.add_argument("--lease", type=int, default=30, help="lease seconds")
     capacity.add_argument("--avg-seconds", type=float, default=2.0, help="average run time of a job")
-    capacity.add_argument("--profile", choices=sorted(PROFILES), default="one-off")
+    capacity.add_argument(
+        "--profile", choices=sorted(PROFILES), default=None, help="one-off by default; cron with --every"
+    )
     capacity.add_argument("--worker-concurrency", type=int, default=8)
     capacity.add_argument("--preload-threads", type=int, default=PRELOAD_THREADS, help="shards at once")
     capacity.add_argument(

@@ -491,9 +491,9 @@ def _spec_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--name")
     parser.add_argument("--handler", help="a registered handler name, or lambda:/ecs: kinds")
     when = parser.add_mutually_exclusive_group()
-    when.add_argument("--cron", help="a 5-field cron expression")
+    when.add_argument("--cron", help="a cron expression: 5 fields, or 6 with seconds first (*/5 * * * * *)")
     when.add_argument("--at", help="one run at this ISO 8601 time")
-    when.add_argument("--every", help="an interval of elapsed time: 90m, 1h30m, 2d or rate(90 minutes)")
+    when.add_argument("--every", help="an interval of elapsed time: 30s, 90m, 1h30m, 2d or rate(90 minutes) (from 1 s)")
     parser.add_argument(
         "--start-at", dest="start_at", help="an interval's anchor (default: now); a cron's first run is not before it"
     )

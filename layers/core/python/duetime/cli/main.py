@@ -310,7 +310,7 @@ def parser() -> argparse.ArgumentParser:
     prev = sub.add_parser("preview", help="print the next run times of a cron or interval schedule")
     kind = prev.add_mutually_exclusive_group(required=True)
     kind.add_argument("--cron")
-    kind.add_argument("--every", help="an interval: 90m, 1h30m, 2d or rate(90 minutes)")
+    kind.add_argument("--every", help="an interval: 30s, 90m, 1h30m, 2d or rate(90 minutes) (from 1 s)")
     prev.add_argument("--start-at", dest="start_at", help="the interval's anchor (ISO; default: --from)")
     prev.add_argument("--tz", default="UTC")
     prev.add_argument("--dst-gap", dest="dst_gap", choices=("shift", "skip"), help="a cron time the clock skips")

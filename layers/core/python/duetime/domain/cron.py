@@ -1,8 +1,8 @@
 """Cron schedules in IANA time zones, computed in local wall time and returned in UTC.
 
-The engine is self-contained (no croniter): it parses the 5 fields into sets, walks the matching
-local wall-clock minutes in calendar order (skipping whole months, days and hours that cannot match),
-and resolves each wall time with zoneinfo and ``fold``:
+The engine is self-contained (no croniter): it parses the 5 fields (or 6, seconds first, as Quartz and
+Spring order them) into sets, walks the matching local wall-clock times in calendar order (skipping whole
+months, days, hours and minutes that cannot match), and resolves each wall time with zoneinfo and ``fold``:
 
 * a wall time that exists once runs at that instant;
 * a wall time inside a DST gap (it does not exist) runs, for a fixed-time schedule, at the instant the
@@ -12,7 +12,9 @@ and resolves each wall time with zoneinfo and ``fold``:
   first occurrence (fold=0); other schedules run it at both instants.
 
 A schedule is fixed-time when neither its minute nor its hour field starts with ``*`` (Vixie cron,
-cronie). A schedule's DST policy (``gap``: ``shift`` or ``skip``; ``fold``: ``first``, ``last`` or ``both``)
+cronie), nor its seconds field when it has one (``* 30 2 * * *`` runs every second of 02:30: it follows the
+real clock as ``* 2 * * *`` does). A five-field expression is a six-field one whose seconds field is ``0``.
+A schedule's DST policy (``gap``: ``shift`` or ``skip``; ``fold``: ``first``, ``last`` or ``both``)
 replaces that default when given: ``shift``/``skip`` run a gap's matched times at the gap's end or not at
 all, ``first``/``last``/``both`` run a repeated wall time at its first, its second or both occurrences.
 
@@ -70,6 +72,9 @@ _MACROS = {
     "@midnight": "0 0 * * *",
     "@hourly": "0 * * * *",
 }
+
+# A six-field expression: a seconds field (0-59) before the five of cron.
+SECONDS_FIELDS = 6
 
 # One list element: `*`, `*/step`, `a`, `a-b`, `a/step` (a to the field's maximum), `a-b/step`,
 # where a and b are ASCII numbers or (month, day-of-week) 3-letter names.
@@ -252,7 +257,8 @@ def _parse_day_fields(dom: str, dow: str, expression: str) -> DaySpec:
 
 
 class CronSchedule:
-    """A 5-field cron expression evaluated in one time zone, under a DST policy (default: by its kind)."""
+    """A 5-field cron expression (6 with seconds first) evaluated in one time zone, under a DST policy
+    (default: by its kind)."""
 
     def __init__(
         self, expression: str, time_zone: str = "UTC", gap: Gap | None = None, fold: Fold | None = None
@@ -265,9 +271,13 @@ class CronSchedule:
         text = expression.strip(" \t\r\n")
         text = _MACROS.get(text.lower(), text)
         fields = _SEPARATORS.split(text) if text else []
-        if len(fields) != 5:
-            raise _invalid(expression, f"expected 5 fields, got {len(fields)}")
+        if len(fields) not in (5, SECONDS_FIELDS):
+            raise _invalid(expression, f"expected 5 fields (or 6, seconds first), got {len(fields)}")
+        # Seconds first (Quartz, Spring); five fields are exactly cron's, each run at second 0 of its minute.
+        self.has_seconds = len(fields) == SECONDS_FIELDS
+        second = fields.pop(0) if self.has_seconds else "0"
         minute, hour, dom, month, dow = fields
+        self.seconds = _parse_field(second, 0, 59, None, "second", expression)
         self.minutes = _parse_field(minute, 0, 59, None, "minute", expression)
         self.hours = _parse_field(hour, 0, 23, None, "hour", expression)
         self.months = _parse_field(month, 1, 12, _MONTH_NAMES, "month", expression)
@@ -275,10 +285,11 @@ class CronSchedule:
         self._day_spec = _parse_day_fields(dom, dow, expression)
         self.days = self._day_spec.days
         self.weekdays = self._day_spec.weekdays  # 0 and 7 are Sunday
-        self._fixed = not (minute.startswith("*") or hour.startswith("*"))
+        self._fixed = not (second.startswith("*") or minute.startswith("*") or hour.startswith("*"))
         # Vixie cron's rule unless the schedule chose: fixed-time shifts a gap and runs a fold once, first.
         self.gap: Gap = gap or ("shift" if self._fixed else "skip")
         self.fold: Fold = fold or ("first" if self._fixed else "both")
+        self._second_list = sorted(self.seconds)
         self._minute_list = sorted(self.minutes)
         self._hour_list = sorted(self.hours)
         self._month_list = sorted(self.months)
@@ -297,13 +308,15 @@ class CronSchedule:
 
     @property
     def is_fixed_time(self) -> bool:
-        """Neither the minute nor the hour field starts with `*` (by default DST gaps and overlaps run once)."""
+        """Neither the seconds, the minute nor the hour field starts with `*` (by default DST gaps and overlaps
+        run once)."""
         return self._fixed
 
     def matches(self, wall: datetime) -> bool:
-        """Whether a local wall-clock time (its minute; seconds ignored) matches the expression."""
+        """Whether a local wall-clock time (to the second; microseconds ignored) matches the expression."""
         return (
-            wall.minute in self.minutes
+            wall.second in self.seconds
+            and wall.minute in self.minutes
             and wall.hour in self.hours
             and wall.month in self.months
             and self._day_matches(wall.date())
@@ -346,11 +359,11 @@ class CronSchedule:
         return _days_of_month(length, (first_weekday + 1) % 7, self._day_spec)
 
     def _next_wall(self, start: datetime, limit_year: int) -> datetime | None:
-        """The first matching wall-clock minute at or after `start` (naive), or None past limit_year."""
+        """The first matching wall-clock second at or after `start` (naive), or None past limit_year."""
         year, month, day = start.year, start.month, start.day
-        hour, minute = start.hour, start.minute
-        if start.second or start.microsecond:
-            minute += 1
+        hour, minute, second = start.hour, start.minute, start.second
+        if start.microsecond:
+            second += 1
         while year <= limit_year:
             if month not in self.months:
                 i = bisect_left(self._month_list, month)
@@ -358,31 +371,39 @@ class CronSchedule:
                     year, month = year + 1, self._month_list[0]
                 else:
                     month = self._month_list[i]
-                day, hour, minute = 1, 0, 0
+                day, hour, minute, second = 1, 0, 0, 0
                 continue
             days = self._month_days(year, month)
             i = bisect_left(days, day)
             if i == len(days):
                 year, month = (year + 1, 1) if month == 12 else (year, month + 1)
-                day, hour, minute = 1, 0, 0
+                day, hour, minute, second = 1, 0, 0, 0
                 continue
             if days[i] != day:
-                day, hour, minute = days[i], 0, 0
+                day, hour, minute, second = days[i], 0, 0, 0
+            if second > 59:
+                minute, second = minute + 1, 0
             if minute > 59:
-                hour, minute = hour + 1, 0
+                hour, minute, second = hour + 1, 0, 0
             i = bisect_left(self._hour_list, hour)
             if i == len(self._hour_list):
-                day, hour, minute = day + 1, 0, 0
+                day, hour, minute, second = day + 1, 0, 0, 0
                 continue
             if self._hour_list[i] != hour:
-                hour, minute = self._hour_list[i], 0
+                hour, minute, second = self._hour_list[i], 0, 0
             i = bisect_left(self._minute_list, minute)
             if i == len(self._minute_list):
-                hour, minute = hour + 1, 0
+                hour, minute, second = hour + 1, 0, 0
                 if hour > 23:
                     day, hour = day + 1, 0
                 continue
-            return datetime(year, month, day, hour, self._minute_list[i])
+            if self._minute_list[i] != minute:
+                minute, second = self._minute_list[i], 0
+            i = bisect_left(self._second_list, second)
+            if i == len(self._second_list):
+                minute, second = minute + 1, 0  # past 59: the next hour, at the top of the loop
+                continue
+            return datetime(year, month, day, hour, minute, self._second_list[i])
         return None
 
     # ----------------------------------------------------------------------------------------------
@@ -412,7 +433,7 @@ class CronSchedule:
         # an overlap, where every first occurrence precedes every second one. So the first matched
         # wall time with an instant after `after` gives the next run; when `after` is itself a first
         # occurrence, second occurrences are left to `second` (the earliest of them).
-        wall = wall.replace(second=0, microsecond=0)
+        wall = wall.replace(microsecond=0)
         while True:
             candidate = self._next_wall(wall, limit_year)
             if candidate is None:
@@ -432,14 +453,17 @@ class CronSchedule:
                     instants = [last]
                 else:
                     instants = [first] if in_first_occurrence else [first, last]
-            elif self.gap == "shift":  # skipped by a gap: runs when the gap ends
-                instants = [_transition((candidate - off1).replace(tzinfo=UTC), candidate - off0, off0, zone)]
-            else:  # skipped by a gap: not run
-                instants = []
+            else:  # skipped by a gap: runs when the gap ends (shift) or not at all (skip)
+                gap_end = _transition((candidate - off1).replace(tzinfo=UTC), candidate - off0, off0, zone)
+                if self.gap == "skip":
+                    # The walk goes on from the first wall time after the gap (not second by second through it).
+                    wall = max(candidate + timedelta(seconds=1), (gap_end + off1).replace(tzinfo=None))
+                    continue
+                instants = [gap_end]
             later = [instant for instant in instants if instant > after]
             if later:
                 return min(later) if second is None else min(*later, second)
-            wall = candidate + timedelta(minutes=1)
+            wall = candidate + timedelta(seconds=1)
 
 
 def _offsets(wall: datetime, zone: ZoneInfo) -> tuple[timedelta, timedelta]:

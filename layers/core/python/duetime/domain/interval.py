@@ -8,33 +8,41 @@ from datetime import UTC, datetime, timedelta
 from duetime.domain.errors import InvalidSchedule
 
 EVERY_FIELD = "schedule.every"
-# A slot is a minute (there is no seconds field in cron either); a year bounds the work of a preview.
-MIN_INTERVAL = timedelta(minutes=1)
+# Whole seconds from one (as cron's seconds field); a year bounds the work of a preview.
+MIN_INTERVAL = timedelta(seconds=1)
 MAX_INTERVAL = timedelta(days=366)
 
-# "90m", "1h30m", "2h", "1d12h": days, hours and minutes, each at most once and in that order.
-_COMPACT = re.compile(r"(?:(?P<d>[0-9]{1,6})d)?(?:(?P<h>[0-9]{1,6})h)?(?:(?P<m>[0-9]{1,6})m)?")
-# EventBridge's spelling: rate(90 minutes), rate(1 hour), rate(2 days).
-_RATE = re.compile(r"rate\((?P<n>[0-9]{1,6}) (?P<unit>minutes?|hours?|days?)\)")
-_UNIT = {"minute": timedelta(minutes=1), "hour": timedelta(hours=1), "day": timedelta(days=1)}
+# "90m", "1h30m", "2h", "1d12h", "30s", "1m30s": days, hours, minutes and seconds, each at most once and in
+# that order.
+_COMPACT = re.compile(r"(?:(?P<d>[0-9]{1,6})d)?(?:(?P<h>[0-9]{1,6})h)?(?:(?P<m>[0-9]{1,6})m)?(?:(?P<s>[0-9]{1,6})s)?")
+# EventBridge's spelling: rate(90 minutes), rate(1 hour), rate(2 days); and rate(30 seconds).
+_RATE = re.compile(r"rate\((?P<n>[0-9]{1,6}) (?P<unit>seconds?|minutes?|hours?|days?)\)")
+_UNIT = {
+    "second": timedelta(seconds=1),
+    "minute": timedelta(minutes=1),
+    "hour": timedelta(hours=1),
+    "day": timedelta(days=1),
+}
 
 
 def parse_every(text: str) -> timedelta:
-    """The span of an `every` value ("90m", "1h30m", "rate(90 minutes)"); InvalidSchedule naming the field."""
+    """The span of an `every` value ("90m", "1h30m", "30s", "rate(90 minutes)"); InvalidSchedule naming the
+    field."""
     compact = _COMPACT.fullmatch(text) if isinstance(text, str) else None
     rate = _RATE.fullmatch(text) if isinstance(text, str) else None
     if compact is not None and any(compact.groupdict().values()):
-        d, h, m = (int(compact[unit] or 0) for unit in "dhm")
-        span = timedelta(days=d, hours=h, minutes=m)
+        d, h, m, sec = (int(compact[unit] or 0) for unit in "dhms")
+        span = timedelta(days=d, hours=h, minutes=m, seconds=sec)
     elif rate is not None:
         span = int(rate["n"]) * _UNIT[rate["unit"].removesuffix("s")]
     else:
         raise InvalidSchedule(
-            f"invalid interval {text!r}: write it as 90m, 1h30m, 2d or rate(90 minutes) (minutes, hours, days)",
+            f"invalid interval {text!r}: write it as 30s, 90m, 1h30m, 2d or rate(90 minutes)"
+            " (seconds, minutes, hours, days)",
             field=EVERY_FIELD,
         )
     if not MIN_INTERVAL <= span <= MAX_INTERVAL:
-        raise InvalidSchedule(f"interval {text!r} must be from 1 minute to 366 days", field=EVERY_FIELD)
+        raise InvalidSchedule(f"interval {text!r} must be from 1 second to 366 days", field=EVERY_FIELD)
     return span
 
 
@@ -75,14 +83,19 @@ class IntervalSchedule:
 
 def every_words(text: str) -> str:
     """An `every` value in words, as the console and the CLI show it: "every minute", "every 15 minutes",
-    "every 1 hour 30 minutes" (one of a unit reads as the unit alone). Text that is not an interval is
-    shown as given."""
+    "every 1 hour 30 minutes", "every 5 seconds" (one of a unit reads as the unit alone). Text that is not an
+    interval is shown as given."""
     try:
         span = parse_every(text)
     except InvalidSchedule:
         return f"every {text}"
-    minutes = int(span.total_seconds()) // 60
-    parts = [(minutes // 1440, "day"), (minutes // 60 % 24, "hour"), (minutes % 60, "minute")]
+    seconds = int(span.total_seconds())
+    parts = [
+        (seconds // 86400, "day"),
+        (seconds // 3600 % 24, "hour"),
+        (seconds // 60 % 60, "minute"),
+        (seconds % 60, "second"),
+    ]
     named = [(n, unit) for n, unit in parts if n]
     if len(named) == 1 and named[0][0] == 1:
         return f"every {named[0][1]}"

@@ -85,6 +85,11 @@ def sort_key(due_at: datetime, execution_id: str) -> str:
     return f"{to_ms(due_at):013d}#{execution_id}"
 
 
+def sort_key_after(due_by: datetime) -> str:
+    """A bound every sort key of a row due at or before `due_by` sorts below, and every later one above."""
+    return f"{to_ms(due_by) + 1:013d}"
+
+
 def bucket_of_partition(partition: str) -> str:
     """The due-hour bucket (`YYYYMMDDHH`) of a partition key `YYYYMMDDHH#shard`."""
     return partition.split("#", 1)[0]

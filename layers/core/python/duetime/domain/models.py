@@ -30,6 +30,12 @@ from duetime.domain.results import compact_json
 MAX_RUNS = 1_000_000  # a schedule's maxRuns
 # jitterSeconds: a run is spread over at most an hour after its slot (and less than the schedule's period).
 MAX_JITTER_SECONDS = 3600
+# What the OpenAPI document says of `cron` and `every` (docs/schedules.md has the whole of it).
+CRON_DESCRIPTION = (
+    "5 fields (minute hour day-of-month month day-of-week), or 6 with a seconds field first, as Quartz and Spring"
+    " order them: `*/5 * * * * *` runs every 5 seconds"
+)
+EVERY_DESCRIPTION = "an interval of whole seconds, from 1 s to 366 days: 30s, 90m, 1h30m, 2d, rate(90 minutes)"
 MAX_PAUSE_AFTER_FAILURES = 100
 # Tags: a small string map, filterable as `tag=key:value`, so a key has no ':' and both are short.
 MAX_TAGS = 20
@@ -164,8 +170,8 @@ class Schedule(CamelModel):
     """
 
     at: UtcDatetime | None = None
-    cron: str | None = Field(default=None, min_length=1, max_length=200)
-    every: str | None = Field(default=None, min_length=1, max_length=64)
+    cron: str | None = Field(default=None, min_length=1, max_length=200, description=CRON_DESCRIPTION)
+    every: str | None = Field(default=None, min_length=1, max_length=64, description=EVERY_DESCRIPTION)
     # The interval's anchor: slots are startAt + k * every. Unset at submission: the job's creation time.
     # For cron: no slot before it.
     start_at: UtcDatetime | None = None

@@ -38,8 +38,8 @@ def recurrence_of(schedule: Schedule, created_at: datetime | None = None) -> Rec
     return None
 
 
-# How far a stored slot may sit from the schedule's instant and still be that slot: rows keep milliseconds,
-# and slots are at least a minute apart (MIN_INTERVAL, cron's minute field).
+# How far a stored slot may sit from the schedule's instant and still be that slot: rows keep milliseconds
+# (rounded), and slots are at least a second apart (MIN_INTERVAL, cron's seconds field).
 SLOT_TOLERANCE = timedelta(milliseconds=1)
 # The skip reason of a row planned under the schedule a job had before an edit.
 SCHEDULE_EDITED = "schedule edited"
@@ -47,7 +47,9 @@ SCHEDULE_EDITED = "schedule edited"
 
 def is_slot(recurrence: Recurrence, instant: datetime) -> bool:
     """Whether `instant` is one of the schedule's slots (a row planned under an older schedule may not be)."""
-    return abs(recurrence.next_after(instant - timedelta(seconds=1)) - instant) <= SLOT_TOLERANCE
+    # Looking from just before the instant (not a whole second: the slot before would be found when slots are
+    # a second apart and the row's milliseconds were rounded down).
+    return abs(recurrence.next_after(instant - 2 * SLOT_TOLERANCE) - instant) <= SLOT_TOLERANCE
 
 
 def next_included(recurrence: Recurrence, exclusions: Exclusions, after: datetime) -> datetime | None:

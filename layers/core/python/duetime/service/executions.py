@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from duetime.definitions import DEFAULT_JOB_CLASS
+from duetime.definitions import DEFAULT_JOB_CLASS, RUNNING_DUE_MARGIN_SECONDS
 from duetime.domain.catchup import plan_catch_up
 from duetime.domain.errors import Conflict, NotFound, StaleAttempt
 from duetime.domain.exclusions import Exclusions
@@ -285,9 +285,13 @@ def _skipped_by_catch_up(job: Job, message: DueMessage, now: datetime) -> str | 
     return None if plan is None or slot in plan.run_slots else plan.skip_reason
 
 
+# The rows of a job that may be running: those due by now plus this margin (definitions.py says why).
+RUNNING_DUE_MARGIN = timedelta(seconds=RUNNING_DUE_MARGIN_SECONDS)
+
+
 def _live_others(ports: Ports, job: Job, execution_id: str, now: datetime) -> list[Execution]:
-    """The job's other executions running under a live lease (a read of its open rows only)."""
-    open_rows = ports.store.open_executions_of_job(job.job_id)
+    """The job's other executions running under a live lease (a read of its open rows due by now only)."""
+    open_rows = ports.store.open_executions_of_job(job.job_id, due_by=now + RUNNING_DUE_MARGIN)
     return [e for e in open_rows if e.execution_id != execution_id and e.lease_live(now)]
 
 

@@ -41,6 +41,7 @@ from duetime.domain.keys import (
     open_index_partitions,
     open_page_after,
     served_names,
+    sort_key_after,
 )
 from duetime.domain.limits import (
     CONTROL_IDLE_SECONDS,
@@ -820,10 +821,13 @@ class SqliteStore:
         token = page[-1][1] if len(rows) > limit and page else None
         return OpenPage(executions=[execution_from_doc(r[0]) for r in page], next_token=token)
 
-    def open_executions_of_job(self, job_id: str) -> list[Execution]:
-        """The job's executions that have not ended (waiting, paused or running), earliest due first."""
+    def open_executions_of_job(self, job_id: str, due_by: datetime | None = None) -> list[Execution]:
+        """The job's executions that have not ended (waiting, paused or running), earliest due first; with
+        `due_by`, only those due by then."""
+        bound = sort_key_after(due_by) if due_by is not None else "~"  # "~" sorts after every digit
         rows = self.db.query(
-            f"SELECT doc FROM executions WHERE open_job = ? AND {LIVE} ORDER BY sk", (job_id, self.epoch_seconds())
+            f"SELECT doc FROM executions WHERE open_job = ? AND sk < ? AND {LIVE} ORDER BY sk",
+            (job_id, bound, self.epoch_seconds()),
         )
         return [e for e in (execution_from_doc(doc) for (doc,) in rows) if not e.status.is_terminal]
 

@@ -99,6 +99,15 @@
   }
   function cronWords(cron) {
     const fields = cron.trim().split(/\s+/);
+    if (fields.length === 6) {
+      // Seconds first: at second 0 it reads as the five fields; every (few) second(s) of every day alone.
+      const [second, ...rest] = fields;
+      if (second === "0") return cronWords(rest.join(" "));
+      const daily = rest.every((f) => f === "*" || f === "?");
+      if (daily && second === "*") return "every second";
+      if (daily && /^\*\/\d+$/.test(second)) return everyCount(Number(second.slice(2)), "second");
+      return `cron ${cron}`;
+    }
     if (fields.length !== 5) return `cron ${cron}`;
     const [minute, hour, dom, month, dow] = fields;
     let when;
@@ -123,13 +132,16 @@
   function everyCount(n, unit) {
     return n === 1 ? `every ${unit}` : `every ${n} ${unit}s`;
   }
-  // An interval (90m, 1h30m, 2d, rate(1 hour)) in words: "every minute", "every 1 hour 30 minutes".
+  // An interval (90m, 1h30m, 2d, 30s, rate(1 hour)) in words: "every minute", "every 1 hour 30 minutes".
   function everyWords(every) {
-    const rate = /^rate\((\d+) (minute|hour|day)s?\)$/.exec(every);
-    const compact = /^(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?$/.exec(every);
+    const rate = /^rate\((\d+) (second|minute|hour|day)s?\)$/.exec(every);
+    const compact = /^(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$/.exec(every);
     let parts;
     if (rate) parts = [[Number(rate[1]), rate[2]]];
-    else if (compact) parts = [[Number(compact[1] || 0), "day"], [Number(compact[2] || 0), "hour"], [Number(compact[3] || 0), "minute"]];
+    else if (compact) {
+      parts = [[Number(compact[1] || 0), "day"], [Number(compact[2] || 0), "hour"], [Number(compact[3] || 0), "minute"],
+        [Number(compact[4] || 0), "second"]];
+    }
     else return `every ${every}`;
     parts = parts.filter(([n]) => n > 0);
     if (parts.length === 1) return everyCount(parts[0][0], parts[0][1]);

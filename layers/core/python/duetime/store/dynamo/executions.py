@@ -24,6 +24,7 @@ from duetime.domain.keys import (
     dead_letter_key,
     open_index_partitions,
     open_page_after,
+    sort_key_after,
 )
 from duetime.domain.models import Execution, ExecutionStatus, to_ms
 from duetime.domain.quotas import active_jobs_key
@@ -260,14 +261,17 @@ class DynamoExecutions(DynamoQuotas):
         token = str(keys[-1]["sk"]["S"]) if more and keys else None
         return OpenPage(executions=[execution_from_item(i) for i in self._rows(keys)], next_token=token)
 
-    def open_executions_of_job(self, job_id: str) -> list[Execution]:
+    def open_executions_of_job(self, job_id: str, due_by: datetime | None = None) -> list[Execution]:
         """The job's executions that have not ended (waiting, paused or running), earliest due first:
-        bounded by what is open, never by the job's history."""
+        bounded by what is open, never by the job's history; with `due_by`, only those due by then."""
+        condition, values = "openJob = :j", {":j": job_id}
+        if due_by is not None:  # the index's sort key starts with the due time
+            condition, values = "openJob = :j AND sk < :due", {":j": job_id, ":due": sort_key_after(due_by)}
         kwargs: dict[str, Any] = {
             "TableName": self.executions_table,
             "IndexName": EXECUTIONS_OPEN_BY_JOB_INDEX.name,
-            "KeyConditionExpression": "openJob = :j",
-            "ExpressionAttributeValues": _ser({":j": job_id}),
+            "KeyConditionExpression": condition,
+            "ExpressionAttributeValues": _ser(values),
         }
         keys: list[dict[str, Any]] = []
         while True:
