@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from duetime.adapters.sqlite.db import DATABASE_FILE, private_directory
 from duetime.api.app import build_app
 from duetime.api.auth import DEFAULT_TOKEN_TTL, issue_token
-from duetime.config import RuntimeConfig, function_environment, quota_environment, runtime_environment
+from duetime.config import RuntimeConfig, build_ports, function_environment, quota_environment, runtime_environment
 from duetime.definitions import (
     API_FUNCTION_TIMEOUT_SECONDS,
     DLQ_NOTIFIER_TIMEOUT_SECONDS,
@@ -136,6 +136,7 @@ class LocalSystem:
         events_webhook: str | None = None,
         api_processes: int = 1,
         class_queues: Mapping[str, int] | None = None,
+        stack_template: Mapping[str, Any] | None = None,
     ) -> None:
         if backend not in BACKENDS:
             raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, not {backend!r}")
@@ -173,6 +174,10 @@ class LocalSystem:
         self.use_worker_process = worker_process
         self.event_sources: list[SqsEventSource] = []
         self.functions: dict[str, LambdaFunction] = {}
+        self.role_keys: dict[str, str] = {}  # moto, faithful: each function's (and task role's) access key
+        # moto, faithful: the synthesized template whose roles are enforced (None: `cdk synth` of the checkout,
+        # duetime.local.synth); tests give one with a grant taken out.
+        self.stack_template = stack_template
         self.relay: AlertRelay | None = None
         self.secret = ""
         self.instance_id = ""
@@ -239,7 +244,7 @@ class LocalSystem:
         for job_class in settings.job_classes.values():
             if self.workers > 0 and not (self.faithful and job_class.worker_kind == "lambda"):
                 worker = Worker(
-                    ports,
+                    self._task_ports(job_class.name, ports),
                     job_class.name,
                     f"local-{job_class.name}-{secrets.token_hex(2)}",
                     self.workers,
@@ -304,12 +309,18 @@ class LocalSystem:
             local["handler_grants"] = self.grants
         shared.update(RuntimeConfig(**local).to_env())
 
+        # Every call a function makes carries its role's identity, checked against that role's policies as the
+        # synthesized template gives them (duetime.local.iam).
+        self.role_keys = self._enforce_roles(config, settings)
+
         def function(name: str, timeout: int, **extra: str) -> LambdaFunction:
             suffix = f"-{extra['job_class']}" if "job_class" in extra else ""
+            role = f"worker:{extra['job_class']}" if "job_class" in extra else name
+            identity = RuntimeConfig(local_identity=self.role_keys[role]).to_env()
             lambda_function = LambdaFunction(
                 name=name,
                 function_name=f"{self.prefix}-{name.replace('_', '-')}{suffix}",
-                environment=function_environment(name, shared, **extra),
+                environment={**function_environment(name, shared, **extra), **identity},
                 timeout_seconds=timeout,
                 memory_mb=FUNCTION_MEMORY_MB[name],
                 region=config.region,
@@ -334,6 +345,7 @@ class LocalSystem:
         layers = (self.handler_layer,) if self.handler_layer else ()
         if layers:
             self._import_for_ecs_workers(layers)
+        identity_var = RuntimeConfig.env_name("local_identity")
         for job_class in settings.job_classes.values():
             if job_class.worker_kind != "lambda":
                 continue
@@ -344,10 +356,12 @@ class LocalSystem:
                 handler_modules=",".join(self.handler_modules),
             )
             worker.layers = layers  # the handler layer: on the worker functions only, as the stack gives it
-            # An event source per due queue of the class (on AWS each has a function of its own).
+            # An event source per due queue of the class (on AWS each has a function of its own), polling as
+            # Lambda's pollers do: with the function's role.
+            poller = make_client("sqs", config.region, config.endpoint_url, identity=worker.environment[identity_var])
             for index, queue_url in enumerate(queues.class_queue_urls[job_class.name]):
                 source = SqsEventSource(
-                    queues.client,
+                    poller,
                     queue_url,
                     worker.invoke,
                     batch_size=WORKER_BATCH_SIZE,
@@ -356,6 +370,46 @@ class LocalSystem:
                     name=f"worker-{job_class.name}" + (f"-{index}" if index else ""),
                 )
                 self.event_sources.append(source.start())
+
+    def _task_ports(self, job_class: str, ports: Ports) -> Ports:
+        """The ports of a class's `duetime worker` loops: on moto (faithful), calling as the class's ECS task
+        role, whose policies the moto server checks; else this process's own."""
+        key = self.role_keys.get(f"task:{job_class}")
+        if not self.faithful or key is None or self.local_backend is None or self.local_backend.config is None:
+            return ports
+        # The queue URLs as the task's environment gives them (it resolves none: no sqs:GetQueueUrl).
+        update: dict[str, Any] = {"local_identity": key}
+        if isinstance(ports.queues, DueQueues):
+            update.update(queue_urls=ports.queues.runtime_queue_urls(), dlq_urls=ports.queues.dlq_urls)
+        config = self.local_backend.config.model_copy(update=update)
+        task_ports = build_ports(config, self.notifier)
+        task_ports.quotas, task_ports.events = ports.quotas, ports.events
+        return task_ports
+
+    def _enforce_roles(self, config: RuntimeConfig, settings: Settings) -> dict[str, str]:
+        """Give the moto server the roles of the synthesized stack (synthesized now, or kept from an earlier
+        synth of the same sources), resolved to the local resources; returns each function's access key
+        ("api", "preloader", "dlq_notifier", "worker:<class>", "task:<class>")."""
+        from duetime.local.moto_server import enforce_roles
+        from duetime.local.stack_roles import LocalNames, function_roles, policy_table, role_key
+        from duetime.local.synth import template
+
+        synthesized = self.stack_template or template()
+        template_prefix = next(
+            str(r["Properties"]["Environment"]["Variables"]["DUETIME_PREFIX"])
+            for r in synthesized["Resources"].values()
+            if r["Type"] == "AWS::Lambda::Function" and "DUETIME_PREFIX" in str(r["Properties"].get("Environment"))
+        )
+        # A class spread over several local queues (`--class-queues`): its template queue stands for each.
+        spread = {
+            c.queue_name(template_prefix): c.queue_names(settings.prefix)
+            for c in settings.job_classes.values()
+            if c.queues > 1
+        }
+        names = LocalNames(config.region, settings.prefix, template_prefix, spread)
+        assert config.endpoint_url is not None
+        enforce_roles(config.endpoint_url, policy_table(synthesized, names))
+        return {function: role_key(role) for function, role in function_roles(synthesized).items()}
 
     def _import_for_ecs_workers(self, layers: tuple[Path, ...]) -> None:
         """The handler modules for the `long` class's `duetime worker` loops, which run in this process:
