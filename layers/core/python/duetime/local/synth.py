@@ -19,6 +19,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,7 @@ SYNTH_DIR = ROOT / "build" / "synth"
 SOURCES = ("infra", "functions", "layers", "app.py", "cdk.json", "pyproject.toml")
 SKIPPED_PARTS = {"__pycache__", ".mypy_cache", ".ruff_cache", "node_modules"}
 STACK_NAME = "DuetimeStack"
+STALE_SECONDS = 24 * 3600
 TEMPLATE_FILE = f"{STACK_NAME}.template.json"
 # The alarm topic's subscription needs an address; it is no part of what runs locally.
 LOCAL_CONTEXT = {"alarmEmail": "local@example.com"}
@@ -98,8 +100,11 @@ def synthesized(context: Mapping[str, Any] | None = None, root: Path = ROOT, cac
         shutil.rmtree(outdir, ignore_errors=True)
         staging.rename(outdir)
         done.touch()
-        for old in cache.iterdir():  # earlier sources' assemblies: a synth is ~tens of MB of assets
-            if old.is_dir() and old != outdir and (old / ".complete").is_file():
+        # Earlier sources' assemblies (tens of MB of assets each), once no `duetime local` of a day ago can still
+        # be running from one.
+        for old in cache.iterdir():
+            done_at = old / ".complete"
+            if old != outdir and done_at.is_file() and time.time() - done_at.stat().st_mtime > STALE_SECONDS:
                 shutil.rmtree(old, ignore_errors=True)
     return outdir
 
