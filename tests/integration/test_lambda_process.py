@@ -1,7 +1,7 @@
 """Functions run from the synthesized cloud assembly, each instance a process whose sys.path is exactly its
 asset, its layers (pins reinstalled for this machine), the standard library and the runtime's boto3
-(duetime.local.lambda_process): the API answers from there, imports nothing from anywhere else, and a layer
-that lacks a module fails the cold start, as on AWS."""
+(duetime.local.lambda_process): the API answers from there, imports nothing from anywhere else, a layer that
+lacks a module fails the cold start, as on AWS, and `duetime local --backend moto` runs every function so."""
 
 from __future__ import annotations
 
@@ -11,9 +11,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from duetime.local.backends import MOTO
 from duetime.local.lambda_process import (
     ColdStartFailed,
     DeployedFunction,
+    Instance,
     ProcessFunction,
     deployed_functions,
     lambda_path,
@@ -21,7 +23,10 @@ from duetime.local.lambda_process import (
 )
 from duetime.local.stack_roles import LocalNames, Resolver
 from duetime.local.synth import TEMPLATE_FILE, synthesized
+from duetime.local.system import LocalSystem
 
+from tests.e2e.helpers import iso_in, submit, wait_terminal
+from tests.http_client import Api
 from tests.integration.test_entry_points import api_event
 
 REGION = "us-east-1"
@@ -104,3 +109,26 @@ def test_a_module_missing_from_a_layer_fails_the_cold_start(
         assert function.instances == []
     finally:
         function.stop()
+
+
+def test_duetime_local_runs_every_function_from_the_cloud_assembly(tmp_path: Path) -> None:
+    """`duetime local --backend moto` (function_processes): each function is a process of the cloud assembly's
+    asset and layers; a job submitted to the API is run by the worker and its run recorded."""
+    system = LocalSystem(tmp_path, backend=MOTO, port=0, workers=1, shards=2, function_processes=True).start()
+    try:
+        api = Api(system.api_url, system.token("alice"))
+        job = submit(api, handler="demo.echo", payload={"hello": 1}, schedule={"at": iso_in(1)})
+        [execution] = wait_terminal(api, job["jobId"], timeout=60)
+        assert execution["status"] == "succeeded", execution
+        assert {name for name in system.functions} >= {"duetime-api", "duetime-worker-default"}
+        for function in system.functions.values():
+            assert isinstance(function, ProcessFunction), function.function_name
+        assembly = synthesized()
+        for name in ("duetime-api", "duetime-worker-default"):
+            [instance, *_] = system.functions[name].instances
+            assert isinstance(instance, Instance)
+            report = instance.report()
+            assert report["path"][0].startswith(f"{assembly}/asset."), report["path"]
+            assert any(f.endswith("/index.py") and f.startswith(report["path"][0]) for f in report["files"])
+    finally:
+        system.stop()

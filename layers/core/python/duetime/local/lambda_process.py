@@ -172,6 +172,24 @@ class InstanceDied(RuntimeError):
     """The instance's process ended during an invocation."""
 
 
+_OUTPUT_LOCK = threading.Lock()
+
+
+def _relay(output: IO[bytes]) -> None:
+    """An instance's log lines onto this process's stdout, whole lines at a time (several instances writing
+    one pipe would interleave lines longer than the pipe's atomic write)."""
+    for line in output:
+        with _OUTPUT_LOCK:
+            binary = getattr(sys.stdout, "buffer", None)
+            if binary is not None:
+                sys.stdout.flush()
+                binary.write(line)
+                binary.flush()
+            else:  # a replaced stdout (a test's capture)
+                sys.stdout.write(line.decode("utf-8", "replace"))
+                sys.stdout.flush()
+
+
 class Instance:
     """One runtime process: its pipes, and the cold start it answered."""
 
@@ -180,10 +198,13 @@ class Instance:
         self._response_read, response_write = os.pipe()
         self.process = subprocess.Popen(
             [python, "-S", "-I", str(BOOTSTRAP), str(request_read), str(response_write), json.dumps(dict(setup))],
-            env=dict(environment),
+            env={**environment, "PYTHONUNBUFFERED": "1"},
             cwd=cwd,
             pass_fds=(request_read, response_write),
+            stdout=subprocess.PIPE,
         )
+        assert self.process.stdout is not None
+        threading.Thread(target=_relay, args=(self.process.stdout,), daemon=True).start()
         os.close(request_read)
         os.close(response_write)
         self.requests: IO[str] = os.fdopen(self._request_write, "w", encoding="utf-8")
@@ -275,8 +296,12 @@ class ProcessFunction:
         }
 
     def process_environment(self) -> dict[str, str]:
-        """What the Lambda runtime sets, and the function's own variables."""
+        """What the Lambda runtime sets, Powertools' own settings of the environment `duetime local` runs in
+        (POWERTOOLS_LOGGER_LOG_EVENT...: a deployed function may be given them too), and the function's own
+        variables. Nothing else of this process's environment: no credentials, no PYTHONPATH."""
+        powertools = {name: value for name, value in os.environ.items() if name.startswith("POWERTOOLS_")}
         return {
+            **powertools,
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
             "LANG": "C.UTF-8",
             "TZ": ":UTC",

@@ -14,6 +14,7 @@ count the AWS calls of the system's own clients, which only that wiring uses.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import secrets
@@ -53,6 +54,7 @@ from duetime.local.backends import (
 from duetime.local.handler_layer import handler_manifest, stage_handler_layer
 from duetime.local.http_bridge import ApiServer
 from duetime.local.lambda_mode import LambdaFunction, Schedule, SqsEventSource, layer_imports
+from duetime.local.lambda_process import ProcessFunction
 from duetime.local.notices import AlertRelay, create_alert_topic
 from duetime.local.state import STATE_FILE, LocalState, previous_state
 from duetime.local.worker_process import WorkerProcess
@@ -79,6 +81,15 @@ FIRST_USER = LOCAL_FIRST_USER
 DLQ_NOTIFIER_SECONDS = 2
 # Where the AWS-faithful mode stages the handler folder as the workers' handler layer (under the data dir).
 HANDLER_LAYER_DIR = Path("lambda") / "handlers"
+# A function's variables from the template that name what the local stack does not make, or that the local
+# system sets only when asked (a manifest: `--handlers`); events go to the console or a webhook locally.
+NOT_MADE_LOCALLY = {
+    "DUETIME_EVENT_BUS_NAME",
+    "DUETIME_ECS_CLUSTER",
+    "DUETIME_ECS_SUBNETS",
+    "DUETIME_ECS_SECURITY_GROUPS",
+    "DUETIME_HANDLER_MANIFEST",
+}
 
 
 class Every:
@@ -137,6 +148,7 @@ class LocalSystem:
         api_processes: int = 1,
         class_queues: Mapping[str, int] | None = None,
         stack_template: Mapping[str, Any] | None = None,
+        function_processes: bool = False,
     ) -> None:
         if backend not in BACKENDS:
             raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, not {backend!r}")
@@ -173,11 +185,16 @@ class LocalSystem:
         self.worker_process: WorkerProcess | None = None
         self.use_worker_process = worker_process
         self.event_sources: list[SqsEventSource] = []
-        self.functions: dict[str, LambdaFunction] = {}
+        self.functions: dict[str, LambdaFunction | ProcessFunction] = {}
         self.role_keys: dict[str, str] = {}  # moto, faithful: each function's (and task role's) access key
         # moto, faithful: the synthesized template whose roles are enforced (None: `cdk synth` of the checkout,
         # duetime.local.synth); tests give one with a grant taken out.
         self.stack_template = stack_template
+        # moto, faithful: the functions run from the cloud assembly, each instance a process with Lambda's path
+        # (duetime.local.lambda_process; `duetime local --backend moto`), else imported in this process.
+        self.function_processes = function_processes
+        self._assembly: tuple[dict[str, Any], Path] | None = None
+        self._local_names: Any = None
         self.relay: AlertRelay | None = None
         self.secret = ""
         self.instance_id = ""
@@ -313,26 +330,35 @@ class LocalSystem:
         # synthesized template gives them (duetime.local.iam).
         self.role_keys = self._enforce_roles(config, settings)
 
-        def function(name: str, timeout: int, **extra: str) -> LambdaFunction:
+        def function(name: str, timeout: int, own: dict[str, str] | None = None, **extra: str) -> Any:
             suffix = f"-{extra['job_class']}" if "job_class" in extra else ""
             role = f"worker:{extra['job_class']}" if "job_class" in extra else name
             identity = RuntimeConfig(local_identity=self.role_keys[role]).to_env()
-            lambda_function = LambdaFunction(
-                name=name,
-                function_name=f"{self.prefix}-{name.replace('_', '-')}{suffix}",
-                environment={**function_environment(name, shared, **extra), **identity},
-                timeout_seconds=timeout,
-                memory_mb=FUNCTION_MEMORY_MB[name],
-                region=config.region,
+            environment = {**function_environment(name, shared, **extra), **identity, **(own or {})}
+            function_name = f"{self.prefix}-{name.replace('_', '-')}{suffix}"
+            # A worker importing a handler layer stays in this process: its requirements come from this
+            # environment (duetime.local.lambda_mode), not installed into the staged layer.
+            in_process = not self.function_processes or (name == "worker" and self.handler_layer is not None)
+            lambda_function: LambdaFunction | ProcessFunction = (
+                LambdaFunction(
+                    name=name,
+                    function_name=function_name,
+                    environment=environment,
+                    timeout_seconds=timeout,
+                    memory_mb=FUNCTION_MEMORY_MB[name],
+                    region=config.region,
+                )
+                if in_process
+                else self._process_function(role, name, function_name, environment, timeout, config.region)
             )
             self.functions[lambda_function.function_name] = lambda_function
             return lambda_function
 
-        api = function("api", API_FUNCTION_TIMEOUT_SECONDS)
         # On AWS, Cognito's authorizer checks tokens.
-        api.environment.update(RuntimeConfig(jwt_secret=self.secret, jwt_audience=self.instance_id).to_env())
-        api.environment.update(quota_environment(self.quotas))
-        api.environment.update(self.handler_api_environment)  # DUETIME_HANDLER_MANIFEST, as the stack sets it
+        api_own = RuntimeConfig(jwt_secret=self.secret, jwt_audience=self.instance_id).to_env()
+        api_own.update(quota_environment(self.quotas))
+        api_own.update(self.handler_api_environment)  # DUETIME_HANDLER_MANIFEST, as the stack sets it
+        api = function("api", API_FUNCTION_TIMEOUT_SECONDS, api_own)
         self.api = ApiServer(lambda event, context: dict(api.invoke(event)), port=self.port).start()
         preloader = function("preloader", settings.preload_interval_seconds)
         notifier = function("dlq_notifier", DLQ_NOTIFIER_TIMEOUT_SECONDS, alert_topic_arn=topic_arn)
@@ -355,7 +381,8 @@ class LocalSystem:
                 job_class=job_class.name,
                 handler_modules=",".join(self.handler_modules),
             )
-            worker.layers = layers  # the handler layer: on the worker functions only, as the stack gives it
+            if isinstance(worker, LambdaFunction):
+                worker.layers = layers  # the handler layer: on the worker functions only, as the stack gives it
             # An event source per due queue of the class (on AWS each has a function of its own), polling as
             # Lambda's pollers do: with the function's role.
             poller = make_client("sqs", config.region, config.endpoint_url, identity=worker.environment[identity_var])
@@ -392,12 +419,15 @@ class LocalSystem:
         ("api", "preloader", "dlq_notifier", "worker:<class>", "task:<class>")."""
         from duetime.local.moto_server import enforce_roles
         from duetime.local.stack_roles import LocalNames, function_roles, policy_table, role_key
-        from duetime.local.synth import template
+        from duetime.local.synth import TEMPLATE_FILE, synthesized
 
-        synthesized = self.stack_template or template()
+        outdir = synthesized()
+        synthesized_template = json.loads((outdir / TEMPLATE_FILE).read_text())
+        self._assembly = (synthesized_template, outdir)
+        synthesized_template = dict(self.stack_template or synthesized_template)
         template_prefix = next(
             str(r["Properties"]["Environment"]["Variables"]["DUETIME_PREFIX"])
-            for r in synthesized["Resources"].values()
+            for r in synthesized_template["Resources"].values()
             if r["Type"] == "AWS::Lambda::Function" and "DUETIME_PREFIX" in str(r["Properties"].get("Environment"))
         )
         # A class spread over several local queues (`--class-queues`): its template queue stands for each.
@@ -407,9 +437,41 @@ class LocalSystem:
             if c.queues > 1
         }
         names = LocalNames(config.region, settings.prefix, template_prefix, spread)
+        self._local_names = names
         assert config.endpoint_url is not None
-        enforce_roles(config.endpoint_url, policy_table(synthesized, names))
-        return {function: role_key(role) for function, role in function_roles(synthesized).items()}
+        enforce_roles(config.endpoint_url, policy_table(synthesized_template, names))
+        return {function: role_key(role) for function, role in function_roles(synthesized_template).items()}
+
+    def _process_function(
+        self, role: str, name: str, function_name: str, environment: dict[str, str], timeout: int, region: str
+    ) -> ProcessFunction:
+        """The function `role` ("api", "worker:default"...) of the cloud assembly, its instances processes with
+        Lambda's path; its environment the template's, resolved to the local stack, under this system's own
+        (the local cadence, queues, endpoint, identity) and without what names resources the local stack does
+        not make (the event bus: events go to the console or webhook; the ECS cluster)."""
+        from duetime.local.lambda_process import ProcessFunction, deployed_functions, lambda_path, resolved_environment
+        from duetime.local.stack_roles import Resolver
+
+        assert self._assembly is not None
+        template_json, outdir = self._assembly
+        deployed = {
+            f"{f.service}:{f.job_class}" if f.service == "worker" else f.service: f
+            for f in deployed_functions(template_json, outdir)
+        }[role]
+        resolver = Resolver(template_json["Resources"], self._local_names)
+        from_template = {
+            key: value for key, value in resolved_environment(deployed, resolver).items() if key not in NOT_MADE_LOCALLY
+        }
+        return ProcessFunction(
+            name=name,
+            function_name=function_name,
+            environment={**from_template, **environment},
+            timeout_seconds=timeout,
+            memory_mb=FUNCTION_MEMORY_MB[name],
+            region=region,
+            deployed=deployed,
+            lambda_path=lambda_path(deployed),
+        )
 
     def _import_for_ecs_workers(self, layers: tuple[Path, ...]) -> None:
         """The handler modules for the `long` class's `duetime worker` loops, which run in this process:
@@ -483,5 +545,8 @@ class LocalSystem:
             self.relay.stop()
         if self.api:
             self.api.stop()
+        for function in self.functions.values():
+            if isinstance(function, ProcessFunction):
+                function.stop()
         if self.local_backend:
             self.local_backend.stop()
