@@ -18,7 +18,9 @@ CONFIG = RuntimeConfig.from_env()
 PORTS = build_ports(CONFIG)
 # The operator's topic hears how many failures were handled and told, never a tenant's failure itself.
 OPERATOR = (
-    SnsNotifier(make_client("sns", CONFIG.region, CONFIG.endpoint_url), CONFIG.alert_topic_arn)
+    SnsNotifier(
+        make_client("sns", CONFIG.region, CONFIG.endpoint_url, identity=CONFIG.local_identity), CONFIG.alert_topic_arn
+    )
     if CONFIG.alert_topic_arn
     else None
 )

@@ -25,11 +25,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def session_local_system(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalSystem]:
     """One `duetime local` for the session on the e2e backend (DUETIME_E2E_BACKEND, default sqlite; moto runs
     the real handlers in the Lambda emulation), over real HTTP, with a 6-second lease so lease expiry is
-    quick to observe."""
+    quick to observe. On moto every call a function makes is checked against its role's synthesized
+    policies: the session fails if any was denied (a grant the code needs and the stack lacks)."""
     data_dir = tmp_path_factory.mktemp("duetime-local")
     system = new_local_system(data_dir, port=0, workers=4, lease_seconds=6, shards=4).start()
     yield system
+    refused = []
+    if system.moto is not None and system.faithful:
+        from duetime.local.moto_server import denied_calls  # moto only where it runs
+
+        refused = denied_calls(system.moto.endpoint_url)
     system.stop()
+    assert not refused, f"calls the synthesized roles do not allow: {refused}"
 
 
 @pytest.fixture(scope="session")

@@ -13,12 +13,12 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from duetime.local.lambda_process import runtime_python
 
 from infra.build_layers import install_here, pinned_distributions, runtime_boto3
 
@@ -111,18 +111,6 @@ def resolve(value: Any, resources: dict[str, Any]) -> str:
     if function == "Fn::Sub":
         return re.sub(r"\$\{([^}]+)\}", lambda m: PSEUDO.get(m.group(1), m.group(1)), argument)
     raise AssertionError(f"no stand-in for {function} in a function's environment")
-
-
-def runtime_python(runtime: str) -> tuple[str, str]:
-    """An interpreter of the function's runtime version (python3.12: the one Lambda runs), else this one; and the
-    version the installs are made for."""
-    wanted = runtime.removeprefix("python")
-    candidates = [shutil.which(f"python{wanted}")]
-    candidates += sorted(Path(os.path.expanduser("~/.pyenv/versions")).glob(f"{wanted}.*/bin/python{wanted}"))
-    for candidate in candidates:
-        if candidate and subprocess.run([str(candidate), "-c", ""], capture_output=True).returncode == 0:
-            return str(candidate), wanted
-    return sys.executable, f"{sys.version_info.major}.{sys.version_info.minor}"
 
 
 @dataclass(frozen=True)

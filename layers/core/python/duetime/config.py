@@ -66,6 +66,8 @@ class RuntimeConfig(BaseSettings):
     prefix: str = _DEFAULTS.prefix
     region: str = DEFAULT_REGION
     endpoint_url: str | None = None
+    # Locally: the access key id of the role this process runs as (duetime.local.iam checks its calls).
+    local_identity: str | None = None
     shards: int = Field(default=_DEFAULTS.shards, ge=1, le=1024)
     preload_interval_seconds: int = Field(default=_DEFAULTS.preload_interval_seconds, ge=1)
     preload_window_seconds: int = Field(default=_DEFAULTS.preload_window_seconds, ge=1, le=840)
@@ -269,8 +271,8 @@ def function_environment(
 def build_ports(config: RuntimeConfig, notifier: Notifier | None = None) -> Ports:
     """Clients, adapters and the notifier, wired once per process."""
     settings = config.settings()
-    dynamodb = make_client("dynamodb", config.region, config.endpoint_url)
-    sqs = make_client("sqs", config.region, config.endpoint_url)
+    dynamodb = make_client("dynamodb", config.region, config.endpoint_url, identity=config.local_identity)
+    sqs = make_client("sqs", config.region, config.endpoint_url, identity=config.local_identity)
     if config.queue_urls and config.dlq_urls:
         queues = DueQueues(sqs, config.queue_urls, config.dlq_urls)
     else:
@@ -297,7 +299,7 @@ def build_owner_notifier(config: RuntimeConfig, also: Notifier | None = None) ->
     """The notifier that tells each owner at its job's destinations: SNS for topics and mail, webhooks
     signed with the owner's secret (build_webhook_secrets), loopback allowed only locally."""
     webhooks = WebhookTarget(build_webhook_secrets(config), allow_loopback=config.settings().allow_loopback_webhooks)
-    sns = make_client("sns", config.region, config.endpoint_url)
+    sns = make_client("sns", config.region, config.endpoint_url, identity=config.local_identity)
     if also is None and config.endpoint_url and config.alert_topic_arn:
         # `duetime local --backend moto`: every notice is also relayed to its console through the alert
         # topic on moto (local/notices.py), as the local machine shows every owner's notices.
@@ -310,7 +312,7 @@ def build_events(config: RuntimeConfig) -> EventSink | None:
     """Where events go: the configured EventBridge bus, else the console and webhook of `duetime local`
     when asked for, else nowhere (None: no event is built and no call made)."""
     if config.event_bus_name:
-        client = make_client("events", config.region, config.endpoint_url)
+        client = make_client("events", config.region, config.endpoint_url, identity=config.local_identity)
         return EventBridgeEvents(client, config.event_bus_name, emf_count if _on_aws() else None)
     if config.events_console or config.events_webhook:
         secrets = build_webhook_secrets(config)
@@ -324,7 +326,8 @@ def build_webhook_secrets(config: RuntimeConfig) -> WebhookSecrets:
     if config.webhook_secrets_dir:
         return FileSecrets(config.webhook_secrets_dir)
     return SecretsManagerSecrets.lazy(
-        lambda: make_client("secretsmanager", config.region, config.endpoint_url), config.prefix
+        lambda: make_client("secretsmanager", config.region, config.endpoint_url, identity=config.local_identity),
+        config.prefix,
     )
 
 
@@ -340,7 +343,11 @@ def build_targets(config: RuntimeConfig) -> Targets:
             prefix=config.prefix,
             region=config.region,
         )
-        ecs = EcsTarget(make_client("ecs", config.region, config.endpoint_url), settings)
-    lambda_target = LambdaTarget(make_client("lambda", config.region, config.endpoint_url, LAMBDA_INVOKE_CONFIG))
+        ecs = EcsTarget(
+            make_client("ecs", config.region, config.endpoint_url, identity=config.local_identity), settings
+        )
+    lambda_target = LambdaTarget(
+        make_client("lambda", config.region, config.endpoint_url, LAMBDA_INVOKE_CONFIG, config.local_identity)
+    )
     webhook = WebhookTarget(build_webhook_secrets(config), allow_loopback=config.settings().allow_loopback_webhooks)
     return Targets(lambda_target=lambda_target, ecs_target=ecs, webhook_target=webhook)

@@ -97,6 +97,7 @@ def cmd_local(args: argparse.Namespace) -> int:
         events_console=args.events,
         events_webhook=args.events_webhook,
         class_queues=args.class_queues,
+        function_processes=args.backend == MOTO,
         quotas=Quotas(
             max_active_jobs=args.max_active_jobs or None,
             job_creates_per_minute=args.job_creates_per_minute or None,

@@ -7,6 +7,8 @@ work and duetime's own run on both cores instead of sharing one interpreter lock
 from __future__ import annotations
 
 import argparse
+import io
+import json
 import logging
 import os
 import secrets
@@ -14,14 +16,25 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.request
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
 from werkzeug.serving import BaseWSGIServer, make_server
 
+from duetime.local.iam import Decision, Role
+from duetime.local.iam_requests import credential_scope, requests_of
+from duetime.local.stack_roles import roles_of_table
+
 Environ = dict[str, Any]
 StartResponse = Callable[..., Any]
+App = Callable[[Environ, StartResponse], Iterable[bytes]]
+log = logging.getLogger("duetime.local.iam")
+# The routes (behind the secret path) by which `duetime local` gives the server its roles, and tests read what
+# was denied.
+IAM_ROUTE = "/_duetime/iam"
+DENIED_ROUTE = "/_duetime/iam/denied"
 
 
 class SerializedDynamoDB:
@@ -43,6 +56,101 @@ class SerializedDynamoDB:
             with self.lock:
                 return list(self.app(environ, start_response))
         return self.app(environ, start_response)
+
+
+class IamEnforcement:
+    """WSGI middleware: a request signed with a role's access key (the emulated functions') is served only if
+    that role's policies, as the synthesized template gives them, allow every action on every resource it
+    asks for (duetime.local.iam); else it gets the service's AccessDenied error. Requests with any other key
+    (the developer's: the CLI, `duetime local` itself, tests) are not checked. The roles are given by a PUT of
+    their table (duetime.local.stack_roles.policy_table) to IAM_ROUTE."""
+
+    def __init__(self, app: App) -> None:
+        self.app = app
+        self.roles: dict[str, Role] = {}
+        self.denied: list[dict[str, str]] = []
+        self._lock = threading.Lock()
+
+    def __call__(self, environ: Environ, start_response: StartResponse) -> Iterable[bytes]:
+        path = str(environ.get("PATH_INFO", ""))
+        if path.startswith(IAM_ROUTE):
+            return self._admin(environ, start_response, path)
+        scope = credential_scope(str(environ.get("HTTP_AUTHORIZATION", "")))
+        role = self.roles.get(scope[0]) if scope else None
+        if scope is None or role is None:
+            return self.app(environ, start_response)
+        body = _read_body(environ)
+        headers = {k[5:].replace("_", "-").lower(): str(v) for k, v in environ.items() if k.startswith("HTTP_")}
+        _, region, service = scope
+        requests = requests_of(service, region, str(environ.get("REQUEST_METHOD", "")), path, headers, body)
+        if requests is None:
+            decision, request = Decision(False, "duetime local cannot tell what this request asks for"), None
+        else:
+            decision, request = role.decide(requests)
+        if decision.allowed:
+            return self.app(environ, start_response)
+        action = request.action if request else f"{service}:?"
+        resource = request.resource if request else path
+        message = (
+            f"User: arn:aws:sts::123456789012:assumed-role/{role.name}/duetime-local is not authorized to perform:"
+            f" {action} on resource: {resource} because {decision.reason}"
+        )
+        log.warning("AccessDenied: %s", message)
+        with self._lock:
+            self.denied.append({"role": role.name, "action": action, "resource": resource})
+        return _access_denied(service, message, start_response)
+
+    def _admin(self, environ: Environ, start_response: StartResponse, path: str) -> Iterable[bytes]:
+        if path == IAM_ROUTE and environ.get("REQUEST_METHOD") == "PUT":
+            self.roles = roles_of_table(json.loads(_read_body(environ) or b"{}"))
+            return _json(start_response, "200 OK", {"roles": len(self.roles)})
+        if path == DENIED_ROUTE:
+            with self._lock:
+                return _json(start_response, "200 OK", {"denied": list(self.denied)})
+        return _json(start_response, "404 Not Found", {"message": "no such route"})
+
+
+def _read_body(environ: Environ) -> bytes:
+    """The request body, read and put back for the app behind."""
+    length = int(environ.get("CONTENT_LENGTH") or 0)
+    body = environ["wsgi.input"].read(length) if length else b""
+    environ["wsgi.input"] = io.BytesIO(body)
+    return bytes(body)
+
+
+def _json(
+    start_response: StartResponse, status: str, payload: Any, headers: list[tuple[str, str]] | None = None
+) -> list[bytes]:
+    headers = headers or []
+    data = json.dumps(payload).encode()
+    start_response(status, [("Content-Type", "application/json"), ("Content-Length", str(len(data))), *headers])
+    return [data]
+
+
+def _access_denied(service: str, message: str, start_response: StartResponse) -> list[bytes]:
+    """The error each protocol answers an unauthorized call with, so botocore raises ClientError AccessDenied*."""
+    if service == "dynamodb":
+        body = {"__type": "com.amazonaws.dynamodb.v20120810#AccessDeniedException", "message": message}
+        return _json(start_response, "400 Bad Request", body)
+    if service == "sqs":  # the JSON protocol, with the query protocol's error code in a header
+        body = {"__type": "com.amazonaws.sqs#AccessDenied", "message": message}
+        return _json(start_response, "403 Forbidden", body, [("x-amzn-query-error", "AccessDenied;Sender")])
+    if service in ("sns", "monitoring"):  # the query protocol's XML error
+        code = "AuthorizationError" if service == "sns" else "AccessDenied"
+        xml = (
+            f"<ErrorResponse><Error><Type>Sender</Type><Code>{code}</Code><Message>{_xml_escape(message)}"
+            "</Message></Error><RequestId>duetime-local</RequestId></ErrorResponse>"
+        ).encode()
+        start_response("403 Forbidden", [("Content-Type", "text/xml"), ("Content-Length", str(len(xml)))])
+        return [xml]
+    if service == "lambda":
+        error_type = [("x-amzn-ErrorType", "AccessDeniedException")]
+        return _json(start_response, "403 Forbidden", {"Message": message}, error_type)
+    return _json(start_response, "400 Bad Request", {"__type": "AccessDeniedException", "message": message})
+
+
+def _xml_escape(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 class SecretPath:
@@ -83,8 +191,9 @@ class EmbeddedMoto:
     def __init__(self, port: int = 0, secret: str | None = None) -> None:
         self.secret = secret or secrets.token_hex(16)
         self.app = SerializedDynamoDB(DomainDispatcherApplication(create_backend_app))
+        self.iam = IamEnforcement(self.app)
         self.server: BaseWSGIServer = make_server(
-            "127.0.0.1", port, SecretPath(self.app, self.secret), threaded=True, request_handler=KeepAliveHandler
+            "127.0.0.1", port, SecretPath(self.iam, self.secret), threaded=True, request_handler=KeepAliveHandler
         )
         self.thread = threading.Thread(target=self.server.serve_forever, name="moto", daemon=True)
 
@@ -139,6 +248,19 @@ class MotoProcess:
                 self.process.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 self.process.kill()
+
+
+def enforce_roles(endpoint_url: str, table: dict[str, dict[str, Any]]) -> None:
+    """Give the server at `endpoint_url` the roles whose calls it checks (stack_roles.policy_table)."""
+    request = urllib.request.Request(endpoint_url + IAM_ROUTE, data=json.dumps(table).encode(), method="PUT")
+    with urllib.request.urlopen(request, timeout=30) as response:
+        response.read()
+
+
+def denied_calls(endpoint_url: str) -> list[dict[str, str]]:
+    """The calls the server at `endpoint_url` refused so far: role, action, resource."""
+    with urllib.request.urlopen(endpoint_url + DENIED_ROUTE, timeout=30) as response:
+        return list(json.loads(response.read())["denied"])
 
 
 def _watch_parent(parent: int) -> None:

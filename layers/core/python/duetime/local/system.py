@@ -14,6 +14,7 @@ count the AWS calls of the system's own clients, which only that wiring uses.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import secrets
@@ -26,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from duetime.adapters.sqlite.db import DATABASE_FILE, private_directory
 from duetime.api.app import build_app
 from duetime.api.auth import DEFAULT_TOKEN_TTL, issue_token
-from duetime.config import RuntimeConfig, function_environment, quota_environment, runtime_environment
+from duetime.config import RuntimeConfig, build_ports, function_environment, quota_environment, runtime_environment
 from duetime.definitions import (
     API_FUNCTION_TIMEOUT_SECONDS,
     DLQ_NOTIFIER_TIMEOUT_SECONDS,
@@ -53,6 +54,7 @@ from duetime.local.backends import (
 from duetime.local.handler_layer import handler_manifest, stage_handler_layer
 from duetime.local.http_bridge import ApiServer
 from duetime.local.lambda_mode import LambdaFunction, Schedule, SqsEventSource, layer_imports
+from duetime.local.lambda_process import ProcessFunction
 from duetime.local.notices import AlertRelay, create_alert_topic
 from duetime.local.state import STATE_FILE, LocalState, previous_state
 from duetime.local.worker_process import WorkerProcess
@@ -79,6 +81,15 @@ FIRST_USER = LOCAL_FIRST_USER
 DLQ_NOTIFIER_SECONDS = 2
 # Where the AWS-faithful mode stages the handler folder as the workers' handler layer (under the data dir).
 HANDLER_LAYER_DIR = Path("lambda") / "handlers"
+# A function's variables from the template that name what the local stack does not make, or that the local
+# system sets only when asked (a manifest: `--handlers`); events go to the console or a webhook locally.
+NOT_MADE_LOCALLY = {
+    "DUETIME_EVENT_BUS_NAME",
+    "DUETIME_ECS_CLUSTER",
+    "DUETIME_ECS_SUBNETS",
+    "DUETIME_ECS_SECURITY_GROUPS",
+    "DUETIME_HANDLER_MANIFEST",
+}
 
 
 class Every:
@@ -136,6 +147,8 @@ class LocalSystem:
         events_webhook: str | None = None,
         api_processes: int = 1,
         class_queues: Mapping[str, int] | None = None,
+        stack_template: Mapping[str, Any] | None = None,
+        function_processes: bool = False,
     ) -> None:
         if backend not in BACKENDS:
             raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, not {backend!r}")
@@ -172,7 +185,16 @@ class LocalSystem:
         self.worker_process: WorkerProcess | None = None
         self.use_worker_process = worker_process
         self.event_sources: list[SqsEventSource] = []
-        self.functions: dict[str, LambdaFunction] = {}
+        self.functions: dict[str, LambdaFunction | ProcessFunction] = {}
+        self.role_keys: dict[str, str] = {}  # moto, faithful: each function's (and task role's) access key
+        # moto, faithful: the synthesized template whose roles are enforced (None: `cdk synth` of the checkout,
+        # duetime.local.synth); tests give one with a grant taken out.
+        self.stack_template = stack_template
+        # moto, faithful: the functions run from the cloud assembly, each instance a process with Lambda's path
+        # (duetime.local.lambda_process; `duetime local --backend moto`), else imported in this process.
+        self.function_processes = function_processes
+        self._assembly: tuple[dict[str, Any], Path] | None = None
+        self._local_names: Any = None
         self.relay: AlertRelay | None = None
         self.secret = ""
         self.instance_id = ""
@@ -239,7 +261,7 @@ class LocalSystem:
         for job_class in settings.job_classes.values():
             if self.workers > 0 and not (self.faithful and job_class.worker_kind == "lambda"):
                 worker = Worker(
-                    ports,
+                    self._task_ports(job_class.name, ports),
                     job_class.name,
                     f"local-{job_class.name}-{secrets.token_hex(2)}",
                     self.workers,
@@ -304,24 +326,39 @@ class LocalSystem:
             local["handler_grants"] = self.grants
         shared.update(RuntimeConfig(**local).to_env())
 
-        def function(name: str, timeout: int, **extra: str) -> LambdaFunction:
+        # Every call a function makes carries its role's identity, checked against that role's policies as the
+        # synthesized template gives them (duetime.local.iam).
+        self.role_keys = self._enforce_roles(config, settings)
+
+        def function(name: str, timeout: int, own: dict[str, str] | None = None, **extra: str) -> Any:
             suffix = f"-{extra['job_class']}" if "job_class" in extra else ""
-            lambda_function = LambdaFunction(
-                name=name,
-                function_name=f"{self.prefix}-{name.replace('_', '-')}{suffix}",
-                environment=function_environment(name, shared, **extra),
-                timeout_seconds=timeout,
-                memory_mb=FUNCTION_MEMORY_MB[name],
-                region=config.region,
+            role = f"worker:{extra['job_class']}" if "job_class" in extra else name
+            identity = RuntimeConfig(local_identity=self.role_keys[role]).to_env()
+            environment = {**function_environment(name, shared, **extra), **identity, **(own or {})}
+            function_name = f"{self.prefix}-{name.replace('_', '-')}{suffix}"
+            # A worker importing a handler layer stays in this process: its requirements come from this
+            # environment (duetime.local.lambda_mode), not installed into the staged layer.
+            in_process = not self.function_processes or (name == "worker" and self.handler_layer is not None)
+            lambda_function: LambdaFunction | ProcessFunction = (
+                LambdaFunction(
+                    name=name,
+                    function_name=function_name,
+                    environment=environment,
+                    timeout_seconds=timeout,
+                    memory_mb=FUNCTION_MEMORY_MB[name],
+                    region=config.region,
+                )
+                if in_process
+                else self._process_function(role, name, function_name, environment, timeout, config.region)
             )
             self.functions[lambda_function.function_name] = lambda_function
             return lambda_function
 
-        api = function("api", API_FUNCTION_TIMEOUT_SECONDS)
         # On AWS, Cognito's authorizer checks tokens.
-        api.environment.update(RuntimeConfig(jwt_secret=self.secret, jwt_audience=self.instance_id).to_env())
-        api.environment.update(quota_environment(self.quotas))
-        api.environment.update(self.handler_api_environment)  # DUETIME_HANDLER_MANIFEST, as the stack sets it
+        api_own = RuntimeConfig(jwt_secret=self.secret, jwt_audience=self.instance_id).to_env()
+        api_own.update(quota_environment(self.quotas))
+        api_own.update(self.handler_api_environment)  # DUETIME_HANDLER_MANIFEST, as the stack sets it
+        api = function("api", API_FUNCTION_TIMEOUT_SECONDS, api_own)
         self.api = ApiServer(lambda event, context: dict(api.invoke(event)), port=self.port).start()
         preloader = function("preloader", settings.preload_interval_seconds)
         notifier = function("dlq_notifier", DLQ_NOTIFIER_TIMEOUT_SECONDS, alert_topic_arn=topic_arn)
@@ -334,6 +371,7 @@ class LocalSystem:
         layers = (self.handler_layer,) if self.handler_layer else ()
         if layers:
             self._import_for_ecs_workers(layers)
+        identity_var = RuntimeConfig.env_name("local_identity")
         for job_class in settings.job_classes.values():
             if job_class.worker_kind != "lambda":
                 continue
@@ -343,11 +381,14 @@ class LocalSystem:
                 job_class=job_class.name,
                 handler_modules=",".join(self.handler_modules),
             )
-            worker.layers = layers  # the handler layer: on the worker functions only, as the stack gives it
-            # An event source per due queue of the class (on AWS each has a function of its own).
+            if isinstance(worker, LambdaFunction):
+                worker.layers = layers  # the handler layer: on the worker functions only, as the stack gives it
+            # An event source per due queue of the class (on AWS each has a function of its own), polling as
+            # Lambda's pollers do: with the function's role.
+            poller = make_client("sqs", config.region, config.endpoint_url, identity=worker.environment[identity_var])
             for index, queue_url in enumerate(queues.class_queue_urls[job_class.name]):
                 source = SqsEventSource(
-                    queues.client,
+                    poller,
                     queue_url,
                     worker.invoke,
                     batch_size=WORKER_BATCH_SIZE,
@@ -356,6 +397,81 @@ class LocalSystem:
                     name=f"worker-{job_class.name}" + (f"-{index}" if index else ""),
                 )
                 self.event_sources.append(source.start())
+
+    def _task_ports(self, job_class: str, ports: Ports) -> Ports:
+        """The ports of a class's `duetime worker` loops: on moto (faithful), calling as the class's ECS task
+        role, whose policies the moto server checks; else this process's own."""
+        key = self.role_keys.get(f"task:{job_class}")
+        if not self.faithful or key is None or self.local_backend is None or self.local_backend.config is None:
+            return ports
+        # The queue URLs as the task's environment gives them (it resolves none: no sqs:GetQueueUrl).
+        update: dict[str, Any] = {"local_identity": key}
+        if isinstance(ports.queues, DueQueues):
+            update.update(queue_urls=ports.queues.runtime_queue_urls(), dlq_urls=ports.queues.dlq_urls)
+        config = self.local_backend.config.model_copy(update=update)
+        task_ports = build_ports(config, self.notifier)
+        task_ports.quotas, task_ports.events = ports.quotas, ports.events
+        return task_ports
+
+    def _enforce_roles(self, config: RuntimeConfig, settings: Settings) -> dict[str, str]:
+        """Give the moto server the roles of the synthesized stack (synthesized now, or kept from an earlier
+        synth of the same sources), resolved to the local resources; returns each function's access key
+        ("api", "preloader", "dlq_notifier", "worker:<class>", "task:<class>")."""
+        from duetime.local.moto_server import enforce_roles
+        from duetime.local.stack_roles import LocalNames, function_roles, policy_table, role_key
+        from duetime.local.synth import TEMPLATE_FILE, synthesized
+
+        outdir = synthesized()
+        synthesized_template = json.loads((outdir / TEMPLATE_FILE).read_text())
+        self._assembly = (synthesized_template, outdir)
+        synthesized_template = dict(self.stack_template or synthesized_template)
+        template_prefix = next(
+            str(r["Properties"]["Environment"]["Variables"]["DUETIME_PREFIX"])
+            for r in synthesized_template["Resources"].values()
+            if r["Type"] == "AWS::Lambda::Function" and "DUETIME_PREFIX" in str(r["Properties"].get("Environment"))
+        )
+        # A class spread over several local queues (`--class-queues`): its template queue stands for each.
+        spread = {
+            c.queue_name(template_prefix): c.queue_names(settings.prefix)
+            for c in settings.job_classes.values()
+            if c.queues > 1
+        }
+        names = LocalNames(config.region, settings.prefix, template_prefix, spread)
+        self._local_names = names
+        assert config.endpoint_url is not None
+        enforce_roles(config.endpoint_url, policy_table(synthesized_template, names))
+        return {function: role_key(role) for function, role in function_roles(synthesized_template).items()}
+
+    def _process_function(
+        self, role: str, name: str, function_name: str, environment: dict[str, str], timeout: int, region: str
+    ) -> ProcessFunction:
+        """The function `role` ("api", "worker:default"...) of the cloud assembly, its instances processes with
+        Lambda's path; its environment the template's, resolved to the local stack, under this system's own
+        (the local cadence, queues, endpoint, identity) and without what names resources the local stack does
+        not make (the event bus: events go to the console or webhook; the ECS cluster)."""
+        from duetime.local.lambda_process import ProcessFunction, deployed_functions, lambda_path, resolved_environment
+        from duetime.local.stack_roles import Resolver
+
+        assert self._assembly is not None
+        template_json, outdir = self._assembly
+        deployed = {
+            f"{f.service}:{f.job_class}" if f.service == "worker" else f.service: f
+            for f in deployed_functions(template_json, outdir)
+        }[role]
+        resolver = Resolver(template_json["Resources"], self._local_names)
+        from_template = {
+            key: value for key, value in resolved_environment(deployed, resolver).items() if key not in NOT_MADE_LOCALLY
+        }
+        return ProcessFunction(
+            name=name,
+            function_name=function_name,
+            environment={**from_template, **environment},
+            timeout_seconds=timeout,
+            memory_mb=FUNCTION_MEMORY_MB[name],
+            region=region,
+            deployed=deployed,
+            lambda_path=lambda_path(deployed),
+        )
 
     def _import_for_ecs_workers(self, layers: tuple[Path, ...]) -> None:
         """The handler modules for the `long` class's `duetime worker` loops, which run in this process:
@@ -429,5 +545,8 @@ class LocalSystem:
             self.relay.stop()
         if self.api:
             self.api.stop()
+        for function in self.functions.values():
+            if isinstance(function, ProcessFunction):
+                function.stop()
         if self.local_backend:
             self.local_backend.stop()

@@ -1,0 +1,134 @@
+"""Functions run from the synthesized cloud assembly, each instance a process whose sys.path is exactly its
+asset, its layers (pins reinstalled for this machine), the standard library and the runtime's boto3
+(duetime.local.lambda_process): the API answers from there, imports nothing from anywhere else, a layer that
+lacks a module fails the cold start, as on AWS, and `duetime local --backend moto` runs every function so."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from duetime.local.backends import MOTO
+from duetime.local.lambda_process import (
+    ColdStartFailed,
+    DeployedFunction,
+    Instance,
+    ProcessFunction,
+    deployed_functions,
+    lambda_path,
+    resolved_environment,
+)
+from duetime.local.stack_roles import LocalNames, Resolver
+from duetime.local.synth import TEMPLATE_FILE, synthesized
+from duetime.local.system import LocalSystem
+
+from tests.e2e.helpers import iso_in, submit, wait_terminal
+from tests.http_client import Api
+from tests.integration.test_entry_points import api_event
+
+REGION = "us-east-1"
+
+
+@pytest.fixture(scope="module")
+def assembly() -> tuple[dict[str, Any], Path]:
+    outdir = synthesized()  # kept under build/synth/ for these sources: one synth for every test that needs it
+    return json.loads((outdir / TEMPLATE_FILE).read_text()), outdir
+
+
+def the_api(assembly: tuple[dict[str, Any], Path]) -> DeployedFunction:
+    template, outdir = assembly
+    return next(f for f in deployed_functions(template, outdir) if f.service == "api")
+
+
+def process_function(
+    deployed: DeployedFunction, template: dict[str, Any], layers: tuple[Path, ...] = ()
+) -> ProcessFunction:
+    """The API with the template's environment resolved to a local stack, an endpoint nothing listens on
+    (no call is made by what is asked of it) and a token secret of its own."""
+    environment = resolved_environment(deployed, Resolver(template["Resources"], LocalNames(REGION, "duetime")))
+    environment.update(
+        DUETIME_ENDPOINT_URL="http://127.0.0.1:9/nothing",
+        DUETIME_JWT_SECRET="s" * 32,
+        POWERTOOLS_TRACE_DISABLED="true",
+    )
+    if layers:
+        deployed = DeployedFunction(**{**deployed.__dict__, "layers": layers})
+    return ProcessFunction(
+        name="api",
+        function_name="duetime-api",
+        environment=environment,
+        timeout_seconds=29,
+        memory_mb=1024,
+        region=REGION,
+        deployed=deployed,
+        lambda_path=lambda_path(deployed),
+        max_instances=1,
+    )
+
+
+def test_the_api_answers_from_its_asset_and_layers_only(assembly: tuple[dict[str, Any], Path]) -> None:
+    template, _ = assembly
+    function = process_function(the_api(assembly), template)
+    try:
+        response = function.invoke(api_event("GET", "/openapi.json"))
+        assert response["statusCode"] == 200, response
+        assert json.loads(response["body"])["openapi"].startswith("3.")
+        [instance] = function.instances
+        report = instance.report()
+        assert tuple(report["path"]) == function.lambda_path.path  # sys.path, exactly
+        outside = [f for f in report["files"] if not any(f.startswith(f"{root}/") for root in report["path"])]
+        assert not outside, outside[:5]
+        # duetime from the core layer's asset, botocore from the runtime's folder, nothing from the venv.
+        assert any("/asset." in f and f.endswith("/duetime/__init__.py") for f in report["files"])
+        assert any(f.startswith(f"{function.lambda_path.runtime_dir}/botocore/") for f in report["files"])
+        assert not any("/.venv/" in f or "site-packages" in f for f in report["files"])
+        assert function.invoke(api_event("GET", "/openapi.json"))["statusCode"] == 200
+        assert len(function.instances) == 1  # the warm instance served the second invocation
+    finally:
+        function.stop()
+
+
+def test_a_module_missing_from_a_layer_fails_the_cold_start(
+    assembly: tuple[dict[str, Any], Path], tmp_path: Path
+) -> None:
+    """The core layer without duetime/notify.py (which duetime.config imports): the API's cold start fails with
+    the import error Lambda reports, though this machine's venv has the module."""
+    template, _ = assembly
+    api = the_api(assembly)
+    core, *others = api.layers
+    crippled = tmp_path / "core"
+    shutil.copytree(core, crippled)
+    (crippled / "python" / "duetime" / "notify.py").unlink()
+    function = process_function(api, template, layers=(crippled, *others))
+    try:
+        with pytest.raises(ColdStartFailed, match=r"No module named 'duetime\.notify'"):
+            function.invoke(api_event("GET", "/openapi.json"))
+        assert function.instances == []
+    finally:
+        function.stop()
+
+
+def test_duetime_local_runs_every_function_from_the_cloud_assembly(tmp_path: Path) -> None:
+    """`duetime local --backend moto` (function_processes): each function is a process of the cloud assembly's
+    asset and layers; a job submitted to the API is run by the worker and its run recorded."""
+    system = LocalSystem(tmp_path, backend=MOTO, port=0, workers=1, shards=2, function_processes=True).start()
+    try:
+        api = Api(system.api_url, system.token("alice"))
+        job = submit(api, handler="demo.echo", payload={"hello": 1}, schedule={"at": iso_in(1)})
+        [execution] = wait_terminal(api, job["jobId"], timeout=60)
+        assert execution["status"] == "succeeded", execution
+        assert {name for name in system.functions} >= {"duetime-api", "duetime-worker-default"}
+        for function in system.functions.values():
+            assert isinstance(function, ProcessFunction), function.function_name
+        assembly = synthesized()
+        for name in ("duetime-api", "duetime-worker-default"):
+            [instance, *_] = system.functions[name].instances
+            assert isinstance(instance, Instance)
+            report = instance.report()
+            assert report["path"][0].startswith(f"{assembly}/asset."), report["path"]
+            assert any(f.endswith("/index.py") and f.startswith(report["path"][0]) for f in report["files"])
+    finally:
+        system.stop()
