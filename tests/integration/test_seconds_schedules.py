@@ -190,3 +190,15 @@ def test_forbid_still_sees_a_long_run_of_a_one_second_job_among_its_slots_planne
     claim = cases.claim_execution(ports, now_slot.message, "w2")
     # Then it is skipped for overlap: the read of the rows due by now still finds the running one
     assert claim.verdict == cases.ClaimVerdict.DONE and claim.execution.skip_reason == "overlap"
+
+
+def test_an_interval_created_at_a_fraction_of_a_millisecond_keeps_its_slots_on_the_anchor_the_api_answers(ports, clock):
+    # Given a 2-second interval created at 09:00:00.2076 (the clock has microseconds; rows and the API keep ms)
+    clock.now = clock.now.replace(microsecond=207_600)
+    job = job_of(ports, {"every": "2s"})
+    # Then its anchor is whole milliseconds, and every slot pre-loaded lies on the grid of that anchor
+    assert job.schedule.start_at == clock.now.replace(microsecond=207_000)
+    clock.advance(5)
+    preload(ports, "p")
+    slots = sorted(e.scheduled_at for e in history(ports, job.job_id))
+    assert slots and all((to_ms(s) - to_ms(job.schedule.start_at)) % 2000 == 0 for s in slots), slots

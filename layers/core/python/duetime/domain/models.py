@@ -65,6 +65,11 @@ def format_time(value: datetime) -> str:
     return to_utc(value).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+def whole_ms(value: datetime) -> datetime:
+    """`value` cut to whole milliseconds, the precision every time is stored and answered at."""
+    return value.replace(microsecond=value.microsecond // 1000 * 1000)
+
+
 def to_ms(value: datetime) -> int:
     return round(to_utc(value).timestamp() * 1000)
 

@@ -31,6 +31,7 @@ from duetime.domain.models import (
     JobSpec,
     JobStatus,
     Schedule,
+    whole_ms,
 )
 from duetime.domain.quotas import JOB_CREATES_PER_MINUTE, RUN_NOWS_PER_MINUTE, RateWindow, rate_window
 from duetime.domain.recurrence import included_runs, next_included, recurrence_of
@@ -176,16 +177,25 @@ def first_slot(schedule: Schedule, now: datetime) -> datetime:
         return schedule.at
     if schedule.every is not None:
         load_zone(schedule.time_zone)  # intervals are elapsed time, but an unknown zone is still a mistake
+        # Anchored where `anchored` anchors the stored job: its start, or its creation, in whole milliseconds
+        schedule = schedule.model_copy(update={"start_at": whole_ms(schedule.start_at or now)})
     recurrence = recurrence_of(schedule, created_at=now)
     assert recurrence is not None
     return first_bounded_slot(recurrence, schedule, now)
 
 
 def anchored(spec: JobSpec, now: datetime) -> JobSpec:
-    """The spec with an interval's `startAt` set (its creation time when unset), so its slots never move."""
-    if spec.schedule.every is None or spec.schedule.start_at is not None:
+    """The spec with an interval's `startAt` set (its creation time when unset), so its slots never move.
+
+    The anchor is whole milliseconds, as every time is stored and answered: an anchor with microseconds put a
+    2-second interval's slots (rounded to the millisecond in their rows) a millisecond off the `nextRunAt` and
+    `startAt` the API answered (truncated)."""
+    if spec.schedule.every is None:
         return spec
-    return spec.model_copy(update={"schedule": spec.schedule.model_copy(update={"start_at": now})})
+    start = whole_ms(spec.schedule.start_at or now)
+    if start == spec.schedule.start_at:
+        return spec
+    return spec.model_copy(update={"schedule": spec.schedule.model_copy(update={"start_at": start})})
 
 
 def body_hash(spec: JobSpec) -> str:
