@@ -38,25 +38,30 @@ E2E_BACKENDS = $(shell $(PY) -c 'from duetime.local import BACKENDS; print(*BACK
 test: dev lint  ## every test: unit, contract, integration, infrastructure, end-to-end on each backend
 	$(MAKE) --no-print-directory -j --output-sync=target test-tiers test-browser $(addprefix test-e2e-,$(E2E_BACKENDS))
 
-# Two pytest processes, run at once under `make -j` (as `make test` does): the CDK synths and template checks
-# of tests/infrastructure beside the rest.
-# `make test` runs the inner loop's tests as four pytest processes side by side (they are CPU-bound: one
-# process would run on alone on one core after the waiting suites end); every integration file is in one part.
-FAST_1 = tests/unit tests/contract
-FAST_2 = $(wildcard tests/integration/test_[a-k]*.py)
-FAST_3 = $(wildcard tests/integration/test_[l-r]*.py)
-FAST_4 = $(filter-out $(FAST_2) $(FAST_3),$(wildcard tests/integration/test_*.py))
+# The CPU-bound tiers run as several pytest processes side by side under `make -j` (as `make test` does), beside
+# the CDK synths and template checks of tests/infrastructure: the integration files are dealt round-robin into
+# four parts of about equal work, so no one process is left running alone on one core after the others end
+# (the largest part, a quarter of the integration tier, is a minute or two of CPU).
+INTEGRATION := $(sort $(wildcard tests/integration/test_*.py))
+integration_part = $(shell echo $(INTEGRATION) | tr ' ' '\n' | awk 'NR % 4 == $(1)')
+FAST_1 = tests/unit
+FAST_2 = tests/contract
+FAST_3 = $(call integration_part,0)
+FAST_4 = $(call integration_part,1)
+FAST_5 = $(call integration_part,2)
+FAST_6 = $(call integration_part,3)
 # The deterministic simulation's fixed budget of seeds (docs/simulation.md): about a minute of CPU.
-FAST_5 = tests/simulation
+FAST_7 = tests/simulation
+FAST_PARTS := 1 2 3 4 5 6 7
 
 # They and the infrastructure tier run at a lower CPU priority: the end-to-end soaks beside them wait on
 # clocks (leases, cron minutes, a catch-up window) and must get the CPU the moment they wake; the CPU-bound
 # tiers take what is left, so the machine stays busy without making a soak late.
 CPU_BOUND := nice -n 10
 
-test-tiers: test-fast-1 test-fast-2 test-fast-3 test-fast-4 test-fast-5 test-infrastructure
+test-tiers: $(addprefix test-fast-,$(FAST_PARTS)) test-infrastructure
 
-test-fast-%: $(VENV)  ## one part of test-fast: test-fast-1 to -5
+test-fast-%: $(VENV)  ## one part of test-fast: test-fast-1 to -7
 	$(CPU_BOUND) $(PYTEST) -m "not bench" $(FAST_$*)
 
 test-infrastructure: $(VENV)  ## the CDK stack: synth, cdk-nag, cfn-lint, checkov, the handlers' packaging
@@ -92,12 +97,26 @@ E2E_CHAOS := tests/e2e/test_chaos.py
 E2E_RESTART := tests/e2e/test_restart.py
 .PRECIOUS: e2e-rest-% e2e-chaos-% e2e-restart-%  # pattern-made targets, never files: nothing for make to delete
 
-test-e2e-%: e2e-rest-% e2e-chaos-% e2e-restart-%  ## the end-to-end suite on one backend: test-e2e-sqlite, test-e2e-moto
+# The rest of the suite is mostly waiting too (leases, cron slots, workers started and stopped): in two halves
+# by file name, each a pytest process with a `duetime local` of its own.
+E2E_REST := $(filter-out $(E2E_CHAOS) $(E2E_RESTART),$(sort $(wildcard tests/e2e/test_*.py)))
+E2E_REST_A := $(filter tests/e2e/test_a% tests/e2e/test_b% tests/e2e/test_c% tests/e2e/test_d% tests/e2e/test_e%,$(E2E_REST))
+E2E_REST_B := $(filter-out $(E2E_REST_A),$(E2E_REST))
+.PRECIOUS: e2e-rest-a-% e2e-rest-b-%
+
+test-e2e-%: e2e-rest-a-% e2e-rest-b-% e2e-chaos-% e2e-restart-%  ## the end-to-end suite on one backend: test-e2e-sqlite, test-e2e-moto
 	@echo "== end-to-end on $*: done"
 
-e2e-rest-%: $(VENV)
-	@echo "== end-to-end on $*, all but the soaks"
-	DUETIME_E2E_BACKEND=$* $(PYTEST) tests/e2e --ignore=$(E2E_CHAOS) --ignore=$(E2E_RESTART)
+e2e-rest-%: e2e-rest-a-% e2e-rest-b-%  ## all but the soaks, on one backend
+	@:
+
+e2e-rest-a-%: $(VENV)
+	@echo "== end-to-end on $*, all but the soaks: first half"
+	DUETIME_E2E_BACKEND=$* $(PYTEST) $(E2E_REST_A)
+
+e2e-rest-b-%: $(VENV)
+	@echo "== end-to-end on $*, all but the soaks: second half"
+	DUETIME_E2E_BACKEND=$* $(PYTEST) $(E2E_REST_B)
 
 e2e-chaos-%: $(VENV)
 	@echo "== end-to-end on $*, the chaos soak"

@@ -30,7 +30,7 @@ from duetime.notify import ConsoleNotifier  # noqa: E402
 from duetime.queue.provision import create_queues  # noqa: E402
 from duetime.queue.sqs import DueQueues  # noqa: E402
 from duetime.service.context import Ports  # noqa: E402
-from duetime.store.aws import make_client  # noqa: E402
+from duetime.store.aws import CLIENT_CONFIG  # noqa: E402
 from duetime.store.dynamo import DynamoStore  # noqa: E402
 from duetime.store.provision import create_tables  # noqa: E402
 
@@ -98,8 +98,8 @@ def ports(clock: Clock, test_settings: Settings, backend: str, tmp_path: Path) -
 
     _serialise_moto_dynamodb()
     with mock_aws():
-        dynamodb = make_client("dynamodb", "us-east-1")
-        sqs = make_client("sqs", "us-east-1")
+        dynamodb = _moto_client("dynamodb")
+        sqs = _moto_client("sqs")
         create_tables(dynamodb, test_settings)
         create_queues(sqs, test_settings)
         yield Ports(
@@ -110,6 +110,19 @@ def ports(clock: Clock, test_settings: Settings, backend: str, tmp_path: Path) -
 
 
 _MOTO_DYNAMODB_LOCK = threading.Lock()
+_BOTO_SESSIONS: list[Any] = []
+
+
+def _moto_client(service: str) -> Any:
+    """A client as duetime.store.aws.make_client makes it, from one boto3 session kept for the process: mock_aws
+    drops boto3's default session at each start, so every test's clients read botocore's JSON models again
+    (0.15 s a test, about two minutes of CPU over the tiers); a kept session's loader reads them once. Each test
+    still gets clients of its own (the event hooks a test registers on one stay with it)."""
+    import boto3
+
+    if not _BOTO_SESSIONS:
+        _BOTO_SESSIONS.append(boto3.session.Session())
+    return _BOTO_SESSIONS[0].client(service, region_name="us-east-1", config=CLIENT_CONFIG)
 
 
 def _serialise_moto_dynamodb() -> None:
