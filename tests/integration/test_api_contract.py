@@ -873,3 +873,44 @@ def test_the_jobs_list_carries_each_jobs_next_run_and_last_run(alice, app, ports
     assert listed["cron"]["nextRunAt"] == "2026-12-01T10:00:00.000Z" and listed["cron"]["lastRun"] is None
     _, detail = alice.call("GET", f"/jobs/{cron['jobId']}")
     assert detail["nextRunAt"] == listed["cron"]["nextRunAt"]
+
+
+def test_requests_served_side_by_side_each_get_their_own_answer(ports):
+    # `duetime local` answers on many threads. The console asks for a job, its history and its next runs at
+    # once; each answer must be to its own request (a shared resolver once answered the history with the job).
+    import sys
+    import threading
+
+    from duetime.api.app import one_at_a_time
+
+    handler = one_at_a_time(build_app(ports, local_secret=SECRET))
+    alice = Client(type("Pooled", (), {"resolve": staticmethod(handler)})(), issue_token(SECRET, "alice"))
+    job = created(alice, name="side-by-side", schedule={"cron": "*/5 * * * *"})
+    asks: list[tuple[str, str, Any, str]] = [
+        ("GET", f"/jobs/{job['jobId']}", None, "jobId"),
+        ("GET", f"/jobs/{job['jobId']}/executions?limit=5", None, "executions"),
+        ("POST", "/schedules/preview", {"cron": "*/5 * * * *", "count": 3}, "runs"),
+        ("GET", "/jobs?limit=5", None, "jobs"),
+    ]
+    start = threading.Barrier(8)
+    wrong: list[str] = []
+
+    def ask(n: int) -> None:
+        start.wait()
+        for i in range(40):
+            method, path, body, key = asks[(n + i) % len(asks)]
+            status, answer = alice.call(method, path, body)
+            if status != 200 or key not in answer:
+                wrong.append(f"{method} {path} answered {status}: {answer}")
+
+    threads = [threading.Thread(target=ask, args=(n,)) for n in range(8)]
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # threads trade places often, as on a loaded machine: a shared resolver shows
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(switch)
+    assert wrong == []

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import base64
 import json
+import threading
 from collections.abc import Callable, Mapping
+from typing import Any
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from pydantic import BaseModel
@@ -125,3 +127,21 @@ def build_app(
     for route in ROUTES:
         app.route(route.rule, route.method)(endpoint(route))
     return app
+
+
+# Powertools keeps the request being served on the resolver's class (`BaseRouter.current_event`), shared by
+# every resolver in the process. Lambda sends an environment one request at a time, so there it is safe.
+_RESOLVING = threading.Lock()
+
+
+def one_at_a_time(app: APIGatewayRestResolver) -> Callable[[dict[str, Any], Any], dict[str, Any]]:
+    """The API handler for a server that answers on threads (`duetime local`): it resolves one request at a
+    time in this process. Side by side, two requests read each other's event: the console's history asked
+    for executions and was answered the job, and a preview lost its body. `duetime local` answers side by
+    side in processes instead (`duetime local --api-processes N`)."""
+
+    def handle(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        with _RESOLVING:
+            return dict(app.resolve(event, context))
+
+    return handle

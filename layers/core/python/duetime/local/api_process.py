@@ -27,9 +27,8 @@ import threading
 from dataclasses import asdict
 from pathlib import Path
 from types import FrameType
-from typing import Any
 
-from duetime.api.app import build_app
+from duetime.api.app import build_app, one_at_a_time
 from duetime.domain.quotas import Quotas
 from duetime.local.backends import attach_ports
 from duetime.local.http_bridge import ApiServer
@@ -92,11 +91,7 @@ def main(argv: list[str]) -> None:
     ports = attach_ports(data_dir, state)
     ports.quotas = quotas
     app = build_app(ports, local_secret=state.jwt_secret, local_audience=state.instance_id)
-
-    def handle(event: dict[str, Any], context: Any) -> dict[str, Any]:
-        return dict(app.resolve(event, context))
-
-    server = ApiServer(handle, listener=socket.socket(fileno=listen_fd)).start()
+    server = ApiServer(one_at_a_time(app), listener=socket.socket(fileno=listen_fd)).start()
     stopping = threading.Event()
 
     def stop(signum: int = 0, frame: FrameType | None = None) -> None:

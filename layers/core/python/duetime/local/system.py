@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from duetime.adapters.sqlite.db import DATABASE_FILE, private_directory
-from duetime.api.app import build_app
+from duetime.api.app import build_app, one_at_a_time
 from duetime.api.auth import DEFAULT_TOKEN_TTL, issue_token
 from duetime.config import RuntimeConfig, build_ports, function_environment, quota_environment, runtime_environment
 from duetime.definitions import (
@@ -291,7 +291,7 @@ class LocalSystem:
     def _start_direct(self, settings: Settings, ports: Ports, preloader_id: str) -> None:
         """The use-cases called directly: the API app behind the bridge, pre-load and DLQ drain on timers."""
         app = build_app(ports, local_secret=self.secret, local_audience=self.instance_id)
-        self.api = ApiServer(lambda event, context: dict(app.resolve(event, context)), port=self.port).start()
+        self.api = ApiServer(one_at_a_time(app), port=self.port).start()
         self.timers = [
             Every("preloader", settings.preload_interval_seconds, lambda: preload(ports, preloader_id)).start(),
             Every(
@@ -347,6 +347,9 @@ class LocalSystem:
                     timeout_seconds=timeout,
                     memory_mb=FUNCTION_MEMORY_MB[name],
                     region=config.region,
+                    # Instances in one process share Powertools' resolver state (duetime.api.app.one_at_a_time):
+                    # the API's answer one request at a time here, each in its own process otherwise.
+                    max_instances=1 if name == "api" else LambdaFunction.max_instances,
                 )
                 if in_process
                 else self._process_function(role, name, function_name, environment, timeout, config.region)
