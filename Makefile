@@ -12,7 +12,7 @@ PYTEST_LIMIT ?= 1800
 PYTEST := timeout --signal=INT --kill-after=60 $(PYTEST_LIMIT) $(PY) -m pytest -q -p no:cacheprovider --durations=8 -rfE
 LINTED := layers functions infra tests scripts app.py $(wildcard bench)
 
-.PHONY: dev local test test-tiers test-infrastructure test-fast simulate test-e2e browser test-browser lint format docs synth scan bench bench-quick bench-smoke bench-side redis-server chaos clean
+.PHONY: dev local test synth-local test-tiers test-infrastructure test-fast simulate test-e2e browser test-browser lint format docs synth scan bench bench-quick bench-smoke bench-side redis-server chaos clean
 
 $(VENV): pyproject.toml scripts/bootstrap.sh scripts/checkov-requirements.txt
 	./scripts/bootstrap.sh
@@ -35,8 +35,15 @@ local: $(VENV)  ## the whole system on this machine (SQLite under .duetime; BACK
 # Every `duetime local --backend` (duetime.local.BACKENDS), read when a recipe needs it (after .venv exists).
 E2E_BACKENDS = $(shell $(PY) -c 'from duetime.local import BACKENDS; print(*BACKENDS)')
 
-test: dev lint  ## every test: unit, contract, integration, infrastructure, end-to-end on each backend
+test: dev  ## every test: unit, contract, integration, infrastructure, end-to-end on each backend
+	$(MAKE) --no-print-directory -j --output-sync=target lint synth-local
 	$(MAKE) --no-print-directory -j --output-sync=target test-tiers test-browser $(addprefix test-e2e-,$(E2E_BACKENDS))
+
+# The stack's cloud assembly that `duetime local --backend moto` runs (kept under build/synth/ for these sources),
+# made beside lint before any tier starts: made during the tiers, by whichever process asked first (perhaps one at
+# the CPU-bound tiers' lower priority), it kept the end-to-end sessions on moto waiting two minutes.
+synth-local: $(VENV) $(NODE)
+	$(PY) -m duetime.local.synth
 
 # The CPU-bound tiers run as several pytest processes side by side under `make -j` (as `make test` does), beside
 # the CDK synths and template checks of tests/infrastructure: the integration files are dealt round-robin into
