@@ -7,9 +7,12 @@ import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
+
+if TYPE_CHECKING:
+    from tests.infrastructure.helpers import CheckovReport
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
@@ -84,3 +87,20 @@ def synthesized(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
 @pytest.fixture(scope="session")
 def hardened(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
     return synthesize(tmp_path_factory, HARDENED_CONTEXT)
+
+
+@pytest.fixture(scope="session")
+def with_console(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
+    """The deployment with the web console (context console=true)."""
+    return synthesize(tmp_path_factory, {"console": "true"})
+
+
+@pytest.fixture(scope="session")
+def checkov(
+    synthesized: Synthesized, hardened: Synthesized, with_console: Synthesized, tmp_path_factory: pytest.TempPathFactory
+) -> CheckovReport:
+    """checkov once over every variant's template."""
+    from tests.infrastructure.helpers import VARIANTS, run_checkov
+
+    templates = dict(zip(VARIANTS, (synthesized.raw, hardened.raw, with_console.raw), strict=True))
+    return run_checkov(templates, tmp_path_factory.mktemp("checkov"))

@@ -6,20 +6,13 @@ from __future__ import annotations
 import fnmatch
 import json
 import re
-from pathlib import Path
 from typing import Any
 
-import pytest
 from aws_cdk.assertions import Match
 
 from infra.checkov_skips import CONSOLE, skipped
-from tests.infrastructure.conftest import Synthesized, synthesize
-from tests.infrastructure.test_checkov import run_checkov, verdict
-
-
-@pytest.fixture(scope="module")
-def with_console(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
-    return synthesize(tmp_path_factory, {"console": "true"})
+from tests.infrastructure.conftest import Synthesized
+from tests.infrastructure.helpers import CheckovReport, verdict
 
 
 def only(synthesized: Synthesized, resource_type: str) -> dict[str, Any]:
@@ -88,11 +81,8 @@ def test_the_console_signs_in_with_a_public_client_whose_callback_is_the_console
     assert "DistributionId" in deployment  # a deploy invalidates what CloudFront cached
 
 
-def test_checkov_finds_nothing_in_the_console_that_is_not_skipped_with_a_reason(
-    with_console: Synthesized, tmp_path: Path
-) -> None:
-    report = run_checkov(with_console.raw, tmp_path)
-    _, unexpected, skips = verdict(report, {**skipped(with_data_key=False), **CONSOLE})
+def test_checkov_finds_nothing_in_the_console_that_is_not_skipped_with_a_reason(checkov: CheckovReport) -> None:
+    unexpected, skips = verdict(checkov.failed["with console"], {**skipped(with_data_key=False), **CONSOLE})
     assert not unexpected, "\n".join(unexpected)
     assert set(CONSOLE) <= set(skips), set(CONSOLE) - set(skips)  # no stale excuse
 
