@@ -274,7 +274,7 @@ def test_an_unknown_intrinsic_is_refused(stack):
 
 
 def test_the_hand_made_tables_and_queues_are_the_template_ones(synthesized, stack):
-    """store/provision.py and queue/provision.py (tests, benchmarks, `duetime local` today) create what the
+    """store/provision.py and queue/provision.py (the tests' and benchmarks' tables and queues) create what the
     template creates, for the template's settings: every difference would be a defect in one of them."""
     settings = RuntimeConfig.from_env(stack.environment(_function(synthesized, "api"))).settings()
     create_tables(make_client("dynamodb", HAND_MADE_REGION), settings)

@@ -21,9 +21,9 @@ from duetime.local.lambda_process import (
     lambda_path,
     resolved_environment,
 )
-from duetime.local.stack_roles import LocalNames, Resolver
 from duetime.local.synth import TEMPLATE_FILE, synthesized
 from duetime.local.system import LocalSystem
+from duetime.local.template_stack import LocalStack
 
 from tests.e2e.helpers import iso_in, submit, wait_terminal
 from tests.http_client import Api
@@ -44,22 +44,23 @@ def the_api(assembly: tuple[dict[str, Any], Path]) -> DeployedFunction:
 
 
 def process_function(
-    deployed: DeployedFunction, template: dict[str, Any], layers: tuple[Path, ...] = ()
+    deployed: DeployedFunction, template: dict[str, Any], layers: tuple[Path, ...] = (), **environment: str
 ) -> ProcessFunction:
-    """The API with the template's environment resolved to a local stack, an endpoint nothing listens on
-    (no call is made by what is asked of it) and a token secret of its own."""
-    environment = resolved_environment(deployed, Resolver(template["Resources"], LocalNames(REGION, "duetime")))
-    environment.update(
+    """The function (the API, say) with the template's environment resolved to a local stack, an endpoint nothing
+    listens on (no call is made by what is asked of it), a token secret of its own, and `environment` over it."""
+    variables = resolved_environment(deployed, LocalStack(template, REGION, "123456789012", "DuetimeStack"))
+    variables.update(
         DUETIME_ENDPOINT_URL="http://127.0.0.1:9/nothing",
         DUETIME_JWT_SECRET="s" * 32,
         POWERTOOLS_TRACE_DISABLED="true",
+        **environment,
     )
     if layers:
         deployed = DeployedFunction(**{**deployed.__dict__, "layers": layers})
     return ProcessFunction(
-        name="api",
-        function_name="duetime-api",
-        environment=environment,
+        name=deployed.service,
+        function_name=f"duetime-{deployed.service}",
+        environment=variables,
         timeout_seconds=29,
         memory_mb=1024,
         region=REGION,

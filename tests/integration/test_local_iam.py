@@ -17,9 +17,10 @@ import pytest
 from botocore.exceptions import ClientError
 from duetime.local.backends import MOTO
 from duetime.local.moto_server import EmbeddedMoto, denied_calls, enforce_roles
-from duetime.local.stack_roles import LocalNames, policy_table, role_key
+from duetime.local.stack_roles import policy_table, role_key
 from duetime.local.synth import template
 from duetime.local.system import LocalSystem
+from duetime.local.template_stack import LocalStack, localized
 from duetime.store.aws import make_client
 
 from tests.http_client import Api
@@ -92,8 +93,9 @@ def resources(server: EmbeddedMoto) -> dict[str, str]:
     due = sqs.create_queue(QueueName=f"{prefix}-due")["QueueUrl"]
     other = sqs.create_queue(QueueName=f"{prefix}-other")["QueueUrl"]
     topic = make_client("sns", REGION, server.endpoint_url).create_topic(Name=f"{prefix}-alerts")["TopicArn"]
-    names = LocalNames(REGION, prefix=prefix, template_prefix=prefix)
-    enforce_roles(server.endpoint_url, policy_table(role_template(prefix), names))
+    # Resolved from the template alone (its resources were made by hand above), the alert topic as `<prefix>-alerts`
+    stack = LocalStack(localized(role_template(prefix), prefix, from_prefix=prefix), REGION, ACCOUNT, "DuetimeStack")
+    enforce_roles(server.endpoint_url, policy_table(stack))
     return {"prefix": prefix, "due": due, "other": other, "topic": topic, "key": role_key("Role")}
 
 

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 from duetime.local.iam import Request, Role, Statement, condition_holds, evaluate, wildcard_match
 from duetime.local.iam_requests import credential_scope, requests_of
-from duetime.local.stack_roles import LocalNames, function_roles, policy_table, role_key, roles_of_table
+from duetime.local.stack_roles import function_roles, policy_table, role_key, roles_of_table
+from duetime.local.template_stack import LocalStack, localized
 
 JOBS = "arn:aws:dynamodb:us-east-1:123456789012:table/duetime-jobs"
 EXECUTIONS = "arn:aws:dynamodb:us-east-1:123456789012:table/duetime-executions"
@@ -270,10 +271,9 @@ class TestStackRoles:
         assert function_roles(template()) == {"preloader": "PreloaderRole"}
 
     def test_policies_resolve_to_the_local_resources(self) -> None:
-        names = LocalNames(
-            "us-east-1", prefix="e2e", queues={"duetime-due-default": ["e2e-due-default", "e2e-due-default-1"]}
-        )
-        roles = roles_of_table(json.loads(json.dumps(policy_table(template(), names))))
+        local = localized(template(), "e2e", {"e2e-due-default": ["e2e-due-default", "e2e-due-default-1"]})
+        stack = LocalStack(local, "us-east-1", "123456789012", "DuetimeStack")  # nothing created: from the template
+        roles = roles_of_table(json.loads(json.dumps(policy_table(stack))))
         role = roles[role_key("PreloaderRole")]
         assert isinstance(role, Role) and role.name == "PreloaderRole"
         e2e_jobs = "arn:aws:dynamodb:us-east-1:123456789012:table/e2e-jobs"

@@ -15,7 +15,7 @@ from duetime.adapters.sqlite.db import DATABASE_FILE, Database
 from duetime.adapters.sqlite.queue import SqliteQueues
 from duetime.adapters.sqlite.store import SqliteStore
 from duetime.config import RuntimeConfig, build_ports
-from duetime.definitions import JOB_CLASSES, LOCAL_SETTINGS, SQLITE_LOCAL_SETTINGS, Settings
+from duetime.definitions import JOB_CLASSES, LOCAL_SETTINGS, SQLITE_LOCAL_SETTINGS, TABLES, Settings
 from duetime.domain.grants import EVERYONE, Grants
 from duetime.event_sinks import ConsoleEvents
 from duetime.local import BACKENDS
@@ -27,6 +27,7 @@ from duetime.targets.webhook import WebhookTarget
 
 if TYPE_CHECKING:  # moto is imported only by the moto backend: SQLite needs none of it
     from duetime.local.moto_server import EmbeddedMoto, MotoProcess
+    from duetime.local.template_stack import LocalStack
 
 SQLITE, MOTO = BACKENDS
 DEFAULT_BACKEND = BACKENDS[0]
@@ -38,6 +39,18 @@ DEFAULT_WORKERS = {SQLITE: 8, MOTO: 4}
 # How often expired history (expiresAt, DynamoDB's TTL attribute) is swept out of the SQLite file; reads
 # skip expired rows already, so this only bounds the file's growth.
 SWEEP_SECONDS = 300
+# What the moto backend creates from the synthesized template: what duetime runs on. Not the roles and policies
+# (the moto server checks calls against them itself, duetime.local.iam: moto's IAM is never asked), the event bus
+# (events go to the console or a webhook locally) nor the KMS keys (nothing locally encrypts: a key is named by
+# its stand-in ARN, and moto's KMS would add a third of a second to every start).
+LOCAL_STACK_TYPES = (
+    "AWS::DynamoDB::Table",
+    "AWS::SQS::Queue",
+    "AWS::SQS::QueuePolicy",
+    "AWS::SNS::Topic",
+    "AWS::SNS::Subscription",
+    "AWS::SNS::TopicPolicy",
+)
 
 
 def local_settings(
@@ -67,6 +80,7 @@ class LocalBackend:
     database_file: str | None = None  # sqlite
     moto: EmbeddedMoto | MotoProcess | None = None
     config: RuntimeConfig | None = None  # moto: how the AWS adapters (and the emulated functions) reach it
+    stack: LocalStack | None = None  # moto: the tables, queues and topic created from the synthesized template
     region: str = "us-east-1"
     closers: list[Callable[[], object]] = field(default_factory=list)
     # What the platform does by itself on AWS and `duetime local` must do on a timer: (name, seconds, fn).
@@ -89,9 +103,11 @@ def start_backend(
     moto_port: int = 0,
     moto_in_process: bool = False,
     grants: list[dict[str, Any]] | None = None,
+    stack_template: Mapping[str, Any] | None = None,
 ) -> LocalBackend:
     """Open (SQLite: create or reopen `data_dir`'s database) or start (moto: a fresh, empty server) the
-    backend, with every table and queue the settings define."""
+    backend, with every table and queue the settings define (moto: those of `stack_template`, the template
+    `cdk synth` writes, by default synthesized now or kept from an earlier synth of the same sources)."""
     if name == SQLITE:
         database = Database(data_dir / DATABASE_FILE)  # created with its schema, or reopened as it was left
         ports = _sqlite_ports(database, settings, notifier, grants)
@@ -105,7 +121,7 @@ def start_backend(
             housekeeping=[("ttl-sweeper", SWEEP_SECONDS, store.sweep_expired)],
         )
     if name == MOTO:
-        return _start_moto(settings, notifier, moto_port, moto_in_process, grants)
+        return _start_moto(settings, notifier, moto_port, moto_in_process, grants, stack_template)
     raise ValueError(f"unknown backend {name!r}: one of {', '.join(BACKENDS)}")
 
 
@@ -115,19 +131,54 @@ def _start_moto(
     port: int,
     in_process: bool,
     grants: list[dict[str, Any]] | None,
+    stack_template: Mapping[str, Any] | None,
 ) -> LocalBackend:
     from duetime.local.moto_server import EmbeddedMoto, MotoProcess
-    from duetime.queue.provision import create_queues
-    from duetime.store.aws import make_client
-    from duetime.store.provision import create_tables
+    from duetime.local.synth import template
 
+    stack_template = stack_template if stack_template is not None else template()
     # moto in a process of its own by default: its CPU work then runs beside duetime's on another core.
     moto = EmbeddedMoto(port).start() if in_process else MotoProcess(port).start()
-    config = _moto_config(moto.endpoint_url, settings, grants)
-    create_tables(make_client("dynamodb", config.region, config.endpoint_url), settings)
-    create_queues(make_client("sqs", config.region, config.endpoint_url), settings)
+    try:
+        config = _moto_config(moto.endpoint_url, settings, grants)
+        stack = create_local_stack(stack_template, settings, config)
+    except BaseException:
+        moto.stop()
+        raise
     ports = build_ports(config, notifier)
-    return LocalBackend(MOTO, ports, moto=moto, config=config, region=config.region, closers=[moto.stop])
+    return LocalBackend(MOTO, ports, moto=moto, config=config, stack=stack, region=config.region, closers=[moto.stop])
+
+
+def create_local_stack(stack_template: Mapping[str, Any], settings: Settings, config: RuntimeConfig) -> LocalStack:
+    """The tables, queues (with their redrive and queue policies) and alert topic of the synthesized template,
+    created on the moto endpoint of `config` as `cdk deploy` creates them, under the settings' prefix and with
+    each class spread over the queues `--class-queues` gives it (duetime.local.template_stack.localized).
+    A table or queue the settings name that the template does not create stops the start."""
+    from duetime.local.iam_requests import ACCOUNT
+    from duetime.local.template_stack import localized, provision_template
+    from duetime.store.aws import make_client
+
+    spread = {
+        c.queue_name(settings.prefix): c.queue_names(settings.prefix)
+        for c in settings.job_classes.values()
+        if c.queues > 1
+    }
+    local = localized(stack_template, settings.prefix, spread)
+    stack = provision_template(
+        local,
+        lambda service: make_client(service, config.region, config.endpoint_url),
+        region=config.region,
+        account_id=ACCOUNT,
+        types=LOCAL_STACK_TYPES,
+    )
+    made = {r.ref for r in stack.of_type("AWS::DynamoDB::Table").values()}
+    made |= {r.attributes["QueueName"] for r in stack.of_type("AWS::SQS::Queue").values()}
+    wanted = {settings.table_name(t) for t in TABLES}
+    for job_class in settings.job_classes.values():
+        wanted |= {*job_class.queue_names(settings.prefix), job_class.dlq_name(settings.prefix)}
+    if missing := sorted(wanted - made):
+        raise ValueError(f"the synthesized template does not create {', '.join(missing)}")
+    return stack
 
 
 def _moto_config(endpoint_url: str, settings: Settings, grants: list[dict[str, Any]] | None) -> RuntimeConfig:

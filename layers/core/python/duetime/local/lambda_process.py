@@ -33,8 +33,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from duetime.local.stack_roles import Resolver
 from duetime.local.synth import ROOT, SYNTH_DIR
+from duetime.local.template_stack import LocalStack
 
 ACCOUNT = "123456789012"
 BOOTSTRAP = Path(__file__).with_name("lambda_bootstrap.py")
@@ -62,10 +62,10 @@ def _asset_dir(code: Mapping[str, Any], outdir: Path) -> Path:
     return folder
 
 
-def resolved_environment(function: DeployedFunction, resolver: Resolver) -> dict[str, str]:
+def resolved_environment(function: DeployedFunction, stack: LocalStack) -> dict[str, str]:
     """The function's variables as the template gives them, their Refs and GetAtts resolved to the local
-    resources (duetime.local.stack_roles.Resolver); one standing for several values joins them with commas."""
-    return {name: ",".join(resolver.values(value)) for name, value in function.variables.items()}
+    resources (duetime.local.template_stack.LocalStack)."""
+    return {name: str(stack.resolve(value)) for name, value in function.variables.items()}
 
 
 def deployed_functions(template: Mapping[str, Any], outdir: Path) -> list[DeployedFunction]:

@@ -2,7 +2,8 @@
 
 On AWS the DLQ notifier tells each owner at its job's destinations and the alert topic only an aggregate.
 Under `duetime local --backend moto` the real handler also publishes each notice to the alert topic on moto
-(config.build_owner_notifier); a queue subscribed to it is read back here and each notice handed to a local
+(config.build_owner_notifier: the template's topic, created with the local stack); a queue subscribed to it is
+read back here and each notice handed to a local
 notifier (the console, or a test's recorder), so the local machine shows every owner's notices.
 """
 
@@ -18,13 +19,12 @@ from duetime.service.context import Notifier
 log = logging.getLogger("duetime.local.notices")
 
 
-def create_alert_topic(sns: Any, sqs: Any, prefix: str) -> tuple[str, str]:
-    """The alert topic and the local queue subscribed to it; returns (topic ARN, queue URL)."""
-    topic_arn = str(sns.create_topic(Name=f"{prefix}-alerts")["TopicArn"])
+def subscribe_alert_queue(sns: Any, sqs: Any, topic_arn: str, prefix: str) -> str:
+    """The local queue subscribed to the alert topic (the local stack's, created from the template); its URL."""
     queue_url = str(sqs.create_queue(QueueName=f"{prefix}-alerts-local")["QueueUrl"])
     queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
     sns.subscribe(TopicArn=topic_arn, Protocol="sqs", Endpoint=queue_arn)
-    return topic_arn, queue_url
+    return queue_url
 
 
 def notice_from_envelope(body: str) -> tuple[str, str, dict[str, object]]:

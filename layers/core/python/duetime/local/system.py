@@ -55,7 +55,7 @@ from duetime.local.handler_layer import handler_manifest, stage_handler_layer
 from duetime.local.http_bridge import ApiServer
 from duetime.local.lambda_mode import LambdaFunction, Schedule, SqsEventSource, layer_imports
 from duetime.local.lambda_process import ProcessFunction
-from duetime.local.notices import AlertRelay, create_alert_topic
+from duetime.local.notices import AlertRelay, subscribe_alert_queue
 from duetime.local.state import STATE_FILE, LocalState, previous_state
 from duetime.local.worker_process import WorkerProcess
 from duetime.notify import ConsoleNotifier, OwnerNotifier
@@ -121,8 +121,8 @@ def reset_data(data_dir: Path) -> None:
 
 
 class LocalSystem:
-    """The backend (a SQLite file, or moto) with the tables and queues of the shared definitions, the API on
-    HTTP, the pre-loader and DLQ notifier on their schedules, and the workers of each job class."""
+    """The backend (a SQLite file; or moto, with the tables, queues and topic of the synthesized template), the
+    API on HTTP, the pre-loader and DLQ notifier on their schedules, and the workers of each job class."""
 
     def __init__(
         self,
@@ -193,8 +193,7 @@ class LocalSystem:
         # moto, faithful: the functions run from the cloud assembly, each instance a process with Lambda's path
         # (duetime.local.lambda_process; `duetime local --backend moto`), else imported in this process.
         self.function_processes = function_processes
-        self._assembly: tuple[dict[str, Any], Path] | None = None
-        self._local_names: Any = None
+        self._assembly: Path | None = None  # moto: the cloud assembly (cdk.out) the functions run from
         self.relay: AlertRelay | None = None
         self.secret = ""
         self.instance_id = ""
@@ -234,7 +233,14 @@ class LocalSystem:
         preloader_id = resumed or f"local-preloader-{secrets.token_hex(3)}"
         settings = local_settings(self.backend, self.prefix, self.shards, self.lease_seconds, self.class_queues)
         self.local_backend = backend = start_backend(
-            self.backend, self.data_dir, settings, self.notifier, self.moto_port, self.moto_in_process, self.grants
+            self.backend,
+            self.data_dir,
+            settings,
+            self.notifier,
+            self.moto_port,
+            self.moto_in_process,
+            self.grants,
+            stack_template=self._synthesized_template() if self.backend == MOTO else None,
         )
         self.ports = ports = backend.ports
         ports.quotas = self.quotas
@@ -306,7 +312,8 @@ class LocalSystem:
         queues = ports.queues
         assert isinstance(queues, DueQueues)  # the emulation feeds the real functions from SQS on moto
         sns = make_client("sns", config.region, config.endpoint_url)
-        topic_arn, alert_queue_url = create_alert_topic(sns, queues.client, self.prefix)
+        topic_arn = self._alert_topic_arn()
+        alert_queue_url = subscribe_alert_queue(sns, queues.client, topic_arn, self.prefix)
         self.relay = AlertRelay(queues.client, alert_queue_url, self.notifier).start()
         shared = runtime_environment(
             settings,
@@ -328,7 +335,7 @@ class LocalSystem:
 
         # Every call a function makes carries its role's identity, checked against that role's policies as the
         # synthesized template gives them (duetime.local.iam).
-        self.role_keys = self._enforce_roles(config, settings)
+        self.role_keys = self._enforce_roles(config)
 
         def function(name: str, timeout: int, own: dict[str, str] | None = None, **extra: str) -> Any:
             suffix = f"-{extra['job_class']}" if "job_class" in extra else ""
@@ -416,34 +423,38 @@ class LocalSystem:
         task_ports.quotas, task_ports.events = ports.quotas, ports.events
         return task_ports
 
-    def _enforce_roles(self, config: RuntimeConfig, settings: Settings) -> dict[str, str]:
-        """Give the moto server the roles of the synthesized stack (synthesized now, or kept from an earlier
-        synth of the same sources), resolved to the local resources; returns each function's access key
-        ("api", "preloader", "dlq_notifier", "worker:<class>", "task:<class>")."""
-        from duetime.local.moto_server import enforce_roles
-        from duetime.local.stack_roles import LocalNames, function_roles, policy_table, role_key
+    def _synthesized_template(self) -> dict[str, Any]:
+        """The template the moto backend's stack is created from and its roles enforced by: the synthesized
+        stack's (synthesized now, or kept from an earlier synth of the same sources), or the one a test gives."""
         from duetime.local.synth import TEMPLATE_FILE, synthesized
 
-        outdir = synthesized()
-        synthesized_template = json.loads((outdir / TEMPLATE_FILE).read_text())
-        self._assembly = (synthesized_template, outdir)
-        synthesized_template = dict(self.stack_template or synthesized_template)
-        template_prefix = next(
-            str(r["Properties"]["Environment"]["Variables"]["DUETIME_PREFIX"])
-            for r in synthesized_template["Resources"].values()
-            if r["Type"] == "AWS::Lambda::Function" and "DUETIME_PREFIX" in str(r["Properties"].get("Environment"))
-        )
-        # A class spread over several local queues (`--class-queues`): its template queue stands for each.
-        spread = {
-            c.queue_name(template_prefix): c.queue_names(settings.prefix)
-            for c in settings.job_classes.values()
-            if c.queues > 1
-        }
-        names = LocalNames(config.region, settings.prefix, template_prefix, spread)
-        self._local_names = names
+        self._assembly = synthesized()
+        if self.stack_template is not None:
+            return dict(self.stack_template)
+        return dict(json.loads((self._assembly / TEMPLATE_FILE).read_text()))
+
+    def _alert_topic_arn(self) -> str:
+        """The topic the template gives the DLQ notifier (its alert topic), as the local stack created it."""
+        assert self.local_backend is not None and self.local_backend.stack is not None
+        stack = self.local_backend.stack
+        variable = RuntimeConfig.env_name("alert_topic_arn")
+        for resource in stack.template["Resources"].values():
+            variables = (resource.get("Properties") or {}).get("Environment", {}).get("Variables", {})
+            if resource["Type"] == "AWS::Lambda::Function" and variable in variables:
+                return str(stack.resolve(variables[variable]))
+        raise ValueError(f"no function of the template has {variable}: no alert topic to relay")
+
+    def _enforce_roles(self, config: RuntimeConfig) -> dict[str, str]:
+        """Give the moto server the roles of the local stack's template, resolved to its resources; returns each
+        function's access key ("api", "preloader", "dlq_notifier", "worker:<class>", "task:<class>")."""
+        from duetime.local.moto_server import enforce_roles
+        from duetime.local.stack_roles import function_roles, policy_table, role_key
+
+        assert self.local_backend is not None and self.local_backend.stack is not None
+        stack = self.local_backend.stack
         assert config.endpoint_url is not None
-        enforce_roles(config.endpoint_url, policy_table(synthesized_template, names))
-        return {function: role_key(role) for function, role in function_roles(synthesized_template).items()}
+        enforce_roles(config.endpoint_url, policy_table(stack))
+        return {function: role_key(role) for function, role in function_roles(stack.template).items()}
 
     def _process_function(
         self, role: str, name: str, function_name: str, environment: dict[str, str], timeout: int, region: str
@@ -453,17 +464,15 @@ class LocalSystem:
         (the local cadence, queues, endpoint, identity) and without what names resources the local stack does
         not make (the event bus: events go to the console or webhook; the ECS cluster)."""
         from duetime.local.lambda_process import ProcessFunction, deployed_functions, lambda_path, resolved_environment
-        from duetime.local.stack_roles import Resolver
 
-        assert self._assembly is not None
-        template_json, outdir = self._assembly
+        assert self._assembly is not None and self.local_backend is not None and self.local_backend.stack is not None
+        stack = self.local_backend.stack
         deployed = {
             f"{f.service}:{f.job_class}" if f.service == "worker" else f.service: f
-            for f in deployed_functions(template_json, outdir)
+            for f in deployed_functions(stack.template, self._assembly)
         }[role]
-        resolver = Resolver(template_json["Resources"], self._local_names)
         from_template = {
-            key: value for key, value in resolved_environment(deployed, resolver).items() if key not in NOT_MADE_LOCALLY
+            key: value for key, value in resolved_environment(deployed, stack).items() if key not in NOT_MADE_LOCALLY
         }
         return ProcessFunction(
             name=name,

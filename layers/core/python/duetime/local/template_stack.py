@@ -22,9 +22,18 @@ every run), cut to the service's length limit. duetime's own settings then point
 functions' environment, which the template builds from the same Refs: `LocalStack.environment(logical_id)`
 gives a function's (or an ECS task's) variables resolved, for RuntimeConfig.from_env.
 
-Resources of other types (functions, log groups, the VPC, the API...) are not created. A Ref or Fn::GetAtt to
-one resolves to a deterministic stand-in: its name from the template, or `<stack name>-<logical id>`, and an ARN
-in its service's format, so a role's policy names the same ARNs CloudFormation would give them.
+Resources of other types (functions, log groups, the VPC, the API...) are not created, nor those of the types
+left out by `types` (`duetime local` leaves out the roles: duetime.local.iam checks their policies itself). A Ref
+or Fn::GetAtt to one resolves to a deterministic stand-in: its name from the template, or `<stack name>-<logical
+id>`, and what Ref and Arn give in its service's format (a queue's URL, a topic's ARN), so a role's policy names
+the same ARNs CloudFormation would give them. A `LocalStack` nothing was created in resolves a template so from
+the template alone: duetime.local.stack_roles reads the roles' policies through it, duetime.local.lambda_process
+a function's environment.
+
+`localized(template, prefix, spread)` is the template as a local stack under another name prefix holds it
+(`duetime local --prefix`, `--class-queues`): every name made with the template's prefix made with the local
+one, an unnamed topic named after its construct (`<prefix>-alerts`, where the local alerts are read), and a
+due queue spread over several local queues copied for each, with its queue policy and every role's grant on it.
 `LocalStack.skipped` lists what was read but not applied (properties moto does not hold, managed policies
 moto does not know), so a caller can see every departure from the template. A policy attached by name to a
 role from outside the stack (context handlerTaskRoles) gets that role created empty (`external_roles`), as a
@@ -35,9 +44,10 @@ Why the template's properties and not moto's CloudFormation: docs/decisions.md (
 
 from __future__ import annotations
 
+import copy
 import json
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from graphlib import CycleError, TopologicalSorter
 from typing import Any
@@ -90,6 +100,9 @@ class LocalStack:
     # Roles from outside the stack that its policies attach to (by name, as a deploy expects them to exist
     # in the account): created empty here, trusted by the account, so they hold what the template gives them.
     external_roles: list[str] = field(default_factory=list)
+    # The logical ids created (a reference to one before its creation is a defect of the order); a reference
+    # to any other resource is a stand-in.
+    creating: frozenset[str] = frozenset()
 
     # --- what the caller reads ------------------------------------------------------------------------
 
@@ -209,21 +222,39 @@ class LocalStack:
         return self.resources[logical_id]
 
     def _stand_in(self, logical_id: str) -> StackResource:
-        """A resource of a type the local stack does not create: its name, and an ARN in its service's format."""
+        """A resource of a type the local stack does not create: its name, what Ref gives (its name, a queue's
+        URL, a topic's ARN) and its ARN, in its service's format."""
         resource = self._template_resource(logical_id)
         resource_type = str(resource["Type"])
-        if resource_type in PROVISIONERS:
+        if logical_id in self.creating:
             raise TemplateError(f"{logical_id} is referred to before it is created (a dependency cycle?)")
         properties = resource.get("Properties", {})
         name_property = _STAND_IN_NAMES.get(resource_type)
         explicit = properties.get(name_property) if name_property else None
         name = str(self.resolve(explicit)) if isinstance(explicit, (str, dict)) else self.derived_name(logical_id, 64)
-        return StackResource(logical_id, resource_type, name, {"Arn": self._stand_in_arn(resource_type, name)}, False)
+        arn = self._stand_in_arn(resource_type, name)
+        attributes = {"Arn": arn}
+        ref = name
+        if resource_type == "AWS::SQS::Queue":
+            ref = f"https://sqs.{self.region}.{URL_SUFFIX}/{self.account_id}/{name}"
+            attributes.update(QueueName=name, QueueUrl=ref)
+        elif resource_type == "AWS::SNS::Topic":
+            ref = arn
+            attributes.update(TopicArn=arn, TopicName=name)
+        elif resource_type == "AWS::Events::EventBus":
+            attributes["Name"] = name
+        return StackResource(logical_id, resource_type, ref, attributes, False)
 
     def _stand_in_arn(self, resource_type: str, name: str) -> str:
         _, service, kind = [*resource_type.split("::"), "", ""][:3]
         service = service.lower()
         prefix = f"arn:{PARTITION}:{service}:{self.region}:{self.account_id}"
+        if resource_type in ("AWS::SQS::Queue", "AWS::SNS::Topic"):
+            return f"{prefix}:{name}"
+        if resource_type == "AWS::IAM::Role":  # IAM is global: no region
+            return f"arn:{PARTITION}:iam::{self.account_id}:role/{name}"
+        if resource_type == "AWS::Events::EventBus":
+            return f"{prefix}:event-bus/{name}"
         if resource_type == "AWS::Logs::LogGroup":
             return f"{prefix}:log-group:{name}:*"
         if resource_type == "AWS::Lambda::Function":
@@ -250,6 +281,11 @@ class LocalStack:
 
 # The property that names a resource of a type the local stack does not create (its stand-in's name).
 _STAND_IN_NAMES = {
+    "AWS::DynamoDB::Table": "TableName",
+    "AWS::SQS::Queue": "QueueName",
+    "AWS::SNS::Topic": "TopicName",
+    "AWS::Events::EventBus": "Name",
+    "AWS::IAM::Role": "RoleName",
     "AWS::Logs::LogGroup": "LogGroupName",
     "AWS::Lambda::Function": "FunctionName",
     "AWS::ECS::Cluster": "ClusterName",
@@ -630,17 +666,21 @@ def _references(value: Any) -> set[str]:
     return found
 
 
-def creation_order(template: Mapping[str, Any]) -> list[str]:
-    """The logical ids of the resources the local stack creates, each after those it refers to or DependsOn
-    (a due queue after its dead-letter queue, a policy after its roles, a topic after its key)."""
+def _needs(resource: Mapping[str, Any]) -> set[str]:
+    depends = resource.get("DependsOn", [])
+    return _references(resource.get("Properties", {})) | set([depends] if isinstance(depends, str) else depends)
+
+
+def creation_order(template: Mapping[str, Any], types: Collection[str] | None = None) -> list[str]:
+    """The logical ids of the resources the local stack creates (of `types`, by default every type it can),
+    each after those it refers to or DependsOn (a due queue after its dead-letter queue, a policy after its
+    roles, a topic after its key)."""
     resources: Mapping[str, Any] = template["Resources"]
-    created = {k for k, r in resources.items() if r["Type"] in PROVISIONERS}
+    wanted = set(PROVISIONERS if types is None else types) & set(PROVISIONERS)
+    created = {k for k, r in resources.items() if r["Type"] in wanted}
     graph: dict[str, set[str]] = {}
     for logical_id in sorted(created):  # sorted: the same order every run
-        resource = resources[logical_id]
-        depends = resource.get("DependsOn", [])
-        needs = _references(resource.get("Properties", {})) | set([depends] if isinstance(depends, str) else depends)
-        graph[logical_id] = needs & created
+        graph[logical_id] = _needs(resources[logical_id]) & created
     try:
         return list(TopologicalSorter(graph).static_order())
     except CycleError as exc:
@@ -654,22 +694,146 @@ def provision_template(
     region: str = DEFAULT_REGION,
     stack_name: str = DEFAULT_STACK_NAME,
     account_id: str | None = None,
+    types: Collection[str] | None = None,
 ) -> LocalStack:
-    """Create the template's tables, queues, keys, topics, subscriptions, event buses, roles and policies
-    through `client(service)` (boto3 clients of the local endpoint, in `region`), in dependency order, and
-    return the local stack: logical id -> Ref and Fn::GetAtt values (`physical_ids()` for the mapping),
-    every intrinsic resolvable against it (`resolve`, `environment`).
+    """Create the template's tables, queues, keys, topics, subscriptions, event buses, roles and policies (those
+    of `types`, all by default; a reference to another is a stand-in) through `client(service)` (boto3 clients
+    of the local endpoint, in `region`), in dependency order, and return the local stack: logical id -> Ref and
+    Fn::GetAtt values (`physical_ids()` for the mapping), every intrinsic resolvable against it (`resolve`,
+    `environment`).
 
     `account_id` defaults to the caller's (STS GetCallerIdentity: moto's account). A resource with a
     `Condition` is refused (TemplateError): duetime's templates have none, and guessing one is wrong.
     """
     if account_id is None:
         account_id = str(client("sts").get_caller_identity()["Account"])
-    stack = LocalStack(template=template, region=region, account_id=account_id, stack_name=stack_name)
-    for logical_id in creation_order(template):
+    order = creation_order(template, types)
+    stack = LocalStack(
+        template=template,
+        region=region,
+        account_id=account_id,
+        stack_name=stack_name,
+        creating=frozenset(order),
+    )
+    for logical_id in order:
         resource = template["Resources"][logical_id]
         if "Condition" in resource:
             raise TemplateError(f"{logical_id} has a Condition, which the local stack does not evaluate")
         properties = stack.resolve(resource.get("Properties", {}))
         stack.resources[logical_id] = PROVISIONERS[resource["Type"]](stack, client, logical_id, properties)
     return stack
+
+
+# --- the template as a local stack under another prefix holds it --------------------------------------------------
+
+_POLICY_TYPES = ("AWS::IAM::Policy", "AWS::IAM::ManagedPolicy")
+
+
+def template_prefix(template: Mapping[str, Any]) -> str:
+    """The name prefix the template was synthesized with (its functions' DUETIME_PREFIX)."""
+    for resource in template["Resources"].values():
+        variables = (resource.get("Properties") or {}).get("Environment", {}).get("Variables", {})
+        if resource["Type"] == "AWS::Lambda::Function" and isinstance(variables.get("DUETIME_PREFIX"), str):
+            return str(variables["DUETIME_PREFIX"])
+    raise TemplateError("no function of the template has a DUETIME_PREFIX")
+
+
+def localized(
+    template: Mapping[str, Any],
+    prefix: str,
+    spread: Mapping[str, Sequence[str]] | None = None,
+    from_prefix: str | None = None,
+) -> dict[str, Any]:
+    """A copy of `template` as the local stack named with `prefix` holds it (module docstring): every name made
+    with the template's prefix (`from_prefix`, by default its functions' DUETIME_PREFIX) made with `prefix`
+    (`duetime-jobs` is `<prefix>-jobs`, `duetime/webhook-secrets/*` `<prefix>/webhook-secrets/*`); an unnamed
+    topic named `<prefix>-<its construct id, lower case>` (the alert topic `AlertsTopicCF7C81C9`:
+    `<prefix>-alerts`); and each due queue `spread` names (its local name -> every local queue it stands for,
+    itself first) copied under each further name, with its queue policy, every role policy's grant on it
+    extended to the copies."""
+    original = from_prefix if from_prefix is not None else template_prefix(template)
+
+    def rename(value: Any) -> Any:
+        if isinstance(value, str):
+            if prefix == original:
+                return value
+            return re.sub(rf"(^|[:/]){re.escape(original)}(?=[-/])", rf"\g<1>{prefix}", value)
+        if isinstance(value, list):
+            return [rename(item) for item in value]
+        if isinstance(value, dict):
+            return {key: rename(item) for key, item in value.items()}
+        return value
+
+    local: dict[str, Any] = rename(copy.deepcopy(dict(template)))
+    resources: dict[str, Any] = local["Resources"]
+    for logical_id, resource in resources.items():
+        properties = resource.setdefault("Properties", {})
+        if resource["Type"] == "AWS::SNS::Topic" and not properties.get("TopicName"):
+            construct = re.sub(r"Topic$", "", re.sub(r"[0-9A-F]{8}$", "", logical_id))
+            properties["TopicName"] = f"{prefix}-{construct.lower()}"
+    for logical_id, resource in list(resources.items()):
+        names = (spread or {}).get(str(resource["Properties"].get("QueueName")))
+        if resource["Type"] == "AWS::SQS::Queue" and names and len(names) > 1:
+            _spread_queue(resources, logical_id, names[1:])
+    return local
+
+
+def _spread_queue(resources: dict[str, Any], logical_id: str, names: Sequence[str]) -> None:
+    """Queue `logical_id` copied as `<logical id>Local<n>` named `names[n - 1]`, with its queue policies; each
+    statement of a role policy that names it names the copies too."""
+    copies = [f"{logical_id}Local{index}" for index in range(1, len(names) + 1)]
+    policies = [
+        (k, r) for k, r in resources.items() if r["Type"] == "AWS::SQS::QueuePolicy" and logical_id in _needs(r)
+    ]
+    for copy_id, name in zip(copies, names, strict=True):
+        resources[copy_id] = _replaced(resources[logical_id], logical_id, copy_id)
+        resources[copy_id]["Properties"]["QueueName"] = name
+        for policy_id, policy in policies:
+            resources[f"{policy_id}{copy_id.removeprefix(logical_id)}"] = _replaced(policy, logical_id, copy_id)
+    for statement in _policy_statements(resources):
+        for key in ("Resource", "NotResource"):
+            if key in statement:
+                listed = statement[key] if isinstance(statement[key], list) else [statement[key]]
+                extended: list[Any] = []
+                for item in listed:
+                    named = logical_id in _references(item)
+                    extended += [item, *(_replaced(item, logical_id, c) for c in copies if named)]
+                statement[key] = extended
+
+
+def _policy_statements(resources: Mapping[str, Any]) -> Iterable[dict[str, Any]]:
+    """Every statement of the template's role policies (inline in a role, or a policy resource)."""
+    for resource in resources.values():
+        properties = resource.get("Properties") or {}
+        if resource["Type"] == "AWS::IAM::Role":
+            documents = [p["PolicyDocument"] for p in properties.get("Policies") or []]
+        elif resource["Type"] in _POLICY_TYPES:
+            documents = [properties["PolicyDocument"]]
+        else:
+            continue
+        for document in documents:
+            statements = document.get("Statement", [])
+            yield from statements if isinstance(statements, list) else [statements]
+
+
+def _replaced(value: Any, old: str, new: str) -> Any:
+    """`value` with every Ref, Fn::GetAtt and Fn::Sub reference to `old` made to `new`."""
+    if isinstance(value, list):
+        return [_replaced(item, old, new) for item in value]
+    if not isinstance(value, dict):
+        return value
+    out: dict[str, Any] = {}
+    for key, item in value.items():
+        if key == "Ref" and item == old:
+            out[key] = new
+        elif key == "Fn::GetAtt" and isinstance(item, list) and item[0] == old:
+            out[key] = [new, *item[1:]]
+        elif key == "Fn::GetAtt" and isinstance(item, str) and item.split(".", 1)[0] == old:
+            out[key] = new + item[len(old) :]
+        elif key == "Fn::Sub":
+            text, variables = (item, None) if isinstance(item, str) else item
+            text = re.sub(r"\$\{" + re.escape(old) + r"(?=[.}])", "${" + new, text)
+            out[key] = text if variables is None else [text, _replaced(variables, old, new)]
+        else:
+            out[key] = _replaced(item, old, new)
+    return out

@@ -1,4 +1,5 @@
-"""Create each job class's due queues and DLQ with redrive, as the CDK stack does (the local runtime and tests).
+"""Create each job class's due queues and DLQ with redrive, as the CDK stack does (tests and benchmarks; `duetime
+local --backend moto` creates them from the synthesized template: duetime.local.template_stack).
 
 The same attributes as infra/queues.py gives them (tests/infrastructure/test_template_stack.py compares the two):
 visibility timeout, retention, SSE-SQS, redrive after MAX_RECEIVE_COUNT receives. Not the stack's TLS-only queue

@@ -1,4 +1,5 @@
-"""Create the tables of duetime.definitions (the local runtime and tests; CDK does it on AWS).
+"""Create the tables of duetime.definitions (tests and benchmarks; CDK does it on AWS, and `duetime local
+--backend moto` creates them from the synthesized template: duetime.local.template_stack).
 
 As infra/storage.py declares them (tests/infrastructure/test_template_stack.py compares the two): keys, indexes
 and projections, on demand, encrypted, deletion-protected, with point-in-time recovery and each table's TTL
