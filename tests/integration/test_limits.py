@@ -104,13 +104,17 @@ def test_a_thousand_runs_due_in_one_second_on_a_limit_of_50_a_second_are_paced_a
     per_second = Counter(int(start) for start in STARTS)
     assert max(per_second.values()) <= 50 + 5, sorted(per_second.items())
     span = max(STARTS) - min(STARTS)
-    assert 18 <= span <= 25, span  # 1,000 at 50 a second take ~20 s: paced, not merely slow
+    # 1,000 at 50 a second (burst 5) take at least 18 s. No upper bound: on a loaded machine the workers may
+    # not keep up with 50 a second (28 s once, beside `make test`'s other processes); that the runs were paced,
+    # not merely slow, the waits recorded below show.
+    assert span >= 18, span
     # And all succeeded on their first attempt: none failed for the limit, no attempt was spent waiting
     assert all(r.status == ExecutionStatus.SUCCEEDED and r.attempt == 1 for r in rows)
     # The wait is recorded on each run that waited, and kept out of its lateness
     waited = [r.waited_for_limit_ms or 0 for r in rows]
     assert sum(1 for w in waited if w > 0) >= 900 and max(waited) >= 15_000
-    assert max(lateness_ms(r) for r in rows) < 3_000
+    # Counted in, the waits (up to ~20 s) would make the latest run 15 s late or more.
+    assert max(lateness_ms(r) for r in rows) < 10_000
 
 
 def test_max_concurrent_2_runs_at_most_two_of_ten_run_nows_at_once_and_all_finish(tmp_path):
