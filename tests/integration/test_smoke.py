@@ -1,0 +1,108 @@
+"""`duetime smoke` against the synthesized stack deployed locally (duetime.local.deployed): the template's
+tables, queues, topic, bus and roles in moto, each role's policies enforced on every call, and every function
+run as a process from the cloud assembly (its asset, its layers, the runtime's boto3). The smoke passes on the
+stack as synthesized, and fails, naming the cause, on one with a grant taken out and on one whose layer lacks
+a module. What it does on AWS that these tests cannot reach (Lambda's Invoke API, CloudWatch Logs and metrics,
+CloudFormation's DescribeStacks) is AwsDeployment's part, outside them."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from duetime.cli.smoke import Check, Smoke, run_smoke, table
+from duetime.local.deployed import LocalDeployment
+from duetime.local.lambda_process import deployed_functions
+from duetime.local.synth import TEMPLATE_FILE, synthesized
+
+from tests.integration.test_local_iam import without_grant
+
+# Long enough for a path to finish on a loaded machine; the failing stacks wait it out on the paths they break.
+WAIT_SECONDS = 45
+
+
+@pytest.fixture(scope="module")
+def assembly() -> tuple[dict[str, Any], Path]:
+    outdir = synthesized()  # kept under build/synth/ for these sources: one synth for every test that needs it
+    return json.loads((outdir / TEMPLATE_FILE).read_text()), outdir
+
+
+def smoke_of(deployment: LocalDeployment, wait_seconds: float = WAIT_SECONDS) -> Smoke:
+    deployment.start()
+    try:
+        return run_smoke(deployment, wait_seconds=wait_seconds, quiet=True)
+    finally:
+        deployment.stop()
+
+
+def failed(smoke: Smoke) -> dict[str, Check]:
+    return {check.name: check for check in smoke.checks if not check.passed}
+
+
+def shown(smoke: Smoke) -> str:
+    return "\n".join(table(smoke.checks))
+
+
+def test_the_smoke_passes_against_the_locally_deployed_stack(assembly: tuple[dict[str, Any], Path]) -> None:
+    template, outdir = assembly
+    deployment = LocalDeployment(template, outdir)
+    smoke = smoke_of(deployment)
+    assert smoke.passed, shown(smoke)
+    names = [check.name for check in smoke.checks]
+    for expected in (
+        "pre-load ShardErrors",
+        "pre-load cursors",
+        "maxRuns: 2 cron job",
+        "GET /jobs/{id}/executions",
+        "demo.fail, pauseAfterFailures: 1",
+        "DLQ redrive",
+        "ShardErrors metric",
+    ):
+        assert expected in names, shown(smoke)
+    # Every function was started and checked, from the cloud assembly (each a process of its own).
+    functions = {f"DuetimeStack-{f.logical_id}" for f in deployed_functions(template, outdir)}
+    assert {f"cold start {name}" for name in functions} <= set(names)
+    assert {f"no AccessDenied {name}" for name in functions} <= set(names)
+    worker = next(name for name in functions if "Worker" in name)
+    assert deployment.logs[worker], "the worker's log lines were read"
+
+
+def test_the_smoke_fails_naming_the_call_a_removed_grant_denies(assembly: tuple[dict[str, Any], Path]) -> None:
+    """The default class's worker without dynamodb:UpdateItem on the jobs table (the issue's own defect): the
+    bounded job never completes, the failing one never pauses, and the worker's log names the denied call."""
+    template, outdir = assembly
+    crippled = without_grant(template, "FunctionsWorkerdefaultRole", "dynamodb:UpdateItem", "StorageJobs")
+    smoke = smoke_of(LocalDeployment(crippled, outdir), wait_seconds=15)
+    failures = failed(smoke)
+    worker = next(name for name in failures if name.startswith("no AccessDenied") and "Worker" in name)
+    assert "dynamodb:UpdateItem" in failures[worker].detail, shown(smoke)
+    assert "AccessDenied" in failures[worker].detail
+    assert "maxRuns: 2 cron job" in failures, shown(smoke)
+    assert "demo.fail, pauseAfterFailures: 1" in failures, shown(smoke)
+    # What the grant does not touch still passes: the cold starts, the pre-load, the other functions' calls.
+    assert not any(name.startswith("cold start") or name.startswith("pre-load") for name in failures), shown(smoke)
+    assert [name for name in failures if name.startswith("no AccessDenied")] == [worker], shown(smoke)
+
+
+def test_the_smoke_fails_naming_the_functions_whose_layer_lacks_a_module(
+    assembly: tuple[dict[str, Any], Path], tmp_path: Path
+) -> None:
+    """The core layer without duetime/notify.py (which duetime.config imports): every function's cold start
+    fails with the import error, though this machine's venv has the module."""
+    template, outdir = assembly
+    [api] = [f for f in deployed_functions(template, outdir) if f.service == "api"]
+    core, *others = api.layers
+    crippled = tmp_path / "core"
+    shutil.copytree(core, crippled)
+    (crippled / "python" / "duetime" / "notify.py").unlink()
+    smoke = smoke_of(LocalDeployment(template, outdir, layers=(crippled, *others)), wait_seconds=5)
+    failures = failed(smoke)
+    functions = {f"DuetimeStack-{f.logical_id}" for f in deployed_functions(template, outdir)}
+    for name in functions:
+        check = failures[f"cold start {name}"]
+        assert "No module named 'duetime.notify'" in check.detail, shown(smoke)
+        assert "ImportModuleError" in check.detail
+    assert not smoke.passed
