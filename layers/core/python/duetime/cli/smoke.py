@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import base64
 import json
+import os
 import re
 import secrets
 import sys
@@ -177,6 +178,8 @@ class AwsDeployment:
             for page in paginator.paginate(logGroupName=group, startTime=int(since.timestamp() * 1000)):
                 lines += [str(event["message"]) for event in page.get("events", [])]
         except ClientError as exc:
+            if exc.response["Error"]["Code"] == "ResourceNotFoundException":
+                return []  # no log group yet: the function has not logged anything
             self.log_error = str(exc)
             return None
         return lines
@@ -213,6 +216,17 @@ class Check:
     name: str
     passed: bool
     detail: str
+
+
+@dataclass(frozen=True)
+class Path:
+    """A path the smoke test waits on: `condition` says whether it is there yet (and what it sees), `passed`
+    what the table says when it is; `then` is checked once it is done (or given up on)."""
+
+    name: str
+    condition: Callable[[], tuple[bool, str]]
+    passed: str
+    then: Callable[[], None] | None = None
 
 
 @dataclass
@@ -394,13 +408,20 @@ class Smoke:
         self.created_jobs.append(job_id)
         return job_id
 
-    def wait_for(self, what: Callable[[], tuple[bool, str]]) -> tuple[bool, str]:
+    def wait_for(self, paths: list[Path]) -> None:
+        """Poll every path until each has what it waits for or `wait_seconds` have passed; record each."""
         deadline = time.monotonic() + self.wait_seconds
-        while True:
-            done, detail = what()
-            if done or time.monotonic() > deadline:
-                return done, detail
-            time.sleep(self.poll_seconds)
+        waiting = list(paths)
+        while waiting:
+            for path in list(waiting):
+                done, detail = path.condition()
+                if done or time.monotonic() > deadline:
+                    self.record(path.name, done, path.passed if done else detail)
+                    waiting.remove(path)
+                    if path.then is not None:
+                        path.then()
+            if waiting:
+                time.sleep(self.poll_seconds)
 
     def job_and_runs(self, job_id: str) -> tuple[dict[str, Any], list[dict[str, Any]], str]:
         status, job = self.call("GET", f"/jobs/{job_id}")
@@ -433,46 +454,45 @@ class Smoke:
         )
         later = (datetime.now(UTC) + timedelta(days=1)).isoformat(timespec="seconds").replace("+00:00", "Z")
         redriven = self.create({"name": "smoke-redriven", "handler": "demo.echo", "schedule": {"at": later}})
-        if bounded:
-            self.check_bounded(bounded)
-        if failing:
-            self.check_paused(failing)
+        paths = [self.bounded(bounded)] if bounded else []
+        paths += [self.paused(failing)] if failing else []
         if redriven and dlq_notifier:
-            self.check_redriven(redriven)
+            paths.append(self.redriven(redriven))
         elif redriven:
             self.record("DLQ redrive", False, "not run: the DLQ notifier does not start")
+        self.wait_for(paths)
 
-    def check_bounded(self, job_id: str) -> None:
+    def bounded(self, job_id: str) -> Path:
+        """Both runs succeed and the job completes; then its executions page lists both."""
+
         def completed() -> tuple[bool, str]:
             job, runs, problem = self.job_and_runs(job_id)
             statuses = sorted(str(r.get("status")) for r in runs)
             done = job.get("status") == "completed" and statuses == ["succeeded", "succeeded"]
             return done, problem or f"job {job.get('status')}, runs {statuses}"
 
-        done, detail = self.wait_for(completed)
-        self.record("maxRuns: 2 cron job", done, detail if not done else "2 runs succeeded, job completed")
-        status, page = self.call("GET", f"/jobs/{job_id}/executions")
-        runs = (page or {}).get("executions", []) if status == 200 else []
-        self.record(
-            "GET /jobs/{id}/executions",
-            status == 200 and len(runs) == 2,
-            f"{status}, {len(runs)} runs of ~{RESULT_BYTES // 1000} KB results"
-            if status == 200
-            else f"{status} {str(page)[:300]}",
-        )
+        def executions() -> None:
+            status, page = self.call("GET", f"/jobs/{job_id}/executions")
+            runs = (page or {}).get("executions", []) if status == 200 else []
+            self.record(
+                "GET /jobs/{id}/executions",
+                status == 200 and len(runs) == 2,
+                f"{status}, {len(runs)} runs of ~{RESULT_BYTES // 1000} KB results"
+                if status == 200
+                else f"{status} {str(page)[:300]}",
+            )
 
-    def check_paused(self, job_id: str) -> None:
+        return Path("maxRuns: 2 cron job", completed, "2 runs succeeded, job completed", executions)
+
+    def paused(self, job_id: str) -> Path:
         def paused() -> tuple[bool, str]:
             job, runs, problem = self.job_and_runs(job_id)
             statuses = sorted(str(r.get("status")) for r in runs)
             return job.get("status") == "paused", problem or f"job {job.get('status')}, runs {statuses}"
 
-        done, detail = self.wait_for(paused)
-        self.record(
-            "demo.fail, pauseAfterFailures: 1", done, "a run failed for good, the job paused" if done else detail
-        )
+        return Path("demo.fail, pauseAfterFailures: 1", paused, "a run failed for good, the job paused")
 
-    def check_redriven(self, job_id: str) -> None:
+    def redriven(self, job_id: str) -> Path:
         """The waiting run of a one-off job a day ahead, its due message on its class's DLQ as SQS's redrive
         leaves a message received too often: the DLQ notifier ends the run `failed` and tells its owner, and
         the run is among the owner's dead letters."""
@@ -492,8 +512,7 @@ class Smoke:
             found = execution.execution_id in listed
             return found, f"notifier handled {invocation.payload}; GET /dead-letters: {status}, {len(listed)} listed"
 
-        done, detail = self.wait_for(handled)
-        self.record("DLQ redrive", done, "the run ended failed and is listed in /dead-letters" if done else detail)
+        return Path("DLQ redrive", handled, "the run ended failed and is listed in /dead-letters")
 
     def delete_jobs(self) -> None:
         for job_id in self.created_jobs:
@@ -517,9 +536,12 @@ class Smoke:
 
 
 def _denied_call(text: str) -> str:
-    """The part of a log line or error that names the denied call."""
-    match = re.search(r"[^\"\\]*(AccessDenied|AuthorizationError|not authorized to perform)[^\"\\]*", text)
-    return (match.group(0) if match else text)[:400].strip()
+    """The line of a log event or error that names the denied call (a JSON log line's traceback has its line
+    breaks escaped)."""
+    for line in text.replace("\\n", "\n").splitlines():
+        if DENIED.search(line):
+            return line.strip(' "')[:400]
+    return text[:400]
 
 
 def table(checks: list[Check]) -> Iterator[str]:
@@ -539,7 +561,8 @@ def run_smoke(deployment: Deployment, wait_seconds: float = DEFAULT_WAIT_SECONDS
 
 
 def cmd_smoke(args: argparse.Namespace) -> int:
-    deployment = AwsDeployment(args.stack_name, args.region, args.endpoint_url)
+    region = args.region or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or DEFAULT_REGION
+    deployment = AwsDeployment(args.stack_name, region, args.endpoint_url)
     smoke = run_smoke(deployment, wait_seconds=args.wait_seconds, quiet=args.quiet)
     print("\n".join(table(smoke.checks)), flush=True)
     return 0 if smoke.passed else EXIT_FAILED
@@ -553,7 +576,9 @@ def add_smoke_command(sub: Any) -> None:
     command.add_argument(
         "--stack-name", default=DEFAULT_STACK, help=f"the CloudFormation stack (default {DEFAULT_STACK})"
     )
-    command.add_argument("--region", default=DEFAULT_REGION, help=f"its region (default {DEFAULT_REGION})")
+    command.add_argument(
+        "--region", default=None, help=f"its region (default: AWS_REGION, AWS_DEFAULT_REGION, else {DEFAULT_REGION})"
+    )
     command.add_argument("--endpoint-url", default=None, help="an AWS endpoint other than AWS's own (tests)")
     command.add_argument(
         "--wait-seconds",
