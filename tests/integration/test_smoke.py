@@ -63,6 +63,7 @@ def test_the_smoke_passes_against_the_locally_deployed_stack(assembly: tuple[dic
         "maxRuns: 2 cron job",
         "GET /jobs/{id}/executions",
         "demo.fail, pauseAfterFailures: 1",
+        "bounded job resumed past endAt",
         "DLQ redrive",
         "ShardErrors metric",
     ):

@@ -10,6 +10,7 @@ likely to break, each through the deployed functions with their own roles:
 - a `maxRuns: 2` cron job (every 5 s, results of ~100 KB) runs twice and completes, and
   `GET /jobs/{id}/executions` returns both runs;
 - `demo.fail` with `pauseAfterFailures: 1` fails for good and pauses its job;
+- a bounded job paused before its `endAt` and resumed after it ends `completed`;
 - a message redriven to a DLQ (a waiting run's due message, put on its class's DLQ as SQS's redrive puts it)
   is handled by the DLQ notifier: the run ends `failed` and is listed by `GET /dead-letters`;
 - no call was denied: AccessDenied in an invocation's error, an API response, or the functions' log events
@@ -57,6 +58,7 @@ DENIED = re.compile(r"AccessDenied|AuthorizationError|is not authorized to perfo
 # What a run's result carries in the cron job: large enough that a page of executions is not small.
 RESULT_BYTES = 100_000
 DEFAULT_WAIT_SECONDS = 180
+LAMBDA_MAX_SECONDS = 900  # the longest a Lambda invocation runs
 
 
 @dataclass(frozen=True)
@@ -117,6 +119,16 @@ class Deployment(Protocol):
 # --- on AWS -----------------------------------------------------------------------------------------------
 
 
+def _config(service: str) -> Any:
+    """Lambda's client waits out a function's whole timeout and never retries (an invocation the SDK retried
+    would run twice); the others are botocore's defaults."""
+    from botocore.config import Config
+
+    if service == "lambda":
+        return Config(read_timeout=LAMBDA_MAX_SECONDS + 10, retries={"max_attempts": 1, "mode": "standard"})
+    return Config()
+
+
 class AwsDeployment:
     """A stack deployed by `cdk deploy`, through boto3 (the default credential chain, or `endpoint_url`)."""
 
@@ -130,11 +142,11 @@ class AwsDeployment:
     def client(self, service: str) -> Any:
         if service not in self._clients:
             if self.endpoint_url:
-                self._clients[service] = make_client(service, self.region, self.endpoint_url)
+                self._clients[service] = make_client(service, self.region, self.endpoint_url, _config(service))
             else:
                 import boto3  # the default credential chain: the team's own profile, role or keys
 
-                self._clients[service] = boto3.client(service, region_name=self.region)
+                self._clients[service] = boto3.client(service, region_name=self.region, config=_config(service))
         return self._clients[service]
 
     def functions(self) -> list[Function]:
@@ -452,10 +464,24 @@ class Smoke:
                 "pauseAfterFailures": 1,
             }
         )
-        later = (datetime.now(UTC) + timedelta(days=1)).isoformat(timespec="seconds").replace("+00:00", "Z")
+        end_at = datetime.now(UTC) + timedelta(seconds=8)
+        resumed = self.create(
+            {
+                "name": "smoke-resumed-past-end",
+                "handler": "demo.echo",
+                "schedule": {"cron": "*/5 * * * * *", "endAt": _iso(end_at)},
+            }
+        )
+        if resumed:
+            status, answer = self.call("PATCH", f"/jobs/{resumed}", {"status": "paused"})
+            if status != 200:
+                self.record("bounded job resumed past endAt", False, f"pause: {status} {str(answer)[:300]}")
+                resumed = None
+        later = _iso(datetime.now(UTC) + timedelta(days=1))
         redriven = self.create({"name": "smoke-redriven", "handler": "demo.echo", "schedule": {"at": later}})
         paths = [self.bounded(bounded)] if bounded else []
         paths += [self.paused(failing)] if failing else []
+        paths += [self.resumed_past_end(resumed, end_at)] if resumed else []
         if redriven and dlq_notifier:
             paths.append(self.redriven(redriven))
         elif redriven:
@@ -491,6 +517,26 @@ class Smoke:
             return job.get("status") == "paused", problem or f"job {job.get('status')}, runs {statuses}"
 
         return Path("demo.fail, pauseAfterFailures: 1", paused, "a run failed for good, the job paused")
+
+    def resumed_past_end(self, job_id: str, end_at: datetime) -> Path:
+        """A bounded job paused before its endAt and resumed after it: its waiting run goes through the catch-up
+        policy and the job ends `completed` (else it stays active for good, counted against its owner's
+        active jobs)."""
+        resumed: list[str] = []
+
+        def completed() -> tuple[bool, str]:
+            if not resumed:
+                if datetime.now(UTC) < end_at + timedelta(seconds=1):
+                    return False, "paused, waiting for its endAt to pass"
+                status, answer = self.call("PATCH", f"/jobs/{job_id}", {"status": "active"})
+                if status != 200:
+                    return False, f"resume: {status} {str(answer)[:300]}"
+                resumed.append(str(answer.get("status")))
+            job, runs, problem = self.job_and_runs(job_id)
+            statuses = sorted(str(r.get("status")) for r in runs)
+            return job.get("status") == "completed", problem or f"resumed; job {job.get('status')}, runs {statuses}"
+
+        return Path("bounded job resumed past endAt", completed, "resumed after its endAt, the job completed")
 
     def redriven(self, job_id: str) -> Path:
         """The waiting run of a one-off job a day ahead, its due message on its class's DLQ as SQS's redrive
@@ -533,6 +579,10 @@ class Smoke:
                 self.record(name, True, "invocations clean; log events not readable (logs:FilterLogEvents)")
             else:
                 self.record(name, True, f"invocations and {len(lines)} log events clean")
+
+
+def _iso(moment: datetime) -> str:
+    return moment.isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
 def _denied_call(text: str) -> str:
