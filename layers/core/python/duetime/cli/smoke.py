@@ -7,7 +7,7 @@ likely to break, each through the deployed functions with their own roles:
 - cold start: every function imports (a module missing from a layer is `Runtime.ImportModuleError`);
 - pre-load: one pre-load cycle (the pre-loader's own scheduled event) reports no shard error and moves every
   shard's cursor; the `ShardErrors` metric stays 0 over the smoke's span;
-- a `maxRuns: 2` cron job (every 5 s, results of ~100 KB) runs twice and completes, and
+- a `maxRuns: 2` cron job (every 5 s, results of 128 KB) runs twice and completes, and
   `GET /jobs/{id}/executions` returns both runs;
 - `demo.fail` with `pauseAfterFailures: 1` fails for good and pauses its job;
 - a bounded job paused before its `endAt` and resumed after it ends `completed`;
@@ -43,7 +43,13 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
 from duetime.config import RuntimeConfig, build_ports
-from duetime.definitions import DEFAULT_REGION, METRIC_NAMESPACE, METRIC_SHARD_ERRORS, PRELOADER_METRICS_SERVICE
+from duetime.definitions import (
+    DEFAULT_REGION,
+    MAX_RESULT_BYTES,
+    METRIC_NAMESPACE,
+    METRIC_SHARD_ERRORS,
+    PRELOADER_METRICS_SERVICE,
+)
 from duetime.service.context import Ports
 from duetime.service.dispatch import preload_record_key
 from duetime.service.ports import DueMessage
@@ -55,8 +61,9 @@ SERVICES = ("api", "preloader", "worker", "dlq_notifier")
 # How a denied call reads: DynamoDB's and STS's AccessDeniedException, SQS's AccessDenied, SNS's
 # AuthorizationError, and the message every service gives ("... is not authorized to perform: ...").
 DENIED = re.compile(r"AccessDenied|AuthorizationError|is not authorized to perform")
-# What a run's result carries in the cron job: large enough that a page of executions is not small.
-RESULT_BYTES = 100_000
+# What a run's result carries in the cron job (demo.echo returns its payload): the most a result may be, less
+# the JSON around the string.
+RESULT_BYTES = MAX_RESULT_BYTES - 100
 DEFAULT_WAIT_SECONDS = 180
 LAMBDA_MAX_SECONDS = 900  # the longest a Lambda invocation runs
 
@@ -503,7 +510,7 @@ class Smoke:
             self.record(
                 "GET /jobs/{id}/executions",
                 status == 200 and len(runs) == 2,
-                f"{status}, {len(runs)} runs of ~{RESULT_BYTES // 1000} KB results"
+                f"{status}, {len(runs)} runs of {RESULT_BYTES // 1024} KB results"
                 if status == 200
                 else f"{status} {str(page)[:300]}",
             )
