@@ -172,3 +172,11 @@ def test_on_aws_the_functions_logs_and_metric_come_from_cloudformation_lambda_lo
             Namespace="duetime", MetricData=[{**metric, "Value": 3}, {**other, "Value": 5}]
         )
         assert deployment.metric_sum("ShardErrors", "preloader", since) == 3.0
+
+
+def test_a_stack_that_is_not_there_fails_the_first_check_and_the_command(capsys: Any) -> None:
+    with mock_aws():
+        code = main(["smoke", "--stack-name", "Nowhere", "--region", "eu-west-1", "--quiet"])
+    assert code == 1
+    [row] = [line for line in capsys.readouterr().out.splitlines() if line.startswith("stack ")]
+    assert row.split()[1] == "FAIL" and "Nowhere" in row, row

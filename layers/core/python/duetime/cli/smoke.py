@@ -238,8 +238,8 @@ class Check:
 
 
 @dataclass(frozen=True)
-class Path:
-    """A path the smoke test waits on: `condition` says whether it is there yet (and what it sees), `passed`
+class Waited:
+    """A path the smoke test waits on (its check): `condition` says whether it is there yet (and what it sees), `passed`
     what the table says when it is; `then` is checked once it is done (or given up on)."""
 
     name: str
@@ -294,7 +294,10 @@ class Smoke:
     # --- the stack and its functions ---------------------------------------------------------------------
 
     def find_functions(self) -> bool:
-        functions = self.deployment.functions()
+        try:
+            functions = self.deployment.functions()
+        except Exception as exc:  # no such stack, no credentials, not allowed to read it: the table says which
+            return self.record("stack", False, f"{type(exc).__name__}: {exc}")
         self.found = {f.label: f for f in functions}
         missing = [s for s in SERVICES if not any(f.service == s for f in functions)]
         if missing:
@@ -427,7 +430,7 @@ class Smoke:
         self.created_jobs.append(job_id)
         return job_id
 
-    def wait_for(self, paths: list[Path]) -> None:
+    def wait_for(self, paths: list[Waited]) -> None:
         """Poll every path until each has what it waits for or `wait_seconds` have passed; record each."""
         deadline = time.monotonic() + self.wait_seconds
         waiting = list(paths)
@@ -495,7 +498,7 @@ class Smoke:
             self.record("DLQ redrive", False, "not run: the DLQ notifier does not start")
         self.wait_for(paths)
 
-    def bounded(self, job_id: str) -> Path:
+    def bounded(self, job_id: str) -> Waited:
         """Both runs succeed and the job completes; then its executions page lists both."""
 
         def completed() -> tuple[bool, str]:
@@ -515,17 +518,17 @@ class Smoke:
                 else f"{status} {str(page)[:300]}",
             )
 
-        return Path("maxRuns: 2 cron job", completed, "2 runs succeeded, job completed", executions)
+        return Waited("maxRuns: 2 cron job", completed, "2 runs succeeded, job completed", executions)
 
-    def paused(self, job_id: str) -> Path:
+    def paused(self, job_id: str) -> Waited:
         def paused() -> tuple[bool, str]:
             job, runs, problem = self.job_and_runs(job_id)
             statuses = sorted(str(r.get("status")) for r in runs)
             return job.get("status") == "paused", problem or f"job {job.get('status')}, runs {statuses}"
 
-        return Path("demo.fail, pauseAfterFailures: 1", paused, "a run failed for good, the job paused")
+        return Waited("demo.fail, pauseAfterFailures: 1", paused, "a run failed for good, the job paused")
 
-    def resumed_past_end(self, job_id: str, end_at: datetime) -> Path:
+    def resumed_past_end(self, job_id: str, end_at: datetime) -> Waited:
         """A bounded job paused before its endAt and resumed after it: its waiting run goes through the catch-up
         policy and the job ends `completed` (else it stays active for good, counted against its owner's
         active jobs)."""
@@ -543,9 +546,9 @@ class Smoke:
             statuses = sorted(str(r.get("status")) for r in runs)
             return job.get("status") == "completed", problem or f"resumed; job {job.get('status')}, runs {statuses}"
 
-        return Path("bounded job resumed past endAt", completed, "resumed after its endAt, the job completed")
+        return Waited("bounded job resumed past endAt", completed, "resumed after its endAt, the job completed")
 
-    def redriven(self, job_id: str) -> Path:
+    def redriven(self, job_id: str) -> Waited:
         """The waiting run of a one-off job a day ahead, its due message on its class's DLQ as SQS's redrive
         leaves a message received too often: the DLQ notifier ends the run `failed` and tells its owner, and
         the run is among the owner's dead letters."""
@@ -565,7 +568,7 @@ class Smoke:
             found = execution.execution_id in listed
             return found, f"notifier handled {invocation.payload}; GET /dead-letters: {status}, {len(listed)} listed"
 
-        return Path("DLQ redrive", handled, "the run ended failed and is listed in /dead-letters")
+        return Waited("DLQ redrive", handled, "the run ended failed and is listed in /dead-letters")
 
     def delete_jobs(self) -> None:
         for job_id in self.created_jobs:
