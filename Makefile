@@ -12,7 +12,7 @@ PYTEST_LIMIT ?= 1800
 PYTEST := timeout --signal=INT --kill-after=60 $(PYTEST_LIMIT) $(PY) -m pytest -q -p no:cacheprovider --durations=8 -rfE
 LINTED := layers functions infra tests scripts app.py $(wildcard bench)
 
-.PHONY: dev local test synth-local test-tiers test-infrastructure test-fast simulate test-e2e browser test-browser lint format docs synth scan bench bench-quick bench-smoke bench-side redis-server chaos clean
+.PHONY: dev local test synth-local test-tiers test-infrastructure test-fast simulate test-e2e browser test-browser lint format docs synth scan smoke bench bench-quick bench-smoke bench-side redis-server chaos clean
 
 $(VENV): pyproject.toml scripts/bootstrap.sh scripts/checkov-requirements.txt
 	./scripts/bootstrap.sh
@@ -149,6 +149,11 @@ CDK_ARGS ?=
 synth: dev  ## CloudFormation template in cdk.out, offline and without Docker
 	$(PY) infra/build_layers.py
 	npx cdk synth --quiet $(CDK_ARGS)
+
+# After `cdk deploy`, with the deploying credentials: make smoke SMOKE_ARGS="--region eu-west-1 --stack-name DuetimeStack"
+SMOKE_ARGS ?=
+smoke: $(VENV)  ## smoke-test the deployed stack (docs/commands.md#duetime-smoke-after-a-deploy); exit 1 on a failure
+	$(PY) -m duetime.cli smoke $(SMOKE_ARGS)
 
 # cdk-nag runs at synth; cfn-lint and checkov (.checkov/, see scripts/bootstrap.sh) over the template.
 # `make test` runs them too (tests/infrastructure).

@@ -332,6 +332,9 @@ def parser() -> argparse.ArgumentParser:
     from duetime.cli.reshard import add_reshard_command
 
     add_reshard_command(sub)
+    from duetime.cli.smoke import add_smoke_command
+
+    add_smoke_command(sub)
     return top
 
 

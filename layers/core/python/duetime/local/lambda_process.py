@@ -175,10 +175,14 @@ class InstanceDied(RuntimeError):
 _OUTPUT_LOCK = threading.Lock()
 
 
-def _relay(output: IO[bytes]) -> None:
+def _relay(output: IO[bytes], sink: Callable[[bytes], None] | None = None) -> None:
     """An instance's log lines onto this process's stdout, whole lines at a time (several instances writing
-    one pipe would interleave lines longer than the pipe's atomic write)."""
+    one pipe would interleave lines longer than the pipe's atomic write); with a `sink`, to it instead (the
+    function's log group, as a reader of CloudWatch Logs sees it)."""
     for line in output:
+        if sink is not None:
+            sink(line)
+            continue
         with _OUTPUT_LOCK:
             binary = getattr(sys.stdout, "buffer", None)
             if binary is not None:
@@ -193,7 +197,14 @@ def _relay(output: IO[bytes]) -> None:
 class Instance:
     """One runtime process: its pipes, and the cold start it answered."""
 
-    def __init__(self, python: str, setup: Mapping[str, Any], environment: Mapping[str, str], cwd: Path) -> None:
+    def __init__(
+        self,
+        python: str,
+        setup: Mapping[str, Any],
+        environment: Mapping[str, str],
+        cwd: Path,
+        log_sink: Callable[[bytes], None] | None = None,
+    ) -> None:
         request_read, self._request_write = os.pipe()
         self._response_read, response_write = os.pipe()
         self.process = subprocess.Popen(
@@ -202,9 +213,11 @@ class Instance:
             cwd=cwd,
             pass_fds=(request_read, response_write),
             stdout=subprocess.PIPE,
+            # Captured, stderr is the log too (Lambda sends both streams to the function's log group).
+            stderr=subprocess.STDOUT if log_sink is not None else None,
         )
         assert self.process.stdout is not None
-        threading.Thread(target=_relay, args=(self.process.stdout,), daemon=True).start()
+        threading.Thread(target=_relay, args=(self.process.stdout, log_sink), daemon=True).start()
         os.close(request_read)
         os.close(response_write)
         self.requests: IO[str] = os.fdopen(self._request_write, "w", encoding="utf-8")
@@ -273,6 +286,8 @@ class ProcessFunction:
     lambda_path: LambdaPath
     max_instances: int = 10
     on_cold_start: Callable[[Instance], None] | None = None
+    # Where the instances' log lines (stdout and stderr) go; None: this process's stdout.
+    log_sink: Callable[[bytes], None] | None = None
     instances: list[Instance] = field(default_factory=list)
     _free: list[Instance] = field(default_factory=list)
     _slots: threading.Semaphore = field(init=False)
@@ -321,7 +336,9 @@ class ProcessFunction:
 
     def cold_start(self) -> Instance:
         setup = {"path": list(self.lambda_path.path), "handler": self.deployed.handler}
-        instance = Instance(self.lambda_path.python, setup, self.process_environment(), self.deployed.asset)
+        instance = Instance(
+            self.lambda_path.python, setup, self.process_environment(), self.deployed.asset, self.log_sink
+        )
         if self.on_cold_start is not None:
             self.on_cold_start(instance)
         with self._lock:
