@@ -183,6 +183,22 @@ def test_consecutive_failed_runs_pause_the_job_with_a_note_and_a_success_resets_
     assert pause_job(ports, "alice", job.job_id, note="maintenance").job.note == "maintenance"
 
 
+def test_a_failure_pauses_its_job_though_many_rows_of_later_slots_wait_ahead_of_it(ports, clock):
+    # A frequent schedule keeps rows of its coming slots (pre-created, backfilled, run-now) newer than the
+    # run that failed: they are not runs, and the failure behind them must still count (a `*/5 s` job with
+    # pauseAfterFailures 1 once stayed active, its failure read past by a page of waiting rows).
+    from duetime.service.dispatch import new_execution
+
+    job, _ = submit_job(ports, "alice", spec(pauseAfterFailures=1, retry={"maxAttempts": 1}))
+    [first] = ports.store.executions_of_job(job.job_id)
+    for minute in range(2, 40):
+        assert ports.store.put_execution(new_execution(job, first.scheduled_at + timedelta(minutes=minute)))
+    clock.advance(60)
+    assert run_due(ports, clock, succeed=False) == [ExecutionStatus.FAILED]
+    paused = get_job(ports, "alice", job.job_id).job
+    assert paused.status == JobStatus.PAUSED and paused.note is not None, paused
+
+
 # -- run now with a payload -----------------------------------------------------------------------------
 
 

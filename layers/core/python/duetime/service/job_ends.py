@@ -20,6 +20,9 @@ log = logging.getLogger("duetime.job_ends")
 
 # Statuses that end a run that ran (or was meant to): what "consecutive failed runs" looks through.
 _RAN = (ExecutionStatus.SUCCEEDED, ExecutionStatus.FAILED)
+# How far auto-pause reads a job's history for its newest runs (newest_runs).
+PAUSE_PAGE_SIZE = 50
+PAUSE_PAGES = 25
 
 
 # The note a one-off job carries once its one run has ended for good.
@@ -82,15 +85,8 @@ def pause_if_failing(ports: Ports, job: Job | None, failed: Execution, now: date
     if job is None or job.pause_after_failures is None or job.status != JobStatus.ACTIVE:
         return False
     wanted = job.pause_after_failures
-    # Newest first; skipped, cancelled and still open rows are not runs and are looked through.
-    recent = ports.store.executions_of_job(job.job_id, newest_first=True, limit=wanted + 10)
-    ran = [e for e in recent if e.status in _RAN or e.execution_id == failed.execution_id]
-    streak = 0
-    for execution in ran:
-        if execution.execution_id != failed.execution_id and execution.status != ExecutionStatus.FAILED:
-            break
-        streak += 1
-    if streak < wanted:
+    runs = newest_runs(ports, job.job_id, failed, wanted)
+    if len(runs) < wanted or any(e.status != ExecutionStatus.FAILED for e in runs):
         return False
     note = f"paused after {wanted} consecutive failed runs (last: {failed.execution_id})"
     try:
@@ -106,6 +102,27 @@ def pause_if_failing(ports: Ports, job: Job | None, failed: Execution, now: date
     # The owner hears of it where it hears of failures: through the DLQ notifier, as a failure is told.
     ports.queues.dead_letter(failed.job_class, auto_pause_notice(paused, failed))
     return True
+
+
+def newest_runs(ports: Ports, job_id: str, failed: Execution, wanted: int) -> list[Execution]:
+    """The job's newest `wanted` rows that ran (succeeded or failed), newest first, `failed` among them as it
+    ended. Skipped, cancelled and still open rows are not runs and are looked through, page by page: a frequent
+    schedule keeps rows of its coming slots newer than any run (pre-created, backfilled, run-now), more than a
+    page of them at times. The pages stop at the first `wanted` runs, or after PAUSE_PAGES (open rows are bounded
+    by the pre-load window and the backfill limit, so that is enough)."""
+    runs: dict[str, Execution] = {failed.execution_id: failed}
+    cursor: str | None = None
+    for _ in range(PAUSE_PAGES):
+        page = ports.store.list_executions(job_id, PAUSE_PAGE_SIZE, cursor, newest_first=True)
+        for execution in page.items:
+            if execution.status in _RAN and execution.execution_id != failed.execution_id:
+                runs[execution.execution_id] = execution
+        cursor = page.cursor
+        seen_past_failed = not page.items or page.items[-1].execution_id <= failed.execution_id
+        if cursor is None or (seen_past_failed and len(runs) >= wanted):
+            break
+    newest = sorted(runs.values(), key=lambda e: e.execution_id, reverse=True)[:wanted]
+    return newest
 
 
 def auto_pause_notice(job: Job, failed: Execution) -> dict[str, object]:
