@@ -19,7 +19,18 @@ from duetime.domain.errors import InvalidSchedule
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from tests.unit.test_cron_properties import DAYS, MONTHS, Expr, Field, engine, fields, reference, wall, windows
+from tests.unit.test_cron_properties import (
+    DAYS,
+    MONTHS,
+    SLOW_PROPERTY,
+    Expr,
+    Field,
+    engine,
+    fields,
+    reference,
+    wall,
+    windows,
+)
 
 
 def month_dates(day: date) -> list[date]:
@@ -161,6 +172,7 @@ def never_matches(expr: QuartzExpr) -> bool:
     return True
 
 
+@SLOW_PROPERTY
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 def test_quartz_days_equal_reference_daemon(data: st.DataObject) -> None:
