@@ -160,3 +160,47 @@ def test_a_paused_jobs_lost_run_waits_for_resume(ports, clock) -> None:
     received = ports.queues.receive("default", 10, 0, 30)
     assert first.execution_id in {r.message.execution_id for r in received}
     assert all(isinstance(r.message, DueMessage) for r in received)
+
+
+def test_a_row_dispatched_again_does_not_make_its_next_slot_beside_a_row_a_retry_moved(ports, clock) -> None:
+    """Seed 83 (a seconds schedule): a cycle that died before advancing its cursor dispatches a row again after
+    its next slot has run, failed and moved for its retry; the next slot must not be created a second time."""
+    start = clock() + timedelta(minutes=10)  # beyond the dispatch horizon: the submit creates the first row only
+    schedule = {"every": "5s", "startAt": start.isoformat()}
+    spec = JobSpec.model_validate({"name": "t", "handler": "demo.echo", "schedule": schedule})
+    job, _ = submit_job(ports, "alice", spec)
+    [first] = rows(ports, job)
+    slot = first.scheduled_at + timedelta(seconds=5)
+    moved = new_execution(job, slot).model_copy(update={"attempt": 1, "due_at": slot + timedelta(minutes=30)})
+    assert ports.store.put_execution(moved)  # the next slot's row, moved for its retry to another due partition
+    clock.advance((first.scheduled_at + timedelta(seconds=10) - clock()).total_seconds())  # late, not missed
+    dispatch(ports, [first], clock())
+    assert [e.execution_id for e in rows(ports, job) if e.scheduled_at == slot] == [moved.execution_id]
+
+
+def test_catch_up_runs_waiting_their_turn_are_not_sent_again_every_cycle(ports, clock) -> None:
+    """Seed 4 (a seconds schedule): a backlog of catch-up runs behind the job's running one each keep a
+    message (deferred at every BUSY claim); a copy sent beside it every reconciler cycle would be deferred as
+    long, and the copies grew by the backlog every cycle. Only the first of the queue is sent again, once no
+    run of the job is live."""
+    job = cron_job(ports, "all")
+    [first] = rows(ports, job)  # 09:01
+    waiting = [
+        new_execution(job, first.scheduled_at + timedelta(minutes=n)).model_copy(update={"kind": "catchup"})
+        for n in (1, 2, 3)
+    ]
+    for row in waiting:
+        assert ports.store.put_execution(row)
+    clock.advance(60)
+    running = ports.store.claim(ports.store.key_of(first), "w1", clock(), clock() + timedelta(hours=1)).claimed
+    assert running is not None  # a long run, its lease kept alive by its heartbeats
+    clock.advance((reconcile_after(ports) + timedelta(minutes=5)).total_seconds())
+    ports.store.heartbeat(ports.store.key_of(running), running.attempt, clock() + timedelta(minutes=1))
+    shards = range(ports.settings.shards)
+    assert sum(reconcile(ports, shard, clock()).resent for shard in shards) == 0
+    clock.advance(120)  # the run's worker is gone and its lease has ended: the first of the queue goes again
+    for shard in shards:
+        reconcile(ports, shard, clock())
+    received = [r.message.execution_id for r in ports.queues.receive("default", 10, 0, 30)]
+    assert waiting[0].execution_id in received
+    assert not {w.execution_id for w in waiting[1:]} & set(received)

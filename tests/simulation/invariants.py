@@ -54,7 +54,7 @@ class Checker:
         self.claims: dict[tuple[str, int], str] = {}  # (execution id, attempt) -> the worker that claimed it
         self.reported: dict[str, tuple[int, str]] = {}  # execution id -> (attempt, worker) that ended it
         self.slots_seen: set[tuple[str, datetime]] = set()  # rows found to be slots of their job's schedule
-        self.due_counts: dict[tuple[str, datetime], int] = {}  # (job id, latest slot) -> slots due up to it
+        self.due_counts: dict[str, tuple[datetime, int]] = {}  # job id -> (a slot, how many are due up to it)
 
     # -- events the world tells -----------------------------------------------------------------------------------
 
@@ -202,13 +202,16 @@ class Checker:
         earliest, latest = min(by_slot), max(by_slot)
         if abs(earliest - first) > SLOT_TOLERANCE:  # a slot's row is stored to the millisecond
             raise Violation(f"{job.job_id}'s first row is {earliest:%H:%M:%S}, its first slot {first:%H:%M:%S}")
-        due = self.due_counts.get((job.job_id, latest))
-        if due is None:
-            due, slot = 1, first
-            while slot + SLOT_TOLERANCE < latest and due < MAX_SLOTS_WALKED:
-                slot = schedule.next_after(slot)
-                due += 1
-            self.due_counts[(job.job_id, latest)] = due
+        # Walked on from where the last check of this job stopped (a seconds job's latest row moves on every few
+        # steps: walking from its first slot each time would cost the square of its slots).
+        walked_to, due = self.due_counts.get(job.job_id, (first, 1))
+        if walked_to > latest + SLOT_TOLERANCE:
+            walked_to, due = first, 1  # never while rows only grow; walked again to be sure of the count
+        slot = walked_to
+        while slot + SLOT_TOLERANCE < latest and due < MAX_SLOTS_WALKED:
+            slot = schedule.next_after(slot)
+            due += 1
+        self.due_counts[job.job_id] = (slot, due)
         # A skip record counts the slots after it that have no row; the latest row's count runs past the rows.
         counted = sum((row.skipped_count or 1) for at, row in by_slot.items() if at < latest) + 1
         # Fewer is a gap still to be planned while a row before it waits (a pre-loader that died after creating

@@ -17,8 +17,14 @@ from .world import SimulationFailure, run_seed
 # The budget `make test` runs: about 40 s on SQLite and 15 s on moto on this 2-core machine.
 SQLITE_SEEDS = 150
 SQLITE_STEPS = 150
-MOTO_SEEDS = 3
+MOTO_SEEDS = 2
 MOTO_STEPS = 60
+# On moto, one more seed whose repeating jobs all have seconds schedules (a `*/20 * * * * *`, a `15,45 * * * * *`
+# and a `7s` job; on SQLite a share of every seed's are, world.SECONDS_SHARE), with fewer steps: its jobs make
+# many more rows, each a few moto calls.
+MOTO_SECONDS_SEED = 4
+MOTO_SECONDS_STEPS = 30
+SECONDS_SEED = 12  # a seed of the SQLite budget with a `*/5 * * * * *` job (19 has a `1s` one, 16 a `7s` one)
 
 
 @pytest.mark.parametrize("seed", range(SQLITE_SEEDS))
@@ -29,6 +35,23 @@ def test_sqlite_seed(seed: int) -> None:
 @pytest.mark.parametrize("seed", range(MOTO_SEEDS))
 def test_moto_seed(seed: int) -> None:
     run_seed(seed, "moto", MOTO_STEPS)
+
+
+def test_moto_seconds_schedules() -> None:
+    world = run_seed(MOTO_SECONDS_SEED, "moto", MOTO_SECONDS_STEPS, seconds_share=1.0)
+    seconds_jobs = [job for job in world.jobs.values() if job.period_seconds < 60]
+    assert len(seconds_jobs) >= 2
+    ran = {eid.split(".")[0] for eid, _ in world.checker.claims}
+    assert {job.job_id for job in seconds_jobs} <= ran  # each ran, its slots accounted by the checks
+
+
+def test_the_sqlite_budget_has_seconds_schedules() -> None:
+    """Six-field crons and `every: Ns` jobs (from 1 s) are drawn in the budget's seeds, and they run."""
+    world = run_seed(SECONDS_SEED, "sqlite", SQLITE_STEPS)
+    seconds_jobs = [job for job in world.jobs.values() if job.period_seconds < 60]
+    assert seconds_jobs
+    claimed = [eid for eid, _ in world.checker.claims if eid.split(".")[0] in {j.job_id for j in seconds_jobs}]
+    assert len(claimed) > 10
 
 
 def test_a_seed_replays_the_same_run() -> None:

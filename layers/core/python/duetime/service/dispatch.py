@@ -23,6 +23,7 @@ from duetime.domain.models import (
     ExecutionStatus,
     Job,
     JobStatus,
+    Overlap,
     RunKind,
     format_time,
     from_ms,
@@ -135,7 +136,7 @@ def dispatch(
         if not pending:
             # The next slots found so far, created at once (each put is its own conditional write); those
             # due within the horizon are dispatched in turn.
-            for created in _put_all(ports, followers, threads):
+            for created in _put_all(ports, _rowless(ports, followers, now), threads):
                 report.created += 1
                 if created.due_at <= horizon:
                     pending.append(created)
@@ -311,6 +312,27 @@ def last_bound(job: Job, execution: Execution, schedule: Recurrence, now: dateti
     if slot > now:
         return end
     return slot if end is None else min(end, slot)
+
+
+# A next slot due by now plus this may have been claimed already (clocks of two hosts differ by a little).
+CLAIMED_MARGIN = timedelta(seconds=5)
+
+
+def _rowless(ports: Ports, followers: list[Execution], now: datetime) -> list[Execution]:
+    """The next slots to create: all of them but those due already whose slot has a row elsewhere. A slot's
+    row is created where its live run would be; a retry moves it to where its retry is due, and there the
+    conditional put does not see it. So a row dispatched a second time (a cycle that died before advancing its
+    cursor reads it again) would create its next slot again, beside that slot's moved row, and the slot would
+    run twice: the simulation found it with seconds schedules, whose next slot has often run by then (seed 83,
+    docs/simulation.md). A slot still ahead has not been claimed, so it cannot have moved: one read of the
+    job's ids at the slot, only for a next slot already due (a late dispatch)."""
+    due = [f for f in followers if f.due_at <= now + CLAIMED_MARGIN]
+    moved = set()
+    for follower in due:
+        slot_ms = to_ms(follower.scheduled_at)
+        if follower.execution_id in ports.store.execution_ids_between(follower.job_id, slot_ms, slot_ms + 1):
+            moved.add(follower.execution_id)
+    return [f for f in followers if f.execution_id not in moved]
 
 
 def _put_all(ports: Ports, executions: list[Execution], threads: int) -> list[Execution]:
@@ -593,6 +615,8 @@ def reconcile_page(ports: Ports, shard: int, now: datetime, after: str | None) -
     sendable = [e for e in waiting if e.execution_id not in held_ids]
     # A run that has not started by its job's lateness budget is found late here, once (service/lateness.py).
     find_unstarted(ports, jobs, sendable, now)
+    waiting_turn = _not_their_turn(ports, jobs, sendable, now)
+    sendable = [e for e in sendable if e.execution_id not in waiting_turn]
     if sendable:
         report.add(dispatch(ports, sendable, now, known_jobs=jobs))
     if abandoned:
@@ -602,6 +626,43 @@ def reconcile_page(ports: Ports, shard: int, now: datetime, after: str | None) -
     report.resent = report.sent + len(abandoned) + len(untold)
     report.sent += len(abandoned)
     return report, page.next_token
+
+
+def _takes_turns(execution: Execution) -> str | None:
+    """The queue of runs `execution` waits in, one after another, behind its job's running one: `catchup`
+    runs, and serial (`forbid`) backfilled runs; None for any other run."""
+    if execution.kind == "catchup":
+        return "catchup"
+    if execution.kind == "backfill" and execution.overlap == Overlap.FORBID:
+        return "backfill"
+    return None
+
+
+def _not_their_turn(ports: Ports, jobs: dict[str, Job], waiting: list[Execution], now: datetime) -> set[str]:
+    """The overdue waiting runs not to send again: runs that take turns (catch-up runs, serial backfills) of
+    an active job while another of its runs holds a live lease, or while an earlier run of their queue waits
+    (it goes first). Such a run has a message already: its claim answered BUSY and the worker sent a fresh
+    copy for later, again and again. A copy sent every cycle beside it would be deferred the same way and live
+    as long, so a backlog of n such runs would carry one more copy each every cycle, each received every third
+    of a lease (the simulation found it with seconds schedules, docs/simulation.md). Its turn comes once the
+    runs before it end: then it is sent, should its own message have been lost. One read of the job's open
+    rows per job with such runs."""
+    skip: set[str] = set()
+    for job_id in sorted({e.job_id for e in waiting if _takes_turns(e) is not None}):
+        job = jobs.get(job_id)
+        if job is None or job.status != JobStatus.ACTIVE:
+            continue  # a cancelled or completed job's waiting rows are ended by the dispatch that follows
+        rows = ports.store.open_executions_of_job(job_id)
+        live = any(row.lease_live(now) for row in rows)
+        queues: dict[str, list[Execution]] = {}
+        for row in rows:
+            turns = _takes_turns(row)
+            if turns is not None and row.status == ExecutionStatus.SCHEDULED:
+                queues.setdefault(turns, []).append(row)
+        for queued in queues.values():
+            first = min(queued, key=lambda row: row.execution_id)
+            skip.update(row.execution_id for row in queued if live or row is not first)
+    return skip
 
 
 def _hours_between(after_ms: int, until_ms: int) -> list[datetime]:
