@@ -10,6 +10,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from duetime import JobContext, handler
+from duetime.definitions import LIMIT_LAPSE_MS
 from duetime.domain.models import ExecutionStatus, JobSpec, format_time
 from duetime.local.system import LocalSystem
 from duetime.service import limits
@@ -97,9 +98,14 @@ def test_a_thousand_runs_due_in_one_second_on_a_limit_of_50_a_second_are_paced_a
         rows = [ports.store.executions_of_job(job.job_id)[0] for job in jobs]
     finally:
         _stop(system, extra)
-    # Then the handler saw at most 50 starts (plus the burst) in any second
+    # Then the starts were paced: the limiter admits at most 50 x (1 s + LIMIT_LAPSE_MS) + 5 in any second
+    # (definitions.py). The handler sees each start a little after its admission, later on a loaded machine
+    # (57 in one second once, its neighbour short), so the bound is checked over any 3 s: 3.1 s of the rate
+    # plus the burst, where 1,000 unpaced starts would come in a second or two.
     per_second = Counter(int(start) for start in STARTS)
-    assert max(per_second.values()) <= 50 + 5, sorted(per_second.items())
+    seconds = range(min(per_second), max(per_second) + 1)
+    most = max(sum(per_second[t + i] for i in range(3)) for t in seconds)
+    assert most <= 50 * (3 + LIMIT_LAPSE_MS / 1000) + 5, sorted(per_second.items())
     span = max(STARTS) - min(STARTS)
     # 1,000 at 50 a second (burst 5) take at least 18 s. No upper bound: on a loaded machine the workers may
     # not keep up with 50 a second (28 s once, beside `make test`'s other processes); that the runs were paced,
