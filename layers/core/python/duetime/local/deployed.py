@@ -41,7 +41,7 @@ from duetime.local.lambda_process import (
     lambda_path,
 )
 from duetime.local.moto_server import MotoProcess, enforce_roles
-from duetime.local.stack_roles import function_roles, role_key
+from duetime.local.stack_roles import function_roles, policy_table, role_key
 from duetime.local.template_stack import LocalStack, provision_template
 from duetime.service.context import Ports
 from duetime.store.aws import make_client
@@ -87,7 +87,7 @@ class LocalDeployment:
         self.moto = MotoProcess().start()
         self.stack = stack = provision_template(self.template, self.client, region=self.region)
         roles = function_roles(self.template)
-        enforce_roles(self.endpoint_url, {role_key(r): self._role_entry(r) for r in set(roles.values())})
+        enforce_roles(self.endpoint_url, policy_table(stack))
         for deployed in deployed_functions(self.template, self.outdir):
             label = f"worker:{deployed.job_class}" if deployed.service == "worker" else deployed.service
             if self.layers is not None:
@@ -114,22 +114,6 @@ class LocalDeployment:
             if deployed.service == "worker":
                 self._feed(self.processes[name], environment, roles[label])
         return self
-
-    def _role_entry(self, role_id: str) -> dict[str, Any]:
-        """A role's statements as the moto server checks them: those of every policy attached to it, each
-        intrinsic resolved to the local stack's names and ARNs (what CloudFormation would resolve them to)."""
-        assert self.stack is not None
-        resources = self.template["Resources"]
-        inline = resources[role_id].get("Properties", {}).get("Policies", [])
-        attached = [
-            r["Properties"]
-            for r in resources.values()
-            if r["Type"] == "AWS::IAM::Policy" and {"Ref": role_id} in r["Properties"].get("Roles", [])
-        ]
-        statements: list[Any] = []
-        for policy in [*inline, *attached]:
-            statements += self.stack.resolve(policy["PolicyDocument"]).get("Statement", [])
-        return {"name": role_id, "statements": statements}
 
     def _feed(self, function: ProcessFunction, environment: Mapping[str, str], role_id: str) -> None:
         """The worker's event source mapping: its class's due queue(s), polled with its role."""
