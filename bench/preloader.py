@@ -6,7 +6,7 @@ into in-process moto. One real pre-load cycle (service.dispatch.preload) then ru
 call it makes is counted with botocore hooks. SQS SendMessageBatch is answered by a stub that accepts
 every entry: moto keeps a queue in one list and scans it on every call (docs/measured.md), which would time moto,
 not duetime. Prints calls by operation, the cycle's time on moto, and what the same calls take on AWS at
-duetime.cli.capacity.AWS_CALL_SECONDS each (calls within one shard run one after another).
+duetime.domain.capacity.AWS_CALL_SECONDS each (calls within one shard run one after another).
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ from botocore.awsrequest import AWSResponse, HTTPHeaders
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "layers" / "core" / "python"))
 
-from duetime.cli.capacity import AWS_CALL_SECONDS  # noqa: E402
 from duetime.definitions import PRELOAD_DISPATCH_THREADS, Settings  # noqa: E402
+from duetime.domain.capacity import AWS_CALL_SECONDS  # noqa: E402
 from duetime.domain.keys import shard_of  # noqa: E402
 from duetime.domain.models import Job, JobStatus  # noqa: E402
 from duetime.notify import ConsoleNotifier  # noqa: E402

@@ -374,7 +374,7 @@ def test_pass_role_covers_the_handler_tasks_execution_roles(hardened):
 @pytest.mark.parametrize("variant", ["synthesized", "hardened"])
 def test_the_capacity_plan_counts_exactly_the_concurrency_the_stack_reserves(variant, request):
     # `duetime capacity` tells a team, before a deploy, the account limit the stack's reservations need.
-    from duetime.cli.capacity import Inputs, reserved_concurrency
+    from duetime.domain.capacity import Inputs, reserved_concurrency
 
     stack = request.getfixturevalue(variant)
     ours = {stack.logical_id(f) for f in stack.stack.functions.all}
@@ -384,4 +384,4 @@ def test_the_capacity_plan_counts_exactly_the_concurrency_the_stack_reserves(var
         if logical_id in ours
     )
     groups = stack.stack.ctx.preload_shard_groups
-    assert reserved == reserved_concurrency(Inputs(rate=1, preload_shard_groups=groups))["total"]
+    assert reserved == reserved_concurrency(Inputs(rate=1, preload_shard_groups=groups)).total

@@ -1,5 +1,5 @@
 """What the hot path costs in AWS calls, counted with botocore hooks on the real adapters against moto:
-the figures `make bench` reports and duetime.cli.capacity carries to AWS scale. Counts, not timings."""
+the figures `make bench` reports and duetime.domain.capacity carries to AWS scale. Counts, not timings."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from duetime.cli import capacity
+from duetime.domain import capacity
 from duetime.domain.keys import hour_bucket
 from duetime.domain.models import JobSpec, format_time
 from duetime.service.batch import BatchItem, submit_jobs

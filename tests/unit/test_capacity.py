@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from duetime.cli import capacity
-from duetime.cli.capacity import CRON_RUN, ONE_OFF, Inputs, estimate, heartbeats, render, smallest_shards
+from duetime.cli.capacity import render, render_scenarios
 from duetime.definitions import OPEN_INDEX_SPREAD
+from duetime.domain import capacity
+from duetime.domain.capacity import CRON_RUN, ONE_OFF, Inputs, estimate, heartbeats, smallest_shards
 
 
 def test_heartbeats_come_every_third_of_a_lease_while_the_job_runs():
@@ -102,7 +103,7 @@ def test_the_cli_prints_the_estimate_and_exits_nonzero_when_it_does_not_fit(caps
 def test_the_preloader_cycle_at_10000_cron_runs_per_second_needs_shard_groups():
     # bench/preloader.py measured 11,230 calls for 10,000 cron runs due on one shard (32 shards: 4 a shard)
     one_shard = capacity.preload_estimate(Inputs(rate=10_000 / 60, shards=1, profile="cron"))
-    assert one_shard["calls"] == pytest.approx(10_000 * 1.1102 + 4, rel=1e-3)
+    assert one_shard.calls == pytest.approx(10_000 * 1.1102 + 4, rel=1e-3)
     alone = estimate(Inputs(rate=10_000, shards=32, profile="cron"))
     assert alone.preload_cycle_seconds > 60 and any("pre-load cycle" in w for w in alone.warnings)
     fanned = estimate(Inputs(rate=10_000, shards=32, profile="cron", preload_shard_groups=4))
@@ -146,38 +147,38 @@ def test_the_open_index_load_per_key_falls_with_the_keys_it_is_spread_over():
 
 def test_a_lambda_class_within_the_event_source_ceiling_gets_a_maximum_concurrency():
     [plan] = estimate(Inputs(rate=1000, shards=32, avg_seconds=2)).classes
-    assert plan["lambda_batches"] == pytest.approx(1000 * 3.55 / 10)
-    assert plan["runs_on"] == "lambda" and "maximum concurrency to 444" in plan["fix"]
+    assert plan.lambda_batches == pytest.approx(1000 * 3.55 / 10)
+    assert plan.runs_on == "lambda" and "maximum concurrency to 444" in plan.fix
 
 
 def test_a_class_past_the_1000_batches_spills_over_queues_then_moves_to_ecs():
     # 10,000/s of 2-s jobs: 3,550 batches, four functions' worth
     [spill] = estimate(Inputs(rate=10_000, shards=40, avg_seconds=2)).classes
-    assert spill["queues"] == 4 and "4 queues by shard" in spill["fix"]
+    assert spill.queues == 4 and "4 queues by shard" in spill.fix
     # 100,000/s: 35,500 batches, more queues than is sensible: ECS
     [ecs] = estimate(Inputs(rate=100_000, shards=400, avg_seconds=2)).classes
-    assert ecs["runs_on"] == "ecs" and ecs["ecs_tasks"] == 44_375
-    assert "3 queues by shard" in ecs["fix"]  # 355,000 in flight, 120,000 a queue
+    assert ecs.runs_on == "ecs" and ecs.ecs_tasks == 44_375
+    assert "3 queues by shard" in ecs.fix  # 355,000 in flight, 120,000 a queue
 
 
 def test_the_spill_over_fix_names_the_class_queues_setting_and_a_deployed_spread_fits():
     # The fix is a deploy setting: the class's queues by shard
     [spill] = estimate(Inputs(rate=10_000, shards=40, avg_seconds=2)).classes
-    assert "`-c classQueues=default:4`" in spill["fix"] and not spill["fits"]
+    assert "`-c classQueues=default:4`" in spill.fix and not spill.fits
     # Deployed with it (and an account quota raised for the 3,550 invocations), each queue's function carries a
     # quarter of the 3,550 batches: within the ceiling
     deployed = Inputs(
         rate=10_000, shards=40, avg_seconds=2, class_queues=(("default", 4),), lambda_account_concurrency=5000
     )
     [spread] = estimate(deployed).classes
-    assert spread["fits"] and spread["runs_on"] == "lambda" and spread["queues"] == 4
-    assert "888 batches a queue" in spread["fix"] and "`-c workerMaxConcurrency=1000`" in spread["fix"]
+    assert spread.fits and spread.runs_on == "lambda" and spread.queues == 4
+    assert "888 batches a queue" in spread.fix and "`-c workerMaxConcurrency=1000`" in spread.fix
     # Too few deployed queues: the plan still names how many are needed
     [short] = estimate(Inputs(rate=10_000, shards=40, avg_seconds=2, class_queues=(("default", 2),))).classes
-    assert not short["fits"] and "`-c classQueues=default:4`" in short["fix"]
+    assert not short.fits and "`-c classQueues=default:4`" in short.fix
     # ECS past the queues it would take, with the split SQS's in-flight cap asks for named as a setting
     [ecs] = estimate(Inputs(rate=100_000, shards=400, avg_seconds=2)).classes
-    assert "`-c classQueues=default:3`" in ecs["fix"]
+    assert "`-c classQueues=default:3`" in ecs.fix
 
 
 def test_duetime_capacity_takes_the_deployed_class_queues(capsys):
@@ -194,45 +195,45 @@ def test_each_job_class_is_planned_on_its_own_share_and_run_time():
     classes = (capacity.parse_class("default:0.9:1"), capacity.parse_class("long:0.1:1200"))
     result = estimate(Inputs(rate=1000, shards=32, classes=classes))
     short, long = result.classes
-    assert short["rate"] == 900 and short["runs_on"] == "lambda"
-    assert long["rate"] == 100 and long["runs_on"] == "ecs"  # the long class is an ECS class (definitions.py)
-    assert long["slots"] == pytest.approx(100 * capacity.held_seconds(1200))
+    assert short.rate == 900 and short.runs_on == "lambda"
+    assert long.rate == 100 and long.runs_on == "ecs"  # the long class is an ECS class (definitions.py)
+    assert long.slots == pytest.approx(100 * capacity.held_seconds(1200))
     over = capacity.parse_class("slow:1:1200:lambda")
     [slow] = estimate(Inputs(rate=10, shards=32, classes=(over,))).classes
-    assert slow["runs_on"] == "ecs" and "exceed Lambda" in slow["fix"]
+    assert slow.runs_on == "ecs" and "exceed Lambda" in slow.fix
 
 
 def test_a_herd_without_jitter_starts_late_and_the_jitter_the_tool_asks_for_bounds_it():
     herd = Inputs(rate=10_000, shards=32, profile="cron", herd=1_000_000, preload_shard_groups=4)
     plan = estimate(herd).herd
     assert plan is not None
-    assert plan["due_per_second"] == 1_000_000 and plan["drain_per_second"] == 10_000
-    assert plan["drain_seconds"] == 100 and plan["last_start_late_seconds"] == 99
-    assert plan["jitter_needed_seconds"] == 100
+    assert plan.due_per_second == 1_000_000 and plan.drain_per_second == 10_000
+    assert plan.drain_seconds == 100 and plan.last_start_late_seconds == 99
+    assert plan.jitter_needed_seconds == 100
     assert not estimate(herd).fits
     spread = estimate(Inputs(**{**herd.__dict__, "jitter_seconds": 100}))
-    assert spread.herd is not None and spread.herd["last_start_late_seconds"] == 0 and spread.fits
+    assert spread.herd is not None and spread.herd.last_start_late_seconds == 0 and spread.fits
 
 
 def test_a_herd_drained_faster_than_its_partitions_take_writes_is_bounded_by_the_partitions():
     # 8 shards take 8 x 1,000 / 2 (claim and finish) = 4,000 runs a second, below the 10,000/s fleet
     plan = estimate(Inputs(rate=10_000, shards=8, profile="cron", herd=100_000, preload_shard_groups=8)).herd
-    assert plan is not None and plan["drain_per_second"] == 4000
-    assert plan["partition_wcu_per_second"] == pytest.approx(1000)
+    assert plan is not None and plan.drain_per_second == 4000
+    assert plan.partition_wcu_per_second == pytest.approx(1000)
 
 
 def test_a_herd_the_preloader_cannot_send_within_its_window_names_the_window_setting():
     slow = Inputs(rate=1000, shards=4, profile="cron", herd=1_000_000, preload_dispatch_threads=1, jitter_seconds=3600)
     plan = estimate(slow).herd
-    assert plan is not None and plan["preload_send_seconds"] > plan["preload_seconds_ahead"]
-    assert any("preloadWindowSeconds" in w for w in plan["warnings"])
+    assert plan is not None and plan.preload_send_seconds > plan.preload_seconds_ahead
+    assert any("preloadWindowSeconds" in w for w in plan.warnings)
 
 
 def test_the_preloader_detail_per_shard_counts_sends_reads_and_next_slot_writes():
     result = estimate(Inputs(rate=1000, shards=10, profile="cron"))
     detail = result.preload_per_shard
-    assert detail["due"] == 6000  # 1,000/s x 60 s over 10 shards
-    assert detail["send_message_batches"] == 600 and detail["job_reads"] == 60 and detail["follower_writes"] == 6000
+    assert detail.due == 6000  # 1,000/s x 60 s over 10 shards
+    assert detail.send_message_batches == 600 and detail.job_reads == 60 and detail.follower_writes == 6000
 
 
 def test_the_scenarios_are_sized_to_fit_their_partitions_and_print_every_plan(capsys):
@@ -261,21 +262,16 @@ def test_docs_performance_holds_the_current_output_of_duetime_capacity_scenarios
 
     text = (Path(__file__).resolve().parents[2] / "docs" / "performance.md").read_text()
     recorded = text.split("<!-- capacity-scenarios:start -->\n", 1)[1].split("\n<!-- capacity-scenarios:end -->", 1)[0]
-    assert recorded == capacity.render_scenarios(), "regenerate it: duetime capacity --scenarios"
+    assert recorded == render_scenarios(), "regenerate it: duetime capacity --scenarios"
 
 
 def test_the_plan_says_what_account_concurrency_the_stack_needs_to_deploy():
     # Issue 29: the stack reserves 104 at defaults, and Lambda keeps 100 unreserved: an account limited to less
     # than 204 fails `cdk deploy`; the plan says so before a deploy.
     reserved = estimate(Inputs(rate=100)).reserved_concurrency
-    assert reserved == {
-        "api": 50,
-        "workers": 50,
-        "preloader": 2,
-        "dlq_notifier": 2,
-        "total": 104,
-        "account_needed": 204,
-    }
+    assert reserved == capacity.ReservedConcurrency(
+        api=50, workers=50, preloader=2, dlq_notifier=2, total=104, account_needed=204
+    )
     assert estimate(Inputs(rate=100, lambda_account_concurrency=204)).fits
     short = estimate(Inputs(rate=100, lambda_account_concurrency=203))
     assert not short.fits
@@ -283,7 +279,7 @@ def test_the_plan_says_what_account_concurrency_the_stack_needs_to_deploy():
     # Each due queue of a Lambda class has a worker function reserving workerMaxConcurrency; each shard group a
     # pre-loader run and its overlap.
     spread = estimate(Inputs(rate=100, class_queues=(("default", 4),), preload_shard_groups=3)).reserved_concurrency
-    assert (spread["workers"], spread["preloader"], spread["total"]) == (200, 6, 258)
+    assert (spread.workers, spread.preloader, spread.total) == (200, 6, 258)
     assert "reserved Lambda concurrency     104" in render(estimate(Inputs(rate=100)))
 
 

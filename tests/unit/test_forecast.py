@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import UTC, date, datetime, timedelta
 
 import pytest
-from duetime.cli.capacity import CRON_RUN, ONE_OFF, Inputs, estimate, heartbeats
+from duetime.domain.capacity import CRON_RUN, ONE_OFF, Inputs, estimate, heartbeats
 from duetime.domain.costs import Prices
 from duetime.domain.exclusions import Exclusions
 from duetime.domain.forecast import MAX_COUNTED, cost_per_run, forecast

@@ -5,8 +5,9 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from duetime.cli import capacity, load
+from duetime.cli import load
 from duetime.cli.load import BearerSigner, LoadPlan, LoadRun
+from duetime.domain import capacity
 
 
 def test_percentiles_are_nearest_rank():

@@ -30,7 +30,6 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 from urllib.parse import urlencode, urlsplit
 
-from duetime.cli import capacity
 from duetime.definitions import (
     DEFAULT_REGION,
     JOB_CLASSES,
@@ -39,6 +38,7 @@ from duetime.definitions import (
     METRIC_STARTED,
     WORKER_METRICS_SERVICE,
 )
+from duetime.domain import capacity
 
 THROTTLE_STATUSES = (429, 503)
 CRON_JITTER_SECONDS = 59  # a cron job's runs spread over its minute (jitter must stay below the period)

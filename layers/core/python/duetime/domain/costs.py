@@ -1,5 +1,5 @@
 """What AWS charges and what duetime's AWS work for one execution is: the figures the capacity model
-(`duetime capacity`, cli/capacity.py) carries to a rate, and the schedule preview's forecast to a month.
+(`duetime capacity`, domain/capacity.py) carries to a rate, and the schedule preview's forecast to a month.
 
 The per-execution figures are those `make bench` measures (bench/calls.py) and
 tests/integration/test_call_counts.py pins; the prices are AWS's published ones.
