@@ -12,6 +12,7 @@ duetime.definitions.JOB_CLASSES: the runtime reads the same table, so they are n
 | preloadWindowSeconds   | Settings.preload_window_seconds (300)| how far ahead the pre-loader sends due executions    |
 | preloadShardGroups     | 1                                    | pre-loader invocations per tick, each a shard group  |
 | historyRetentionDays   | Settings.history_retention_days (30) | TTL of finished executions                           |
+| metricOwners           | "" (none: every owner is `other`)    | owners with own lateness metrics and alarms (a,b)    |
 | alarmEmail             | none                                 | email subscribed to the alarm topic                  |
 | jwtIssuer              | none: a Cognito user pool's tokens   | an OIDC issuer URL federated into the user pool      |
 | jwtAudience            | none                                 | the client id duetime has at `jwtIssuer`             |
@@ -66,6 +67,7 @@ from duetime.definitions import (
     JOB_CLASSES,
     SQS_MAX_DELAY_SECONDS,
     Settings,
+    metric_owners_problem,
     parse_class_queues,
     preload_window_problem,
 )
@@ -265,7 +267,11 @@ class DeployContext:
             preload_interval_seconds=base.preload_interval_seconds,
             preload_window_seconds=_int(node, "preloadWindowSeconds", base.preload_window_seconds),
             history_retention_days=_int(node, "historyRetentionDays", base.history_retention_days),
+            metric_owners=tuple(_list(node, "metricOwners")),
         ).with_class_queues(_class_queues(node))
+        owners_problem = metric_owners_problem(settings.metric_owners)
+        if owners_problem:
+            raise ValueError(f"context {owners_problem}")
         if settings.preload_window_seconds > MAX_PRELOAD_WINDOW_SECONDS:
             raise ValueError(f"context preloadWindowSeconds must be at most {MAX_PRELOAD_WINDOW_SECONDS}")
         problem = preload_window_problem(settings.preload_interval_seconds, settings.preload_window_seconds)

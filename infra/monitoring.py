@@ -24,6 +24,8 @@ from duetime.definitions import (
     METRIC_EVENTS_FAILED,
     METRIC_NAMESPACE,
     METRIC_NOTICES_FAILED,
+    METRIC_OWNER_DIMENSION,
+    METRIC_RUNS_LATE,
     METRIC_SHARD_ERRORS,
     METRIC_START_LATENESS_MS,
     PRELOADER_METRICS_SERVICE,
@@ -196,6 +198,21 @@ class Monitoring(Construct):
             _count(METRIC_NOTICES_FAILED, ["dlq_notifier"]),
             threshold=0,
         )
+        # Each owner the stack names in its lateness metrics (context metricOwners): an alarm when one of its
+        # runs starts late (its destinations are told run by run; this tells the operator, $0.10 a month each).
+        for index, owner in enumerate(settings.metric_owners):
+            self._alarm(
+                f"RunsLate-{index}",
+                f"{prefix}: a run of owner {owner!r} started past its lateAfterSeconds",
+                cloudwatch.Metric(
+                    namespace=NAMESPACE,
+                    metric_name=METRIC_RUNS_LATE,
+                    dimensions_map={METRIC_OWNER_DIMENSION: owner},
+                    period=FIVE_MINUTES,
+                    statistic="Sum",
+                ),
+                threshold=0,
+            )
         self._alarm(
             "Api5xx",
             f"{prefix}: the API answered 5xx",

@@ -7,7 +7,7 @@ import json
 import pytest
 from duetime.definitions import JOB_CLASSES, Settings
 
-from tests.infrastructure.conftest import ALARM_EMAIL
+from tests.infrastructure.conftest import ALARM_EMAIL, Synthesized, synthesize
 
 
 def _alarms(synthesized) -> list[dict]:
@@ -157,3 +157,32 @@ def test_refused_events_and_undelivered_notices_alarm_for_every_function_that_co
     emitters = _services_with(synthesized, emitted_by)
     assert emitters
     assert _alarmed_services(synthesized, metric) >= emitters
+
+
+@pytest.fixture(scope="module")
+def naming_owners(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
+    return synthesize(tmp_path_factory, {"metricOwners": "payments,reports"})
+
+
+def test_each_owner_the_stack_names_has_a_late_runs_alarm_and_its_functions_know_it(naming_owners, synthesized):
+    # Issue 34: the lateness metrics' Owner dimension holds the named owners and `other`; each named owner's
+    # late runs alarm the operator. A stack naming none has no such alarm and no such variable.
+    late = [a for a in _alarms(naming_owners) if a.get("MetricName") == "RunsLate"]
+    assert sorted(a["Dimensions"][0]["Value"] for a in late) == ["payments", "reports"]
+    assert all(
+        a["Dimensions"] == [{"Name": "Owner", "Value": a["Dimensions"][0]["Value"]}]
+        and a["Namespace"] == "duetime"
+        and a["Statistic"] == "Sum"
+        and a["Threshold"] == 0
+        and a["AlarmActions"]
+        for a in late
+    )
+    assert _services_with(naming_owners, "DUETIME_METRIC_OWNERS") >= {"worker", "preloader"}
+    environments = [
+        f["Properties"]["Environment"]["Variables"]
+        for f in naming_owners.resources("AWS::Lambda::Function").values()
+        if "DUETIME_METRIC_OWNERS" in f["Properties"].get("Environment", {}).get("Variables", {})
+    ]
+    assert {e["DUETIME_METRIC_OWNERS"] for e in environments} == {'["payments","reports"]'}
+    assert not [a for a in _alarms(synthesized) if a.get("MetricName") == "RunsLate"]
+    assert not _services_with(synthesized, "DUETIME_METRIC_OWNERS")

@@ -4,12 +4,15 @@ once, and counts in the share of runs started within budget that GET /jobs/{id} 
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from typing import Any
 
 import pytest
+from duetime.definitions import METRIC_RUNS_LATE, METRIC_RUNS_ON_TIME
 from duetime.domain.events import LATE_DETAIL_TYPE
 from duetime.domain.models import JobSpec, JobStatus
+from duetime.event_sinks import emf_owner_count
 from duetime.service import executions as cases
 from duetime.service.deadletters import drain_dead_letters
 from duetime.service.dispatch import reconcile, reconcile_after
@@ -144,3 +147,24 @@ def test_a_cancelled_jobs_waiting_run_is_not_announced_late(recorded, clock):
         reconcile(ports, shard, clock.now)
     assert sink.late() == [] and late_notices(ports) == []
     assert ports.store.get_execution(message.key).late_at is None
+
+
+def test_on_aws_each_counted_run_is_a_metric_of_its_owner_named_or_other(recorded, clock, capsys):
+    # The stack names alice in its lateness metrics (metricOwners); bob is one of the rest
+    ports, _ = recorded
+    ports = replace(ports, settings=replace(ports.settings, metric_owners=("alice",)), owner_metric=emf_owner_count)
+    capsys.readouterr()
+    submit_job(ports, "alice", spec())
+    clock.advance(5 + 11)  # alice's run is claimed 11 s after its dueAt: late
+    cases.claim_execution(ports, the_message(ports), "w1")
+    submit_job(ports, "bob", spec(schedule={"at": "2026-12-01T09:00:20Z"}))
+    clock.advance(4 + 9)  # bob's within its 10 s
+    cases.claim_execution(ports, the_message(ports), "w1")
+    documents = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith('{"_aws"')]
+    counted = [
+        (doc["_aws"]["CloudWatchMetrics"][0]["Metrics"][0]["Name"], doc["_aws"]["CloudWatchMetrics"][0]["Dimensions"])
+        for doc in documents
+    ]
+    assert counted == [(METRIC_RUNS_LATE, [["Owner"]]), (METRIC_RUNS_ON_TIME, [["Owner"]])]
+    assert [doc["Owner"] for doc in documents] == ["alice", "other"]
+    assert documents[0][METRIC_RUNS_LATE] == [1.0] and documents[1]["_aws"]["CloudWatchMetrics"][0]["Namespace"]

@@ -6,9 +6,10 @@ import json
 
 import pytest
 from duetime.cli.capacity import render, render_scenarios
-from duetime.definitions import OPEN_INDEX_SPREAD
+from duetime.definitions import MAX_METRIC_OWNERS, METRIC_RUNS_LATE, OPEN_INDEX_SPREAD
 from duetime.domain import capacity
 from duetime.domain.capacity import CRON_RUN, ONE_OFF, Inputs, estimate, heartbeats, smallest_shards
+from duetime.event_sinks import emf_owner_count
 
 
 def test_heartbeats_come_every_third_of_a_lease_while_the_job_runs():
@@ -362,3 +363,29 @@ def test_capacity_refuses_an_interval_below_a_second_naming_every(capsys):
     assert main(["capacity", "--every", "1s", "--jobs", "0"]) == 2
     assert "--jobs" in capsys.readouterr().out
     assert main(["capacity", "--every", "1s", "--rate", "5"]) == 2
+
+
+def test_the_lateness_metrics_by_owner_are_a_fixed_count_priced_a_month(capsys):
+    # Issue 34: RunsOnTime and RunsLate for each owner the stack names and for `other`, an alarm per named owner
+    prices = capacity.Prices()
+    owners = estimate(Inputs(rate=1000, late_budgets=0.3, metric_owners=5)).owner_metrics
+    assert owners is not None and (owners.metrics, owners.alarms) == (12, 5)
+    assert owners.cost_per_month == pytest.approx(12 * 0.30 + 5 * 0.10)
+    assert prices.cloudwatch_metric_month == 0.30 and owners.prices_as_of == capacity.CLOUDWATCH_PRICES_AS_OF
+    # The count does not grow with the rate: the bound is the stack's list, not the owners who run jobs
+    faster = estimate(Inputs(rate=100_000, shards=400, late_budgets=0.3, metric_owners=5)).owner_metrics
+    assert faster is not None and faster.cost_per_month == owners.cost_per_month
+    # Each budgeted run writes one EMF document: its bytes priced per million executions at the budgeted share
+    emf_owner_count(METRIC_RUNS_LATE, "other")
+    [document] = capsys.readouterr().out.splitlines()
+    assert abs(len(document) - capacity.EMF_BYTES_PER_COUNTED_RUN) < 20
+    assert owners.logs_cost_per_million == pytest.approx(0.3 * 190 / 1000 * prices.cloudwatch_logs_per_gb, abs=1e-4)
+    # Nobody named and no budgets: no such figure; past the bound: refused
+    assert estimate(Inputs(rate=1000)).owner_metrics is None
+    with pytest.raises(ValueError, match="metric-owners"):
+        estimate(Inputs(rate=1000, metric_owners=MAX_METRIC_OWNERS + 1))
+    from duetime.cli.main import main
+
+    assert main(["capacity", "--rate", "1000", "--late-budgets", "0.3", "--metric-owners", "5"]) == 0
+    out = capsys.readouterr().out
+    assert "lateness metrics by owner       12 metrics" in out and "$4.10 a month" in out

@@ -26,11 +26,12 @@ from duetime.definitions import (
     PRELOAD_THREADS,
     Settings,
     class_queues_problem,
+    metric_owners_problem,
     preload_window_problem,
 )
 from duetime.domain.grants import DEMO_ONLY, EVERYONE, Grants
 from duetime.domain.quotas import Quotas
-from duetime.event_sinks import ConsoleEvents, EventBridgeEvents, emf_count
+from duetime.event_sinks import ConsoleEvents, EventBridgeEvents, emf_count, emf_owner_count
 from duetime.notify import ConsoleNotifier, OwnerNotifier, SnsNotifier
 from duetime.queue.sqs import DueQueues
 from duetime.service.context import EventSink, Notifier, Ports
@@ -106,6 +107,9 @@ class RuntimeConfig(BaseSettings):
     event_bus_name: str | None = None
     events_console: bool = False
     events_webhook: str | None = None
+    # The owners named in the lateness metrics' `Owner` dimension (definitions.METRIC_RUNS_LATE); the rest
+    # count as "other" (CDK context metricOwners).
+    metric_owners: list[str] | None = None
 
     @classmethod
     def settings_customise_sources(
@@ -126,6 +130,14 @@ class RuntimeConfig(BaseSettings):
         problem = preload_window_problem(self.preload_interval_seconds, self.preload_window_seconds)
         if problem:
             raise ValueError(problem)
+        return self
+
+    @model_validator(mode="after")
+    def _metric_owners(self) -> RuntimeConfig:
+        """Refused at cold start: more owners than the metrics' bound, or the name of the rest."""
+        problem = metric_owners_problem(self.metric_owners or [])
+        if problem:
+            raise ValueError(f"{self.env_name('metric_owners')}: {problem}")
         return self
 
     @model_validator(mode="after")
@@ -173,6 +185,8 @@ class RuntimeConfig(BaseSettings):
         spread: dict[str, Any] = {}
         if settings.class_queues():  # only then: a stack with one queue per class keeps its environment
             spread["class_queues"] = settings.class_queues()
+        if settings.metric_owners:  # likewise: a stack naming no owner keeps its environment
+            spread["metric_owners"] = list(settings.metric_owners)
         return cls(
             prefix=settings.prefix,
             shards=settings.shards,
@@ -193,6 +207,7 @@ class RuntimeConfig(BaseSettings):
             history_retention_days=self.history_retention_days,
             job_classes=dict(base.job_classes),
             allow_loopback_webhooks=base.allow_loopback_webhooks,
+            metric_owners=tuple(self.metric_owners or ()),
         ).with_class_queues(self.class_queues or {})
         return settings.with_lease_seconds(self.lease_seconds) if self.lease_seconds else settings
 
@@ -288,6 +303,8 @@ def build_ports(config: RuntimeConfig, notifier: Notifier | None = None) -> Port
         handler_manifest=config.manifest(),
         quotas=config.quotas(),
         events=build_events(config),
+        # Where CloudWatch reads stdout, the lateness metrics as EMF (locally: none, the job's health shows them).
+        owner_metric=emf_owner_count if _on_aws() else None,
     )
 
 

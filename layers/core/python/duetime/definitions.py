@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
 
@@ -285,6 +285,8 @@ class Settings:
     job_classes: dict[str, JobClassDef] = field(default_factory=lambda: dict(JOB_CLASSES))
     # Webhooks may call this machine (plain http included) only in `duetime local`, never on AWS.
     allow_loopback_webhooks: bool = False
+    # The owners whose lateness metrics carry their own `Owner` value (METRIC_RUNS_LATE); the rest: "other".
+    metric_owners: tuple[str, ...] = ()
 
     def table_name(self, table: TableDef) -> str:
         return table.table_name(self.prefix)
@@ -424,6 +426,29 @@ METRIC_DISPATCHED = "Dispatched"
 METRIC_SKIPPED = "Skipped"
 METRIC_SHARDS_BUSY = "ShardsBusy"
 METRIC_SHARD_ERRORS = "ShardErrors"
+# Per run of a job with a lateAfterSeconds (service/lateness.py), by whichever finds it in time or late (the
+# worker's claim, the pre-loader's reconciler), with the one dimension `Owner` and no `service`: one series
+# per owner whoever emits. Its values are bounded so the metric count is known before a deploy: the owners
+# the stack names (CDK context metricOwners, DUETIME_METRIC_OWNERS), at most MAX_METRIC_OWNERS, each as
+# itself, and every other owner together as METRIC_OTHER_OWNERS. So 2 x (named + 1) custom metrics, which
+# `duetime capacity --metric-owners N` prices.
+METRIC_RUNS_ON_TIME = "RunsOnTime"
+METRIC_RUNS_LATE = "RunsLate"
+METRIC_OWNER_DIMENSION = "Owner"
+METRIC_OTHER_OWNERS = "other"
+MAX_METRIC_OWNERS = 50
+
+
+def metric_owners_problem(owners: Sequence[str]) -> str | None:
+    """Why a list of owners to name in the lateness metrics is refused (at deploy and cold start), or None."""
+    if len(owners) > MAX_METRIC_OWNERS:
+        return f"metricOwners names {len(owners)} owners, at most {MAX_METRIC_OWNERS} (the rest count as other)"
+    if METRIC_OTHER_OWNERS in owners:
+        return f"metricOwners cannot name {METRIC_OTHER_OWNERS!r}: it is every owner not named"
+    if any(not owner or len(owner) > 255 for owner in owners):
+        return "metricOwners: each owner is 1 to 255 characters (a CloudWatch dimension value)"
+    return None
+
 
 # --- duetime local ---------------------------------------------------------------------------------------
 

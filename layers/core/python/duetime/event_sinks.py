@@ -142,3 +142,16 @@ def emf_count(name: str, value: int) -> None:
 
     with single_metric(name=name, unit=MetricUnit.Count, value=value, namespace=METRIC_NAMESPACE):
         pass
+
+
+def emf_owner_count(name: str, owner: str) -> None:
+    """One of an owner's runs counted under `name` (METRIC_RUNS_ON_TIME, METRIC_RUNS_LATE) with the `Owner`
+    dimension alone: `owner` is the bounded value (service/lateness.py owner_dimension), never a raw owner."""
+    from aws_lambda_powertools.metrics import MetricUnit, single_metric
+
+    from duetime.definitions import METRIC_NAMESPACE, METRIC_OWNER_DIMENSION
+
+    with single_metric(name=name, unit=MetricUnit.Count, value=1, namespace=METRIC_NAMESPACE) as metric:
+        # One series an owner whichever function counts it: not split by POWERTOOLS_SERVICE_NAME's `service`.
+        metric.service = ""
+        metric.add_dimension(METRIC_OWNER_DIMENSION, owner)

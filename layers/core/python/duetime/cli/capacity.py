@@ -158,6 +158,16 @@ def render(result: Estimate) -> str:
             f" a month, ${monthly.total_cost_per_month:,.2f} with the runs' Lambda time "
             f"(${monthly.total_cost_per_month_per_job:,.2f} a job)",
         )
+    if result.owner_metrics is not None:
+        owners = result.owner_metrics
+        lines.insert(
+            len(lines) - 1,
+            f"  lateness metrics by owner       {owners.metrics} metrics (RunsOnTime and RunsLate for "
+            f"{owners.named_owners} named owner(s) and `other`) and {owners.alarms} alarm(s): "
+            f"${owners.cost_per_month:,.2f} a month; their EMF logs ${owners.logs_cost_per_million:.2f} per million "
+            f"executions ({owners.log_bytes_per_counted_run} bytes a budgeted run; CloudWatch us-east-1 prices as "
+            f"of {owners.prices_as_of})",
+        )
     lines += [f"  ! {w}" for w in result.warnings]
     return "\n".join(lines)
 
@@ -238,6 +248,7 @@ def cmd_capacity(args: argparse.Namespace) -> int:
             utilisation=args.utilisation,
             api=args.api,
             late_budgets=args.late_budgets,
+            metric_owners=args.metric_owners,
             extra_read_units=0.0 if args.every is None else overlap_read_units(args.every),
         )
         result = estimate(inputs)
@@ -304,6 +315,13 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         default=0.0,
         metavar="SHARE",
         help="the share of runs whose jobs have a lateAfterSeconds (a counter write a run; 1%% of them late)",
+    )
+    capacity.add_argument(
+        "--metric-owners",
+        type=int,
+        default=0,
+        metavar="N",
+        help="owners the stack names in its lateness metrics (-c metricOwners): 2 metrics and an alarm each",
     )
     capacity.add_argument(
         "--preload-window",

@@ -18,6 +18,7 @@ from duetime.definitions import (
     DEFAULT_WORKER_MAX_CONCURRENCY,
     JOB_CLASSES,
     LAMBDA_UNRESERVED_CONCURRENCY,
+    MAX_METRIC_OWNERS,
     OPEN_INDEX_SPREAD,
     PRELOAD_DISPATCH_THREADS,
     PRELOAD_SLACK_SECONDS,
@@ -33,8 +34,11 @@ from duetime.domain.costs import BATCH_JOBS_PER_TRANSACTION as BATCH_JOBS_PER_TR
 from duetime.domain.costs import BILLINGS as BILLINGS
 
 # The cost figures under the model's name too (the report and the tests read them here; the `as` forms export them).
+from duetime.domain.costs import CLOUDWATCH_PRICES_AS_OF as CLOUDWATCH_PRICES_AS_OF
 from duetime.domain.costs import CRON_RUN as CRON_RUN
 from duetime.domain.costs import DEFAULT_UTILISATION as DEFAULT_UTILISATION
+from duetime.domain.costs import EMF_BYTES_PER_COUNTED_RUN as EMF_BYTES_PER_COUNTED_RUN
+from duetime.domain.costs import LATENESS_METRICS_PER_OWNER as LATENESS_METRICS_PER_OWNER
 from duetime.domain.costs import ON_DEMAND as ON_DEMAND
 from duetime.domain.costs import ONE_OFF as ONE_OFF
 from duetime.domain.costs import ONE_OFF_BATCH as ONE_OFF_BATCH
@@ -211,6 +215,9 @@ class Inputs:
     # Read units a run makes beyond its profile's (overlap_read_units: a claim of a job repeating every few
     # seconds reads its rows due within the next RUNNING_DUE_MARGIN_SECONDS).
     extra_read_units: float = 0.0
+    # Owners the stack names in its lateness metrics (CDK context metricOwners): each one's own series and
+    # alarm, beside the one `other` series of every owner not named.
+    metric_owners: int = 0
 
 
 @dataclass(frozen=True)
@@ -308,6 +315,20 @@ class ScheduleCost:
     total_cost_per_month_per_job: float
 
 
+@dataclass(frozen=True)
+class OwnerMetrics:
+    """The per-owner lateness metrics on CloudWatch (definitions.METRIC_RUNS_LATE): a fixed count, since the
+    `Owner` values are the named owners and `other`, and what they cost beside the runs' own cost."""
+
+    named_owners: int
+    metrics: int  # RunsOnTime and RunsLate for each named owner and for `other`
+    alarms: int  # one per named owner (infra/monitoring.py)
+    cost_per_month: float  # the metrics and alarms, whatever the rate
+    log_bytes_per_counted_run: int  # each budgeted run's EMF document
+    logs_cost_per_million: float  # per million executions, at the inputs' share of budgeted runs
+    prices_as_of: str
+
+
 @dataclass(kw_only=True)
 class Estimate:
     """The figures for one `Inputs`; `to_dict` is what `duetime capacity --json` prints."""
@@ -346,6 +367,8 @@ class Estimate:
     reserved_concurrency: ReservedConcurrency
     # With --every: what those repeating jobs come to a month (schedule_cost).
     schedule: ScheduleCost | None = None
+    # With lateness budgets or owners named in their metrics: those CloudWatch metrics (owner_metrics).
+    owner_metrics: OwnerMetrics | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -397,6 +420,8 @@ def estimate(inputs: Inputs, prices: Prices | None = None) -> Estimate:
         raise ValueError("the job classes' shares must add up to more than 0")
     if not 0 <= inputs.late_budgets <= 1:
         raise ValueError("late-budgets is a share of the runs, 0..1")
+    if not 0 <= inputs.metric_owners <= MAX_METRIC_OWNERS:
+        raise ValueError(f"metric-owners is how many owners the stack names, 0..{MAX_METRIC_OWNERS}")
     if inputs.billing not in BILLINGS or not 0.2 <= inputs.utilisation <= 0.9 or inputs.api not in API_TYPES:
         raise ValueError(f"billing is one of {', '.join(BILLINGS)}, utilisation 0.2..0.9, api rest or http")
     prices = prices or Prices()
@@ -455,6 +480,7 @@ def estimate(inputs: Inputs, prices: Prices | None = None) -> Estimate:
         scheduler_cost_per_million=round(cost["total"] - cost["lambdaDuration"], 4),
         preload_per_shard=preload_shard_detail(inputs, preload),
         reserved_concurrency=reserved_concurrency(inputs),
+        owner_metrics=owner_metrics(inputs, prices) if inputs.late_budgets or inputs.metric_owners else None,
     )
     if partition_wcu > PARTITION_WCU_PER_SECOND:
         result.warnings.append(
@@ -511,6 +537,24 @@ def estimate(inputs: Inputs, prices: Prices | None = None) -> Estimate:
         )
         result.fits = False
     return result
+
+
+def owner_metrics(inputs: Inputs, prices: Prices) -> OwnerMetrics:
+    """The lateness metrics' CloudWatch bill: 2 metrics for each `Owner` value (the named owners and `other`)
+    and an alarm per named owner, a month; and the EMF log line each budgeted run writes, per million runs.
+    A fixed count of metrics whatever the rate or the number of owners: that is what the bound buys."""
+    metrics = LATENESS_METRICS_PER_OWNER * (inputs.metric_owners + 1)
+    monthly = metrics * prices.cloudwatch_metric_month + inputs.metric_owners * prices.cloudwatch_alarm_month
+    log_gb = 1e6 * inputs.late_budgets * EMF_BYTES_PER_COUNTED_RUN / 1e9
+    return OwnerMetrics(
+        named_owners=inputs.metric_owners,
+        metrics=metrics,
+        alarms=inputs.metric_owners,
+        cost_per_month=round(monthly, 2),
+        log_bytes_per_counted_run=EMF_BYTES_PER_COUNTED_RUN,
+        logs_cost_per_million=round(log_gb * prices.cloudwatch_logs_per_gb, 4),
+        prices_as_of=prices.cloudwatch_as_of,
+    )
 
 
 def reserved_concurrency(inputs: Inputs) -> ReservedConcurrency:

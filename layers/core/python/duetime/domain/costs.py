@@ -13,6 +13,7 @@ SQS_BATCH = 10  # messages a SendMessageBatch, ReceiveMessage or DeleteMessageBa
 
 # --- Prices, us-east-1, as published on the AWS pricing pages; recorded 2026-11-29 ---------------------
 PRICES_AS_OF = "2026-11-29"
+CLOUDWATCH_PRICES_AS_OF = "2026-12-02"
 
 
 @dataclass(frozen=True)
@@ -28,7 +29,13 @@ class Prices:
     api_gateway_http_per_million: float = 1.00  # HTTP API, first 300 million a month (512 KB metering units)
     dynamodb_wcu_hour: float = 0.00065  # provisioned write capacity unit-hour (standard table class)
     dynamodb_rcu_hour: float = 0.00013  # provisioned read capacity unit-hour
+    # CloudWatch, recorded CLOUDWATCH_PRICES_AS_OF: a custom metric (one name and dimension values) a month,
+    # first 10,000 metrics; a standard-resolution alarm a month; log ingestion (EMF documents are log lines).
+    cloudwatch_metric_month: float = 0.30
+    cloudwatch_alarm_month: float = 0.10
+    cloudwatch_logs_per_gb: float = 0.50
     as_of: str = PRICES_AS_OF
+    cloudwatch_as_of: str = CLOUDWATCH_PRICES_AS_OF
 
     def per_million_units(self, billing: str, utilisation: float) -> tuple[float, float]:
         """(writes, reads): what a million write units and a million read units cost. On demand, the request
@@ -127,6 +134,11 @@ LATENESS_WCU_PER_RUN = 1.0
 LATE_RUN_EXTRA_WCU = 1.0
 LATE_RUN_EXTRA_SQS = 3.0
 ASSUMED_LATE_SHARE = 0.01  # of budgeted runs: the capacity model prices this share of them late
+# On AWS each budgeted run is also counted in CloudWatch (definitions.METRIC_RUNS_ON_TIME or METRIC_RUNS_LATE,
+# dimension Owner): one EMF document on the function's log, ~190 bytes (event_sinks.emf_owner_count's, measured
+# by tests/unit/test_capacity.py), and 2 metrics per `Owner` value: each owner the stack names, and `other`.
+LATENESS_METRICS_PER_OWNER = 2
+EMF_BYTES_PER_COUNTED_RUN = 190
 
 
 def lateness_units(budgeted_share: float) -> tuple[float, float]:

@@ -53,6 +53,9 @@ class Ports:
     quotas: Quotas = UNLIMITED
     # Where terminal runs and job changes are published (None: nowhere, and no call is made).
     events: EventSink | None = None
+    # Counts one run of an owner under a metric name (service/lateness.py: in time or late), given the
+    # bounded `Owner` value; EMF on AWS (event_sinks.emf_owner_count), None elsewhere: nothing emitted.
+    owner_metric: Callable[[str, str], None] | None = None
 
     def dispatch_horizon(self, now: datetime) -> datetime:
         """Executions due before this instant may already be past the pre-loader's cursor, so whoever

@@ -8,7 +8,12 @@ The job's health shows the share of its runs started within budget over the last
 counters a day (runs started in time, runs found late), kept only for jobs with a budget: a claim within
 budget adds one UpdateItem, a late run two (the mark and its count). A run is counted once, by the day it
 was due: in time at its first attempt's claim, late when it is marked. Only first attempts are judged (a
-retry's dueAt moved on purpose, after a start)."""
+retry's dueAt moved on purpose, after a start).
+
+On AWS each count is also a CloudWatch metric (RunsOnTime, RunsLate) with an `Owner` dimension whose values
+are bounded: the owners the stack names (CDK context metricOwners) as themselves, everyone else as `other`
+(owner_dimension). A team alarms on its own owner's RunsLate; the metric count, 2 x (named + 1), is fixed
+at deploy and priced by `duetime capacity --metric-owners`."""
 
 from __future__ import annotations
 
@@ -17,6 +22,7 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from typing import Any
 
+from duetime.definitions import METRIC_OTHER_OWNERS, METRIC_RUNS_LATE, METRIC_RUNS_ON_TIME
 from duetime.domain.events import LATE_DETAIL_TYPE, late_event
 from duetime.domain.models import Execution, ExecutionStatus, Job, JobStatus, format_time, to_ms
 from duetime.domain.quotas import COUNT_ATTR
@@ -33,6 +39,13 @@ COUNTER_KEEP_DAYS = max(SHARE_WINDOWS_DAYS) + 2  # a counter outlives the longes
 def counter_key(job_id: str, day: date, which: str) -> str:
     """The record counting `which` (ON_TIME or LATE) of the job's runs due on `day` (UTC)."""
     return f"{COUNTER_PREFIX}{job_id}#{day:%Y%m%d}#{which}"
+
+
+def owner_dimension(owner: str, named: tuple[str, ...]) -> str:
+    """The `Owner` value of an owner's lateness metrics: itself when the stack names it, else `other`. A
+    fixed list, not the first owners a process happens to see: every function agrees on every owner's value,
+    and the metrics a deploy can create are known before it."""
+    return owner if owner in named else METRIC_OTHER_OWNERS
 
 
 def budget_end(job: Job, execution: Execution) -> datetime | None:
@@ -88,6 +101,12 @@ def _count(ports: Ports, job: Job, execution: Execution, which: str) -> None:
     day = execution.due_at.date()
     expires = to_ms(execution.due_at + timedelta(days=COUNTER_KEEP_DAYS)) // 1000
     ports.store.add_count(counter_key(job.job_id, day, which), 1, expires)
+    if ports.owner_metric is not None:
+        name = METRIC_RUNS_LATE if which == LATE else METRIC_RUNS_ON_TIME
+        try:
+            ports.owner_metric(name, owner_dimension(job.owner, ports.settings.metric_owners))
+        except Exception:  # a metric is told, never fatal: the late run is still announced and its owner told
+            log.exception("the %s metric of %s was not emitted", name, execution.execution_id)
 
 
 def late_notice(job: Job, execution: Execution, now: datetime) -> dict[str, Any]:
