@@ -914,3 +914,22 @@ def test_requests_served_side_by_side_each_get_their_own_answer(ports):
     finally:
         sys.setswitchinterval(switch)
     assert wrong == []
+
+
+def test_catch_up_all_is_refused_for_slots_under_five_seconds_apart_on_create_and_edit(alice):
+    # Issue 34: a catch-up backlog runs one after another behind the job's own runs; a job every second or two
+    # would never drain it, so `all` is refused there (400 naming catchUp, offering latest or none)
+    for schedule in ({"cron": "*/2 * * * * *"}, {"cron": "0,3 0 9 * * *"}, {"every": "1s"}, {"every": "4s"}):
+        code, body = alice.call("POST", "/jobs", job_body(schedule=schedule, catchUp="all"))
+        assert_error((code, body), 400, "catchUp")
+        assert "'latest'" in body["error"]["message"] and "'none'" in body["error"]["message"]
+    # Five seconds apart and more, and any other policy, are taken
+    for schedule, policy in (({"cron": "*/5 * * * * *"}, "all"), ({"every": "5s"}, "all"), ({"every": "1s"}, "latest")):
+        assert alice.call("POST", "/jobs", job_body(schedule=schedule, catchUp=policy))[0] == 201
+    # An edit is held to the same rule: to `all` on a 1-second job, or a catch-up-all job to every second
+    _, every_second = alice.call("POST", "/jobs", job_body(schedule={"every": "1s"}, catchUp="none"))
+    edit = {"version": every_second["version"], "catchUp": "all"}
+    assert_error(alice.call("PATCH", f"/jobs/{every_second['jobId']}", edit), 400, "catchUp")
+    _, minutely = alice.call("POST", "/jobs", job_body(schedule={"cron": "* * * * *"}, catchUp="all"))
+    edit = {"version": minutely["version"], "schedule": {"cron": "* * * * * *"}}
+    assert_error(alice.call("PATCH", f"/jobs/{minutely['jobId']}", edit), 400, "catchUp")

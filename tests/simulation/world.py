@@ -42,6 +42,7 @@ from duetime.adapters.sqlite.db import Database
 from duetime.adapters.sqlite.queue import SqliteQueues
 from duetime.adapters.sqlite.store import SqliteStore
 from duetime.definitions import DEFAULT_JOB_CLASS, Settings
+from duetime.domain.catchup import MIN_CATCH_UP_ALL_PERIOD_SECONDS
 from duetime.domain.errors import Conflict, NotFound, StaleAttempt
 from duetime.domain.keys import new_job_id
 from duetime.domain.models import (
@@ -96,7 +97,6 @@ SECONDS_CRONS = ["*/5 * * * * *", "*/20 * * * * *", "15,45 * * * * *"]
 MINUTE_EVERY = ["1m", "2m", "3m"]
 SECONDS_EVERY = ["1s", "7s", "30s"]
 SECONDS_SHARE = 0.05
-MIN_ALL_PERIOD_SECONDS = 5  # catch-up `all` is drawn for schedules this far apart at least (_random_spec says why)
 
 
 class StoreError(Exception):
@@ -550,9 +550,8 @@ class World:
             starting_deadline_seconds=rng.choice([None, None, None, 20, 90]),
             pause_after_failures=rng.choice([None, None, None, 2]),
         )
-        if spec.catch_up == CatchUp.ALL and _period_seconds(schedule, self.clock_now) < MIN_ALL_PERIOD_SECONDS:
-            # Catch-up runs wait for a moment when no run of their job is live, and look again a third of a lease
-            # later: behind a 1-second job's own runs a backlog of 100 drains in longer than the heal allows.
+        if spec.catch_up == CatchUp.ALL and _period_seconds(schedule, self.clock_now) < MIN_CATCH_UP_ALL_PERIOD_SECONDS:
+            # The API refuses `all` for slots this close (domain/catchup.py says why): such a job draws `latest`.
             spec = spec.model_copy(update={"catch_up": CatchUp.LATEST})
         if rng.random() < 0.25:  # at-most-once: one attempt, never a second start of a slot
             spec = spec.model_copy(

@@ -14,6 +14,10 @@ MISSED_AFTER = timedelta(seconds=60)
 # Bounded work: never walk more slots than this, never start more catch-up runs than this.
 MAX_SCAN = 100_000
 MAX_CATCH_UP_RUNS = 100
+# `all` is refused for a schedule whose slots can be closer than this (a seconds cron, `every` under 5 s):
+# catch-up runs go one after another, each waiting for a moment when no run of its job is live and looking
+# again a third of a lease later, so behind a job's own runs every second or two its backlog never drains.
+MIN_CATCH_UP_ALL_PERIOD_SECONDS = 5
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from typing import Any
 
 from duetime.definitions import HEALTH_HISTORY_ROWS, LONG_JOB_CLASS, PAST_DUE_GRACE_SECONDS
 from duetime.domain.bounds import first_bounded_slot, first_run_number
+from duetime.domain.catchup import MIN_CATCH_UP_ALL_PERIOD_SECONDS
 from duetime.domain.cron import load_zone
 from duetime.domain.destinations import check_destination_grants, check_webhook_destinations
 from duetime.domain.errors import Conflict, IdempotencyMismatch, InvalidInput, InvalidSchedule, NotFound
@@ -24,6 +25,7 @@ from duetime.domain.models import (
     MAX_TAG_VALUE_CHARS,
     MAX_TAGS,
     TAG_KEY,
+    CatchUp,
     Delivery,
     Execution,
     ExecutionStatus,
@@ -55,7 +57,7 @@ MAX_HANDLER_CHARS = 256  # as JobSpec.handler
 NEXT_RUNS_SHOWN = 5
 # What the jobs list reads of each job's history for its last run: its newest few executions.
 LIST_HISTORY_ROWS = 5
-# jitterSeconds is checked against a cron's shortest gap among this many slots from now.
+# jitterSeconds and catchUp `all` are checked against a cron's shortest gap among this many slots from now.
 JITTER_PERIOD_SLOTS = 50
 _CRON_PROBE = datetime(2026, 1, 1, tzinfo=UTC)  # a fixed start: the same spec always gets the same verdict
 
@@ -117,6 +119,7 @@ def validate_spec(ports: Ports, spec: JobSpec, now: datetime) -> tuple[JobSpec, 
     if spec.schedule.end_at is not None and slot > spec.schedule.end_at:
         raise InvalidInput("schedule.endAt is before the schedule's first run", field="schedule.endAt")
     check_jitter(spec)
+    check_catch_up(spec)
     return spec, slot
 
 
@@ -149,16 +152,38 @@ def check_bounds(schedule: Schedule) -> None:
         raise InvalidInput("schedule.endAt is before schedule.startAt", field="schedule.endAt")
 
 
+def shortest_period(schedule: Schedule) -> timedelta | None:
+    """A repeating schedule's shortest gap between slots: an interval's period; a cron's shortest gap over
+    JITTER_PERIOD_SLOTS slots from a fixed date (the same spec always gets the same verdict). None for `at`."""
+    recurrence = recurrence_of(schedule, created_at=EPOCH)
+    if recurrence is None:
+        return None
+    slots = recurrence.runs(EPOCH if schedule.every is not None else _CRON_PROBE, JITTER_PERIOD_SLOTS)
+    return min(b - a for a, b in itertools.pairwise(slots))
+
+
+def check_catch_up(spec: JobSpec) -> None:
+    """catchUp `all` needs slots at least MIN_CATCH_UP_ALL_PERIOD_SECONDS apart (domain.catchup says why):
+    for a seconds schedule it is refused (InvalidInput naming catchUp), `latest` or `none` offered instead."""
+    if spec.catch_up != CatchUp.ALL:
+        return
+    period = shortest_period(spec.schedule)
+    if period is not None and period.total_seconds() < MIN_CATCH_UP_ALL_PERIOD_SECONDS:
+        raise InvalidInput(
+            f"catchUp 'all' needs slots at least {MIN_CATCH_UP_ALL_PERIOD_SECONDS} s apart, and this schedule's are "
+            f"{period.total_seconds():g} s apart: its missed slots would run one after another behind its own "
+            "runs and never catch up; use catchUp 'latest' (the most recent missed slot runs) or 'none'",
+            field="catchUp",
+        )
+
+
 def check_jitter(spec: JobSpec) -> None:
-    """jitterSeconds must stay below the schedule's shortest period, so a run is due before the next slot:
-    an interval's period is known; a cron's is its shortest gap over the next JITTER_PERIOD_SLOTS slots."""
+    """jitterSeconds must stay below the schedule's shortest period, so a run is due before the next slot."""
     if spec.jitter_seconds == 0:
         return
-    recurrence = recurrence_of(spec.schedule, created_at=EPOCH)
-    if recurrence is None:
+    period = shortest_period(spec.schedule)
+    if period is None:
         return
-    slots = recurrence.runs(EPOCH if spec.schedule.every is not None else _CRON_PROBE, JITTER_PERIOD_SLOTS)
-    period = min(b - a for a, b in itertools.pairwise(slots))
     if spec.jitter_seconds >= period.total_seconds():
         raise InvalidInput(
             f"jitterSeconds {spec.jitter_seconds} must be less than the schedule's shortest period "
