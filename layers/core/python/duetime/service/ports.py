@@ -202,7 +202,12 @@ class DueMessage:
 
     @classmethod
     def from_body(cls, body: str) -> DueMessage:
-        v = json.loads(body)
+        """The message a queue's body holds; raises ValueError (or KeyError, TypeError) for one that is not."""
+        return cls.from_fields(json.loads(body))
+
+    @classmethod
+    def from_fields(cls, v: dict[str, Any]) -> DueMessage:
+        """The message of a body already read as JSON (the DLQ drain reads bodies so)."""
         return cls(
             key=ExecutionKey(pk=v["pk"], sk=v["sk"]),
             execution_id=v["executionId"],
