@@ -51,11 +51,13 @@ def retry_backoff_seconds(receive_count: int) -> int:
     return int(min(MAX_RETRY_BACKOFF_SECONDS, 2 ** min(max(receive_count, 1) - 1, 16)))
 
 
-def return_for_retry(record: Any, worker_id: str) -> None:
+def return_for_retry(record: Any, message: DueMessage | None, worker_id: str) -> None:
     """Make a failed record visible again soon, unless this invocation claimed its row: then its
-    visibility already ends with the lease it took, and the next claim takes the row as that lease ends."""
+    visibility already ends with the lease it took, and the next claim takes the row as that lease ends.
+    `message` is the record's body as parsed on arrival, None if it could not be."""
     try:
-        message = DueMessage.from_body(record.body)
+        if message is None:
+            raise ValueError("the record's body is not a due message")
         row = PORTS.store.get_execution(message.key)
         if row is not None and row.status == ExecutionStatus.RUNNING and row.worker_id == worker_id:
             return
@@ -88,16 +90,18 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, list[dict[str, str
     )
 
     def run(record: Any) -> tuple[str, RunOutcome]:
+        message: DueMessage | None = None
         try:
+            message = DueMessage.from_body(record.body)  # parsed here once: a malformed body fails here
             received = Received(
-                message=DueMessage.from_body(record.body),
+                message=message,
                 receipt=record_receipt(record),
                 receive_count=int(record.attributes.approximate_receive_count),
             )
             return record.message_id, worker.process(received)
         except Exception:
             logger.exception("execution failed to process", extra={"messageId": record.message_id})
-            return_for_retry(record, worker_id)
+            return_for_retry(record, message, worker_id)
             return record.message_id, RunOutcome.ERROR
 
     with ThreadPoolExecutor(max_workers=max(1, len(records))) as pool:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -50,6 +51,27 @@ def test_the_page_script_and_stylesheet_have_their_types_and_a_content_security_
         assert "frame-ancestors 'none'" in headers["Content-Security-Policy"]
         assert headers["X-Content-Type-Options"] == "nosniff"
         assert headers["Referrer-Policy"] == "no-referrer"
+
+
+def test_every_module_the_page_imports_is_served_as_javascript_under_a_policy_that_runs_no_inline_script(
+    server: ApiServer,
+) -> None:
+    # The console is native ES modules: index.html loads console.js as a module, which imports the others by
+    # relative path. A module is refused unless served with a JavaScript type (nosniff), from 'self'.
+    index = (STATIC_DIR / "index.html").read_text()
+    assert '<script type="module" src="console.js"></script>' in index
+    imported = {"console.js"}
+    for module in sorted(STATIC_DIR.glob("*.js")):
+        imported |= set(re.findall(r'^import [^;]* from "\./([\w-]+\.js)";$', module.read_text(), re.MULTILINE))
+    assert imported == {module.name for module in STATIC_DIR.glob("*.js")}  # each file is reached, none missing
+    for name in sorted(imported):
+        status, headers, body = get(server, f"/console/{name}")
+        assert status == 200, name
+        assert headers["Content-Type"].startswith("text/javascript"), name
+        assert body == (STATIC_DIR / name).read_bytes()
+        policy = dict(directive.strip().split(" ", 1) for directive in headers["Content-Security-Policy"].split(";"))
+        assert policy["script-src"] == "'self'", name
+        assert "unsafe-inline" not in headers["Content-Security-Policy"]
 
 
 def test_the_bare_path_redirects_so_relative_links_resolve(server: ApiServer) -> None:

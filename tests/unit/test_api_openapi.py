@@ -12,9 +12,10 @@ from typing import Any
 import jsonschema
 import pytest
 from duetime.api.app import build_app, error_response, reply_response
+from duetime.api.job_cases import get_job
 from duetime.api.models import JobResponse
 from duetime.api.openapi import gateway_request_schemas, openapi_document
-from duetime.api.routes import JOB_EXAMPLE, ROUTES, get_job
+from duetime.api.routes import JOB_EXAMPLE, ROUTES
 from duetime.api.routing import ERROR_MEANINGS, Access, Answer, Reply, Route
 from duetime.domain.errors import (
     Forbidden,

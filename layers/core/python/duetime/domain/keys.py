@@ -36,14 +36,32 @@ def execution_id(job_id: str, scheduled_at: datetime, manual: bool = False) -> s
     return f"{job_id}.{to_ms(scheduled_at):013d}{'.m' if manual else ''}"
 
 
+@dataclass(frozen=True)
+class ExecutionId:
+    """An execution id read into its parts once: the job, the slot, and whether a run-now made it."""
+
+    job_id: str
+    slot: datetime
+    manual: bool = False
+
+    @classmethod
+    def parse(cls, value: str) -> ExecutionId:
+        """The parts of `value`; raises NotFound for anything that is not an execution id."""
+        parts = value.split(".")
+        if len(parts) not in (2, 3) or not parts[0] or len(parts[1]) != 13 or not parts[1].isdigit():
+            raise NotFound(f"execution {value!r} not found", field="executionId")
+        if len(parts) == 3 and parts[2] != "m":
+            raise NotFound(f"execution {value!r} not found", field="executionId")
+        return cls(parts[0], from_ms(int(parts[1])), manual=len(parts) == 3)
+
+    def __str__(self) -> str:
+        return execution_id(self.job_id, self.slot, self.manual)
+
+
 def parse_execution_id(value: str) -> tuple[str, datetime]:
     """(jobId, scheduledAt) encoded in an execution id; raises NotFound for anything else."""
-    parts = value.split(".")
-    if len(parts) not in (2, 3) or not parts[0] or len(parts[1]) != 13 or not parts[1].isdigit():
-        raise NotFound(f"execution {value!r} not found", field="executionId")
-    if len(parts) == 3 and parts[2] != "m":
-        raise NotFound(f"execution {value!r} not found", field="executionId")
-    return parts[0], from_ms(int(parts[1]))
+    parsed = ExecutionId.parse(value)
+    return parsed.job_id, parsed.slot
 
 
 def stable_hash(value: str) -> int:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any
 
@@ -66,7 +65,7 @@ def _fail_redriven(ports: Ports, body: dict[str, Any]) -> dict[str, Any] | None:
     """End a poison message's execution `failed` (if it has not ended) and return its notice. One that
     ended already has its notice from wherever it ended (or from the reconciler)."""
     try:
-        message = DueMessage.from_body(json.dumps(body))
+        message = DueMessage.from_fields(body)
     except (KeyError, ValueError, TypeError):
         return {"kind": "unreadable", "body": body}
     now = ports.clock()

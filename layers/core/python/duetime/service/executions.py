@@ -245,7 +245,7 @@ def _past_starting_deadline(job: Job, message: DueMessage, now: datetime) -> boo
     retry is not: its due time moved on purpose)."""
     if job.starting_deadline_seconds is None or message.kind in ("manual", "backfill"):
         return False
-    _, slot = parse_execution_id(message.execution_id)
+    slot = message.slot
     due = spread_due(job.job_id, slot, job.jitter_seconds)  # a first attempt is due at its slot's spread
     first_attempt = message.due_ms == to_ms(due)
     return first_attempt and (now - due).total_seconds() > job.starting_deadline_seconds
@@ -258,7 +258,7 @@ def _planned_before_an_edit(job: Job, message: DueMessage) -> bool:
     schedule = recurrence_of(job.schedule, job.created_at)
     if message.kind != "scheduled" or schedule is None:
         return False
-    _, slot = parse_execution_id(message.execution_id)
+    slot = message.slot
     first_attempt = message.due_ms == to_ms(spread_due(job.job_id, slot, job.jitter_seconds))
     return first_attempt and not is_slot(schedule, slot)
 
@@ -273,7 +273,7 @@ def _skipped_by_catch_up(job: Job, message: DueMessage, now: datetime) -> str | 
     schedule = recurrence_of(job.schedule, job.created_at)
     if message.kind != "scheduled" or schedule is None or job.catch_up == CatchUp.ALL:
         return None
-    _, slot = parse_execution_id(message.execution_id)
+    slot = message.slot
     offset = spread(job.job_id, slot, job.jitter_seconds)
     if message.due_ms != to_ms(slot + offset):
         return None

@@ -5,14 +5,14 @@ from __future__ import annotations
 import json
 import secrets
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Generic, Protocol, TypeVar
 
 from duetime.definitions import DEFAULT_JOB_CLASS, queue_of_shard
-from duetime.domain.errors import DuetimeError
+from duetime.domain.errors import DuetimeError, NotFound
 from duetime.domain.exclusions import Calendar
-from duetime.domain.keys import ExecutionKey
+from duetime.domain.keys import ExecutionId, ExecutionKey
 from duetime.domain.limits import RateLimit
 from duetime.domain.models import Execution, ExecutionStatus, Job, JobStatus, to_ms
 from duetime.domain.quotas import RateWindow
@@ -150,6 +150,21 @@ class DueMessage:
     limit_ready_ms: int | None = None
     limit_since_ms: int | None = None
     not_before_ms: int | None = None
+    # The execution id read into its parts when the message is made (from_body, where a received message
+    # enters the worker): the claim uses its slot, and a message naming no execution is refused there.
+    parsed_id: ExecutionId = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        try:
+            parsed = ExecutionId.parse(self.execution_id)
+        except NotFound:
+            raise ValueError(f"a due message names no execution: {self.execution_id!r}") from None
+        object.__setattr__(self, "parsed_id", parsed)
+
+    @property
+    def slot(self) -> datetime:
+        """The slot the message's execution runs (parsed once, with the message)."""
+        return self.parsed_id.slot
 
     @property
     def start_ms(self) -> int:
@@ -187,7 +202,12 @@ class DueMessage:
 
     @classmethod
     def from_body(cls, body: str) -> DueMessage:
-        v = json.loads(body)
+        """The message a queue's body holds; raises ValueError (or KeyError, TypeError) for one that is not."""
+        return cls.from_fields(json.loads(body))
+
+    @classmethod
+    def from_fields(cls, v: dict[str, Any]) -> DueMessage:
+        """The message of a body already read as JSON (the DLQ drain reads bodies so)."""
         return cls(
             key=ExecutionKey(pk=v["pk"], sk=v["sk"]),
             execution_id=v["executionId"],
