@@ -138,9 +138,10 @@ def test_the_smoke_fails_naming_the_functions_whose_layer_lacks_a_module(
 
 
 def test_on_aws_the_functions_logs_and_metric_come_from_cloudformation_lambda_logs_and_cloudwatch() -> None:
-    """AwsDeployment's reads, against in-process moto: the stack's duetime functions (a function of another
-    kind in the stack is left out), their log events since a time (none yet: an empty list), and the metric's
-    sum. (Invoking needs Lambda itself, which moto runs only in Docker: the tests above invoke locally.)"""
+    """AwsDeployment's reads, against in-process moto: the stack's duetime functions and its smoke target (a
+    function of another kind in the stack is left out), their log events since a time (none yet: an empty
+    list), and the metric's sum. (Invoking needs Lambda itself, which moto runs only in Docker: the tests above
+    invoke locally.)"""
     region = "eu-west-1"
     with mock_aws():
         role = boto3.client("iam", region_name=region).create_role(RoleName="r", AssumeRolePolicyDocument="{}")
@@ -161,13 +162,21 @@ def test_on_aws_the_functions_logs_and_metric_come_from_cloudformation_lambda_lo
                     },
                 },
                 "Provider": {"Type": "AWS::Lambda::Function", "Properties": {**function, "FunctionName": "provider"}},
-            }
+                "Target": {
+                    "Type": "AWS::Lambda::Function",
+                    "Properties": {**function, "FunctionName": "duetime-smoke-target"},
+                },
+            },
+            "Outputs": {"SmokeTargetFunction": {"Value": {"Ref": "Target"}}},
         }
         cloudformation = boto3.client("cloudformation", region_name=region)
         cloudformation.create_stack(StackName="Mine", TemplateBody=json.dumps(template))
         deployment = AwsDeployment("Mine", region)
-        [api] = deployment.functions()
+        api, target = sorted(deployment.functions(), key=lambda f: f.name)
         assert (api.name, api.service, api.environment["DUETIME_PREFIX"]) == ("duetime-api", "api", "duetime")
+        # The smoke target, by the output that names it; no console (no distribution): nothing to request.
+        assert (target.name, target.label) == ("duetime-smoke-target", "smoke_target")
+        assert deployment.through_console("GET", "/jobs") is None
         since = datetime.now(UTC) - timedelta(minutes=1)
         assert deployment.log_lines(api, since) == []
         logs = boto3.client("logs", region_name=region)
