@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import shutil
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -226,6 +227,42 @@ def test_the_smoke_fails_when_the_workers_may_not_invoke_the_smoke_target(
     assert "the run failed" in detail and "lambda:InvokeFunction" in detail, shown(smoke)
     worker = next(name for name in failures if name.startswith("no AccessDenied") and "Worker" in name)
     assert "lambda:InvokeFunction" in failures[worker].detail, shown(smoke)
+
+
+def test_the_smoke_fails_counting_the_invocations_of_a_target_client_that_retries(
+    assembly: tuple[dict[str, Any], Path], tmp_path: Path
+) -> None:
+    """Defect 2 put back: the core layer's target client with a 3 s read timeout and the SDK's standard retries
+    (3 attempts), the target sleeping 5 s. The client gives up on each invocation while it still runs and
+    invokes the target again: one attempt of the run invokes it three times, and the check says so."""
+    template, outdir = assembly
+    worker = next(f for f in deployed_functions(template, outdir) if f.service == "worker")
+    layers = list(worker.layers)
+    [index] = [i for i, layer in enumerate(layers) if (layer / "python/duetime/targets/aws.py").is_file()]
+    crippled = tmp_path / "core"
+    shutil.copytree(layers[index], crippled)
+    client = crippled / "python" / "duetime" / "targets" / "aws.py"
+    fixed = ('"total_max_attempts": 1}', "read_timeout=LAMBDA_MAX_TIMEOUT_SECONDS + 60")
+    source = client.read_text()
+    assert all(text in source for text in fixed)
+    client.write_text(source.replace(fixed[0], '"total_max_attempts": 3}').replace(fixed[1], "read_timeout=3"))
+    for compiled in (client.parent / "__pycache__").glob("aws.*"):
+        compiled.unlink()
+    layers[index] = crippled
+    deployment = LocalDeployment(template, outdir, layers=tuple(layers)).start()
+    try:
+        smoke = Smoke(deployment, wait_seconds=WAIT_SECONDS, target_seconds=5, say=lambda line: None)
+        assert smoke.find_functions() and all(smoke.cold_starts().values()), shown(smoke)
+        path = smoke.target_path()
+        assert path is not None
+        smoke.wait_for([path])
+        smoke.delete_jobs()
+    finally:
+        deployment.stop()
+    detail = failed(smoke)["lambda: target invoked once"].detail
+    counted = re.search(r"duetime-smoke-target was invoked (\d+) times", detail)
+    assert counted is not None and int(counted.group(1)) >= 2, shown(smoke)
+    assert "Read timeout" in detail, shown(smoke)
 
 
 @pytest.fixture(scope="module")

@@ -685,19 +685,17 @@ class Smoke:
                 return False, problem or "no run yet"
             [run, *_] = runs
             status = str(run.get("status"))
-            if status in ("failed", "cancelled", "skipped"):
-                raise PathFailed(f"the run {status}: {str(run.get('error'))[:300]}")
-            if status != "succeeded":
+            if status in ("scheduled", "running"):
                 return False, f"the run is {status}"
+            request_ids = self.target_invocations(target, str(run.get("executionId")))
+            counted = "" if request_ids is None else f"; {target.name} was invoked {len(request_ids)} times for it"
+            if status != "succeeded":
+                raise PathFailed(f"the run {status}{counted}: {str(run.get('error'))[:300]}")
             attempts = int(run.get("attempt") or 0)
             if attempts != 1:
-                raise PathFailed(f"the run succeeded in attempt {attempts}, not 1")
-            execution_id = str(run.get("executionId"))
-            lines = self.deployment.log_lines(target, self.started)
-            if lines is None:
+                raise PathFailed(f"the run succeeded in attempt {attempts}, not 1{counted}")
+            if request_ids is None:
                 return True, "invocations not counted: log events not readable (logs:FilterLogEvents)"
-            invocations = [_json_line(line) for line in lines if execution_id in line]
-            request_ids = [str(i.get("requestId")) for i in invocations if i.get("smokeTarget") == "invoked"]
             result = _result_of(run, self)
             if result.get("requestId") not in request_ids:
                 return False, f"succeeded; waiting for its invocation's log line ({len(request_ids)} seen)"
@@ -706,6 +704,15 @@ class Smoke:
             return True, f"one attempt, one invocation of {target.name} ({result.get('slept')} s)"
 
         return Waited(TARGET_CHECK, once, "", extra_seconds=self.target_seconds)
+
+    def target_invocations(self, target: Function, execution_id: str) -> list[str] | None:
+        """The request ids of the smoke target's invocations for one run, from the line each logs; None if its
+        log events cannot be read."""
+        lines = self.deployment.log_lines(target, self.started)
+        if lines is None:
+            return None
+        invocations = [_json_line(line) for line in lines if execution_id in line]
+        return [str(i.get("requestId")) for i in invocations if i.get("smokeTarget") == "invoked"]
 
     def delete_jobs(self) -> None:
         for job_id in self.created_jobs:
