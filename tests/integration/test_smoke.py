@@ -299,6 +299,7 @@ def test_the_console_paths_reach_the_api_through_the_distribution(
     [
         ("/dead-letters/*", "console POST /dead-letters/redrive"),
         ("/executions/*", "console POST /executions/{id}/retry"),
+        ("/jobs/*", "console GET /jobs/{id}/executions"),
     ],
 )
 def test_the_smoke_fails_naming_a_path_the_distribution_does_not_send_to_the_api(

@@ -81,10 +81,11 @@ SMOKE_TARGET_OUTPUT = "SmokeTargetFunction"  # the stack output that names it (i
 # Gateway gives without a token; /openapi.json is a file of the console's own origin.
 CONSOLE_API_PATHS = (
     ("GET", "/jobs"),
+    ("GET", "/jobs/{id}/executions"),
+    ("POST", "/schedules/preview"),
     ("GET", "/dead-letters"),
     ("POST", "/dead-letters/redrive"),
     ("POST", "/executions/{id}/retry"),
-    ("GET", "/executions/{id}"),
 )
 CONSOLE_FILE = "/openapi.json"
 LAMBDA_MAX_SECONDS = 900  # the longest a Lambda invocation runs
@@ -724,11 +725,11 @@ class Smoke:
         """Each path the console calls that must reach the API, through its distribution without a token: API
         Gateway answers 401 with a JSON body; the S3 origin (no cache behaviour routes the path to the API)
         answers 403 with an XML AccessDenied, which the console shows as a failed page or action."""
-        execution_id = secrets.token_hex(8)
+        some_id = secrets.token_hex(8)  # no such job or run: the authorizer answers before the API looks
         for method, route in CONSOLE_API_PATHS:
             name = f"console {method} {route}"
             try:
-                answer = self.deployment.through_console(method, route.replace("{id}", execution_id))
+                answer = self.deployment.through_console(method, route.replace("{id}", some_id))
             except Exception as exc:  # the distribution cannot be read or reached: the table says why
                 self.record(name, False, f"{type(exc).__name__}: {exc}")
                 continue
