@@ -15,7 +15,9 @@ SKIPPED = {
     "their IAM-authorized public endpoints; a VPC would add NAT and interface endpoints and cold-start latency "
     "and protect nothing that IAM does not (ECS workers, which run user containers, are in private subnets).",
     "CKV_AWS_115": "Reserved concurrency: every duetime function has one (context apiReservedConcurrency, "
-    "workerMaxConcurrency); the one left is CDK's RestrictDefaultSG custom resource handler, run once per deploy.",
+    "workerMaxConcurrency); those left are CDK's RestrictDefaultSG custom resource handler, run once per deploy, "
+    "and the smoke target, invoked by `duetime smoke` once per run (a reservation would take from the account's "
+    "pool for a function idle all day).",
     "CKV_AWS_120": "API Gateway caching: every answer is an owner's own, current data (jobs, executions, run-now); "
     "a cache would serve stale states and, keyed wrongly, another owner's.",
 }

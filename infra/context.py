@@ -41,6 +41,7 @@ duetime.definitions.JOB_CLASSES: the runtime reads the same table, so they are n
 | longWorkerMinTasks     | 1                                    | ECS tasks of the `long` class when idle              |
 | longWorkerMaxTasks     | 10                                   | ECS tasks of the `long` class at most                |
 | console                | false                                | deploy the web console (S3, CloudFront, hosted UI)   |
+| smokeTarget            | true                                 | deploy `duetime smoke`'s `lambda:` target function  |
 | eventBus               | create                               | events to a bus of the stack, "default" or "none"    |
 | ownerTopicAccounts     | * (any account)                      | accounts of owners' duetime-notify-* topics (a,b)    |
 | billing                | onDemand                             | "provisioned": capacity with auto-scaling (below)    |
@@ -70,6 +71,7 @@ from duetime.definitions import (
     metric_owners_problem,
     parse_class_queues,
     preload_window_problem,
+    smoke_target_name,
 )
 from duetime.domain.quotas import Quotas
 
@@ -247,11 +249,18 @@ class DeployContext:
     kms_key: str | None = None  # None: AWS managed keys; "create"; or an existing key's ARN
     quotas: Quotas = DEFAULT_QUOTAS
     console: bool = False  # the web console: bucket, distribution and a user pool client (infra.console)
+    smoke_target: bool = True  # `duetime smoke`'s `lambda:` target function (infra.smoke_target)
     event_bus: str = CREATE_EVENT_BUS  # "create" a bus of the stack, "default" the account's, "none": no events
     # Accounts whose duetime-notify-* SNS topics the DLQ notifier may publish to (owners' failure destinations).
     owner_topic_accounts: list[str] = dataclasses.field(default_factory=lambda: [ANY_ACCOUNT])
     # The tables' billing: None on demand (the default), else provisioned capacity with auto-scaling.
     provisioned: ProvisionedCapacity | None = None
+
+    @property
+    def lambda_targets(self) -> list[str]:
+        """The functions `lambda:` handlers may invoke: context handlerFunctions and the smoke target."""
+        smoke = [smoke_target_name(self.settings.prefix)] if self.smoke_target else []
+        return [*self.handler_functions, *smoke]
 
     @property
     def handler_modules(self) -> str:
@@ -334,6 +343,7 @@ class DeployContext:
             kms_key=_kms_key(node),
             quotas=quotas,
             console=str(node.try_get_context("console") or "").lower() in ("true", "1", "yes"),
+            smoke_target=str(node.try_get_context("smokeTarget") or "true").lower() not in ("false", "0", "no"),
             event_bus=_event_bus(node),
             owner_topic_accounts=_list(node, "ownerTopicAccounts") or [ANY_ACCOUNT],
             provisioned=_provisioned(node),

@@ -10,6 +10,7 @@ from typing import Any
 
 from aws_cdk import Stack
 from constructs import Construct
+from duetime.config import RuntimeConfig
 
 from infra.api import Api
 from infra.console import Console
@@ -22,6 +23,7 @@ from infra.monitoring import AlertTopic, Monitoring
 from infra.permissions import grant_handler_targets, grant_task_payload_reads, grant_webhook_secrets
 from infra.queues import Queues
 from infra.scheduling import Scheduling
+from infra.smoke_target import SmokeTarget
 from infra.storage import Storage
 from infra.workers import Workers
 
@@ -69,6 +71,16 @@ class DuetimeStack(Stack):
             for name, value in self.events.environment().items():
                 function.add_environment(name, value)
         self.events.grant_publish([fn.role for fn in self.functions.all if fn.role is not None])
+        # Context smokeTarget (default on): `duetime smoke`'s `lambda:` target, granted to its owners only.
+        self.smoke_target = (
+            SmokeTarget(self, "SmokeTarget", ctx=self.ctx, key=self.data_key) if self.ctx.smoke_target else None
+        )
+        if self.smoke_target is not None:
+            smoke = RuntimeConfig(smoke_target=self.smoke_target.function_name).to_env()
+            self.functions.environment.update(smoke)  # the ECS workers' environment too
+            for function in self.functions.all:
+                for name, value in smoke.items():
+                    function.add_environment(name, value)
         # Owners' failure destinations: their duetime-notify-* topics, per-owner mail topics, signed webhooks.
         assert self.functions.dlq_notifier.role is not None
         grant_owner_destinations(self.functions.dlq_notifier.role, self.ctx)
@@ -88,7 +100,7 @@ class DuetimeStack(Stack):
             assert worker.role is not None
             grant_handler_targets(
                 worker.role,
-                self.ctx.handler_functions,
+                self.ctx.lambda_targets,
                 self.ctx.handler_task_definitions,
                 self.workers.cluster.cluster_arn,
                 self.ctx.handler_task_roles,

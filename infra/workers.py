@@ -117,7 +117,7 @@ class Workers(Construct):
             grant_queues(task_role, [class_queues.dlq], SEND)
             grant_handler_targets(
                 task_role,
-                ctx.handler_functions,
+                ctx.lambda_targets,
                 ctx.handler_task_definitions,
                 self.cluster.cluster_arn,
                 ctx.handler_task_roles,

@@ -218,3 +218,41 @@ def test_dlq_notifier_reads_shard_counts_and_ends_jobs_but_writes_no_new_rows(sy
         "dynamodb:UpdateItem",
     }
     assert actions_on(synthesized, role, _table_id(synthesized, "jobs")) == {"dynamodb:GetItem", "dynamodb:UpdateItem"}
+
+
+def test_the_smoke_target_sleeps_for_duetime_smoke_and_only_the_workers_may_invoke_it(synthesized, hardened):
+    """infra/smoke_target.py, on by default: named from the prefix, in the output the smoke test reads, its role
+    writing its logs only; every worker (Lambda and ECS) may invoke it, and the API and workers know its name
+    (their grants give it to the smoke test's owners)."""
+    from duetime.definitions import SMOKE_TARGET_TIMEOUT_SECONDS, smoke_target_name
+
+    name = smoke_target_name(PREFIX)
+    for variant in (synthesized, hardened):
+        target = variant.stack.smoke_target
+        logical_id = variant.logical_id(target.function)
+        props = variant.raw["Resources"][logical_id]["Properties"]
+        assert props["FunctionName"] == name and props["Timeout"] == SMOKE_TARGET_TIMEOUT_SECONDS
+        assert "Layers" not in props  # the standard library only
+        assert variant.raw["Outputs"]["SmokeTargetFunction"]["Value"] == {"Ref": logical_id}
+        own = {a.split(":")[0] for a in actions_of(variant, target.function.role)}
+        assert own <= {"logs", "xray", "kms"}, own
+        roles = [f.role for f in variant.stack.functions.workers.values()] + list(variant.stack.workers.task_roles)
+        for role in roles:
+            invokes = [s for s in statements_of(variant, role) if s["Action"] == "lambda:InvokeFunction"]
+            assert any(f"function:{name}" in json.dumps(s["Resource"]) for s in invokes), variant.logical_id(role)
+        for function in (variant.stack.functions.api, *variant.stack.functions.workers.values()):
+            variables = variant.raw["Resources"][variant.logical_id(function)]["Properties"]["Environment"]["Variables"]
+            assert variables["DUETIME_SMOKE_TARGET"] == name
+    # No other role may invoke it.
+    for role in (synthesized.stack.functions.api.role, synthesized.stack.functions.preloader.role):
+        assert "lambda:InvokeFunction" not in actions_of(synthesized, role)
+
+
+def test_context_smoke_target_false_leaves_it_out_of_the_lambda_targets():
+    import aws_cdk as cdk
+
+    from infra.context import DeployContext
+
+    assert DeployContext.from_node(cdk.App().node).lambda_targets == [f"{PREFIX}-smoke-target"]
+    off = DeployContext.from_node(cdk.App(context={"smokeTarget": "false", "handlerFunctions": "billing"}).node)
+    assert off.lambda_targets == ["billing"] and not off.smoke_target

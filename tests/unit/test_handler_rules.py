@@ -43,6 +43,20 @@ def test_the_defaults_are_everything_locally_and_the_demo_handlers_on_aws():
     assert RuntimeConfig().grants() == DEMO_ONLY
 
 
+def test_the_smoke_target_is_granted_to_the_smoke_tests_owners_only_beside_the_configured_rules():
+    """DUETIME_SMOKE_TARGET (infra/smoke_target.py): `duetime smoke`'s owners (smoke-*) may use lambda:<it>,
+    whatever else the grants say; nobody else may, and other targets stay as the grants have them."""
+    config = RuntimeConfig.from_env({"DUETIME_SMOKE_TARGET": "duetime-smoke-target"})
+    grants = config.grants()
+    assert grants.allows("smoke-1a2b", (), "lambda:duetime-smoke-target")
+    assert not grants.allows("3f6c0e1e-user", (), "lambda:duetime-smoke-target")
+    assert not grants.allows("smoke-1a2b", (), "lambda:billing")
+    assert grants.allows("3f6c0e1e-user", (), "demo.sleep")  # the default rules kept
+    configured = RuntimeConfig(handler_grants=RULES, smoke_target="duetime-smoke-target").grants()
+    assert configured.rules[: len(Grants.parse(RULES).rules)] == Grants.parse(RULES).rules
+    assert configured.allows("smoke-1a2b", (), "lambda:duetime-smoke-target")
+
+
 def test_grants_and_the_manifest_come_from_the_environment_as_json():
     import json
 

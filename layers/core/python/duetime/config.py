@@ -24,12 +24,13 @@ from duetime.definitions import (
     METRIC_NAMESPACE,
     PRELOAD_DISPATCH_THREADS,
     PRELOAD_THREADS,
+    SMOKE_OWNER_PREFIX,
     Settings,
     class_queues_problem,
     metric_owners_problem,
     preload_window_problem,
 )
-from duetime.domain.grants import DEMO_ONLY, EVERYONE, Grants
+from duetime.domain.grants import DEMO_ONLY, EVERYONE, GrantRule, Grants
 from duetime.domain.quotas import Quotas
 from duetime.event_sinks import ConsoleEvents, EventBridgeEvents, emf_count, emf_owner_count
 from duetime.notify import ConsoleNotifier, OwnerNotifier, SnsNotifier
@@ -102,6 +103,9 @@ class RuntimeConfig(BaseSettings):
     backfill_slots_per_hour: int | None = Field(default=None, ge=0)
     # Webhook secrets as files in this folder (`duetime local`, `duetime worker --data-dir`); else Secrets Manager.
     webhook_secrets_dir: str | None = None
+    # The deployment's smoke target function (context smokeTarget): owners whose id starts SMOKE_OWNER_PREFIX
+    # (`duetime smoke`'s) may also use `lambda:<it>`, whatever the grants say.
+    smoke_target: str | None = None
     # Events (docs/events.md): the EventBridge bus to publish to (AWS); else, locally, on the console
     # (`events_console`) and POSTed to `events_webhook`; neither: no events, no call.
     event_bus_name: str | None = None
@@ -214,8 +218,13 @@ class RuntimeConfig(BaseSettings):
     def grants(self) -> Grants:
         """The grant rules configured, or the default: everything locally, the demo handlers on AWS."""
         if self.handler_grants is not None:
-            return Grants.parse(self.handler_grants, source=self.env_name("handler_grants"))
-        return EVERYONE if self.endpoint_url else DEMO_ONLY
+            grants = Grants.parse(self.handler_grants, source=self.env_name("handler_grants"))
+        else:
+            grants = EVERYONE if self.endpoint_url else DEMO_ONLY
+        if self.smoke_target:
+            smoke = GrantRule(owners=(f"{SMOKE_OWNER_PREFIX}*",), handlers=(f"lambda:{self.smoke_target}",))
+            grants = Grants(rules=(*grants.rules, smoke))
+        return grants
 
     def quotas(self) -> Quotas:
         """Each owner's limits: those configured (0: unlimited), else the defaults on AWS and none locally."""

@@ -374,6 +374,18 @@ def webhook_secret_name(prefix: str, owner_key: str) -> str:
     return f"{prefix}/{WEBHOOK_SECRETS_FOLDER}/{owner_key}"
 
 
+# `duetime smoke`'s `lambda:` target (infra/smoke_target.py, context smokeTarget): a function of the stack that
+# sleeps as long as a run asks. Only the smoke test's owners (ids starting SMOKE_OWNER_PREFIX, which no user
+# pool issues: `duetime smoke` invokes the API function directly with such an id) are granted it.
+SMOKE_OWNER_PREFIX = "smoke-"
+SMOKE_TARGET_TIMEOUT_SECONDS = 120  # above the longest sleep it takes (functions/smoke_target: 90 s)
+
+
+def smoke_target_name(prefix: str) -> str:
+    """The smoke target's function name: the name prefix is unique in the account and region already."""
+    return f"{prefix}-smoke-target"
+
+
 # A webhook must accept the connection within this time (then its job's timeout bounds the request);
 # a reply is read up to this size, a larger one fails the attempt permanently.
 WEBHOOK_CONNECT_TIMEOUT_SECONDS = 10.0

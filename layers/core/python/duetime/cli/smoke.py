@@ -13,6 +13,12 @@ likely to break, each through the deployed functions with their own roles:
 - a bounded job paused before its `endAt` and resumed after it ends `completed`;
 - a message redriven to a DLQ (a waiting run's due message, put on its class's DLQ as SQS's redrive puts it)
   is handled by the DLQ notifier: the run ends `failed` and is listed by `GET /dead-letters`;
+- a `lambda:` target that sleeps 60 s (the stack's smoke target, stack output SmokeTargetFunction; context
+  smokeTarget=false leaves it out and the check is skipped) succeeds in one attempt and was invoked exactly
+  once: the target logs a line per invocation naming the run, counted in its log events;
+- the console's paths through CloudFront (when the stack has a console): each path the console calls that must
+  reach the API, requested without a token, is answered by API Gateway (401 with a JSON body), not by the S3
+  origin (403, an XML AccessDenied); /openapi.json is the console's file (200, JSON);
 - no call was denied: AccessDenied in an invocation's error, an API response, or the functions' log events
   (CloudWatch Logs, when readable).
 
@@ -49,6 +55,7 @@ from duetime.definitions import (
     METRIC_NAMESPACE,
     METRIC_SHARD_ERRORS,
     PRELOADER_METRICS_SERVICE,
+    SMOKE_OWNER_PREFIX,
 )
 from duetime.service.context import Ports
 from duetime.service.dispatch import preload_record_key
@@ -65,6 +72,22 @@ DENIED = re.compile(r"AccessDenied|AuthorizationError|is not authorized to perfo
 # the JSON around the string.
 RESULT_BYTES = MAX_RESULT_BYTES - 100
 DEFAULT_WAIT_SECONDS = 180
+# The smoke target's sleep: twice the 30 s read timeout of the clients whose retries invoked a target up to five
+# times an attempt (issue 29, defect 2).
+DEFAULT_TARGET_SECONDS = 60.0
+SMOKE_TARGET = "smoke_target"  # the smoke target's label (it runs no duetime service)
+SMOKE_TARGET_OUTPUT = "SmokeTargetFunction"  # the stack output that names it (infra/smoke_target.py)
+# What the console calls that must reach the API through its distribution (console.js), with the answer API
+# Gateway gives without a token; /openapi.json is a file of the console's own origin.
+CONSOLE_API_PATHS = (
+    ("GET", "/jobs"),
+    ("GET", "/jobs/{id}/executions"),
+    ("POST", "/schedules/preview"),
+    ("GET", "/dead-letters"),
+    ("POST", "/dead-letters/redrive"),
+    ("POST", "/executions/{id}/retry"),
+)
+CONSOLE_FILE = "/openapi.json"
 LAMBDA_MAX_SECONDS = 900  # the longest a Lambda invocation runs
 
 
@@ -100,6 +123,15 @@ class Invocation:
         return f"{self.error.get('errorType')}: {self.error.get('errorMessage')}"
 
 
+@dataclass(frozen=True)
+class Answer:
+    """An HTTP answer as a browser gets it: its status, content type and body text."""
+
+    status: int
+    content_type: str
+    body: str
+
+
 class Deployment(Protocol):
     """What the smoke test reads and calls."""
 
@@ -120,6 +152,10 @@ class Deployment(Protocol):
     def ports(self, function: Function) -> Ports:
         """duetime's store and queues as `function`'s environment configures them, with the caller's
         credentials (not the function's role)."""
+        ...
+
+    def through_console(self, method: str, path: str) -> Answer | None:
+        """A request without a token to the console's distribution; None if the stack has no console."""
         ...
 
 
@@ -145,6 +181,8 @@ class AwsDeployment:
         self.log_groups: dict[str, str] = {}
         self.log_error = ""
         self.outputs: dict[str, str] = {}
+        self.distributions: list[str] = []  # the stack's CloudFront distributions' ids
+        self._console_domain: str | None = None
 
     def client(self, service: str) -> Any:
         if service not in self._clients:
@@ -165,14 +203,18 @@ class AwsDeployment:
             for resource in page["StackResourceSummaries"]:
                 if resource["ResourceType"] == "AWS::Lambda::Function":
                     names.append(str(resource["PhysicalResourceId"]))
+                elif resource["ResourceType"] == "AWS::CloudFront::Distribution":
+                    self.distributions.append(str(resource["PhysicalResourceId"]))
         found = []
         for name in names:
             configuration = self.client("lambda").get_function_configuration(FunctionName=name)
             variables = dict((configuration.get("Environment") or {}).get("Variables") or {})
-            if variables.get("POWERTOOLS_SERVICE_NAME") in SERVICES:
+            smoke_target = name == self.outputs.get(SMOKE_TARGET_OUTPUT)
+            if variables.get("POWERTOOLS_SERVICE_NAME") in SERVICES or smoke_target:
                 log_group = (configuration.get("LoggingConfig") or {}).get("LogGroup") or f"/aws/lambda/{name}"
                 self.log_groups[name] = str(log_group)
-                found.append(Function(name, str(variables["POWERTOOLS_SERVICE_NAME"]), variables))
+                service = SMOKE_TARGET if smoke_target else str(variables["POWERTOOLS_SERVICE_NAME"])
+                found.append(Function(name, service, variables))
         return found
 
     def invoke(self, function: Function, event: Mapping[str, Any]) -> Invocation:
@@ -220,11 +262,34 @@ class AwsDeployment:
             return None
         return float(sum(point["Sum"] for point in response.get("Datapoints", [])))
 
+    def through_console(self, method: str, path: str) -> Answer | None:
+        """Over HTTPS to the console's distribution (its domain from cloudfront:GetDistribution)."""
+        if not self.distributions:
+            return None
+        if self._console_domain is None:
+            distribution = self.client("cloudfront").get_distribution(Id=self.distributions[0])["Distribution"]
+            self._console_domain = str(distribution["DomainName"])
+        return http_answer(f"https://{self._console_domain}{path}", method)
+
     def ports(self, function: Function) -> Ports:
         config = RuntimeConfig.from_env(function.environment)
         if self.endpoint_url:
             config = config.model_copy(update={"endpoint_url": self.endpoint_url})
         return build_ports(config)
+
+
+def http_answer(url: str, method: str) -> Answer:
+    """One request without credentials (a JSON body of `{}` for a POST), its answer whatever the status."""
+    import urllib.error
+    import urllib.request
+
+    data = b"{}" if method == "POST" else None
+    request = urllib.request.Request(url, data=data, method=method, headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return Answer(response.status, response.headers.get("Content-Type", ""), response.read().decode())
+    except urllib.error.HTTPError as error:
+        return Answer(error.code, error.headers.get("Content-Type", ""), error.read().decode("utf-8", "replace"))
 
 
 # --- the checks -------------------------------------------------------------------------------------------
@@ -235,6 +300,15 @@ class Check:
     name: str
     passed: bool
     detail: str
+    skipped: bool = False  # not run, for the reason in `detail` (a part the stack does not deploy)
+
+    @property
+    def result(self) -> str:
+        return "SKIP" if self.skipped else "PASS" if self.passed else "FAIL"
+
+
+class PathFailed(Exception):
+    """A waited-on path has failed for good (its run failed): no use waiting on it longer."""
 
 
 @dataclass(frozen=True)
@@ -246,6 +320,7 @@ class Waited:
     condition: Callable[[], tuple[bool, str]]
     passed: str
     then: Callable[[], None] | None = None
+    extra_seconds: float = 0.0  # waited beyond `wait_seconds` (a path that takes that long on purpose)
 
 
 @dataclass
@@ -255,9 +330,11 @@ class Smoke:
     deployment: Deployment
     wait_seconds: float = DEFAULT_WAIT_SECONDS
     poll_seconds: float = 2.0
+    # How long the smoke target sleeps; tests use less (still above the old 30 s read timeout).
+    target_seconds: float = DEFAULT_TARGET_SECONDS
     say: Callable[[str], None] = lambda line: print(line, file=sys.stderr, flush=True)
     checks: list[Check] = field(default_factory=list)
-    owner: str = field(default_factory=lambda: f"smoke-{secrets.token_hex(4)}")
+    owner: str = field(default_factory=lambda: f"{SMOKE_OWNER_PREFIX}{secrets.token_hex(4)}")
     started: datetime = field(default_factory=lambda: datetime.now(UTC))
     created_jobs: list[str] = field(default_factory=list)
     found: dict[str, Function] = field(default_factory=dict)
@@ -268,9 +345,10 @@ class Smoke:
     def passed(self) -> bool:
         return all(check.passed for check in self.checks)
 
-    def record(self, name: str, passed: bool, detail: str) -> bool:
-        self.checks.append(Check(name, passed, detail))
-        self.say(f"{'PASS' if passed else 'FAIL'} {name}: {detail}")
+    def record(self, name: str, passed: bool, detail: str, skipped: bool = False) -> bool:
+        check = Check(name, passed, detail, skipped)
+        self.checks.append(check)
+        self.say(f"{check.result} {name}: {detail}")
         return passed
 
     def run(self) -> bool:
@@ -287,6 +365,7 @@ class Smoke:
                 self.delete_jobs()
         else:
             self.record("job paths", False, "not run: the API or the default class's worker does not start")
+        self.console_paths()
         self.shard_errors_metric()
         self.no_access_denied()
         return self.passed
@@ -310,6 +389,7 @@ class Smoke:
             "api": self.api_event("GET", "/openapi.json"),
             "worker": {"Records": []},  # an empty batch: the cold start, and no work
             "dlq_notifier": {},  # its schedule's event: a drain (nothing on the DLQs, nothing done)
+            SMOKE_TARGET: {"payload": {"seconds": 0}},  # no run: no sleep
         }
         imported: dict[str, bool] = {}
         for label, function in sorted(self.found.items()):
@@ -432,13 +512,17 @@ class Smoke:
 
     def wait_for(self, paths: list[Waited]) -> None:
         """Poll every path until each has what it waits for or `wait_seconds` have passed; record each."""
-        deadline = time.monotonic() + self.wait_seconds
+        started = time.monotonic()
         waiting = list(paths)
         while waiting:
             for path in list(waiting):
-                done, detail = path.condition()
-                if done or time.monotonic() > deadline:
-                    self.record(path.name, done, path.passed if done else detail)
+                try:
+                    done, detail = path.condition()
+                    over = time.monotonic() > started + self.wait_seconds + path.extra_seconds
+                except PathFailed as failed:
+                    done, detail, over = False, str(failed), True
+                if done or over:
+                    self.record(path.name, done, path.passed if done and path.passed else detail)
                     waiting.remove(path)
                     if path.then is not None:
                         path.then()
@@ -496,7 +580,8 @@ class Smoke:
             paths.append(self.redriven(redriven))
         elif redriven:
             self.record("DLQ redrive", False, "not run: the DLQ notifier does not start")
-        self.wait_for(paths)
+        target = self.target_path()
+        self.wait_for([*paths, *([target] if target else [])])
 
     def bounded(self, job_id: str) -> Waited:
         """Both runs succeed and the job completes; then its executions page lists both."""
@@ -570,9 +655,102 @@ class Smoke:
 
         return Waited("DLQ redrive", handled, "the run ended failed and is listed in /dead-letters")
 
+    def target_path(self) -> Waited | None:
+        """A one-off job of `lambda:<smoke target>` sleeping `target_seconds`, due now (invoked_once); None, and
+        the check recorded as skipped, when the stack has no smoke target."""
+        target = self.found.get(SMOKE_TARGET)
+        if target is None:
+            why = "skipped: the stack has no smoke target (context smokeTarget=false)"
+            self.record(TARGET_CHECK, True, why, skipped=True)
+            return None
+        job_id = self.create(
+            {
+                "name": "smoke-lambda-target",
+                "handler": f"lambda:{target.name}",
+                "payload": {"seconds": self.target_seconds},
+                "schedule": {"at": _iso(datetime.now(UTC) + timedelta(seconds=2))},
+                "timeoutSeconds": int(self.target_seconds) + 60,
+                "retry": {"maxAttempts": 1},
+            }
+        )
+        return self.invoked_once(job_id, target) if job_id else None
+
+    def invoked_once(self, job_id: str, target: Function) -> Waited:
+        """The one-off run of `lambda:<smoke target>`, sleeping `target_seconds`: it succeeds in one attempt, and
+        the target logged one invocation for it (a client that gave up waiting and retried, as the shared
+        clients' 30 s read timeout did, invokes it again: each invocation logs a line naming the run)."""
+
+        def once() -> tuple[bool, str]:
+            _, runs, problem = self.job_and_runs(job_id)
+            if problem or not runs:
+                return False, problem or "no run yet"
+            [run, *_] = runs
+            status = str(run.get("status"))
+            if status in ("scheduled", "running"):
+                return False, f"the run is {status}"
+            request_ids = self.target_invocations(target, str(run.get("executionId")))
+            counted = "" if request_ids is None else f"; {target.name} was invoked {len(request_ids)} times for it"
+            if status != "succeeded":
+                raise PathFailed(f"the run {status}{counted}: {str(run.get('error'))[:300]}")
+            attempts = int(run.get("attempt") or 0)
+            if attempts != 1:
+                raise PathFailed(f"the run succeeded in attempt {attempts}, not 1{counted}")
+            if request_ids is None:
+                return True, "invocations not counted: log events not readable (logs:FilterLogEvents)"
+            result = _result_of(run, self)
+            if result.get("requestId") not in request_ids:
+                return False, f"succeeded; waiting for its invocation's log line ({len(request_ids)} seen)"
+            if len(request_ids) != 1:
+                raise PathFailed(f"{target.name} was invoked {len(request_ids)} times for one attempt")
+            return True, f"one attempt, one invocation of {target.name} ({result.get('slept')} s)"
+
+        return Waited(TARGET_CHECK, once, "", extra_seconds=self.target_seconds)
+
+    def target_invocations(self, target: Function, execution_id: str) -> list[str] | None:
+        """The request ids of the smoke target's invocations for one run, from the line each logs; None if its
+        log events cannot be read."""
+        lines = self.deployment.log_lines(target, self.started)
+        if lines is None:
+            return None
+        invocations = [_json_line(line) for line in lines if execution_id in line]
+        return [str(i.get("requestId")) for i in invocations if i.get("smokeTarget") == "invoked"]
+
     def delete_jobs(self) -> None:
         for job_id in self.created_jobs:
             self.call("DELETE", f"/jobs/{job_id}")
+
+    # --- the console's distribution ----------------------------------------------------------------------
+
+    def console_paths(self) -> None:
+        """Each path the console calls that must reach the API, through its distribution without a token: API
+        Gateway answers 401 with a JSON body; the S3 origin (no cache behaviour routes the path to the API)
+        answers 403 with an XML AccessDenied, which the console shows as a failed page or action."""
+        some_id = secrets.token_hex(8)  # no such job or run: the authorizer answers before the API looks
+        for method, route in CONSOLE_API_PATHS:
+            name = f"console {method} {route}"
+            try:
+                answer = self.deployment.through_console(method, route.replace("{id}", some_id))
+            except Exception as exc:  # the distribution cannot be read or reached: the table says why
+                self.record(name, False, f"{type(exc).__name__}: {exc}")
+                continue
+            if answer is None:
+                self.record("console through CloudFront", True, "skipped: the stack has no console", skipped=True)
+                return
+            body = _json_or_none(answer.body)
+            if answer.status == 401 and isinstance(body, dict):
+                self.record(name, True, f"API Gateway: 401 {json.dumps(body)}")
+            elif answer.status == 403 and "AccessDenied" in answer.body:
+                self.record(name, False, "403 AccessDenied from the S3 origin: no cache behaviour sends it to the API")
+            else:
+                self.record(name, False, f"{answer.status} {answer.content_type}: {answer.body[:200]}")
+        answer = self.deployment.through_console("GET", CONSOLE_FILE)
+        document = _json_or_none(answer.body) if answer is not None else None
+        if answer is not None:
+            self.record(
+                f"console GET {CONSOLE_FILE}",
+                answer.status == 200 and isinstance(document, dict) and "openapi" in document,
+                f"{answer.status} {answer.content_type}" + ("" if answer.status == 200 else f": {answer.body[:200]}"),
+            )
 
     # --- denied calls ------------------------------------------------------------------------------------
 
@@ -591,6 +769,31 @@ class Smoke:
                 self.record(name, True, f"invocations and {len(lines)} log events clean")
 
 
+TARGET_CHECK = "lambda: target invoked once"
+
+
+def _json_or_none(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
+
+
+def _json_line(line: str) -> dict[str, Any]:
+    """A log line's JSON object (the smoke target prints one per invocation), or {}."""
+    found = _json_or_none(line[line.find("{") :] if "{" in line else "")
+    return found if isinstance(found, dict) else {}
+
+
+def _result_of(run: Mapping[str, Any], smoke: Smoke) -> dict[str, Any]:
+    """A run's result, from its executions page entry or, when the page leaves it out, its own page."""
+    result = run.get("result")
+    if result is None:
+        status, execution = smoke.call("GET", f"/executions/{run.get('executionId')}")
+        result = (execution or {}).get("result") if status == 200 else None
+    return dict(result) if isinstance(result, dict) else {}
+
+
 def _iso(moment: datetime) -> str:
     return moment.isoformat(timespec="seconds").replace("+00:00", "Z")
 
@@ -599,8 +802,9 @@ def _denied_call(text: str) -> str:
     """The line of a log event or error that names the denied call (a JSON log line's traceback has its line
     breaks escaped)."""
     for line in text.replace("\\n", "\n").splitlines():
-        if DENIED.search(line):
-            return line.strip(' "')[:400]
+        if match := DENIED.search(line):
+            # Where the denial is: a long line (a run's error in a JSON log event) names it far from its start.
+            return line[max(0, match.start() - 150) :].strip(' "')[:400]
     return text[:400]
 
 
@@ -609,11 +813,16 @@ def table(checks: list[Check]) -> Iterator[str]:
     width = max([len(c.name) for c in checks] + [5])
     yield f"{'check':<{width}}  result  detail"
     for check in checks:
-        yield f"{check.name:<{width}}  {'PASS' if check.passed else 'FAIL':<6}  {check.detail}"
+        yield f"{check.name:<{width}}  {check.result:<6}  {check.detail}"
 
 
-def run_smoke(deployment: Deployment, wait_seconds: float = DEFAULT_WAIT_SECONDS, quiet: bool = False) -> Smoke:
-    smoke = Smoke(deployment, wait_seconds=wait_seconds)
+def run_smoke(
+    deployment: Deployment,
+    wait_seconds: float = DEFAULT_WAIT_SECONDS,
+    quiet: bool = False,
+    target_seconds: float = DEFAULT_TARGET_SECONDS,
+) -> Smoke:
+    smoke = Smoke(deployment, wait_seconds=wait_seconds, target_seconds=target_seconds)
     if quiet:
         smoke.say = lambda line: None
     smoke.run()

@@ -70,34 +70,36 @@ def resolved_environment(function: DeployedFunction, stack: LocalStack) -> dict[
 
 def deployed_functions(template: Mapping[str, Any], outdir: Path) -> list[DeployedFunction]:
     """Every Python function of `template` with a service name (duetime's, not a custom resource's provider)."""
-    resources = template["Resources"]
     found = []
-    for logical_id, resource in resources.items():
+    for logical_id, resource in template["Resources"].items():
         props = resource.get("Properties") or {}
         if resource["Type"] != "AWS::Lambda::Function" or not str(props.get("Runtime", "")).startswith("python"):
             continue
-        variables = dict((props.get("Environment") or {}).get("Variables") or {})
-        service = variables.get("POWERTOOLS_SERVICE_NAME")
-        if not isinstance(service, str):
-            continue
-        layers = tuple(
-            _asset_dir(resources[layer["Ref"]]["Properties"]["Content"], outdir) for layer in props.get("Layers", [])
-        )
-        found.append(
-            DeployedFunction(
-                logical_id=logical_id,
-                handler=str(props["Handler"]),
-                runtime=str(props["Runtime"]),
-                asset=_asset_dir(props["Code"], outdir),
-                layers=layers,
-                variables=variables,
-                service=service,
-                job_class=variables.get("DUETIME_JOB_CLASS")
-                if isinstance(variables.get("DUETIME_JOB_CLASS"), str)
-                else None,
-            )
-        )
+        service = ((props.get("Environment") or {}).get("Variables") or {}).get("POWERTOOLS_SERVICE_NAME")
+        if isinstance(service, str):
+            found.append(deployed_function(template, outdir, logical_id, service))
     return found
+
+
+def deployed_function(template: Mapping[str, Any], outdir: Path, logical_id: str, service: str) -> DeployedFunction:
+    """The Python function `logical_id` of `template`, as `service` (what it runs)."""
+    resources = template["Resources"]
+    props = resources[logical_id].get("Properties") or {}
+    variables = dict((props.get("Environment") or {}).get("Variables") or {})
+    layers = tuple(
+        _asset_dir(resources[layer["Ref"]]["Properties"]["Content"], outdir) for layer in props.get("Layers", [])
+    )
+    job_class = variables.get("DUETIME_JOB_CLASS")
+    return DeployedFunction(
+        logical_id=logical_id,
+        handler=str(props["Handler"]),
+        runtime=str(props["Runtime"]),
+        asset=_asset_dir(props["Code"], outdir),
+        layers=layers,
+        variables=variables,
+        service=service,
+        job_class=job_class if isinstance(job_class, str) else None,
+    )
 
 
 def runtime_python(runtime: str) -> tuple[str, str]:

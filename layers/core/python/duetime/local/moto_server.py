@@ -16,15 +16,17 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterable
 from typing import Any
+from urllib.parse import unquote
 
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
 from werkzeug.serving import BaseWSGIServer, make_server
 
 from duetime.local.iam import Decision, Role
-from duetime.local.iam_requests import credential_scope, requests_of
+from duetime.local.iam_requests import LAMBDA_INVOKE, credential_scope, requests_of
 from duetime.local.stack_roles import roles_of_table
 
 Environ = dict[str, Any]
@@ -35,6 +37,10 @@ log = logging.getLogger("duetime.local.iam")
 # was denied.
 IAM_ROUTE = "/_duetime/iam"
 DENIED_ROUTE = "/_duetime/iam/denied"
+# The route by which a local deployment names the functions it runs itself and where it serves their invocations.
+LAMBDA_ROUTE = "/_duetime/lambda"
+# Long enough for any invocation (Lambda's 15 minutes): the caller's own client decides when to give up.
+RELAY_TIMEOUT_SECONDS = 960
 
 
 class SerializedDynamoDB:
@@ -108,6 +114,52 @@ class IamEnforcement:
             with self._lock:
                 return _json(start_response, "200 OK", {"denied": list(self.denied)})
         return _json(start_response, "404 Not Found", {"message": "no such route"})
+
+
+class LambdaRelay:
+    """WSGI middleware: Lambda's Invoke of a function the local deployment runs itself (duetime.local.deployed,
+    each function a process from the cloud assembly) is relayed to where it serves them, and its answer (the
+    payload, X-Amz-Function-Error) passed back; every other request goes to moto, which runs no function
+    without Docker. It sits behind IamEnforcement: the caller's role must allow lambda:InvokeFunction first.
+    The functions are given by a PUT to LAMBDA_ROUTE: {"url": "http://127.0.0.1:PORT", "functions": [names]}."""
+
+    def __init__(self, app: App) -> None:
+        self.app = app
+        self.url = ""
+        self.functions: set[str] = set()
+
+    def __call__(self, environ: Environ, start_response: StartResponse) -> Iterable[bytes]:
+        path, method = str(environ.get("PATH_INFO", "")), str(environ.get("REQUEST_METHOD", ""))
+        if path == LAMBDA_ROUTE and method == "PUT":
+            given = json.loads(_read_body(environ) or b"{}")
+            self.url, self.functions = str(given["url"]), set(given["functions"])
+            return _json(start_response, "200 OK", {"functions": len(self.functions)})
+        match = LAMBDA_INVOKE.match(path) if method == "POST" else None
+        if match is None or function_name_of(match.group(1)) not in self.functions:
+            return self.app(environ, start_response)
+        request = urllib.request.Request(self.url + path, data=_read_body(environ), method="POST")
+        try:
+            with urllib.request.urlopen(request, timeout=RELAY_TIMEOUT_SECONDS) as response:
+                status, headers, body = response.status, response.headers, response.read()
+        except urllib.error.HTTPError as error:
+            status, headers, body = error.code, error.headers, error.read()
+        kept = [(k, v) for k, v in headers.items() if k.lower().startswith(("content-type", "x-amz"))]
+        start_response(f"{status} {'OK' if status == 200 else 'Error'}", [*kept, ("Content-Length", str(len(body)))])
+        return [body]
+
+
+def function_name_of(given: str) -> str:
+    """A function's name in an Invoke path: a name, `name:qualifier`, or an ARN (...:function:name[:qualifier])."""
+    name = unquote(given)
+    return name.split(":")[6] if name.startswith("arn:") else name.split(":")[0]
+
+
+def relay_lambda(endpoint_url: str, url: str, functions: Iterable[str]) -> None:
+    """Have the server at `endpoint_url` relay the Invoke of `functions` to `url` (LambdaRelay)."""
+    body = json.dumps({"url": url, "functions": sorted(functions)}).encode()
+    request = urllib.request.Request(endpoint_url + LAMBDA_ROUTE, data=body, method="PUT")
+    with urllib.request.urlopen(request, timeout=30) as response:
+        response.read()
 
 
 def _read_body(environ: Environ) -> bytes:
@@ -191,7 +243,7 @@ class EmbeddedMoto:
     def __init__(self, port: int = 0, secret: str | None = None) -> None:
         self.secret = secret or secrets.token_hex(16)
         self.app = SerializedDynamoDB(DomainDispatcherApplication(create_backend_app))
-        self.iam = IamEnforcement(self.app)
+        self.iam = IamEnforcement(LambdaRelay(self.app))
         self.server: BaseWSGIServer = make_server(
             "127.0.0.1", port, SecretPath(self.iam, self.secret), threaded=True, request_handler=KeepAliveHandler
         )
