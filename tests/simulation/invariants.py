@@ -254,7 +254,7 @@ class StoredReader:
             raw_jobs = store.db.query("SELECT job_id, doc FROM jobs")
             parse_row, parse_job = execution_from_doc, job_from_doc
         else:
-            from duetime.store.dynamo.items import execution_from_item, job_from_item
+            from duetime.adapters.aws.items import execution_from_item, job_from_item
 
             raw_rows = [
                 ((i["pk"]["S"], i["sk"]["S"]), i, i.get("openShard", {}).get("S"))

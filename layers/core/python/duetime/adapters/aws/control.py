@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from duetime.adapters.aws.base import DynamoTables, Refused, refused_as
+from duetime.adapters.aws.items import _deser, _plain, _ser
 from duetime.domain.exclusions import Calendar
 from duetime.domain.keys import (
     ANNOUNCER_PREFIX,
@@ -28,8 +30,6 @@ from duetime.domain.limits import (
     live_holders,
     start_step_ms,
 )
-from duetime.store.dynamo.base import DynamoTables, Refused, refused_as
-from duetime.store.dynamo.items import _deser, _plain, _ser
 
 # Conditional writes on one limit's record refused by a concurrent one are tried again this often.
 RESERVE_ATTEMPTS = 20
