@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from duetime.adapters.shard_counts import ShardCountCalls
 from duetime.adapters.sqlite.base import SqliteTables
 from duetime.domain.exclusions import Calendar
 from duetime.domain.keys import (
     ANNOUNCER_PREFIX,
     CALENDAR_ATTR_PREFIX,
-    MOST_SHARDS_KEY,
     announcements_key,
     calendar_entry,
     calendars_from_record,
@@ -32,7 +32,7 @@ from duetime.domain.limits import (
 )
 
 
-class SqliteControl(SqliteTables):
+class SqliteControl(SqliteTables, ShardCountCalls):
     """Control records: leases, announcements, calendars, limits, slots and shard counts."""
 
     # -- control records: leases and cursors ----------------------------------------------------------
@@ -196,19 +196,3 @@ class SqliteControl(SqliteTables):
             record = self._read_control(conn, key)
             if record is not None and record.pop(holder_attr(holder), None) is not None:
                 self._write_control(conn, key, record)
-
-    # -- shard counts per due-hour bucket (issue 18) ---------------------------------------------------
-
-    def shards_of_bucket(self, bucket: str) -> int:
-        """The shard count of `bucket` (`YYYYMMDDHH`), fixed now with the configured count if not yet."""
-        return self.bucket_shards.of(bucket)
-
-    def recorded_shards(self, buckets: list[str]) -> dict[str, int]:
-        """The shard counts of those of `buckets` that are fixed; a bucket not fixed holds no row."""
-        return self.bucket_shards.recorded(buckets)
-
-    def most_shards(self) -> int:
-        """How many shards the pre-loader and reconciler visit: the configured count, or more if a bucket was
-        fixed with more (before a reshard to fewer)."""
-        record = self.get_control(MOST_SHARDS_KEY)
-        return max(self.settings.shards, int(record["shards"]) if record else 0)

@@ -8,8 +8,9 @@ from datetime import datetime
 from typing import Any
 
 from duetime.adapters.cursors import decode_cursor, encode_cursor
+from duetime.adapters.records import execution_from_values
 from duetime.adapters.sqlite.base import ITERATION_PAGE, LIVE, RUNNING, SCHEDULED, Change, _held
-from duetime.adapters.sqlite.items import execution_from_doc, execution_from_values
+from duetime.adapters.sqlite.items import execution_from_doc
 from duetime.adapters.sqlite.quotas import SqliteQuotas
 from duetime.domain.errors import StaleAttempt
 from duetime.domain.keys import (

@@ -8,8 +8,9 @@ from datetime import datetime
 from typing import Any
 
 from duetime.adapters.cursors import decode_cursor, encode_cursor
+from duetime.adapters.records import created_key
 from duetime.adapters.sqlite.base import IN_CHUNK, SCHEDULED
-from duetime.adapters.sqlite.items import created_key, job_from_doc, job_to_doc
+from duetime.adapters.sqlite.items import job_from_doc, job_to_doc
 from duetime.adapters.sqlite.quotas import SqliteQuotas
 from duetime.domain.errors import Conflict, DuetimeError, QuotaExceeded
 from duetime.domain.keys import ExecutionKey
