@@ -20,6 +20,8 @@ PACKAGES = (
     "duetime.api",
     "duetime.worker",
     "duetime.adapters",
+    "duetime.adapters.aws",
+    "duetime.adapters.sqlite",
     "duetime.targets",
     "duetime.local",
     "duetime.cli",
@@ -70,6 +72,9 @@ def test_the_code_keeps_every_contract():
         ("duetime.api.app", "from duetime.adapters import aws\n", "api depends on the service"),
         ("duetime.service.jobs", "from duetime.local import system\n", "service does not import"),
         ("duetime.service.jobs", "import functions.worker\n", "service does not import"),
+        ("duetime.service.jobs", "from duetime.adapters.sqlite import store\n", "service does not import"),
+        ("duetime.adapters.sqlite.store", "from duetime.adapters.aws import items\n", "the SQLite adapter imports"),
+        ("duetime.adapters.aws.store", "from duetime.adapters.sqlite import items\n", "the AWS adapter imports"),
     ],
 )
 def test_a_crossed_boundary_fails_lint(tmp_path, module, source, contract):
