@@ -13,12 +13,12 @@ from collections import Counter
 from datetime import timedelta
 from typing import Any
 
+from duetime.adapters.aws.items import execution_from_item
+from duetime.adapters.aws.queue import Received
 from duetime.definitions import EXECUTIONS_TABLE, JOBS_TABLE
 from duetime.domain.models import JobSpec, format_time, to_ms
-from duetime.queue.sqs import Received
 from duetime.service.dispatch import preload
 from duetime.service.jobs import submit_job
-from duetime.store.dynamo import execution_from_item
 from duetime.worker.runtime import Worker
 
 from bench.common import HandClock, Harness, Write, item_size, write_units

@@ -4,7 +4,7 @@ no duetime code between them) against a fresh embedded moto server, as fast as t
 Phase "create" replays what submitting a one-off job due now costs (TransactWriteItems of job + execution,
 BatchGetItem of the job at dispatch, SendMessageBatch); phase "run" what a worker does per execution
 (ReceiveMessage of up to 10, GetItem of the job, the claim UpdateItem, the finish UpdateItem,
-DeleteMessage), with the same condition expressions as duetime.store.dynamo.
+DeleteMessage), with the same condition expressions as duetime.adapters.aws.
 """
 
 from __future__ import annotations
@@ -16,12 +16,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 from boto3.dynamodb.types import TypeSerializer
+from duetime.adapters.aws.client import make_client
+from duetime.adapters.aws.items import execution_key, execution_to_item, job_to_item
+from duetime.adapters.aws.queue import DueMessage
 from duetime.definitions import EXECUTIONS_TABLE, JOBS_TABLE
 from duetime.domain.keys import execution_id
 from duetime.domain.models import Execution, Job, JobSpec, to_ms
-from duetime.queue.sqs import DueMessage
-from duetime.store.aws import make_client
-from duetime.store.dynamo import execution_key, execution_to_item, job_to_item
 
 from bench.common import REGION, Harness
 
@@ -148,7 +148,7 @@ def measure(count: int = 600, threads: int = 8) -> dict[str, Any]:
 
 
 def claim_request(table: str, key: dict[str, Any], at: int) -> dict[str, Any]:
-    """The claim of duetime.store.dynamo.DynamoStore.claim, for attempt 1."""
+    """The claim of duetime.adapters.aws.store.DynamoStore.claim, for attempt 1."""
     return {
         "TableName": table,
         "Key": key,
@@ -180,7 +180,7 @@ def claim_request(table: str, key: dict[str, Any], at: int) -> dict[str, Any]:
 
 
 def finish_request(table: str, key: dict[str, Any], at: int) -> dict[str, Any]:
-    """The success of duetime.store.dynamo.DynamoStore.finish, for attempt 1."""
+    """The success of duetime.adapters.aws.store.DynamoStore.finish, for attempt 1."""
     return {
         "TableName": table,
         "Key": key,

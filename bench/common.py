@@ -19,15 +19,14 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "layers" / "core" / "python"))
 
+from duetime.adapters.aws.client import make_client  # noqa: E402
+from duetime.adapters.aws.provision import create_queues, create_tables  # noqa: E402
+from duetime.adapters.aws.queue import DueQueues  # noqa: E402
+from duetime.adapters.aws.store import DynamoStore  # noqa: E402
 from duetime.definitions import LOCAL_SETTINGS, TABLES, Settings, TableDef  # noqa: E402
 from duetime.local.moto_server import EmbeddedMoto, MotoProcess  # noqa: E402
 from duetime.notify import ConsoleNotifier  # noqa: E402
-from duetime.queue.provision import create_queues  # noqa: E402
-from duetime.queue.sqs import DueQueues  # noqa: E402
 from duetime.service.context import Ports  # noqa: E402
-from duetime.store.aws import make_client  # noqa: E402
-from duetime.store.dynamo import DynamoStore  # noqa: E402
-from duetime.store.provision import create_tables  # noqa: E402
 
 REGION = "us-east-1"
 logging.getLogger("werkzeug").setLevel(logging.WARNING)  # moto's server logs every request otherwise

@@ -18,15 +18,16 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from duetime.adapters.aws.client import make_client
+from duetime.adapters.aws.items import execution_from_item
+from duetime.adapters.aws.queue import DueQueues
+from duetime.adapters.aws.store import DynamoStore
 from duetime.domain.models import JobSpec, format_time, to_ms
 from duetime.local.backends import MOTO
 from duetime.local.system import LocalSystem
 from duetime.notify import ConsoleNotifier
-from duetime.queue.sqs import DueQueues
 from duetime.service.context import Ports
 from duetime.service.jobs import submit_job
-from duetime.store.aws import make_client
-from duetime.store.dynamo import DynamoStore, execution_from_item
 
 from bench.common import REGION, CallCounter, lateness_summary, percentile, scan_all, unique_prefix
 from bench.hotpath import TimedApp

@@ -25,17 +25,18 @@ from botocore.awsrequest import AWSResponse, HTTPHeaders
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "layers" / "core" / "python"))
 
+from duetime.adapters.aws.client import make_client  # noqa: E402
+from duetime.adapters.aws.items import _ser, execution_to_item, job_to_item  # noqa: E402
+from duetime.adapters.aws.provision import create_queues  # noqa: E402
+from duetime.adapters.aws.queue import DueQueues  # noqa: E402
+from duetime.adapters.aws.store import DynamoStore  # noqa: E402
 from duetime.definitions import PRELOAD_DISPATCH_THREADS, Settings  # noqa: E402
 from duetime.domain.capacity import AWS_CALL_SECONDS  # noqa: E402
 from duetime.domain.keys import shard_of  # noqa: E402
 from duetime.domain.models import Job, JobStatus  # noqa: E402
 from duetime.notify import ConsoleNotifier  # noqa: E402
-from duetime.queue.provision import create_queues  # noqa: E402
-from duetime.queue.sqs import DueQueues  # noqa: E402
 from duetime.service.context import Ports  # noqa: E402
 from duetime.service.dispatch import new_execution, preload  # noqa: E402
-from duetime.store.aws import make_client  # noqa: E402
-from duetime.store.dynamo import DynamoStore, _ser, execution_to_item, job_to_item  # noqa: E402
 
 
 class AcceptingSqs:
@@ -87,7 +88,7 @@ def measure(due: int, profile: str) -> dict[str, Any]:
     now = datetime(2026, 12, 1, 9, 0, 10, tzinfo=UTC)
     with mock_aws():
         dynamodb, sqs = make_client("dynamodb", "us-east-1"), make_client("sqs", "us-east-1")
-        from duetime.store.provision import create_tables
+        from duetime.adapters.aws.provision import create_tables
 
         create_tables(dynamodb, settings)
         create_queues(sqs, settings)

@@ -83,7 +83,8 @@ def one_off_copy(template: Job, job_id: str, due: datetime, **more: Any) -> Job:
 def store_batch(store: Any, jobs: list[Job], executions: list[Execution]) -> None:
     """Jobs in one transaction with the SQLite adapter's row encoding, then their executions by
     `Store.put_executions` (one more); raises RuntimeError if any execution existed already."""
-    from duetime.adapters.sqlite.store import created_key, job_to_doc
+    from duetime.adapters.records import created_key
+    from duetime.adapters.sqlite.items import job_to_doc
 
     rows = [(job.job_id, job.owner, created_key(job), job_to_doc(job)) for job in jobs]
     with store.db.write() as conn:

@@ -1,6 +1,6 @@
 """Least-privilege grants: exactly the DynamoDB and SQS actions each part of duetime calls, on its resources.
 
-What each part calls (store/dynamo/, queue/sqs.py, service/*): no part scans a table or deletes a job;
+What each part calls (adapters/aws/, service/*): no part scans a table or deletes a job;
 only the paths that complete an execution delete a row (the retry move); only workers receive due messages.
 """
 
@@ -16,8 +16,8 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
+from duetime.adapters.aws.jobs import TASK_READABLE_JOB_ATTRIBUTES
 from duetime.definitions import TABLES, webhook_secret_name
-from duetime.store.dynamo import TASK_READABLE_JOB_ATTRIBUTES
 
 from infra.common import suppress
 

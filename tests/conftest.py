@@ -22,17 +22,16 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "layers" / "core" / "python"))
 
+from duetime.adapters.aws.client import CLIENT_CONFIG  # noqa: E402
+from duetime.adapters.aws.provision import create_queues, create_tables  # noqa: E402
+from duetime.adapters.aws.queue import DueQueues  # noqa: E402
+from duetime.adapters.aws.store import DynamoStore  # noqa: E402
 from duetime.adapters.sqlite.db import Database  # noqa: E402
 from duetime.adapters.sqlite.queue import SqliteQueues  # noqa: E402
 from duetime.adapters.sqlite.store import SqliteStore  # noqa: E402
 from duetime.definitions import Settings  # noqa: E402
 from duetime.notify import ConsoleNotifier  # noqa: E402
-from duetime.queue.provision import create_queues  # noqa: E402
-from duetime.queue.sqs import DueQueues  # noqa: E402
 from duetime.service.context import Ports  # noqa: E402
-from duetime.store.aws import CLIENT_CONFIG  # noqa: E402
-from duetime.store.dynamo import DynamoStore  # noqa: E402
-from duetime.store.provision import create_tables  # noqa: E402
 
 
 @dataclass
@@ -114,8 +113,8 @@ _BOTO_SESSIONS: list[Any] = []
 
 
 def _moto_client(service: str) -> Any:
-    """A client as duetime.store.aws.make_client makes it, from one boto3 session kept for the process: mock_aws
-    drops boto3's default session at each start, so every test's clients read botocore's JSON models again
+    """A client as duetime.adapters.aws.client.make_client makes it, from one boto3 session kept for the process:
+    mock_aws drops boto3's default session at each start, so every test's clients read botocore's JSON models again
     (0.15 s a test, about two minutes of CPU over the tiers); a kept session's loader reads them once. Each test
     still gets clients of its own (the event hooks a test registers on one stay with it)."""
     import boto3

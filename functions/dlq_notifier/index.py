@@ -6,12 +6,12 @@ from __future__ import annotations
 from typing import Any
 
 from aws_lambda_powertools import Logger
+from duetime.adapters.aws.client import make_client
 from duetime.config import RuntimeConfig, build_ports
 from duetime.definitions import NOTICE_WEBHOOK_TIMEOUT_SECONDS
 from duetime.domain.destinations import MAX_FAILURE_DESTINATIONS
 from duetime.notify import OwnerNotifier, SnsNotifier
 from duetime.service.deadletters import drain_dead_letters
-from duetime.store.aws import make_client
 
 logger = Logger(service="duetime-dlq-notifier")
 CONFIG = RuntimeConfig.from_env()

@@ -8,9 +8,9 @@ from typing import Any
 
 from aws_lambda_powertools import Logger, Tracer
 from aws_lambda_powertools.utilities.data_classes import SQSEvent
+from duetime.adapters.aws.queue import DueMessage, Received
 from duetime.config import RuntimeConfig, build_ports, build_targets
 from duetime.domain.models import ExecutionStatus
-from duetime.queue.sqs import DueMessage, Received
 from duetime.service.outcomes import RunOutcome
 from duetime.service.ports import queue_receipt
 from duetime.worker.registry import load_modules

@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import pytest
+from duetime.adapters.aws.queue import DueQueues
 from duetime.adapters.sqlite.queue import SqliteQueues
 from duetime.domain.models import Job, JobSpec, to_ms
-from duetime.queue.sqs import DueQueues
 from duetime.service.context import Ports
 from duetime.service.ports import Queues
 

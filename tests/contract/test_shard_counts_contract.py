@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import timedelta
 
+from duetime.adapters.aws.store import DynamoStore
 from duetime.adapters.sqlite.store import SqliteStore
 from duetime.definitions import OPEN_INDEX_SPREAD
 from duetime.domain.keys import (
@@ -18,7 +19,6 @@ from duetime.domain.keys import (
 )
 from duetime.domain.models import ExecutionStatus
 from duetime.service.dispatch import new_execution
-from duetime.store.dynamo import DynamoStore
 
 from tests.contract.conftest import make_job
 

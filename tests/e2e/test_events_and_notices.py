@@ -9,9 +9,9 @@ import secrets
 from pathlib import Path
 
 import pytest
+from duetime.adapters.aws.secrets import FileSecrets
 from duetime.cli.main import main
 from duetime.definitions import LOCAL_EVENTS_SIGNER
-from duetime.store.secrets import FileSecrets
 
 from tests.e2e.helpers import command_output, iso_in, new_local_system, submit, wait_for, wait_terminal
 from tests.http_client import Api

@@ -1,7 +1,7 @@
 """The local stack from the synthesized template (duetime.local.template_stack) on in-process moto: its tables,
 indexes, TTL, queues, redrive policies, topic, bus, keys and role policies are what the template says; duetime's
 adapters, configured from a function's environment in the template, submit, pre-load and receive a job through
-them; and the hand-made provisioning (store/provision.py, queue/provision.py) creates the same tables and queues."""
+them; and the hand-made provisioning (adapters/aws/provision.py) creates the same tables and queues."""
 
 from __future__ import annotations
 
@@ -12,16 +12,15 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from duetime.adapters.aws.client import make_client
+from duetime.adapters.aws.provision import create_queues, create_tables
+from duetime.adapters.aws.queue import DueQueues
 from duetime.config import RuntimeConfig, build_ports
 from duetime.definitions import TABLES
 from duetime.domain.models import JobSpec, format_time
 from duetime.local.template_stack import LocalStack, TemplateError, creation_order, provision_template
-from duetime.queue.provision import create_queues
-from duetime.queue.sqs import DueQueues
 from duetime.service.dispatch import preload
 from duetime.service.jobs import submit_job
-from duetime.store.aws import make_client
-from duetime.store.provision import create_tables
 from moto import mock_aws
 
 REGION = "us-east-1"
@@ -274,7 +273,7 @@ def test_an_unknown_intrinsic_is_refused(stack):
 
 
 def test_the_hand_made_tables_and_queues_are_the_template_ones(synthesized, stack):
-    """store/provision.py and queue/provision.py (the tests' and benchmarks' tables and queues) create what the
+    """adapters/aws/provision.py (the tests' and benchmarks' tables and queues) create what the
     template creates, for the template's settings: every difference would be a defect in one of them."""
     settings = RuntimeConfig.from_env(stack.environment(_function(synthesized, "api"))).settings()
     create_tables(make_client("dynamodb", HAND_MADE_REGION), settings)

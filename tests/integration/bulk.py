@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from duetime.store.dynamo import _ser
+from duetime.adapters.aws.items import _ser
 from moto.core import DEFAULT_ACCOUNT_ID
 from moto.dynamodb.models import dynamodb_backends
 

@@ -8,13 +8,13 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from duetime.adapters.aws.store import DynamoStore
 from duetime.domain import capacity
 from duetime.domain.keys import hour_bucket
 from duetime.domain.models import JobSpec, format_time
 from duetime.service.batch import BatchItem, submit_jobs
 from duetime.service.dispatch import preload
 from duetime.service.jobs import submit_job
-from duetime.store.dynamo import DynamoStore
 from duetime.worker.runtime import Worker
 
 WRITES = {"PutItem", "UpdateItem", "DeleteItem"}

@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections import Counter
 from datetime import timedelta
 
+from duetime.adapters.aws.items import execution_to_item
 from duetime.domain.models import ExecutionStatus, JobSpec
 from duetime.service import executions as cases
 from duetime.service.dispatch import new_execution
 from duetime.service.jobs import cancel_job, submit_job
-from duetime.store.dynamo import execution_to_item
 
 from tests.integration.bulk import write_directly
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime, timedelta
 
+from duetime.adapters.aws.client import make_client
 from duetime.domain.models import ExecutionStatus, Job, JobSpec
 from duetime.service import executions as cases
 from duetime.service.dispatch import new_execution
 from duetime.service.redrive import retry_execution
-from duetime.store.aws import make_client
 
 from tests.integration.test_entry_points import LambdaContext, deployment  # noqa: F401 (the fixture)
 

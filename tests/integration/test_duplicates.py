@@ -8,19 +8,18 @@ from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
+from duetime.adapters.aws.client import make_client
+from duetime.adapters.aws.provision import create_queues, create_tables
+from duetime.adapters.aws.queue import DueMessage, DueQueues
+from duetime.adapters.aws.store import DynamoStore
 from duetime.definitions import Settings
 from duetime.domain.models import ExecutionStatus, JobSpec, format_time
 from duetime.notify import ConsoleNotifier
-from duetime.queue.provision import create_queues
-from duetime.queue.sqs import DueMessage, DueQueues
 from duetime.service import executions as cases
 from duetime.service.context import Ports, utc_now
 from duetime.service.deadletters import drain_dead_letters
 from duetime.service.dispatch import preload, reconcile_after
 from duetime.service.jobs import pause_job, resume_job, submit_job
-from duetime.store.aws import make_client
-from duetime.store.dynamo import DynamoStore
-from duetime.store.provision import create_tables
 from duetime.worker.observe import CountingObserver
 from duetime.worker.runtime import RunRecord, Worker
 

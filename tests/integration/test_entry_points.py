@@ -18,14 +18,13 @@ from typing import Any
 import pytest
 from aws_lambda_powertools.logging import logger as powertools_logger
 from aws_lambda_powertools.metrics.provider import cold_start as metrics_cold_start
+from duetime.adapters.aws.client import make_client
+from duetime.adapters.aws.provision import create_queues, create_tables
+from duetime.adapters.aws.queue import DueQueues
 from duetime.api.auth import issue_token
 from duetime.config import runtime_environment
 from duetime.definitions import Settings
 from duetime.domain.models import format_time
-from duetime.queue.provision import create_queues
-from duetime.queue.sqs import DueQueues
-from duetime.store.aws import make_client
-from duetime.store.provision import create_tables
 from moto import mock_aws
 
 from tests.conftest import ROOT

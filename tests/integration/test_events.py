@@ -11,12 +11,12 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from duetime.adapters.aws.client import make_client
 from duetime.api.auth import issue_token
 from duetime.domain.events import DETAIL_TYPES, Event
 from duetime.domain.models import JobSpec, format_time
 from duetime.event_sinks import ConsoleEvents, EventBridgeEvents
 from duetime.service.jobs import cancel_job, pause_job, resume_job, submit_job
-from duetime.store.aws import make_client
 from duetime.worker.runtime import Worker
 
 from tests.conftest import BOTH_BACKENDS
@@ -219,8 +219,8 @@ def test_the_worker_lambda_sends_its_batchs_events_in_one_put_events_request(dep
 
 @BOTH_BACKENDS
 def test_locally_events_are_posted_to_the_events_webhook_signed(ports, clock, tmp_path):
+    from duetime.adapters.aws.secrets import FileSecrets
     from duetime.definitions import LOCAL_EVENTS_SIGNER
-    from duetime.store.secrets import FileSecrets
     from duetime.targets.webhook import WebhookTarget
 
     from tests.webhook_receiver import receiver
@@ -237,7 +237,7 @@ def test_locally_events_are_posted_to_the_events_webhook_signed(ports, clock, tm
 
 
 def test_an_events_webhook_that_is_down_fails_nothing(ports, clock, tmp_path):
-    from duetime.store.secrets import FileSecrets
+    from duetime.adapters.aws.secrets import FileSecrets
     from duetime.targets.webhook import WebhookTarget
 
     webhooks = WebhookTarget(FileSecrets(tmp_path), allow_loopback=True)

@@ -16,13 +16,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from duetime.adapters.aws.client import make_client
 from duetime.domain.errors import InvalidInput
 from duetime.local.backends import MOTO
 from duetime.local.handler_layer import stage_handler_layer
 from duetime.local.lambda_mode import LambdaFunction, SqsEventSource, runtime_modules
 from duetime.local.moto_server import EmbeddedMoto
 from duetime.local.system import LocalSystem
-from duetime.store.aws import make_client
 
 REGION = "us-east-1"
 ROOT = Path(__file__).resolve().parents[2]

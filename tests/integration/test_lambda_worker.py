@@ -15,15 +15,14 @@ from datetime import UTC, datetime, timedelta
 from types import ModuleType
 
 import pytest
+from duetime.adapters.aws.client import make_client
+from duetime.adapters.aws.provision import create_queues, create_tables
+from duetime.adapters.aws.queue import DueMessage
 from duetime.definitions import Settings
 from duetime.domain.models import JobSpec
-from duetime.queue.provision import create_queues
-from duetime.queue.sqs import DueMessage
 from duetime.service.backfill import backfill
 from duetime.service.executions import claim_execution
 from duetime.service.jobs import submit_job
-from duetime.store.aws import make_client
-from duetime.store.provision import create_tables
 from moto import mock_aws
 
 

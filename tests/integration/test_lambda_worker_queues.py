@@ -8,9 +8,9 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from duetime.adapters.aws.queue import DueMessage
 from duetime.domain.keys import shard_of
 from duetime.domain.models import JobSpec
-from duetime.queue.sqs import DueMessage
 from duetime.service.jobs import submit_job
 
 from tests.integration.test_lambda_worker import LambdaContext, record_for, worker_function

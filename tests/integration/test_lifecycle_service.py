@@ -180,7 +180,7 @@ def test_a_shard_is_leased_to_one_preloader_while_its_cycle_runs_and_handed_back
 
 
 def test_an_unknown_message_key_is_dropped(ports):
-    from duetime.queue.sqs import DueMessage
+    from duetime.adapters.aws.queue import DueMessage
 
     message = DueMessage(ExecutionKey("2026120109#000", "x"), "j_x.0000000000000", "j_missing", 0, "default")
     assert cases.claim_execution(ports, message, "w1").verdict == cases.ClaimVerdict.DONE
@@ -230,7 +230,7 @@ def test_a_retry_is_not_skipped_by_the_starting_deadline(ports, clock):
     cases.claim_execution(ports, received.message, "w1")
     moved = cases.complete(ports, received.message.key, 1, succeeded=False, error="boom")
     clock.advance(40)  # the retry runs 45 s after the slot, well past the deadline
-    from duetime.queue.sqs import DueMessage
+    from duetime.adapters.aws.queue import DueMessage
 
     message = DueMessage.for_execution(moved, ports.store.key_of(moved))
     assert cases.claim_execution(ports, message, "w2").verdict == cases.ClaimVerdict.CLAIMED

@@ -15,13 +15,13 @@ from typing import Any
 
 import pytest
 from botocore.exceptions import ClientError
+from duetime.adapters.aws.client import make_client
 from duetime.local.backends import MOTO
 from duetime.local.moto_server import EmbeddedMoto, denied_calls, enforce_roles
 from duetime.local.stack_roles import policy_table, role_key
 from duetime.local.synth import template
 from duetime.local.system import LocalSystem
 from duetime.local.template_stack import LocalStack, localized
-from duetime.store.aws import make_client
 
 from tests.http_client import Api
 

@@ -14,13 +14,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from duetime.adapters.aws.client import make_client
 from duetime.definitions import DLQ_RETENTION_SECONDS, TABLES
 from duetime.local.backends import MOTO, LocalBackend, local_settings, start_backend
 from duetime.local.synth import template
-from duetime.store.aws import make_client
 
 REGION = "us-east-1"
-# A DLQ retention no hand-made look-alike gives (duetime.queue.provision: DLQ_RETENTION_SECONDS).
+# A DLQ retention no hand-made look-alike gives (duetime.adapters.aws.provision: DLQ_RETENTION_SECONDS).
 CHANGED_RETENTION = 7200
 
 

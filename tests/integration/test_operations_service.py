@@ -299,8 +299,8 @@ def test_health_shows_the_last_run_success_and_failure_and_a_run_past_due(ports,
 
 def test_a_sparse_filter_pages_through_many_index_pages_without_skipping_or_repeating(ports, clock, monkeypatch):
     # DynamoDB applies Limit before the filter: with tiny index pages, a sparse match spans many of them
-    monkeypatch.setattr("duetime.store.dynamo.jobs.FILTERED_PAGE", 2)
-    monkeypatch.setattr("duetime.store.dynamo.jobs.FILTERED_ROUNDS", 3)
+    monkeypatch.setattr("duetime.adapters.aws.jobs.FILTERED_PAGE", 2)
+    monkeypatch.setattr("duetime.adapters.aws.jobs.FILTERED_ROUNDS", 3)
     made = [
         submit_job(ports, "alice", spec(name=f"s{i}", tags={"rare": "yes"} if i % 5 == 0 else {}))[0] for i in range(23)
     ]

@@ -9,14 +9,14 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from duetime.adapters.aws.client import make_client
+from duetime.adapters.aws.secrets import FileSecrets
 from duetime.domain.destinations import owner_email_topic_name
 from duetime.domain.errors import InvalidInput
 from duetime.domain.models import JobSpec, format_time
 from duetime.notify import OwnerNotifier
 from duetime.service.deadletters import drain_dead_letters
 from duetime.service.jobs import get_job, submit_job
-from duetime.store.aws import make_client
-from duetime.store.secrets import FileSecrets
 from duetime.targets.webhook import WebhookTarget
 from duetime.worker.runtime import Worker
 from pydantic import ValidationError

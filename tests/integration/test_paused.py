@@ -6,11 +6,11 @@ from collections import Counter
 from datetime import timedelta
 from typing import Any
 
+from duetime.adapters.aws.items import execution_to_item, job_to_item
 from duetime.domain.models import Execution, Job, JobSpec, JobStatus
 from duetime.service import dispatch
 from duetime.service.dispatch import new_execution, preload
 from duetime.service.jobs import pause_job, resume_job, submit_job
-from duetime.store.dynamo import execution_to_item, job_to_item
 
 from tests.integration.bulk import write_directly
 

@@ -8,6 +8,7 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 
 import pytest
+from duetime.adapters.aws.store import DynamoStore
 from duetime.adapters.sqlite.store import SqliteStore
 from duetime.definitions import Settings
 from duetime.domain.keys import ExecutionKey, hour_bucket, shard_of, shard_of_partition
@@ -18,7 +19,6 @@ from duetime.service.context import Ports
 from duetime.service.dispatch import preload
 from duetime.service.jobs import submit_job
 from duetime.service.reshard import record_current
-from duetime.store.dynamo import DynamoStore
 
 from tests.conftest import BOTH_BACKENDS
 

@@ -500,8 +500,8 @@ def test_a_reset_data_dir_refuses_every_token_issued_before_it(tmp_path):
 
 
 def test_the_moto_server_refuses_a_plain_request_to_its_reset_route_and_serves_duetimes_clients():
+    from duetime.adapters.aws.client import make_client
     from duetime.local.moto_server import EmbeddedMoto
-    from duetime.store.aws import make_client
 
     moto = EmbeddedMoto().start()
     try:
@@ -528,7 +528,7 @@ def test_the_moto_server_refuses_a_plain_request_to_its_reset_route_and_serves_d
 
 @mock_aws
 def test_an_ecs_run_starts_its_task_without_the_payload_in_what_cloudtrail_records():
-    from duetime.store.aws import make_client
+    from duetime.adapters.aws.client import make_client
     from duetime.targets.aws import EcsSettings, EcsTarget
     from duetime.worker.kinds import Targets, resolve_handler
     from duetime.worker.registry import JobContext
@@ -839,7 +839,7 @@ def test_a_burst_of_connections_before_the_server_accepts_is_queued_not_reset(po
 def test_a_delivered_request_replayed_to_another_endpoint_of_the_same_owner_fails_the_readme_check(tmp_path):
     import threading
 
-    from duetime.store.secrets import FileSecrets
+    from duetime.adapters.aws.secrets import FileSecrets
     from duetime.targets.webhook import WebhookTarget
 
     from tests.webhook_receiver import readme_verify, receiver
@@ -970,7 +970,7 @@ def test_backfilled_slots_count_against_a_quota_of_their_own_with_retry_after(po
 
 
 def test_a_webhook_secret_made_before_duetime_local_makes_the_data_dir_0700(tmp_path):
-    from duetime.store.secrets import FileSecrets
+    from duetime.adapters.aws.secrets import FileSecrets
 
     previous = os.umask(0o022)
     try:

@@ -10,8 +10,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from duetime.adapters.aws.client import make_client
 from duetime.local.template_stack import LocalStack, TemplateError, creation_order, provision_template
-from duetime.store.aws import make_client
 from moto import mock_aws
 
 REGION = "us-east-1"

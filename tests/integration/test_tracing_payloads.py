@@ -10,10 +10,9 @@ from typing import Any
 
 import pytest
 from aws_lambda_powertools import Tracer
+from duetime.adapters.aws.client import make_client
+from duetime.adapters.aws.provision import create_queues, create_tables
 from duetime.definitions import Settings
-from duetime.queue.provision import create_queues
-from duetime.store.aws import make_client
-from duetime.store.provision import create_tables
 from moto import mock_aws
 
 

@@ -12,7 +12,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
-from duetime.store.secrets import FileSecrets
+from duetime.adapters.aws.secrets import FileSecrets
 from duetime.targets.webhook import WebhookTarget
 from duetime.worker.kinds import Targets, resolve_handler
 from duetime.worker.registry import JobContext

@@ -10,13 +10,13 @@ import time
 from dataclasses import replace
 
 import pytest
+from duetime.adapters.aws.client import make_client
+from duetime.adapters.aws.secrets import FileSecrets, MissingWebhookSecret, SecretsManagerSecrets
 from duetime.cli.main import main
 from duetime.config import RuntimeConfig, build_targets
 from duetime.domain.errors import InvalidInput
 from duetime.domain.models import Execution, ExecutionStatus, JobSpec
 from duetime.service.jobs import submit_job
-from duetime.store.aws import make_client
-from duetime.store.secrets import FileSecrets, MissingWebhookSecret, SecretsManagerSecrets
 from duetime.targets.webhook import WebhookRefused, WebhookTarget
 from duetime.worker.kinds import Targets, resolve_handler
 from duetime.worker.registry import JobContext, PermanentFailure

@@ -13,9 +13,9 @@ from typing import ClassVar
 
 import pytest
 from botocore.exceptions import ClientError
+from duetime.adapters.aws.client import make_client
 from duetime.config import RuntimeConfig, build_targets
 from duetime.definitions import LAMBDA_MAX_TIMEOUT_SECONDS
-from duetime.store.aws import make_client
 from duetime.targets.aws import EcsSettings, EcsTarget, LambdaTarget
 from duetime.worker.kinds import Targets, claim_values, resolve_handler, run_values
 from duetime.worker.registry import JobContext, PermanentFailure

@@ -21,7 +21,8 @@ from datetime import datetime
 from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
-from duetime.adapters.sqlite.store import SqliteStore, execution_from_doc, job_from_doc
+from duetime.adapters.sqlite.items import execution_from_doc, job_from_doc
+from duetime.adapters.sqlite.store import SqliteStore
 from duetime.domain.keys import ExecutionKey, open_index_key
 from duetime.domain.models import CatchUp, Execution, ExecutionStatus, Job, JobStatus
 from duetime.domain.recurrence import SLOT_TOLERANCE, is_slot, recurrence_of
@@ -254,7 +255,7 @@ class StoredReader:
             raw_jobs = store.db.query("SELECT job_id, doc FROM jobs")
             parse_row, parse_job = execution_from_doc, job_from_doc
         else:
-            from duetime.store.dynamo.items import execution_from_item, job_from_item
+            from duetime.adapters.aws.items import execution_from_item, job_from_item
 
             raw_rows = [
                 ((i["pk"]["S"], i["sk"]["S"]), i, i.get("openShard", {}).get("S"))

@@ -7,7 +7,8 @@ from datetime import datetime
 from typing import Any
 
 import pytest
-from duetime.adapters.sqlite.store import SqliteStore, execution_from_values
+from duetime.adapters.records import execution_from_values
+from duetime.adapters.sqlite.store import SqliteStore
 from duetime.domain.keys import ExecutionKey
 from duetime.domain.models import to_ms
 from duetime.service.ports import ClaimOutcome, new_claim_token

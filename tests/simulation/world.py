@@ -259,10 +259,9 @@ class MotoBackend:
     name = "moto"
 
     def __init__(self, clock: Callable[[], datetime]) -> None:
-        from duetime.queue import provision as queue_provision
-        from duetime.queue.provision import create_queues
-        from duetime.store.aws import make_client
-        from duetime.store.provision import create_tables
+        from duetime.adapters.aws import provision as queue_provision
+        from duetime.adapters.aws.client import make_client
+        from duetime.adapters.aws.provision import create_queues, create_tables
         from moto import mock_aws
         from moto.sqs import models as sqs_models
 
@@ -278,8 +277,8 @@ class MotoBackend:
         create_queues(self.sqs, SETTINGS)
 
     def open(self) -> tuple[Any, Any]:
-        from duetime.queue.sqs import DueQueues
-        from duetime.store.dynamo import DynamoStore
+        from duetime.adapters.aws.queue import DueQueues
+        from duetime.adapters.aws.store import DynamoStore
 
         return DynamoStore(self.dynamodb, SETTINGS), DueQueues.resolve(self.sqs, SETTINGS)
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
+from duetime.adapters.aws.queue import delay_seconds
 from duetime.domain.errors import NotFound
 from duetime.domain.keys import ExecutionKey, execution_id, parse_execution_id, shard_of
 from duetime.domain.models import RetryPolicy, from_ms, to_ms
 from duetime.domain.retry import backoff_cap_seconds, compute_backoff, should_retry
-from duetime.queue.sqs import delay_seconds
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

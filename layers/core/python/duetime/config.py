@@ -12,6 +12,10 @@ from typing import Any
 from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
 
+from duetime.adapters.aws.client import make_client
+from duetime.adapters.aws.queue import DueQueues
+from duetime.adapters.aws.secrets import FileSecrets, SecretsManagerSecrets, WebhookSecrets
+from duetime.adapters.aws.store import DynamoStore
 from duetime.definitions import (
     DEFAULT_BACKFILL_SLOTS_PER_HOUR,
     DEFAULT_JOB_CLASS,
@@ -34,11 +38,7 @@ from duetime.domain.grants import DEMO_ONLY, EVERYONE, GrantRule, Grants
 from duetime.domain.quotas import Quotas
 from duetime.event_sinks import ConsoleEvents, EventBridgeEvents, emf_count, emf_owner_count
 from duetime.notify import ConsoleNotifier, OwnerNotifier, SnsNotifier
-from duetime.queue.sqs import DueQueues
 from duetime.service.context import EventSink, Notifier, Ports
-from duetime.store.aws import make_client
-from duetime.store.dynamo import DynamoStore
-from duetime.store.secrets import FileSecrets, SecretsManagerSecrets, WebhookSecrets
 from duetime.targets.aws import LAMBDA_INVOKE_CONFIG, EcsSettings, EcsTarget, LambdaTarget
 from duetime.targets.webhook import WebhookTarget
 from duetime.worker.kinds import Targets

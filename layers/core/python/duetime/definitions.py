@@ -249,7 +249,7 @@ PRELOAD_SLACK_SECONDS = 5
 # Open rows the reconciler reads per shard and cycle at most; the next cycle goes on from where it stopped.
 RECONCILE_ROWS_PER_SHARD = 1000
 # Shards one pre-loader invocation works on at once, and within each shard the next-slot puts and
-# SendMessageBatch requests in flight at once: 8 x 8 = 64, the boto3 clients' connection pool (store/aws.py).
+# SendMessageBatch requests in flight at once: 8 x 8 = 64, the boto3 clients' connection pool (adapters/aws/client.py).
 PRELOAD_THREADS = 8
 PRELOAD_DISPATCH_THREADS = 8
 

@@ -22,9 +22,9 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
+from duetime.adapters.aws.client import make_client
+from duetime.adapters.aws.store import DynamoStore
 from duetime.definitions import Settings
-from duetime.store.aws import make_client
-from duetime.store.dynamo import DynamoStore
 
 VARIABLES = {
     "executionId": "DUETIME_EXECUTION_ID",

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
+
+from duetime.definitions import Settings
+from duetime.domain.keys import MOST_SHARDS_KEY
 
 
 class BucketShards:
@@ -42,3 +46,29 @@ class BucketShards:
         if missing:
             self._known.update(self._read(missing))
         return {b: self._known[b] for b in buckets if b in self._known}
+
+
+class ShardCountCalls:
+    """The store's calls on shard counts, the same over either adapter's BucketShards and control records (a
+    mixin of DynamoControl and SqliteControl)."""
+
+    settings: Settings
+    bucket_shards: BucketShards
+
+    def get_control(self, key: str) -> dict[str, Any] | None:
+        raise NotImplementedError  # each adapter's control part reads its records
+
+    def shards_of_bucket(self, bucket: str) -> int:
+        """The shard count of `bucket` (`YYYYMMDDHH`), fixed now with the configured count if not yet;
+        read once per process and bucket (BucketShards)."""
+        return self.bucket_shards.of(bucket)
+
+    def recorded_shards(self, buckets: list[str]) -> dict[str, int]:
+        """The shard counts of those of `buckets` that are fixed; a bucket not fixed holds no row."""
+        return self.bucket_shards.recorded(buckets)
+
+    def most_shards(self) -> int:
+        """How many shards the pre-loader and reconciler visit: the configured count, or more if a bucket was
+        fixed with more (before a reshard to fewer)."""
+        record = self.get_control(MOST_SHARDS_KEY)
+        return max(self.settings.shards, int(record["shards"]) if record else 0)

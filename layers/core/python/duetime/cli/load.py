@@ -623,7 +623,7 @@ def cmd_load(args: argparse.Namespace) -> int:
     say: Callable[[str], None] = (lambda _: None) if args.json else (lambda text: print(f"duetime load: {text}"))
     result = run_load(plan, say)
     if args.cloudwatch:
-        from duetime.store.aws import make_client
+        from duetime.adapters.aws.client import make_client
 
         client = make_client("cloudwatch", args.region, args.endpoint_url)
         opens = parse_time(result["window"]["opens"])

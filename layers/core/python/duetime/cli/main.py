@@ -16,6 +16,8 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from duetime.adapters.aws.client import make_client
+from duetime.adapters.aws.secrets import FileSecrets, SecretsManagerSecrets
 from duetime.api.auth import DEFAULT_TOKEN_TTL, check_owner_name, issue_token
 from duetime.cli.audit import add_audit_command
 from duetime.cli.client import add_client_commands
@@ -36,8 +38,6 @@ from duetime.local import BACKENDS as LOCAL_BACKENDS
 from duetime.local.backends import DEFAULT_WORKERS, MOTO, SQLITE, attach_ports, config_from_state
 from duetime.local.state import load_state
 from duetime.service.jobs import preview
-from duetime.store.aws import make_client
-from duetime.store.secrets import FileSecrets, SecretsManagerSecrets
 from duetime.targets.webhook import WebhookTarget
 from duetime.worker.kinds import Targets
 from duetime.worker.registry import load_modules, registered_names

@@ -48,6 +48,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
+from duetime.adapters.aws.client import make_client
 from duetime.config import RuntimeConfig, build_ports
 from duetime.definitions import (
     DEFAULT_REGION,
@@ -60,7 +61,6 @@ from duetime.definitions import (
 from duetime.service.context import Ports
 from duetime.service.dispatch import preload_record_key
 from duetime.service.ports import DueMessage
-from duetime.store.aws import make_client
 
 EXIT_FAILED = 1
 DEFAULT_STACK = "DuetimeStack"

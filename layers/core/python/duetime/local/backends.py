@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from duetime.adapters.aws.secrets import FileSecrets
 from duetime.adapters.sqlite.db import DATABASE_FILE, Database
 from duetime.adapters.sqlite.queue import SqliteQueues
 from duetime.adapters.sqlite.store import SqliteStore
@@ -22,7 +23,6 @@ from duetime.local import BACKENDS
 from duetime.local.state import LocalState
 from duetime.notify import ConsoleNotifier
 from duetime.service.context import Notifier, Ports
-from duetime.store.secrets import FileSecrets
 from duetime.targets.webhook import WebhookTarget
 
 if TYPE_CHECKING:  # moto is imported only by the moto backend: SQLite needs none of it
@@ -154,9 +154,9 @@ def create_local_stack(stack_template: Mapping[str, Any], settings: Settings, co
     created on the moto endpoint of `config` as `cdk deploy` creates them, under the settings' prefix and with
     each class spread over the queues `--class-queues` gives it (duetime.local.template_stack.localized).
     A table or queue the settings name that the template does not create stops the start."""
+    from duetime.adapters.aws.client import make_client
     from duetime.local.iam_requests import ACCOUNT
     from duetime.local.template_stack import localized, provision_template
-    from duetime.store.aws import make_client
 
     spread = {
         c.queue_name(settings.prefix): c.queue_names(settings.prefix)

@@ -41,6 +41,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from duetime.adapters.aws.client import make_client
 from duetime.cli.smoke import SMOKE_TARGET, SMOKE_TARGET_OUTPUT, Answer, Function, Invocation
 from duetime.config import RuntimeConfig, build_ports
 from duetime.definitions import FUNCTION_MEMORY_MB, METRIC_NAMESPACE, WORKER_BATCH_SIZE
@@ -61,7 +62,6 @@ from duetime.local.moto_server import MotoProcess, enforce_roles, function_name_
 from duetime.local.stack_roles import function_roles, policy_table, role_key
 from duetime.local.template_stack import LocalStack, provision_template
 from duetime.service.context import Ports
-from duetime.store.aws import make_client
 
 REGION = "us-east-1"
 # What the functions' environments name that the local stack does not run: the ECS cluster and its network

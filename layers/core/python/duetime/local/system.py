@@ -24,6 +24,9 @@ from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from duetime.adapters.aws.client import make_client
+from duetime.adapters.aws.queue import DueQueues
+from duetime.adapters.aws.secrets import FileSecrets
 from duetime.adapters.sqlite.db import DATABASE_FILE, private_directory
 from duetime.api.app import build_app, one_at_a_time
 from duetime.api.auth import DEFAULT_TOKEN_TTL, issue_token
@@ -59,12 +62,9 @@ from duetime.local.notices import AlertRelay, subscribe_alert_queue
 from duetime.local.state import STATE_FILE, LocalState, previous_state
 from duetime.local.worker_process import WorkerProcess
 from duetime.notify import ConsoleNotifier, OwnerNotifier
-from duetime.queue.sqs import DueQueues
 from duetime.service.context import Notifier, Ports
 from duetime.service.deadletters import drain_dead_letters
 from duetime.service.dispatch import preload
-from duetime.store.aws import make_client
-from duetime.store.secrets import FileSecrets
 from duetime.targets.webhook import WebhookTarget
 from duetime.worker.kinds import Targets
 from duetime.worker.packaging import api_handler_environment

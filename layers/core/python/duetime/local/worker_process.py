@@ -34,9 +34,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import FrameType
 
+from duetime.adapters.aws.secrets import FileSecrets
 from duetime.local.backends import attach_ports
 from duetime.local.state import load_state
-from duetime.store.secrets import FileSecrets
 from duetime.targets.webhook import WebhookTarget
 from duetime.worker.kinds import Targets
 from duetime.worker.registry import load_modules

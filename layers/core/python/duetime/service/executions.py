@@ -45,7 +45,7 @@ STARTED_BEFORE = "at-most-once: started before"
 # A message passed on by a worker that cannot run its handler is hidden this long, for another to take it.
 PASS_HIDE_SECONDS = 1
 # A run waiting its turn looks again after a third of a lease, and no sooner than this: SQS delays are whole
-# seconds sent a second early (queue/sqs.py), so a shorter wait would come back at once.
+# seconds sent a second early (adapters/aws/queue.py), so a shorter wait would come back at once.
 TURN_WAIT_SECONDS = 2
 
 

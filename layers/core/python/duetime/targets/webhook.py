@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
+from duetime.adapters.aws.secrets import MissingWebhookSecret, WebhookSecrets
 from duetime.definitions import WEBHOOK_CONNECT_TIMEOUT_SECONDS, WEBHOOK_MAX_REPLY_BYTES
 from duetime.domain.errors import InvalidInput
 from duetime.domain.webhooks import (
@@ -31,7 +32,6 @@ from duetime.domain.webhooks import (
     sign_v2,
     signed_url,
 )
-from duetime.store.secrets import MissingWebhookSecret, WebhookSecrets
 
 USER_AGENT = "duetime-webhook/1"
 # How often the request's watcher looks whether the run was told to stop (timeout, lost lease).

@@ -11,10 +11,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from duetime.adapters.aws.queue import DeleteBatcher, Received
 from duetime.definitions import HANDLER_ANNOUNCE_SECONDS
 from duetime.domain.errors import StaleAttempt
 from duetime.domain.models import Execution, ExecutionStatus, Job, to_ms
-from duetime.queue.sqs import DeleteBatcher, Received
 from duetime.service.context import Ports
 from duetime.service.events import buffered
 from duetime.service.executions import Lease, claim_execution, lateness_ms

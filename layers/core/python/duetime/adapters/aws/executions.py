@@ -10,6 +10,9 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from duetime.adapters.aws.base import Refused, is_refused, refused_as
+from duetime.adapters.aws.items import _deser, _ser, execution_from_item, open_shard_of
+from duetime.adapters.aws.quotas import QUOTA_TRANSACTION_ATTEMPTS, DynamoQuotas
 from duetime.adapters.cursors import decode_cursor, encode_cursor
 from duetime.definitions import (
     EXECUTIONS_BY_JOB_INDEX,
@@ -30,9 +33,6 @@ from duetime.domain.models import Execution, ExecutionStatus, to_ms
 from duetime.domain.quotas import active_jobs_key
 from duetime.domain.results import stored_json, truncate_error
 from duetime.service.ports import ClaimOutcome, JobEnding, OpenPage, Page, StoredExecution, new_claim_token
-from duetime.store.dynamo.base import Refused, is_refused, refused_as
-from duetime.store.dynamo.items import _deser, _ser, execution_from_item, open_shard_of
-from duetime.store.dynamo.quotas import QUOTA_TRANSACTION_ATTEMPTS, DynamoQuotas
 
 # The fence of every write by the worker holding an attempt: the row still runs that attempt.
 # Pauses before looking an execution up again by id while a retry moves its row (find_execution).

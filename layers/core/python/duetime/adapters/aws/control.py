@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from duetime.adapters.aws.base import DynamoTables, Refused, refused_as
+from duetime.adapters.aws.items import _deser, _plain, _ser
+from duetime.adapters.shard_counts import ShardCountCalls
 from duetime.domain.exclusions import Calendar
 from duetime.domain.keys import (
     ANNOUNCER_PREFIX,
     CALENDAR_ATTR_PREFIX,
-    MOST_SHARDS_KEY,
     announcements_key,
     calendar_entry,
     calendars_from_record,
@@ -28,14 +30,12 @@ from duetime.domain.limits import (
     live_holders,
     start_step_ms,
 )
-from duetime.store.dynamo.base import DynamoTables, Refused, refused_as
-from duetime.store.dynamo.items import _deser, _plain, _ser
 
 # Conditional writes on one limit's record refused by a concurrent one are tried again this often.
 RESERVE_ATTEMPTS = 20
 
 
-class DynamoControl(DynamoTables):
+class DynamoControl(DynamoTables, ShardCountCalls):
     """The control table: one small record per key, each change conditional on who holds it."""
 
     def get_control(self, key: str) -> dict[str, Any] | None:
@@ -336,20 +336,3 @@ class DynamoControl(DynamoTables):
             UpdateExpression="REMOVE #h",
             ExpressionAttributeNames={"#h": holder_attr(holder)},
         )
-
-    # -- shard counts per due-hour bucket (issue 18) -----------------------------------------------------
-
-    def shards_of_bucket(self, bucket: str) -> int:
-        """The shard count of `bucket` (`YYYYMMDDHH`), fixed now with the configured count if not yet;
-        read once per process and bucket (BucketShards)."""
-        return self.bucket_shards.of(bucket)
-
-    def recorded_shards(self, buckets: list[str]) -> dict[str, int]:
-        """The shard counts of those of `buckets` that are fixed; a bucket not fixed holds no row."""
-        return self.bucket_shards.recorded(buckets)
-
-    def most_shards(self) -> int:
-        """How many shards the pre-loader and reconciler visit: the configured count, or more if a bucket was
-        fixed with more (before a reshard to fewer)."""
-        record = self.get_control(MOST_SHARDS_KEY)
-        return max(self.settings.shards, int(record["shards"]) if record else 0)

@@ -8,11 +8,11 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from duetime.adapters.aws.base import DynamoTables, is_refused, refused_as
+from duetime.adapters.aws.items import _deser, _plain, _ser
 from duetime.domain.errors import Conflict
 from duetime.domain.models import Job, JobStatus, to_ms
 from duetime.domain.quotas import COUNT_ATTR, RateWindow, active_jobs_exceeded, active_jobs_key, rate_exceeded
-from duetime.store.dynamo.base import DynamoTables, is_refused, refused_as
-from duetime.store.dynamo.items import _deser, _plain, _ser
 
 # Concurrent creations by one owner all update its active-jobs counter, so DynamoDB may cancel one
 # transaction for another's sake (TransactionConflict); it is tried again this often before a 409.

@@ -9,11 +9,11 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from duetime.adapters.aws.items import _ser, execution_key, execution_to_item
 from duetime.adapters.shard_counts import BucketShards
 from duetime.definitions import CONTROL_TABLE, EXECUTIONS_TABLE, JOBS_TABLE, Settings
 from duetime.domain.keys import MOST_SHARDS_KEY, SHARDS_KEY_PREFIX, ExecutionKey, bucket_shards_key, hour_bucket
 from duetime.domain.models import Execution
-from duetime.store.dynamo.items import _ser, execution_key, execution_to_item
 
 
 class Refused(Exception):

@@ -10,6 +10,9 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from duetime.adapters.aws.base import is_refused, refused_as
+from duetime.adapters.aws.items import _deser, _ser, job_from_item, job_to_item
+from duetime.adapters.aws.quotas import QUOTA_TRANSACTION_ATTEMPTS, DynamoQuotas
 from duetime.adapters.cursors import decode_cursor, encode_cursor
 from duetime.definitions import JOBS_BY_OWNER_INDEX
 from duetime.domain.errors import Conflict, DuetimeError, QuotaExceeded
@@ -17,9 +20,6 @@ from duetime.domain.keys import ExecutionKey
 from duetime.domain.models import ENDED_JOB_STATUSES, Execution, ExecutionStatus, Job, JobStatus, to_ms
 from duetime.domain.quotas import RateWindow, active_jobs_key
 from duetime.service.ports import JobFilter, NewJob, Page
-from duetime.store.dynamo.base import is_refused, refused_as
-from duetime.store.dynamo.items import _deser, _ser, job_from_item, job_to_item
-from duetime.store.dynamo.quotas import QUOTA_TRANSACTION_ATTEMPTS, DynamoQuotas
 
 # A filtered job listing reads at most this many index pages of at least FILTERED_PAGE jobs per request.
 FILTERED_ROUNDS = 10

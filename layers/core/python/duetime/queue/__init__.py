@@ -1,1 +1,0 @@
-"""SQS: the due queues and their DLQs."""
