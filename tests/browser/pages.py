@@ -124,6 +124,10 @@ def fits_a_phone(browser: Any) -> bool:
     """At a phone's width the page does not scroll sideways (wide tables scroll inside their own box)."""
     browser.set_window_size(PHONE_WIDTH, 800)
     try:
+        # The resize reaches the page a frame or more later on a loaded machine: measured at once, the page was
+        # once still 1280 wide. Measure when the viewport has the phone's width and that layout has been drawn.
+        wait_for(browser, lambda b: int(b.execute_script("return window.innerWidth")) <= PHONE_WIDTH)
+        browser.execute_async_script("requestAnimationFrame(() => requestAnimationFrame(arguments[0]))")
         return int(browser.execute_script("return document.documentElement.scrollWidth")) <= PHONE_WIDTH
     finally:
         browser.set_window_size(1280, 900)
