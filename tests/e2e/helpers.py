@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from duetime.local.backends import DEFAULT_BACKEND
+from duetime.local.backends import DEFAULT_BACKEND, MOTO
 from duetime.local.system import LocalSystem
 
 # The backend `duetime local` runs the e2e suite on (`make test` runs the suite once per backend).
@@ -28,7 +28,10 @@ def command_output(capsys: Any) -> tuple[str, str]:
 
 
 def new_local_system(data_dir: str | Path, **options: Any) -> LocalSystem:
-    """A `duetime local` on the e2e backend (not started)."""
+    """A `duetime local` on the e2e backend (not started). On moto its functions run as `duetime local --backend
+    moto` runs them: each a process from the cloud assembly (its asset, its layers and the runtime's boto3 on the
+    path, the template's environment) calling as its role, every call checked against the role's policies."""
+    options.setdefault("function_processes", E2E_BACKEND == MOTO)
     return LocalSystem(data_dir, backend=E2E_BACKEND, **options)
 
 

@@ -9,13 +9,17 @@ import signal
 import subprocess
 import sys
 import threading
+from pathlib import Path
 from typing import Any
 
 import pytest
+from duetime.local.lambda_process import ProcessFunction
 from duetime.local.system import LocalSystem
 
 from tests.e2e.helpers import E2E_BACKEND, iso_in, submit, wait_for, wait_terminal
 from tests.http_client import Api
+
+ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = pytest.mark.skipif(E2E_BACKEND != "moto", reason="the Lambda emulation is the moto backend's")
 
@@ -99,12 +103,22 @@ def test_the_moto_backend_runs_the_real_handlers_each_invocation_with_its_own_re
     assert len(request_ids) == len(set(request_ids))
 
 
-def test_the_in_process_system_runs_each_function_from_its_directory_under_functions(local_system: LocalSystem):
-    def loaded() -> dict[str, set[str]] | None:
-        files = {name: {str(m.__file__) for m in f.instances} for name, f in local_system.functions.items()}
-        return files if all(files.get(f"duetime-{name}") for name in ("api", "preloader", "dlq-notifier")) else None
+def test_the_session_system_runs_each_function_from_its_directory_under_functions_as_the_assembly_ships_it(
+    local_system: LocalSystem,
+):
+    """The e2e session's `duetime local --backend moto` runs each function as a process whose path starts at the
+    function's asset in the cloud assembly: that asset's handler is the file under functions/."""
 
-    files = wait_for(loaded, timeout=15, what="the scheduled functions to have run")
-    for name, instances in files.items():
+    def started() -> dict[str, Any] | None:
+        running = {name: f for name, f in local_system.functions.items() if f.instances}
+        wanted = ("api", "preloader", "dlq-notifier")
+        return running if all(f"duetime-{name}" in running for name in wanted) else None
+
+    functions = wait_for(started, timeout=15, what="the scheduled functions to have run")
+    for name, function in functions.items():
+        assert isinstance(function, ProcessFunction), name
         directory = name.removeprefix("duetime-").replace("-", "_").removesuffix("_default")
-        assert all(f.endswith(f"functions/{directory}/index.py") for f in instances), files
+        asset = function.deployed.asset
+        assert function.lambda_path.path[0] == str(asset), (name, function.lambda_path.path)
+        module, _, _ = function.deployed.handler.partition(".")
+        assert (asset / f"{module}.py").read_bytes() == (ROOT / "functions" / directory / "index.py").read_bytes()
