@@ -299,8 +299,17 @@ def test_chaos_soak_loses_nothing_and_never_double_holds_an_attempt(tmp_path):
     rng = random.Random(SEED)
     notices = Notices()
     data_dir, log_path = tmp_path / "chaos", tmp_path / "runs.jsonl"
+    # Its functions in this process on moto: the soak replaces the pre-loader with one it kills, and reads the
+    # notices the DLQ notifier gives `notices`.
     system = new_local_system(
-        data_dir, port=0, workers=0, lease_seconds=LEASE, shards=4, prefix="chaos", notifier=notices
+        data_dir,
+        port=0,
+        workers=0,
+        lease_seconds=LEASE,
+        shards=4,
+        prefix="chaos",
+        notifier=notices,
+        function_processes=False,
     ).start()
     workers = Workers(data_dir, log_path)
     preloader = Preloader(system)
