@@ -46,11 +46,11 @@ synth-local: $(VENV) $(NODE)
 	$(PY) -m duetime.local.synth
 
 # The CPU-bound tiers run as several pytest processes side by side under `make -j` (as `make test` does), beside
-# the CDK synths and template checks of tests/infrastructure: the integration files are dealt round-robin into
-# four parts of about equal work, so no one process is left running alone on one core after the others end
-# (the largest part, a quarter of the integration tier, is a minute or two of CPU).
-INTEGRATION := $(sort $(wildcard tests/integration/test_*.py))
-integration_part = $(shell echo $(INTEGRATION) | tr ' ' '\n' | awk 'NR % 4 == $(1)')
+# the CDK synths and template checks of tests/infrastructure: the integration files are dealt into four parts of
+# about equal time by the seconds each takes alone (scripts/deal_tests.py, tests/integration/weights.txt), so no
+# one process is left running alone after the others end (dealt round-robin by name, the part with the smoke
+# test and the paced limits test ended two minutes after the rest).
+integration_part = $(shell $(PY) scripts/deal_tests.py --parts 4 --part $(1) tests/integration)
 FAST_1 = tests/unit
 FAST_2 = tests/contract
 FAST_3 = $(call integration_part,0)
