@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,7 @@ from duetime.local.synth import TEMPLATE_FILE, synthesized
 from duetime.local.system import LocalSystem
 from duetime.local.template_stack import LocalStack
 
-from tests.e2e.helpers import iso_in, submit, wait_terminal
+from tests.e2e.helpers import iso_in, submit, wait_for, wait_terminal
 from tests.http_client import Api
 from tests.integration.test_entry_points import api_event
 
@@ -133,3 +134,29 @@ def test_duetime_local_runs_every_function_from_the_cloud_assembly(tmp_path: Pat
             assert any(f.endswith("/index.py") and f.startswith(report["path"][0]) for f in report["files"])
     finally:
         system.stop()
+
+
+def test_a_stopped_system_ends_its_function_processes_at_once_though_a_handler_is_sleeping(tmp_path: Path) -> None:
+    """Stopping ends each instance with SIGTERM, then SIGKILL after a moment, as Lambda ends an environment: an
+    instance inside an invocation (a handler sleeping a minute) is not waited for. Closing its pipes first waited
+    for the invocation reading them: a stop took as long as the sleep."""
+    system = LocalSystem(tmp_path, backend=MOTO, port=0, workers=1, shards=2, function_processes=True).start()
+    try:
+        api = Api(system.api_url, system.token("alice"))
+        job = submit(
+            api, handler="demo.sleep", payload={"seconds": 120}, timeoutSeconds=300, schedule={"at": iso_in(1)}
+        )
+
+        def running() -> bool:
+            page = api.get(f"/jobs/{job['jobId']}/executions").json()["executions"]
+            return bool(page) and page[0]["status"] == "running"
+
+        wait_for(running, timeout=60, what="the sleeping run to start")
+        processes = [i.process for f in system.functions.values() for i in f.instances]
+    finally:
+        began = time.monotonic()
+        system.stop()
+        took = time.monotonic() - began
+    assert all(process.poll() is not None for process in processes)
+    # The handler sleeps two minutes: a stop that waited for it takes that long; one that does not, seconds.
+    assert took < 60, took

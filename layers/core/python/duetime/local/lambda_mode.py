@@ -416,6 +416,8 @@ class SqsEventSource:
             try:
                 self.poll_once()
             except Exception:  # an unreachable queue must not end the mapping
+                if self.stopped.is_set():  # its instance ended with the system: nothing to say
+                    return
                 log.exception("polling %s failed", self.queue_url)
                 self.stopped.wait(1)
 
@@ -435,7 +437,8 @@ class SqsEventSource:
         try:
             result = self.invoke(event)
         except Exception:  # the whole batch failed: every message reappears after its visibility timeout
-            log.exception("the handler failed a batch of %d from %s", len(messages), self.queue_url)
+            if not self.stopped.is_set():  # else its instance ended with the system, as a stopping one does
+                log.exception("the handler failed a batch of %d from %s", len(messages), self.queue_url)
             return len(messages)
         failed = failed_items(result, {m["MessageId"] for m in messages})
         if failed is None:

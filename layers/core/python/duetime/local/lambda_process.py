@@ -27,6 +27,7 @@ import shutil
 import subprocess
 import sys
 import threading
+import time
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -38,6 +39,8 @@ from duetime.local.template_stack import LocalStack
 
 ACCOUNT = "123456789012"
 BOOTSTRAP = Path(__file__).with_name("lambda_bootstrap.py")
+# How long an instance has to end after SIGTERM before SIGKILL (Lambda gives a runtime about as long).
+SHUTDOWN_GRACE_SECONDS = 2.0
 _numbers = itertools.count(1)
 
 
@@ -262,16 +265,28 @@ class Instance:
     def alive(self) -> bool:
         return self.process.poll() is None
 
-    def stop(self) -> None:
+    def stop(self, grace_seconds: float = SHUTDOWN_GRACE_SECONDS) -> None:
+        self.terminate()
+        self.wait_or_kill(time.monotonic() + grace_seconds)
+
+    def terminate(self) -> None:
+        """SIGTERM, as Lambda's shutdown phase sends it. The pipes stay open until the process has ended: a thread
+        inside an invocation reads the response pipe, and closing it meanwhile waits for that read (for as long
+        as a handler sleeps: a minute, where the instance was meant to end at once)."""
+        if self.process.poll() is None:
+            self.process.terminate()
+
+    def wait_or_kill(self, deadline: float) -> None:
+        """SIGKILL at `deadline` if the process has not ended (Lambda kills a runtime a moment after SIGTERM);
+        then its pipes close, the invocation reading them, if any, having met their end."""
+        try:
+            self.process.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
         for stream in (self.requests, self.responses):
             with contextlib.suppress(OSError):
                 stream.close()
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
 
 
 @dataclass
@@ -357,8 +372,9 @@ class ProcessFunction:
             try:
                 result = instance.invoke(event, self.context())
             except InstanceDied:
-                with self._lock:
-                    self.instances.remove(instance)
+                with self._lock:  # not there if the function was stopped meanwhile
+                    if instance in self.instances:
+                        self.instances.remove(instance)
                 instance.stop()
                 raise
             except Exception:
@@ -372,8 +388,11 @@ class ProcessFunction:
             self._free.append(instance)
 
     def stop(self) -> None:
-        """End every instance (the function's containers)."""
+        """End every instance (the function's containers), all at once: each gets SHUTDOWN_GRACE_SECONDS."""
         with self._lock:
             instances, self.instances, self._free = list(self.instances), [], []
         for instance in instances:
-            instance.stop()
+            instance.terminate()
+        deadline = time.monotonic() + SHUTDOWN_GRACE_SECONDS
+        for instance in instances:
+            instance.wait_or_kill(deadline)

@@ -548,6 +548,13 @@ class LocalSystem:
         for timer in self.timers:
             timer.stopped.set()
         for source in self.event_sources:
+            source.stopped.set()
+        # Function processes end before their pollers are waited for: a poller inside an invocation (a handler
+        # sleeping out its run) returns as its instance ends, where waiting first took 15 s a poller.
+        for function in self.functions.values():
+            if isinstance(function, ProcessFunction):
+                function.stop()
+        for source in self.event_sources:
             source.stop()
         if self.worker_process:
             self.worker_process.stop()
@@ -557,8 +564,5 @@ class LocalSystem:
             self.relay.stop()
         if self.api:
             self.api.stop()
-        for function in self.functions.values():
-            if isinstance(function, ProcessFunction):
-                function.stop()
         if self.local_backend:
             self.local_backend.stop()
