@@ -8,16 +8,19 @@ from __future__ import annotations
 import json
 import shutil
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
+from duetime.cli.smoke import SMOKE_TARGET, SMOKE_TARGET_OUTPUT
 from duetime.local.backends import MOTO
 from duetime.local.lambda_process import (
     ColdStartFailed,
     DeployedFunction,
     Instance,
     ProcessFunction,
+    deployed_function,
     deployed_functions,
     lambda_path,
     resolved_environment,
@@ -25,6 +28,8 @@ from duetime.local.lambda_process import (
 from duetime.local.synth import TEMPLATE_FILE, synthesized
 from duetime.local.system import LocalSystem
 from duetime.local.template_stack import LocalStack
+from duetime.worker.handler_api import JobContext
+from duetime.worker.kinds import claim_values, run_values
 
 from tests.e2e.helpers import iso_in, submit, wait_for, wait_terminal
 from tests.http_client import Api
@@ -160,3 +165,37 @@ def test_a_stopped_system_ends_its_function_processes_at_once_though_a_handler_i
     assert all(process.poll() is not None for process in processes)
     # The handler sleeps two minutes: a stop that waited for it takes that long; one that does not, seconds.
     assert took < 60, took
+
+
+def test_the_smoke_target_runs_from_the_assembly_on_the_event_a_workers_lambda_target_sends(
+    assembly: tuple[dict[str, Any], Path],
+) -> None:
+    """functions/smoke_target as Lambda runs it: its asset alone on the path (it needs no layer), invoked with
+    the event the worker's `lambda:` handler kind builds for a run; it logs one line naming the run and returns
+    what it slept with its request id."""
+    template, outdir = assembly
+    logical_id = template["Outputs"][SMOKE_TARGET_OUTPUT]["Value"]["Ref"]  # as duetime smoke finds it
+    deployed = deployed_function(template, outdir, logical_id, SMOKE_TARGET)
+    lines: list[bytes] = []
+    function = ProcessFunction(
+        name=SMOKE_TARGET,
+        function_name="duetime-smoke-target",
+        environment={},
+        timeout_seconds=120,
+        memory_mb=128,
+        region=REGION,
+        deployed=deployed,
+        lambda_path=lambda_path(deployed),
+        max_instances=1,
+        log_sink=lines.append,
+    )
+    ctx = JobContext("j_1.1796169600000", "j_1", 1, datetime(2026, 12, 2, tzinfo=UTC), {"seconds": 0.2}, "smoke-1")
+    try:
+        result = function.invoke({**run_values(ctx), **claim_values(ctx)})
+    finally:
+        function.stop()
+    assert result["slept"] == 0.2 and result["requestId"], result
+    logged = [json.loads(line) for line in b"".join(lines).splitlines() if b"smokeTarget" in line]
+    assert [(entry["executionId"], entry["attempt"], entry["requestId"]) for entry in logged] == [
+        ("j_1.1796169600000", 1, result["requestId"])
+    ]

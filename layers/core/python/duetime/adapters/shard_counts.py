@@ -54,9 +54,8 @@ class ShardCountCalls:
 
     settings: Settings
     bucket_shards: BucketShards
-
-    def get_control(self, key: str) -> dict[str, Any] | None:
-        raise NotImplementedError  # each adapter's control part reads its records
+    # Each adapter's control part reads its records (DynamoControl.get_control, SqliteBase.get_control).
+    get_control: Callable[[str], dict[str, Any] | None]
 
     def shards_of_bucket(self, bucket: str) -> int:
         """The shard count of `bucket` (`YYYYMMDDHH`), fixed now with the configured count if not yet;
