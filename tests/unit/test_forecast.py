@@ -70,7 +70,8 @@ def test_a_run_costs_what_the_capacity_model_prices_for_it() -> None:
     assert cost_per_run(CRON_RUN, Prices()) * 1e6 == pytest.approx(sum(priced[p] for p in parts), abs=1e-3)
     ahead = forecast(cron("0 9 * * *"), START)
     assert ahead.cost_per_run_usd == cost_per_run(CRON_RUN, Prices())
-    assert ahead.cost_per_month_usd == pytest.approx(365 / 12 * ahead.cost_per_run_usd, rel=1e-3)
+    # the month is rounded to a millionth of a dollar
+    assert ahead.cost_per_month_usd == pytest.approx(365 / 12 * ahead.cost_per_run_usd, abs=1e-6)
     # A one-off is submitted through the API: its run costs the API request too
     one_off = forecast(Schedule.model_validate({"at": "2027-01-05T00:00:00Z"}), START)
     assert one_off.cost_per_run_usd == cost_per_run(ONE_OFF, Prices()) > ahead.cost_per_run_usd

@@ -815,8 +815,9 @@ MONTH_SECONDS = 365 * 86_400 / 12
 
 def overlap_read_units(every: str) -> float:
     """Read units a run of a job repeating `every` makes beyond CRON_RUN's: its claim's overlap check reads
-    (strongly consistent, a unit a row) the job's rows due within RUNNING_DUE_MARGIN_SECONDS of now, one a
-    slot, where CRON_RUN counts one row. Nothing for a job slower than the margin."""
+    (strongly consistent, a unit a row) the job's other rows due within RUNNING_DUE_MARGIN_SECONDS of now,
+    one a slot (margin / period slots, the claim's own among them and not read), where CRON_RUN reads none.
+    Nothing for a job slower than the margin."""
     period = parse_every(every).total_seconds()
     return max(0.0, RUNNING_DUE_MARGIN_SECONDS / period - 1)
 

@@ -290,9 +290,9 @@ RUNNING_DUE_MARGIN = timedelta(seconds=RUNNING_DUE_MARGIN_SECONDS)
 
 
 def _live_others(ports: Ports, job: Job, execution_id: str, now: datetime) -> list[Execution]:
-    """The job's other executions running under a live lease (a read of its open rows due by now only)."""
-    open_rows = ports.store.open_executions_of_job(job.job_id, due_by=now + RUNNING_DUE_MARGIN)
-    return [e for e in open_rows if e.execution_id != execution_id and e.lease_live(now)]
+    """The job's other executions running under a live lease (a read of its other open rows due by now only)."""
+    others = ports.store.open_executions_of_job(job.job_id, due_by=now + RUNNING_DUE_MARGIN, excluding=execution_id)
+    return [e for e in others if e.lease_live(now)]
 
 
 def _backfill_waits(ports: Ports, job: Job, message: DueMessage, now: datetime) -> bool:

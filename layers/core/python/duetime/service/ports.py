@@ -368,10 +368,13 @@ class ExecutionStore(Protocol):
         position `after` (a token an earlier page returned): bounded work whatever the open set holds."""
         ...
 
-    def open_executions_of_job(self, job_id: str, due_by: datetime | None = None) -> list[Execution]:
+    def open_executions_of_job(
+        self, job_id: str, due_by: datetime | None = None, excluding: str | None = None
+    ) -> list[Execution]:
         """The job's executions that have not ended (waiting, held or running), earliest due first: bounded
         by what is open, never by the job's history; with `due_by`, only those due at or before it (a
-        second job's slots pre-loaded ahead are not read to find the one that runs)."""
+        second job's slots pre-loaded ahead are not read to find the one that runs); without the execution
+        `excluding` names (a claim's own row, which it holds already: on DynamoDB its read is never made)."""
         ...
 
     def hold_waiting(self, key: ExecutionKey) -> bool:

@@ -261,9 +261,13 @@ class DynamoExecutions(DynamoQuotas):
         token = str(keys[-1]["sk"]["S"]) if more and keys else None
         return OpenPage(executions=[execution_from_item(i) for i in self._rows(keys)], next_token=token)
 
-    def open_executions_of_job(self, job_id: str, due_by: datetime | None = None) -> list[Execution]:
+    def open_executions_of_job(
+        self, job_id: str, due_by: datetime | None = None, excluding: str | None = None
+    ) -> list[Execution]:
         """The job's executions that have not ended (waiting, paused or running), earliest due first:
-        bounded by what is open, never by the job's history; with `due_by`, only those due by then."""
+        bounded by what is open, never by the job's history; with `due_by`, only those due by then. The row
+        of `excluding` is dropped by its index key (sk ends with the execution id) before any row is read,
+        so a claim's overlap check of a job with no other run open reads the index alone (issue 32)."""
         condition, values = "openJob = :j", {":j": job_id}
         if due_by is not None:  # the index's sort key starts with the due time
             condition, values = "openJob = :j AND sk < :due", {":j": job_id, ":due": sort_key_after(due_by)}
@@ -281,6 +285,8 @@ class DynamoExecutions(DynamoQuotas):
             if not last:
                 break
             kwargs["ExclusiveStartKey"] = last
+        if excluding is not None:
+            keys = [k for k in keys if not str(k["sk"]["S"]).endswith(f"#{excluding}")]
         rows = [execution_from_item(i) for i in self._rows(keys)]
         return [e for e in rows if not e.status.is_terminal]
 

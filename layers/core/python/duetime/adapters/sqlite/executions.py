@@ -354,15 +354,18 @@ class SqliteExecutions(SqliteQuotas):
         token = page[-1][1] if len(rows) > limit and page else None
         return OpenPage(executions=[execution_from_doc(r[0]) for r in page], next_token=token)
 
-    def open_executions_of_job(self, job_id: str, due_by: datetime | None = None) -> list[Execution]:
+    def open_executions_of_job(
+        self, job_id: str, due_by: datetime | None = None, excluding: str | None = None
+    ) -> list[Execution]:
         """The job's executions that have not ended (waiting, paused or running), earliest due first; with
-        `due_by`, only those due by then."""
+        `due_by`, only those due by then; without the execution `excluding` names."""
         bound = sort_key_after(due_by) if due_by is not None else "~"  # "~" sorts after every digit
         rows = self.db.query(
             f"SELECT doc FROM executions WHERE open_job = ? AND sk < ? AND {LIVE} ORDER BY sk",
             (job_id, bound, self.epoch_seconds()),
         )
-        return [e for e in (execution_from_doc(doc) for (doc,) in rows) if not e.status.is_terminal]
+        found = (execution_from_doc(doc) for (doc,) in rows)
+        return [e for e in found if not e.status.is_terminal and e.execution_id != excluding]
 
     def scan_open_executions(self) -> Iterator[StoredExecution]:
         """Every scheduled or running execution, and every one still in the open set (`duetime audit`)."""
