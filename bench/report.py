@@ -471,6 +471,7 @@ CELERY = "celery+redis"
 BATCH_GOAL_PER_SECOND = 5_000.0
 INTAKE_GOAL_PER_SECOND = 500.0
 SUSTAINED_GOAL_PER_SECOND = 1_000.0
+SUSTAINED_GOAL_SECONDS = 60.0
 BURST_SHARE = 0.8  # duetime's burst drains in at most this share of Celery's, in the same round
 
 
@@ -577,13 +578,15 @@ def goal_targets(goals: dict[str, Any]) -> list[dict[str, Any]]:
         )
     sustained = _goal_runs(goals, SQLITE, "sustained")
     if sustained:
-        sized_down = [r for r in sustained if r["rate"] < SUSTAINED_GOAL_PER_SECOND]
+        sized_down = [
+            r for r in sustained if r["rate"] < SUSTAINED_GOAL_PER_SECOND or r["seconds"] < SUSTAINED_GOAL_SECONDS
+        ]
         out.append(
             {
-                "target": f"sustained: {SUSTAINED_GOAL_PER_SECOND:,.0f} executions/s, batch-created, every job run, "
-                f"p99 < {SEARCH_P99_MS:.0f} ms",
-                "measured": _by_round(sustained, lambda r: f"{r['rate']:g}/s: {_goal_figure(r)}")
-                + (" (sized down: not the goal's rate)" if sized_down else ""),
+                "target": f"sustained: {SUSTAINED_GOAL_PER_SECOND:,.0f}/s for {SUSTAINED_GOAL_SECONDS:.0f} s "
+                f"(batch-created), every job run, p99 < {SEARCH_P99_MS:.0f} ms",
+                "measured": _by_round(sustained, lambda r: f"{r['rate']:g}/s for {r['seconds']:g} s: {_goal_figure(r)}")
+                + (" (sized down: not the goal's size)" if sized_down else ""),
                 "met": not sized_down and all("skipped" not in r and passes(r) for r in sustained),
             }
         )
@@ -603,16 +606,12 @@ def goal_targets(goals: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def _goal_title(run: dict[str, Any], plan: dict[str, Any]) -> str:
-    scenario = run["scenario"]
-    if scenario == "intake":
-        return f"intake of {run['count']:,} jobs due beyond the dispatch horizon, as fast as taken"
-    if scenario == "burst":
-        return f"burst of {run['count']:,} due at one instant"
-    if scenario == "sustained":
-        return f"sustained {run['rate']:g}/s for {run['seconds']:g} s, created ahead"
-    low, high = plan["side"]["lead"]
-    return f"one-off {run['rate']:g}/s for {run['seconds']:g} s over POST /jobs, due {low:g}-{high:g} s after submit"
+GOAL_TITLES = {  # a scenario's heading, filled from its run and the one-offs' lead
+    "one-off": "one-off {rate:g}/s for {seconds:g} s over POST /jobs, due {low:g}-{high:g} s after submit",
+    "intake": "intake of {count:,} jobs due beyond the dispatch horizon, as fast as taken",
+    "burst": "burst of {count:,} due at one instant",
+    "sustained": "sustained {rate:g}/s for {seconds:g} s, created ahead",
+}
 
 
 def render_goals(goals: dict[str, Any]) -> str:
@@ -621,7 +620,8 @@ def render_goals(goals: dict[str, Any]) -> str:
     widths = [16, 5, 9, 8]
     for group in dict.fromkeys((r["scenario"], r.get("rate"), r.get("count")) for r in runs):
         members = [r for r in runs if (r["scenario"], r.get("rate"), r.get("count")) == group]
-        lines += ["", _goal_title(members[0], goals["plan"])]
+        low, high = goals["plan"]["side"]["lead"]
+        lines += ["", GOAL_TITLES[members[0]["scenario"]].format(**members[0], low=low, high=high)]
         lines.append(_row(["system", "round", "probe ms", "RSS MB"], widths) + "  figure")
         for run in members:
             cells = [run["system"], run["round"], run.get("hostProbeMs", "-"), run.get("rssPeakMb", "-")]
