@@ -12,7 +12,7 @@ PYTEST_LIMIT ?= 1800
 PYTEST := timeout --signal=INT --kill-after=60 $(PYTEST_LIMIT) $(PY) -m pytest -q -p no:cacheprovider --durations=8 -rfE
 LINTED := layers functions infra tests scripts app.py $(wildcard bench)
 
-.PHONY: dev local test synth-local test-tiers test-infrastructure test-fast simulate test-e2e browser test-browser lint format docs synth scan smoke bench bench-quick bench-smoke bench-side redis-server chaos clean
+.PHONY: dev local test synth-local test-tiers test-infrastructure test-fast simulate test-e2e browser test-browser lint format docs synth scan smoke bench bench-quick bench-smoke bench-side bench-goals redis-server chaos clean
 
 $(VENV): pyproject.toml scripts/bootstrap.sh scripts/checkov-requirements.txt
 	./scripts/bootstrap.sh
@@ -173,6 +173,9 @@ bench-smoke: $(VENV) redis-server  ## the benchmark harness and duetime load run
 
 bench-side: $(VENV) redis-server  ## issue 13's side-by-side part alone (SQLite, moto, Celery + Redis)
 	$(PY) -m bench --only side
+
+bench-goals: $(VENV) redis-server  ## issue 32's goals side by side, duetime on SQLite and Celery + Redis (two rounds)
+	$(PY) -m bench --only goals
 
 # The Celery peer needs redis-server: installed from the OS packages when apt-get is there (as root);
 # otherwise the bench skips the peer and says so.

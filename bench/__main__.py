@@ -2,8 +2,9 @@
 
 `--quick` runs each part briefly (for developing the benchmarks); `--only NAME...` runs some parts; a part
 not run keeps its figures from the last run in results.json (`parts` says when each was measured).
-`side` is issue 13's side-by-side run (duetime on SQLite, on moto, Celery + Redis); `--smoke` runs it
-alone for a few seconds a system (the test that keeps the harness from rotting).
+`side` is issue 13's side-by-side run (duetime on SQLite, on moto, Celery + Redis); `goals` is issue 32's
+(duetime on SQLite against Celery + Redis, `--rounds` times). `--smoke` runs `side` alone (or the part
+`--only` names) for a few seconds a system (the test that keeps the harness from rotting).
 """
 
 from __future__ import annotations
@@ -20,10 +21,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench import calls, ceiling, cpu, failover, hotpath, lateness, loadcheck, pacing, report, sidebyside
+from bench import calls, ceiling, cpu, failover, goals, hotpath, lateness, loadcheck, pacing, report, sidebyside
 
 RESULTS = Path(__file__).with_name("results.json")
-PARTS = ("calls", "ceiling", "steady", "burst", "failover", "profile", "side", "pacing", "load", "cpu")
+PARTS = ("calls", "ceiling", "steady", "burst", "failover", "profile", "side", "goals", "pacing", "load", "cpu")
 WORKERS = 64  # worker threads per job class in the measured `duetime local` (its --workers)
 
 
@@ -57,8 +58,8 @@ def plan(quick: bool) -> dict[str, Any]:
     }
 
 
-def side_by_side_plan(options: argparse.Namespace) -> sidebyside.Plan:
-    side = sidebyside.Plan.smoke() if options.smoke else sidebyside.Plan.quick() if options.quick else sidebyside.Plan()
+def side_by_side_plan(options: argparse.Namespace, side: sidebyside.Plan) -> sidebyside.Plan:
+    """`side` with the sizes the command line gives."""
     changes = {
         "rates": options.rates,
         "seconds": options.seconds,
@@ -71,6 +72,19 @@ def side_by_side_plan(options: argparse.Namespace) -> sidebyside.Plan:
     return replace(side, **{name: value for name, value in changes.items() if value is not None})
 
 
+def goals_plan(options: argparse.Namespace) -> goals.Plan:
+    """Issue 32's plan (its smoke run's with --smoke) with the sizes the command line gives."""
+    base = goals.Plan.smoke() if options.smoke else goals.Plan()
+    changes = {
+        "rounds": options.rounds,
+        "intake": options.intake,
+        "sustained_rate": options.sustained_rate,
+        "sustained_seconds": options.sustained_seconds,
+    }
+    chosen = {name: value for name, value in changes.items() if value is not None}
+    return replace(base, side=side_by_side_plan(options, base.side), **chosen)
+
+
 # Each part's keys in results.json.
 PART_KEYS = {
     "calls": ("calls",),
@@ -80,6 +94,7 @@ PART_KEYS = {
     "failover": ("failover",),
     "profile": ("profile",),
     "side": ("sideBySide",),
+    "goals": ("goals",),
     "pacing": ("pacing",),
     "load": ("loadCheck",),
     "cpu": ("cpu",),
@@ -119,22 +134,27 @@ def timed(name: str, fn: Callable[[], Any], timings: dict[str, float]) -> Any:
 def main(argv: list[str] | None = None) -> int:
     args = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     args.add_argument("--quick", action="store_true", help="short runs, for developing the benchmarks")
-    args.add_argument("--only", nargs="*", choices=PARTS, default=list(PARTS))
+    args.add_argument("--only", nargs="*", choices=PARTS, help="the parts to run (default: all; --smoke: side)")
     args.add_argument("--output", help=f"where the figures go (default {RESULTS}; a --smoke run writes none)")
-    args.add_argument("--smoke", action="store_true", help="the side-by-side part alone, a few seconds a system")
+    args.add_argument("--smoke", action="store_true", help="side (or --only goals) alone, a few seconds a system")
     args.add_argument("--systems", nargs="*", choices=sidebyside.SYSTEMS, default=list(sidebyside.SYSTEMS))
-    args.add_argument("--rates", nargs="*", type=float, help="side by side: one-off rates per second")
-    args.add_argument("--seconds", type=float, help="side by side: seconds of each rate run")
-    args.add_argument("--burst", type=int, help="side by side: jobs due at one instant")
+    args.add_argument("--rates", nargs="*", type=float, help="side by side and goals: one-off rates per second")
+    args.add_argument("--seconds", type=float, help="side by side and goals: seconds of each rate run")
+    args.add_argument("--burst", type=int, help="side by side and goals: jobs due at one instant")
     args.add_argument("--stored", type=int, help="side by side: future executions stored for the last figures")
     args.add_argument("--workers", type=int, help="side by side: duetime local --workers")
     args.add_argument("--api-processes", type=int, help="side by side: duetime local --api-processes (SQLite)")
     args.add_argument("--submitters", type=int, help="side by side: client threads, a keep-alive connection each (8)")
+    args.add_argument("--rounds", type=int, help="goals: rounds of every scenario on each system (2)")
+    args.add_argument("--intake", type=int, help="goals: jobs of the intake run (20,000)")
+    args.add_argument("--sustained-rate", type=float, help="goals: executions a second of the sustained run (1,000)")
+    args.add_argument("--sustained-seconds", type=float, help="goals: seconds of the sustained run (60)")
     options = args.parse_args(argv)
-    if options.smoke:
-        options.only = ["side"]
+    if options.only is None:
+        options.only = ["side"] if options.smoke else list(PARTS)
     settings = plan(options.quick)
-    side_plan = side_by_side_plan(options)
+    base = sidebyside.Plan.smoke() if options.smoke else sidebyside.Plan.quick() if options.quick else sidebyside.Plan()
+    side_plan = side_by_side_plan(options, base)
     started = time.monotonic()
     timings: dict[str, float] = {}
     results: dict[str, Any] = {
@@ -212,6 +232,10 @@ def main(argv: list[str] | None = None) -> int:
         side = timed("side by side", lambda: sidebyside.run(side_plan, options.systems), timings)
         side["targets"] = report.side_targets(side)
         results["sideBySide"] = side
+    if "goals" in options.only:
+        found = timed("issue 32 goals", lambda: goals.run(goals_plan(options), options.systems), timings)
+        found["targets"] = report.goal_targets(found)
+        results["goals"] = found
     if "pacing" in options.only:
         count = settings["pacing"]
         results["pacing"] = timed(f"{count} runs paced by a 50/s limit", lambda: pacing.measure(count), timings)

@@ -1,10 +1,11 @@
-"""The benchmark's figures as a printed table, and issue 7's targets checked against them."""
+"""The benchmark's figures as a printed table, and issue 7's, 13's and 32's targets checked against them."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from bench import cpu, loadcheck
+from bench.sidebyside import SEARCH_P99_MS, passes
 
 
 def _steady_25(results: dict[str, Any]) -> dict[str, Any] | None:
@@ -203,6 +204,8 @@ def render(results: dict[str, Any]) -> str:
         ]
     if "sideBySide" in results:
         lines.append(render_side(results["sideBySide"]))
+    if "goals" in results:
+        lines.append(render_goals(results["goals"]))
     if results.get("targets"):
         lines += ["", "Issue 7 targets"]
         for t in results["targets"]:
@@ -459,6 +462,175 @@ def markdown_side(side: dict[str, Any]) -> str:
     if targets13:
         lines += ["", "| target | measured | |", "| --- | --- | --- |"]
         lines += [f"| {t['target']} | {t['measured']} | {'met' if t['met'] else 'missed'} |" for t in targets13]
+    return "\n".join(lines)
+
+
+# --- issue 32: its goals side by side ------------------------------------------------------------------
+
+CELERY = "celery+redis"
+BATCH_GOAL_PER_SECOND = 5_000.0
+INTAKE_GOAL_PER_SECOND = 500.0
+SUSTAINED_GOAL_PER_SECOND = 1_000.0
+SUSTAINED_GOAL_SECONDS = 60.0
+BURST_SHARE = 0.8  # duetime's burst drains in at most this share of Celery's, in the same round
+
+
+def _goal_runs(goals: dict[str, Any], system: str, scenario: str, rate: float | None = None) -> list[dict[str, Any]]:
+    """One system's runs of a scenario (and rate), one a round, in round order."""
+    runs = [r for r in goals.get("runs", []) if r["system"] == system and r["scenario"] == scenario]
+    return [r for r in runs if rate is None or r.get("rate") == rate]
+
+
+def _late(run: dict[str, Any]) -> str:
+    """p50 / p99 start lateness and what makes the figure partial."""
+    late = run["lateness"]
+    flags = [
+        *(["saturated"] if run.get("saturated") else []),
+        *([f"{run['refused']:,} refused"] if run.get("refused") else []),
+        *([f"{run['undone']:,} undone"] if run.get("undone") else []),
+    ]
+    return ", ".join([f"p50 / p99 {late['p50Ms']:,.0f} / {late['p99Ms']:,.0f} ms", *flags])
+
+
+def _ran(run: dict[str, Any]) -> str:
+    return f"{run['started']:,}/{run['planned']:,} run, {_late(run)}"
+
+
+def _goal_figure(run: dict[str, Any]) -> str:
+    """The one figure a run is judged by, with what qualifies it."""
+    if "skipped" in run:
+        return f"skipped: {run['skipped']}"
+    scenario = run["scenario"]
+    if scenario == "intake":
+        return (
+            f"{run['accepted']:,}/{run['planned']:,} taken at {run['submitPerSecond']:,.0f}/s, "
+            f"{run['refused']:,} refused ({run['created']}, {run['clients']} clients)"
+        )
+    if scenario == "burst":
+        return f"drain {run['drainSeconds']} s, {_ran(run)}"
+    if scenario == "sustained":
+        return f"{_ran(run)}, {run['executionsPerSecond']:,.0f}/s"
+    return f"{run['accepted']:,}/{run['planned']:,} in, {_late(run)}"
+
+
+def _by_round(runs: list[dict[str, Any]], text: Any) -> str:
+    return "; ".join(f"round {r['round']}: {text(r)}" for r in runs) or "not run"
+
+
+def _pairs(goals: dict[str, Any]) -> list[tuple[dict[str, Any], dict[str, Any] | None]]:
+    """Each duetime run with Celery's of the same round, scenario and size (None: Celery did not run)."""
+
+    def key(run: dict[str, Any]) -> tuple[Any, ...]:
+        return run["round"], run["scenario"], run.get("rate"), run.get("count")
+
+    celery = {key(r): r for r in goals.get("runs", []) if r["system"] == CELERY}
+    return [(r, celery.get(key(r))) for r in goals.get("runs", []) if r["system"] == SQLITE]
+
+
+def goal_targets(goals: dict[str, Any]) -> list[dict[str, Any]]:
+    """Issue 32's goals for duetime on SQLite, each met only when met in every round."""
+    out: list[dict[str, Any]] = []
+    one_offs = _goal_runs(goals, SQLITE, "one-off", INTAKE_GOAL_PER_SECOND)
+    if one_offs:
+        out.append(
+            {
+                "target": f"intake: {INTAKE_GOAL_PER_SECOND:.0f} one-offs/s over POST /jobs, every job taken and run, "
+                f"p99 < {SEARCH_P99_MS:.0f} ms",
+                "measured": _by_round(one_offs, _goal_figure),
+                "met": all("skipped" not in r and passes(r) for r in one_offs),
+            }
+        )
+    intakes = _goal_runs(goals, SQLITE, "intake")
+    if intakes:
+        peer = _goal_runs(goals, CELERY, "intake")
+        out.append(
+            {
+                "target": f"batch create: >= {BATCH_GOAL_PER_SECOND:,.0f} jobs/s over POST /jobs/batch, all 201",
+                "measured": _by_round(intakes, _goal_figure)
+                + (f" (Celery: {_by_round(peer, _goal_figure)})" if peer else ""),
+                "met": all(
+                    r["submitPerSecond"] >= BATCH_GOAL_PER_SECOND and r["accepted"] == r["planned"] and not r["refused"]
+                    for r in intakes
+                ),
+            }
+        )
+    bursts = [(r, c) for r, c in _pairs(goals) if r["scenario"] == "burst"]
+    if bursts:
+
+        def drains(pair: tuple[dict[str, Any], dict[str, Any] | None]) -> float | None:
+            mine, theirs = (run.get("drainSeconds") if run else None for run in pair)
+            return mine / theirs if mine is not None and theirs else None
+
+        out.append(
+            {
+                "target": f"burst: drained in <= {BURST_SHARE:g} x Celery's drain in the same round",
+                "measured": "; ".join(
+                    f"round {r['round']}: {r.get('drainSeconds')} s against "
+                    + (f"{c.get('drainSeconds')} s" if c else "no Celery run")
+                    + (f" ({share:.2f} x)" if (share := drains((r, c))) is not None else "")
+                    for r, c in bursts
+                ),
+                "met": all(
+                    (share := drains((r, c))) is not None and share <= BURST_SHARE and not r["undone"]
+                    for r, c in bursts
+                ),
+            }
+        )
+    sustained = _goal_runs(goals, SQLITE, "sustained")
+    if sustained:
+        sized_down = [
+            r for r in sustained if r["rate"] < SUSTAINED_GOAL_PER_SECOND or r["seconds"] < SUSTAINED_GOAL_SECONDS
+        ]
+        out.append(
+            {
+                "target": f"sustained: {SUSTAINED_GOAL_PER_SECOND:,.0f}/s for {SUSTAINED_GOAL_SECONDS:.0f} s "
+                f"(batch-created), every job run, p99 < {SEARCH_P99_MS:.0f} ms",
+                "measured": _by_round(sustained, lambda r: f"{r['rate']:g}/s for {r['seconds']:g} s: {_goal_figure(r)}")
+                + (" (sized down: not the goal's size)" if sized_down else ""),
+                "met": not sized_down and all("skipped" not in r and passes(r) for r in sustained),
+            }
+        )
+    pairs = [(r, c) for r, c in _pairs(goals) if "rssPeakMb" in r]
+    if pairs:
+        under = [(r, c) for r, c in pairs if c and "rssPeakMb" in c and r["rssPeakMb"] < c["rssPeakMb"]]
+        mine = [r["rssPeakMb"] for r, _ in pairs]
+        theirs = [c["rssPeakMb"] for _, c in pairs if c and "rssPeakMb" in c]
+        out.append(
+            {
+                "target": "RSS peak under Celery's in every run",
+                "measured": f"under in {len(under)} of {len(pairs)} runs; duetime {min(mine):.0f}-{max(mine):.0f} MB"
+                + (f", Celery {min(theirs):.0f}-{max(theirs):.0f} MB" if theirs else ", no Celery runs"),
+                "met": len(under) == len(pairs),
+            }
+        )
+    return out
+
+
+GOAL_TITLES = {  # a scenario's heading, filled from its run and the one-offs' lead
+    "one-off": "one-off {rate:g}/s for {seconds:g} s over POST /jobs, due {low:g}-{high:g} s after submit",
+    "intake": "intake of {count:,} jobs due beyond the dispatch horizon, as fast as taken",
+    "burst": "burst of {count:,} due at one instant",
+    "sustained": "sustained {rate:g}/s for {seconds:g} s, created ahead",
+}
+
+
+def render_goals(goals: dict[str, Any]) -> str:
+    runs = goals.get("runs", [])
+    lines = ["", "Issue 32 goals side by side (host probe: ms for a fixed Python loop, just after each run)"]
+    widths = [16, 5, 9, 8]
+    for group in dict.fromkeys((r["scenario"], r.get("rate"), r.get("count")) for r in runs):
+        members = [r for r in runs if (r["scenario"], r.get("rate"), r.get("count")) == group]
+        low, high = goals["plan"]["side"]["lead"]
+        lines += ["", GOAL_TITLES[members[0]["scenario"]].format(**members[0], low=low, high=high)]
+        lines.append(_row(["system", "round", "probe ms", "RSS MB"], widths) + "  figure")
+        for run in members:
+            cells = [run["system"], run["round"], run.get("hostProbeMs", "-"), run.get("rssPeakMb", "-")]
+            lines.append(_row(cells, widths) + "  " + _goal_figure(run))
+    for name, reason in goals.get("skipped", {}).items():
+        lines.append(f"  skipped {name}: {reason}")
+    if goals.get("targets"):
+        lines += ["", "Issue 32 goals (duetime sqlite)"]
+        lines += [f"  [{'met' if t['met'] else 'NOT MET'}] {t['target']}: {t['measured']}" for t in goals["targets"]]
     return "\n".join(lines)
 
 

@@ -14,6 +14,10 @@ Celery by `send_task(..., eta=due)` into a real worker. Each run gets a fresh sy
   up (doubling) or down, then bisected.
 - burst: `burst` jobs due at one instant, created first over the API (a pool of `submitters`
   connections), beyond the dispatch horizon; drain = last finish - the instant.
+- intake: jobs created as fast as the system takes them, due far beyond the dispatch horizon (none runs
+  meanwhile): the creation rate alone.
+A runner made with `batch` > 1 creates the jobs of the scheduled-ahead, burst and intake runs `batch` a
+request through the system's batch route (duetime's POST /jobs/batch); one-offs always go one a request.
 - stored: the one-off rates and the burst again on a data dir seeded with `stored` future executions
   (SQLite only, seeded through the adapter in batches: `bench.seed`).
 """
@@ -33,10 +37,12 @@ from typing import Any
 
 from bench.common import lateness_summary, percentile
 from bench.systems import (
+    BatchSubmitter,
     CeleryPeer,
     DuetimeLocal,
     Outcome,
     Refused,
+    Submitter,
     System,
     local_backends,
     redis_server_path,
@@ -45,6 +51,7 @@ from bench.systems import (
 SEARCH_P99_MS = 1000.0
 SETTLE_SECONDS = 1.0
 COLLECT_CHUNK = 400
+INTAKE_DUE_SECONDS = 600.0  # intake jobs are due this long after the dispatch horizon: none runs while measured
 HOST_PROBE_LOOPS = 1_000_000
 
 
@@ -85,9 +92,9 @@ class Plan:
     api_processes: int = 1  # `duetime local --api-processes` on SQLite (its default)
     celery_concurrency: int = 4
     reuse: bool = False  # one system for all runs of a kind (the smoke run), not a fresh one per run
-    # The burst is due beyond duetime's dispatch horizon, so the pre-loader sends it (not in the smoke run:
-    # waiting out the horizon is most of its time).
-    burst_beyond_horizon: bool = True
+    # The burst and the scheduled-ahead runs are due beyond duetime's dispatch horizon, so the pre-loader
+    # sends them (not in the smoke run: waiting out the horizon is most of its time).
+    beyond_horizon: bool = True
 
     @classmethod
     def quick(cls) -> Plan:
@@ -115,7 +122,7 @@ class Plan:
             seconds=1.0,
             lead=(1.0, 2.0),
             ahead=False,
-            burst_beyond_horizon=False,
+            beyond_horizon=False,
             search_probe_seconds=1.0,
             search_steps=0,
             search_doublings=0,
@@ -151,9 +158,11 @@ def submit(
     submitters: int,
     give_up_lag: float | None = None,
     in_by: datetime | None = None,
+    batch: int = 1,
 ) -> Submission:
     """Submit one job per (monotonic instant, due), each at or after its instant, from `submitters`
-    threads with a connection each; with `give_up_lag`, stop once that far behind plan."""
+    threads with a connection each; with `give_up_lag`, stop once that far behind plan. With `batch` > 1,
+    `batch` consecutive jobs a request through the system's batch route, sent at the first one's instant."""
     keys: list[str] = []
     due_ms: dict[str, int] = {}
     refused: list[str] = []
@@ -161,8 +170,18 @@ def submit(
     late = [0]
     gave_up = threading.Event()
     lock = threading.Lock()
-    cursor = iter(range(len(plan)))
+    cursor = iter(range(0, len(plan), batch))
     started = time.monotonic()
+
+    def send(client: Submitter, index: int, dues: list[datetime]) -> list[str | Refused]:
+        try:
+            if batch == 1:
+                return [client.submit(index, dues[0])]
+            if not isinstance(client, BatchSubmitter):
+                raise TypeError(f"{system.name} has no batch route")
+            return client.submit_many(index, dues)
+        except (Refused, OSError) as exc:
+            return [Refused(str(exc))] * len(dues)
 
     def loop() -> None:
         client = system.submitter()
@@ -172,7 +191,7 @@ def submit(
                     index = next(cursor, None)
                 if index is None:
                     return
-                at, due = plan[index]
+                at = plan[index][0]
                 pause = at - time.monotonic()
                 if pause > 0:
                     time.sleep(pause)
@@ -180,18 +199,18 @@ def submit(
                 if give_up_lag is not None and lag > give_up_lag:
                     gave_up.set()
                     return
-                try:
-                    key = client.submit(index, due)
-                except (Refused, OSError) as exc:
-                    with lock:
-                        refused.append(str(exc))
-                    continue
+                dues = [due for _, due in plan[index : index + batch]]
+                answers = send(client, index, dues)
                 with lock:
-                    keys.append(key)
-                    due_ms[key] = int(due.timestamp() * 1000)
-                    lags.append(lag)
-                    if in_by is not None and datetime.now(UTC) > in_by:
-                        late[0] += 1
+                    for due, answer in zip(dues, answers, strict=True):
+                        if isinstance(answer, Refused):
+                            refused.append(str(answer))
+                            continue
+                        keys.append(answer)
+                        due_ms[answer] = int(due.timestamp() * 1000)
+                        lags.append(lag)
+                        if in_by is not None and datetime.now(UTC) > in_by:
+                            late[0] += 1
         finally:
             client.close()
 
@@ -253,25 +272,32 @@ class MemoryWatch:
         return {"rssIdleMb": round(self.idle / 2**20, 1), "rssPeakMb": round(self.peak / 2**20, 1)}
 
 
-def figures(submission: Submission, found: dict[str, Outcome], planned: int) -> dict[str, Any]:
-    lateness = [float(o.started_ms - submission.due_ms[k]) for k, o in found.items() if o.started_ms is not None]
-    starts = sorted(o.started_ms for o in found.values() if o.started_ms is not None)
-    span = (starts[-1] - starts[0]) / 1000 if len(starts) > 1 else 0.0
-    done = sum(1 for o in found.values() if o.status == "succeeded" and o.finished_ms is not None)
+def submission_figures(submission: Submission, planned: int) -> dict[str, Any]:
+    """What the submitting side saw: jobs taken, refused, and how fast."""
     return {
         "planned": planned,
         "accepted": len(submission.keys),
         "refused": len(submission.refused),
         "refusals": sorted(set(submission.refused))[:3],
         "saturated": submission.gave_up,
+        "submitSeconds": round(submission.seconds, 2),
+        "submitPerSecond": round(len(submission.keys) / submission.seconds, 1) if submission.seconds else 0.0,
+        "submitLagP99Ms": round(percentile(submission.lags, 99) * 1000, 1) if submission.lags else 0.0,
+        "lateIn": submission.late_in,
+    }
+
+
+def figures(submission: Submission, found: dict[str, Outcome], planned: int) -> dict[str, Any]:
+    lateness = [float(o.started_ms - submission.due_ms[k]) for k, o in found.items() if o.started_ms is not None]
+    starts = sorted(o.started_ms for o in found.values() if o.started_ms is not None)
+    span = (starts[-1] - starts[0]) / 1000 if len(starts) > 1 else 0.0
+    done = sum(1 for o in found.values() if o.status == "succeeded" and o.finished_ms is not None)
+    return {
+        **submission_figures(submission, planned),
         "started": len(lateness),
         "undone": len(submission.keys) - done,
         "rerun": sum(o.runs - 1 for o in found.values() if o.runs > 1),
         "lateness": lateness_summary(lateness),
-        "submitSeconds": round(submission.seconds, 1),
-        "submitPerSecond": round(len(submission.keys) / submission.seconds, 1) if submission.seconds else 0.0,
-        "submitLagP99Ms": round(percentile(submission.lags, 99) * 1000, 1) if submission.lags else 0.0,
-        "lateIn": submission.late_in,
         "executionsPerSecond": round((len(starts) - 1) / span, 1) if span > 0 else 0.0,
     }
 
@@ -283,8 +309,16 @@ class Runner:
     """Runs the plan's scenarios on one kind of system, from `make_system`, and keeps what it learnt (the
     submit rate the system takes, for sizing scheduled-ahead runs and the burst)."""
 
-    def __init__(self, label: str, make_system: Callable[[], System], plan: Plan, log: Callable[[str], None]):
+    def __init__(
+        self,
+        label: str,
+        make_system: Callable[[], System],
+        plan: Plan,
+        log: Callable[[str], None],
+        batch: int = 1,
+    ):
         self.label, self.make_system, self.plan, self.log = label, make_system, plan, log
+        self.batch = batch  # jobs a create request in the scheduled-ahead, burst and intake runs
         self.submit_rate = 0.0
         self.shared: System | None = None
         self.rng = random.Random(13)
@@ -317,6 +351,9 @@ class Runner:
             + (
                 f"skipped ({result['skipped']})"
                 if "skipped" in result
+                else f"{result['accepted']}/{result['planned']} in at {result['submitPerSecond']}/s, "
+                f"refused {result['refused']}, host probe {result['hostProbeMs']} ms"
+                if result["scenario"] == "intake"
                 else f"{result['accepted']}/{result['planned']} in, undone {result['undone']}, "
                 f"p50 {late.get('p50Ms')} ms, p99 {late.get('p99Ms')} ms"
                 + (f", drain {result['drainSeconds']} s" if "drainSeconds" in result else "")
@@ -346,10 +383,10 @@ class Runner:
         finally:
             self._done(system)
 
-    def ahead(self, rate: float, seconds: float) -> dict[str, Any]:
+    def ahead(self, rate: float, seconds: float, scenario: str = "scheduled ahead") -> dict[str, Any]:
         count = max(1, int(rate * seconds))
         setup = count / max(1.0, self.submit_rate)
-        result: dict[str, Any] = {"system": self.label, "scenario": "scheduled ahead", "rate": rate, "seconds": seconds}
+        result: dict[str, Any] = {"system": self.label, "scenario": scenario, "rate": rate, "seconds": seconds}
         if setup > self.plan.max_setup_seconds:
             result["skipped"] = (
                 f"{count} jobs at the {self.submit_rate:.0f}/s it takes would need {setup:.0f} s to create"
@@ -359,12 +396,13 @@ class Runner:
         try:
             watch = MemoryWatch(system)
             # Created at ~80% of the submit rate seen, and all due beyond the dispatch horizon.
-            lead = setup / 0.8 + system.horizon_seconds + 3.0
+            horizon = system.horizon_seconds if self.plan.beyond_horizon else 0.0
+            lead = setup / 0.8 + horizon + 3.0
             first = datetime.now(UTC) + timedelta(seconds=lead)
             now = time.monotonic()
             plan = [(now, first + timedelta(seconds=i / rate)) for i in range(count)]
-            in_by = first - timedelta(seconds=system.horizon_seconds)
-            submission = submit(system, plan, self.plan.submitters, in_by=in_by)
+            in_by = first - timedelta(seconds=horizon)
+            submission = submit(system, plan, self.plan.submitters, in_by=in_by, batch=self.batch)
             found = collect(system, submission, plan[-1][1], self.plan.drain_seconds)
             result.update(figures(submission, found, count))
             result["leadSeconds"] = round(lead, 1)
@@ -383,10 +421,11 @@ class Runner:
         system = self._system()
         try:
             watch = MemoryWatch(system)
-            horizon = system.horizon_seconds if self.plan.burst_beyond_horizon else 0.0
+            horizon = system.horizon_seconds if self.plan.beyond_horizon else 0.0
             due = datetime.now(UTC) + timedelta(seconds=setup / 0.8 + horizon + 1.0)
             in_by = due - timedelta(seconds=horizon)
-            submission = submit(system, [(time.monotonic(), due)] * count, self.plan.submitters, in_by=in_by)
+            plan = [(time.monotonic(), due)] * count
+            submission = submit(system, plan, self.plan.submitters, in_by=in_by, batch=self.batch)
             found = collect(system, submission, due, max(self.plan.drain_seconds, self.plan.burst_drain_seconds))
             result.update(figures(submission, found, count))
             due_ms = int(due.timestamp() * 1000)
@@ -396,6 +435,23 @@ class Runner:
                 round(len(finishes) / result["drainSeconds"], 1) if result["drainSeconds"] else 0.0
             )
             result.update(watch.stop())
+            return self._record(result)
+        finally:
+            self._done(system)
+
+    def intake(self, count: int, clients: int) -> dict[str, Any]:
+        """`count` jobs created as fast as the system takes them from `clients` connections, due one a
+        millisecond from INTAKE_DUE_SECONDS past the dispatch horizon: the jobs taken a second, with
+        every refusal counted (none runs while they are created, so creating is all the system does)."""
+        system = self._system()
+        try:
+            watch = MemoryWatch(system)
+            first = datetime.now(UTC) + timedelta(seconds=system.horizon_seconds + INTAKE_DUE_SECONDS)
+            now = time.monotonic()
+            plan = [(now, first + timedelta(milliseconds=i)) for i in range(count)]
+            submission = submit(system, plan, clients, batch=self.batch)
+            result = {"system": self.label, "scenario": "intake", "count": count, "clients": clients}
+            result.update(batch=self.batch, **submission_figures(submission, count), **watch.stop())
             return self._record(result)
         finally:
             self._done(system)
@@ -472,7 +528,7 @@ def run(plan: Plan, wanted: list[str], log: Callable[[str], None] = print) -> di
     backends = local_backends()
     out: dict[str, Any] = {"plan": asdict(plan), "systems": {}, "skipped": {}, "runs": [], "searches": []}
     for name in wanted:
-        label = "celery+redis" if name == "celery" else f"duetime {name}"
+        label = system_label(name)
         reason = unavailable(name, backends)
         if reason:
             log(f"... {label}: skipped, {reason}")
@@ -498,6 +554,11 @@ def run(plan: Plan, wanted: list[str], log: Callable[[str], None] = print) -> di
             "stored on moto", "not run: moto keeps every item in memory and serves ~26 executions/s"
         )
     return out
+
+
+def system_label(name: str) -> str:
+    """How results name the system `name` (one of SYSTEMS)."""
+    return "celery+redis" if name == "celery" else f"duetime {name}"
 
 
 def unavailable(name: str, backends: set[str]) -> str | None:

@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 from urllib.parse import urlsplit
 
 from bench.common import ROOT
@@ -49,6 +49,14 @@ class Submitter(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+@runtime_checkable
+class BatchSubmitter(Submitter, Protocol):
+    def submit_many(self, first_index: int, dues: list[datetime]) -> list[str | Refused]:
+        """Submit one one-off a due time in one request (the system's batch route); each job's key or
+        `Refused`, in order: a refused item does not refuse the others."""
+        ...
 
 
 class System(Protocol):
@@ -174,16 +182,33 @@ class Http:
         self.connection.close()
 
 
+def one_off_spec(index: int, due: datetime) -> dict[str, Any]:
+    return {"name": f"bench-{index}", "handler": "demo.echo", "schedule": {"at": iso_ms(due)}}
+
+
 class DuetimeSubmitter:
     def __init__(self, url: str, token: str) -> None:
         self.http = Http(url, token)
 
     def submit(self, index: int, due: datetime) -> str:
-        spec = {"name": f"bench-{index}", "handler": "demo.echo", "schedule": {"at": iso_ms(due)}}
-        status, body = self.http.call("POST", "/jobs", spec)
+        status, body = self.http.call("POST", "/jobs", one_off_spec(index, due))
         if status != 201:
             raise Refused(f"{status} {json.dumps(body)[:200]}")
         return str(body["jobId"])
+
+    def submit_many(self, first_index: int, dues: list[datetime]) -> list[str | Refused]:
+        """`POST /jobs/batch` with one job a due time (at most MAX_BATCH_JOBS): an item is taken when
+        answered 201 on its own; a request refused whole refuses each of its items."""
+        specs = [one_off_spec(first_index + n, due) for n, due in enumerate(dues)]
+        status, body = self.http.call("POST", "/jobs/batch", {"jobs": specs})
+        if status != 200:
+            return [Refused(f"{status} {json.dumps(body)[:200]}")] * len(dues)
+        return [
+            str(item["job"]["jobId"])
+            if item["status"] == 201
+            else Refused(f"{item['status']} {json.dumps(item)[:200]}")
+            for item in body["results"]
+        ]
 
     def close(self) -> None:
         self.http.close()

@@ -70,3 +70,24 @@ def test_the_load_check_runs_duetime_load_and_the_bench_against_one_system_and_c
     assert rate["load"][0]["notStarted"] == rate["load"][1]["notStarted"] == 0
     assert set(rate["compared"]) == {"p50Ms", "p99Ms", "executionsPerSecond"}
     assert "duetime load against the bench" in printed
+
+
+@pytest.mark.bench  # ~60 s: one round of every issue 32 scenario, a few seconds each, duetime then Celery
+@pytest.mark.timeout(300)
+def test_the_goals_smoke_run_measures_each_scenario_on_both_systems_and_judges_every_goal(tmp_path: Path) -> None:
+    results, printed = bench(tmp_path, "--smoke", "--only", "goals", timeout=280)
+    goals = results["goals"]
+    expected = {"duetime sqlite"} | ({"celery+redis"} if shutil.which("redis-server") else set())
+    scenarios = {"one-off", "intake", "burst", "sustained"}
+    assert {(run["system"], run["scenario"]) for run in goals["runs"]} == {(s, c) for s in expected for c in scenarios}
+    for run in goals["runs"]:
+        assert run["round"] == 1 and run["hostProbeMs"] > 0 and run["rssPeakMb"] > 10, run
+        assert run["accepted"] == run["planned"] > 0 and run["refused"] == 0, run
+        if run["scenario"] != "intake":  # intake jobs are due long after the run: only their creation counts
+            assert run["undone"] == 0 and run["started"] == run["planned"], run
+            assert run["lateness"]["p99Ms"] >= run["lateness"]["p50Ms"] >= -50, run
+    [intake] = [run for run in goals["runs"] if run["system"] == "duetime sqlite" and run["scenario"] == "intake"]
+    assert intake["batch"] == 500 and intake["created"].startswith("POST /jobs/batch")
+    assert [t["target"].split(":")[0] for t in goals["targets"]][:2] == ["batch create", "burst"]
+    assert "Issue 32 goals side by side" in printed and "[NOT MET] sustained" in printed  # sized down: never met
+    assert "sideBySide" not in results
