@@ -33,18 +33,18 @@ def _fields(execution: Execution) -> dict[str, Any]:
 
 
 class CountingObserver:
-    """Counts metrics in memory and logs through `logging` (`duetime local`, tests)."""
+    """Counts metrics in memory and logs through `logging` (`duetime local`, tests). It keeps counts only: a
+    long-lived worker's memory must not grow with the runs it has made (it once kept every run's lateness in
+    a list nobody read)."""
 
     def __init__(self) -> None:
         self.counts: Counter[str] = Counter()
-        self.lateness_ms: list[int] = []
         self._lock = threading.Lock()
         self.log = logging.getLogger("duetime.worker")
 
     def started(self, execution: Execution, lateness_ms: int) -> None:
         with self._lock:
             self.counts[STARTED] += 1
-            self.lateness_ms.append(lateness_ms)
         self.log.info("started %s", _fields(execution) | {"latenessMs": lateness_ms})
 
     def finished(self, execution: Execution, outcome: str, error: str | None = None) -> None:
