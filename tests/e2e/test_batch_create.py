@@ -50,8 +50,10 @@ def test_jobs_create_batch_reads_json_lines_and_exits_1_naming_a_refused_line(lo
     out, err = command_output(capsys)
     header, first, second = out.splitlines()
     assert code == 1 and "1 of 2 jobs were not created" in err
-    assert header.split() == ["#", "STATUS", "JOB", "ID", "FIELD", "ERROR"]
-    assert first.split()[:2] == ["1", "201"] and second.split()[:4] == ["2", "400", "-", "handler"]
+    assert header.split() == ["#", "STATUS", "JOB", "ID", "NEXT", "RUN", "FIELD", "ERROR"]
+    # the table asks for each job's id and next run only (Prefer: return=minimal), --json below for whole jobs
+    assert first.split()[:2] == ["1", "201"] and first.split()[3].endswith("T03:00:00.000Z")
+    assert second.split()[:5] == ["2", "400", "-", "-", "handler"]
     code = main(["jobs", "create", "--batch", str(jobs), "--json", *conn])
     out, _ = command_output(capsys)
     results = json.loads(out)

@@ -4,6 +4,7 @@ against the owner's quotas item by item."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -11,6 +12,7 @@ from duetime.api.app import build_app
 from duetime.api.auth import issue_token
 from duetime.definitions import MAX_BATCH_JOBS
 from duetime.domain.quotas import ACTIVE_JOBS, JOB_CREATES_PER_MINUTE, Quotas
+from duetime.local.http_bridge import to_event
 
 from tests.conftest import BOTH_BACKENDS
 from tests.integration.test_api_contract import SECRET, Client, assert_error, job_body
@@ -65,6 +67,33 @@ def test_each_item_is_answered_in_order_and_a_bad_one_refuses_only_itself(alice,
     assert alice.call("GET", f"/jobs/{one['jobId']}")[1]["name"] == "one"
     assert {j["name"] for j in alice.call("GET", "/jobs")[1]["jobs"]} == {"one", "cron", "single"}
     assert ports.store.active_jobs("alice") == 3
+
+
+def test_prefer_return_minimal_answers_each_job_by_its_id_and_next_run_and_says_so(alice):
+    # Given a batch sent with Prefer: return=minimal (RFC 7240; another preference beside it is ignored)
+    jobs = [
+        job_body(name="one"),
+        job_body(name="bad", schedule={"cron": "61 * * * *"}),
+        job_body(name="cron", schedule={"cron": "0 9 * * *"}),
+        job_body(name="keyed", idempotencyKey="k-min"),
+        job_body(name="keyed", idempotencyKey="k-min"),
+    ]
+    sent = {"Authorization": f"Bearer {alice.token}", "prefer": "respond-async, return=minimal; x=1"}
+    response = alice.app.resolve(to_event("POST", "/jobs/batch", sent, json.dumps({"jobs": jobs}).encode()), None)
+    assert response["statusCode"] == 200
+    headers = {k.lower(): v for k, v in response["multiValueHeaders"].items()}
+    assert headers["preference-applied"] == ["return=minimal"]
+    results = json.loads(response["body"])["results"]
+    # Then each job it created or replayed is answered by its id and next run only; a refused item in full
+    assert [r["status"] for r in results] == [201, 400, 201, 201, 200]
+    assert results[1]["error"]["field"] == "schedule.cron" and "jobId" not in results[1]
+    for answer in (results[0], results[2], results[3], results[4]):
+        assert set(answer) == {"status", "jobId", "nextRunAt"}
+        job = alice.call("GET", f"/jobs/{answer['jobId']}")[1]
+        assert answer["nextRunAt"] == job["nextRunAt"]  # what the whole job would have said
+    assert results[3]["jobId"] == results[4]["jobId"]
+    # And without the preference the whole job is answered, as before
+    assert "job" in batch(alice, job_body(name="whole"))[0]
 
 
 def test_an_item_key_replays_its_job_in_the_batch_across_batches_and_with_post_jobs(alice, bob):

@@ -107,13 +107,18 @@ class DuetimeClient:
         headers = {"Idempotency-Key": idempotency_key} if idempotency_key else None
         return dict(self.request("POST", "/jobs", spec, headers=headers))
 
-    def create_jobs(self, specs: Sequence[dict[str, Any]], batch_size: int = BATCH_JOBS) -> list[dict[str, Any]]:
+    def create_jobs(
+        self, specs: Sequence[dict[str, Any]], batch_size: int = BATCH_JOBS, minimal: bool = False
+    ) -> list[dict[str, Any]]:
         """Many jobs through POST /jobs/batch, `batch_size` a request: one result a job, in order, each
-        {"status": 201 or 200, "job"} or {"status": 4xx, "error", "retryAfter"?}. A spec may carry its own
-        `idempotencyKey`, which makes sending it again after a lost answer safe."""
+        {"status": 201 or 200, "job"} or {"status": 4xx, "error", "retryAfter"?}; with `minimal`
+        (`Prefer: return=minimal`), {"status", "jobId", "nextRunAt"} in place of "job". A spec may carry its
+        own `idempotencyKey`, which makes sending it again after a lost answer safe."""
+        headers = {"Prefer": "return=minimal"} if minimal else None
         results: list[dict[str, Any]] = []
         for start in range(0, len(specs), batch_size):
-            answer = self.request("POST", "/jobs/batch", {"jobs": list(specs[start : start + batch_size])})
+            body = {"jobs": list(specs[start : start + batch_size])}
+            answer = self.request("POST", "/jobs/batch", body, headers=headers)
             results.extend(answer["results"])
         return results
 

@@ -64,10 +64,10 @@ def reply_response(route: Route, reply: Reply) -> Response[str]:
     if reply.status not in route.ok:
         raise RuntimeError(f"{route.method} {route.path} answered {reply.status}, which it does not declare")
     if reply.body is None:
-        return Response(status_code=reply.status, body="")
+        return Response(status_code=reply.status, body="", headers=reply.headers)
     body = reply.body
     text = body.model_dump_json(by_alias=True) if isinstance(body, BaseModel) else json.dumps(body)
-    return Response(status_code=reply.status, content_type="application/json", body=text)
+    return Response(status_code=reply.status, content_type="application/json", body=text, headers=reply.headers)
 
 
 def build_app(

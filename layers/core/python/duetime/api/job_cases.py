@@ -3,6 +3,7 @@ running one now, backfilling its slots and listing its executions."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from pydantic import ValidationError
@@ -28,7 +29,7 @@ from duetime.api.parsing import validation_error
 from duetime.api.routing import Call, Reply, status_of
 from duetime.domain.bounds import first_run_number
 from duetime.domain.errors import InvalidInput
-from duetime.domain.models import JobSpec, Overlap
+from duetime.domain.models import JobSpec, Overlap, format_time
 from duetime.service import backfill as backfill_cases
 from duetime.service import batch as batch_cases
 from duetime.service import calendars as calendar_cases
@@ -61,8 +62,22 @@ def create_job(call: Call) -> Reply:
     return Reply(201 if created else 200, job_response(view))
 
 
+# RFC 7240: a client asking for `Prefer: return=minimal` gets each created item's id, not its whole job (a bulk
+# creator keeping ids only; building and sending 500 jobs' JSON is a fifth of the route's CPU).
+MINIMAL = "return=minimal"
+
+
+def prefers_minimal(headers: Mapping[str, str] | None) -> bool:
+    """Whether the request's Prefer header (names case-insensitive; preferences comma-separated, each maybe
+    with parameters after `;`) asks for return=minimal."""
+    values = [v for k, v in (headers or {}).items() if k.lower() == "prefer"]
+    wanted = {part.split(";", 1)[0].strip().lower() for value in values for part in value.split(",")}
+    return MINIMAL in wanted
+
+
 def create_jobs(call: Call) -> Reply:
     who = call.who  # with the groups its grants may name
+    minimal = prefers_minimal(call.headers)
     items = [_batch_item(raw) for raw in call.body_as(BatchCreateRequest).jobs]
     outcomes = batch_cases.submit_jobs(call.ports, who.owner, items, groups=who.groups)
     now, calendars = call.ports.clock(), calendar_cases.CalendarCache(call.ports)
@@ -77,14 +92,20 @@ def create_jobs(call: Call) -> Reply:
             continue
         job = outcome.job
         assert job is not None
+        status = 201 if outcome.created else 200
+        if minimal:
+            next_run = format_time(job.next_run_at) if job.next_run_at is not None else None
+            results.append({"status": status, "jobId": job.job_id, "nextRunAt": next_run})
+            continue
         if outcome.created:
             view = job_cases.describe(job, job.next_run_at, now, calendars.of(job), first_run_number(job.schedule))
         else:
             view = job_cases.get_job(call.ports, who.owner, job.job_id)
         job_json = job_response(view).model_dump(mode="json", by_alias=True)  # with its nulls, as POST /jobs
-        results.append({"status": 201 if outcome.created else 200, "job": job_json})
-    # An item's answer holds `job` or `error` (and `retryAfter` for a 429), never the other as null.
-    return Reply(200, {"results": results})
+        results.append({"status": status, "job": job_json})
+    # An item's answer holds `job` (or `jobId` and `nextRunAt`) or `error` (and `retryAfter` for a 429), never
+    # the other as null.
+    return Reply(200, {"results": results}, headers={"Preference-Applied": MINIMAL} if minimal else None)
 
 
 def _batch_item(raw: dict[str, Any]) -> batch_cases.BatchItem:

@@ -308,10 +308,13 @@ class BatchCreateRequest(CamelModel):
 class BatchItemResult(CamelModel):
     """One item's answer, in the request's order: `status` is what POST /jobs would answer for it alone
     (201 created, 200 the job its idempotencyKey created before, 4xx with `error` naming the item's field);
-    a 429's `retryAfter` says in how many seconds the item may succeed."""
+    a 429's `retryAfter` says in how many seconds the item may succeed. A created or replayed item answers
+    its whole `job`, or under `Prefer: return=minimal` only its `jobId` and `nextRunAt`."""
 
     status: int
     job: JobResponse | None = None
+    job_id: str | None = None
+    next_run_at: datetime | None = None
     error: ErrorDetail | None = None
     retry_after: int | None = None
 

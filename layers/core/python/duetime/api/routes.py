@@ -118,6 +118,13 @@ IDEMPOTENCY_PARAM = Param(
     "the same key and body return the first job; another body with it is 422 (24 hours)",
     {"type": "string", "minLength": 1, "maxLength": MAX_KEY_CHARS, "pattern": "^[ -~]+$"},
 )
+PREFER_PARAM = Param(
+    "Prefer",
+    "header",
+    "return=minimal: each created or replayed item answers its jobId and nextRunAt instead of its whole job "
+    "(refused items are answered in full); the answer then carries Preference-Applied: return=minimal",
+    {"type": "string", "maxLength": 256},
+)
 # GET /jobs narrows the owner's jobs with these (all must hold), applied server-side in the owner's partition.
 JOB_FILTER_PARAMS = (
     Param("status", "query", "only jobs in this status", {"type": "string", "enum": [s.value for s in JobStatus]}),
@@ -175,6 +182,7 @@ ROUTES: tuple[Route, ...] = (
         "answered on its own, in order, as POST /jobs would answer it alone (201, 200 for an idempotencyKey "
         "seen before, 4xx with the error naming the item's field, 429 with retryAfter past a quota).",
         {200: Answer("one result a job, in the request's order", BatchCreateResponse)},
+        params=[PREFER_PARAM],
         body=BatchCreateRequest,
         example={"jobs": [{**JOB_EXAMPLE, "idempotencyKey": "invoice-run-2026-12"}]},
         max_body_bytes=API_MAX_BATCH_REQUEST_BYTES,

@@ -205,6 +205,7 @@ class Reply:
 
     status: int
     body: BaseModel | Mapping[str, Any] | None = None
+    headers: Mapping[str, str] | None = None  # beside the body (Preference-Applied)
 
 
 @dataclass(frozen=True)

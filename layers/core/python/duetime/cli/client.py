@@ -245,15 +245,17 @@ def _create_batch(args: argparse.Namespace) -> None:
     error (exit 1) naming how many were not created if any was refused."""
     if args.file or args.idempotency_key:
         raise ConfigError("--batch takes its jobs (and each one's idempotencyKey) from its file: not with --file")
-    results = api_client(args).create_jobs(read_jsonl(args.batch))
+    # The table shows each job's id and next run only: asked for so (Prefer: return=minimal); --json prints whole jobs.
+    results = api_client(args).create_jobs(read_jsonl(args.batch), minimal=not args.json)
 
     def text(values: list[dict[str, Any]]) -> str:
         rows = []
         for number, result in enumerate(values, start=1):
             error = result.get("error") or {}
             detail = f"{error.get('code')}: {error.get('message')}" if error else None
-            rows.append((number, result["status"], (result.get("job") or {}).get("jobId"), error.get("field"), detail))
-        return table(rows, ("#", "STATUS", "JOB ID", "FIELD", "ERROR"))
+            ids = (result.get("jobId"), result.get("nextRunAt"))
+            rows.append((number, result["status"], *ids, error.get("field"), detail))
+        return table(rows, ("#", "STATUS", "JOB ID", "NEXT RUN", "FIELD", "ERROR"))
 
     show(args, results, text)
     refused = [r for r in results if r["status"] >= 400]
