@@ -175,12 +175,12 @@ def test_a_cron_run_in_steady_state_costs_three_executions_table_writes_and_one_
     assert control == 2 * ports.settings.shards * minutes  # the pre-loader's lease and cursor, per shard and cycle
     assert calls.execution_writes() == 3 * runs == capacity.CRON_RUN.executions_writes * runs
     assert calls.execution_write_units() == capacity.CRON_RUN.executions_wcu * runs
-    # And SQS sends and receives are batched (Worker.process outside the receive loop deletes each message
-    # at once; the loop batches its deletes, tests/integration/test_worker_loop.py)
     # And a claim reads no row: its overlap check's Query finds only the claim's own row in openByJob and
     # drops it by its key (the job read is its GetItem); every BatchGetItem is the pre-loader's, 100 jobs each
     assert calls.calls["dynamodb:BatchGetItem"] <= ports.settings.shards * minutes < runs
     assert calls.calls["dynamodb:GetItem"] >= runs
+    # And SQS sends and receives are batched (Worker.process outside the receive loop deletes each message
+    # at once; the loop batches its deletes, tests/integration/test_worker_loop.py)
     assert calls.calls["sqs:DeleteMessage"] == runs
     assert calls.calls["sqs:SendMessageBatch"] <= ports.settings.shards * minutes
     assert calls.calls["sqs:ReceiveMessage"] <= (runs // 10 + 1) * minutes + minutes

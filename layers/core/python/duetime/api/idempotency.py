@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from duetime.api.parsing import header
 from duetime.definitions import MAX_IDEMPOTENCY_KEY_CHARS
 from duetime.domain.errors import InvalidInput
 
@@ -33,7 +34,7 @@ def idempotency_key(headers: Mapping[str, str] | None) -> str | None:
 
     Raises InvalidInput naming the header if it is empty, longer than 255 characters or not printable ASCII.
     """
-    value = next((v for k, v in (headers or {}).items() if k.lower() == HEADER.lower()), None)
+    value = header(headers, HEADER)
     if value is None:
         return None
     if not 1 <= len(value) <= MAX_KEY_CHARS or not all(" " <= c <= "~" for c in value):

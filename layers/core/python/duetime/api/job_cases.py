@@ -25,7 +25,7 @@ from duetime.api.models import (
     RunSummary,
 )
 from duetime.api.pages import size_bounded
-from duetime.api.parsing import validation_error
+from duetime.api.parsing import header, validation_error
 from duetime.api.routing import Call, Reply, status_of
 from duetime.domain.bounds import first_run_number
 from duetime.domain.errors import InvalidInput
@@ -68,11 +68,10 @@ MINIMAL = "return=minimal"
 
 
 def prefers_minimal(headers: Mapping[str, str] | None) -> bool:
-    """Whether the request's Prefer header (names case-insensitive; preferences comma-separated, each maybe
-    with parameters after `;`) asks for return=minimal."""
-    values = [v for k, v in (headers or {}).items() if k.lower() == "prefer"]
-    wanted = {part.split(";", 1)[0].strip().lower() for value in values for part in value.split(",")}
-    return MINIMAL in wanted
+    """Whether the request's Prefer header (preferences comma-separated, each maybe with parameters after
+    `;`) asks for return=minimal."""
+    preferences = (header(headers, "Prefer") or "").split(",")
+    return MINIMAL in {part.split(";", 1)[0].strip().lower() for part in preferences}
 
 
 def create_jobs(call: Call) -> Reply:

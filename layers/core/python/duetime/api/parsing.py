@@ -1,8 +1,9 @@
-"""Request bodies as their models, strictly: JSON objects only, camelCase only, errors naming the field."""
+"""Requests as their models, strictly: JSON objects only, camelCase only, errors naming the field; headers by name."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import NoReturn, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -47,3 +48,9 @@ def parse_body(raw: str, model: type[M], limit: int = MAX_BODY_BYTES) -> M:
 
 def _refuse_constant(name: str) -> NoReturn:
     raise ValueError(f"{name} is not JSON")
+
+
+def header(headers: Mapping[str, str] | None, name: str) -> str | None:
+    """The request's header `name` (header names are case-insensitive), or None if it has none."""
+    wanted = name.lower()
+    return next((v for k, v in (headers or {}).items() if k.lower() == wanted), None)

@@ -103,6 +103,11 @@ def sort_key(due_at: datetime, execution_id: str) -> str:
     return f"{to_ms(due_at):013d}#{execution_id}"
 
 
+def execution_id_of_sort_key(sk: str) -> str:
+    """The execution id a row's (or an index entry's) sort key ends with: the part after `dueMs#`."""
+    return sk.split("#", 1)[1]
+
+
 def sort_key_after(due_by: datetime) -> str:
     """A bound every sort key of a row due at or before `due_by` sorts below, and every later one above."""
     return f"{to_ms(due_by) + 1:013d}"
@@ -133,7 +138,7 @@ def bucket_shards_key(bucket: str) -> str:
 
 def open_index_key(key: ExecutionKey) -> str:
     """The `open` index partition of a row: its shard, then its execution id's hash mod OPEN_INDEX_SPREAD."""
-    execution = key.sk.split("#", 1)[1]
+    execution = execution_id_of_sort_key(key.sk)
     return open_index_partition(shard_of_partition(key.pk), stable_hash(execution) % OPEN_INDEX_SPREAD)
 
 
@@ -229,7 +234,7 @@ def calendars_from_record(record: dict[str, Any]) -> dict[str, Calendar]:
 def dead_letter_key(key: ExecutionKey, told_at: datetime) -> str:
     """The dead-letter index's sort key of a failed row: when its owner was told, then its execution id
     (the part of `sk` after `dueMs#`), so an owner's dead letters list newest first, each once."""
-    return f"{to_ms(told_at):013d}#{key.sk.split('#', 1)[1]}"
+    return f"{to_ms(told_at):013d}#{execution_id_of_sort_key(key.sk)}"
 
 
 def open_page_after(after: str | None) -> str | None:

@@ -25,6 +25,7 @@ from duetime.domain.keys import (
     ExecutionKey,
     bucket_of_partition,
     dead_letter_key,
+    execution_id_of_sort_key,
     open_index_partitions,
     open_page_after,
     sort_key_after,
@@ -286,7 +287,7 @@ class DynamoExecutions(DynamoQuotas):
                 break
             kwargs["ExclusiveStartKey"] = last
         if excluding is not None:
-            keys = [k for k in keys if not str(k["sk"]["S"]).endswith(f"#{excluding}")]
+            keys = [k for k in keys if execution_id_of_sort_key(str(k["sk"]["S"])) != excluding]
         rows = [execution_from_item(i) for i in self._rows(keys)]
         return [e for e in rows if not e.status.is_terminal]
 
