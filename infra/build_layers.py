@@ -9,15 +9,20 @@ tests rebuild only when pyproject.toml changes.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import importlib.util
 import json
+import os
 import re
 import shutil
 import subprocess
 import sys
 import sysconfig
+import tempfile
 import tomllib
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from email.parser import HeaderParser
 from pathlib import Path
 
@@ -43,6 +48,62 @@ PLATFORM_ARGS = [
     "3.12",
     "--only-binary=:all:",
 ]
+
+
+@contextmanager
+def exclusive(target: Path) -> Iterator[None]:
+    """Hold `target`'s build lock (a sibling `<name>.lock`, flock'd): the test tiers and `duetime local` synth in
+    parallel processes, and two of them staging one folder at once would delete each other's work."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with open(target.with_name(target.name + ".lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield  # closing the file releases the lock
+
+
+def fresh_staging(target: Path) -> Path:
+    """An empty folder of this process's own beside `target`, to build into and rename onto it; readable by all,
+    as a folder an asset zips must be (mkdtemp makes it 0700)."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f"{target.name}.", suffix=".partial", dir=target.parent))
+    staging.chmod(0o755)
+    return staging
+
+
+def replace(target: Path, staging: Path) -> Path:
+    """Put the built `staging` in `target`'s place (under `exclusive(target)`)."""
+    shutil.rmtree(target, ignore_errors=True)
+    staging.rename(target)
+    return target
+
+
+def built_once(target: Path, key: str, build: Callable[[Path], None]) -> Path:
+    """`target` as `build(staging)` makes it, built again only when `key` (what it is built from) changes: the
+    key is kept beside it (`<name>.key`, outside what an asset zips). Safe across processes."""
+    stamp = target.with_name(target.name + ".key")
+    with exclusive(target):
+        if target.is_dir() and stamp.is_file() and stamp.read_text() == key:
+            return target
+        stamp.unlink(missing_ok=True)
+        staging = fresh_staging(target)
+        try:
+            build(staging)
+            replace(target, staging)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+        stamp.write_text(key)
+    return target
+
+
+def tree_digest(folder: Path, ignore: Callable[[str, list[str]], Iterable[str]] | None = None) -> str:
+    """A digest of every file under `folder` (its path and bytes), less what `ignore` (as copytree's) skips."""
+    digest = hashlib.sha256()
+    for directory, dirs, files in os.walk(folder):
+        skipped = set(ignore(directory, [*dirs, *files])) if ignore else set[str]()
+        dirs[:] = sorted(d for d in dirs if d not in skipped)
+        for name in sorted(f for f in files if f not in skipped):
+            path = Path(directory) / name
+            digest.update(str(path.relative_to(folder)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
 
 
 def _name(requirement: str) -> str:
@@ -145,20 +206,19 @@ def install_here(requirements: list[str], name: str, python_version: str, *, no_
     target = HERE_DIR / f"{name}-{hashlib.sha256(key.encode()).hexdigest()[:16]}"
     if (target / ".complete").is_file():
         return target
-    staging = target.with_name(target.name + ".partial")
-    shutil.rmtree(staging, ignore_errors=True)
     pip = _pip_command()
     if pip[0].endswith("uv"):
         options = ["--quiet", "--python-version", python_version, "--only-binary", ":all:"]
     else:
         options = ["-qq", "--disable-pip-version-check", "--no-warn-conflicts", "--no-compile"]
         options += ["--python-version", python_version, "--implementation", "cp", "--only-binary=:all:"]
-    command = [*pip, "install", *options, *(["--no-deps"] if no_deps else []), "--target", str(staging)]
-    subprocess.run([*command, *requirements], check=True)
-    (staging / ".complete").write_text(key)
-    shutil.rmtree(target, ignore_errors=True)
-    staging.rename(target)
-    return target
+
+    def build(staging: Path) -> None:
+        command = [*pip, "install", *options, *(["--no-deps"] if no_deps else []), "--target", str(staging)]
+        subprocess.run([*command, *requirements], check=True)
+        (staging / ".complete").write_text(key)
+
+    return built_once(target, key, build)
 
 
 def runtime_boto3() -> str:
@@ -199,25 +259,26 @@ def compile_for_runtime(folder: Path) -> bool:
 
 
 def stage_core_layer(target: Path = CORE_LAYER_STAGED) -> Path:
-    """build/layers/core/python: the core's package without the command line, with its bytecode."""
-    staging = target.with_name(target.name + ".partial")
-    shutil.rmtree(staging, ignore_errors=True)
+    """build/layers/core/python: the core's package without the command line, with its bytecode; staged again
+    only when its sources change."""
     excluded = {str(CORE_LAYER_DIR / path) for path in CORE_LAYER_EXCLUDES}
-    shutil.copytree(
-        CORE_LAYER_DIR / "python",
-        staging / "python",
-        ignore=lambda folder, names: [
+
+    def ignore(folder: str, names: list[str]) -> list[str]:
+        return [
             n
             for n in names
             if n in {"__pycache__", ".mypy_cache"}
             or n.endswith((".pyc", ".egg-info"))
             or str(Path(folder) / n) in excluded
-        ],
-    )
-    compile_for_runtime(staging / "python")
-    shutil.rmtree(target, ignore_errors=True)
-    staging.rename(target)
-    return target
+        ]
+
+    def build(staging: Path) -> None:
+        shutil.copytree(CORE_LAYER_DIR / "python", staging / "python", ignore=ignore)
+        compile_for_runtime(staging / "python")
+
+    source = CORE_LAYER_DIR / "python"
+    key = json.dumps([tree_digest(source, ignore), runtime_python() is not None and RUNTIME_PYTHON_VERSION])
+    return built_once(target, key, build)
 
 
 def build_deps_layer(target: Path = DEPS_LAYER_DIR, requirements: list[str] | None = None) -> Path:
@@ -230,14 +291,24 @@ def build_deps_layer(target: Path = DEPS_LAYER_DIR, requirements: list[str] | No
         "bytecode": runtime_python() is not None and RUNTIME_PYTHON_VERSION,
     }
     stamp = target / STAMP_NAME
-    if stamp.is_file() and (target / "python").is_dir():
+    with exclusive(target):
+        if stamp.is_file() and (target / "python").is_dir():
+            try:
+                if json.loads(stamp.read_text()) == wanted:
+                    return target
+            except ValueError:
+                pass
+        staging = fresh_staging(target)
         try:
-            if json.loads(stamp.read_text()) == wanted:
-                return target
-        except ValueError:
-            pass
-    staging = target.with_name(target.name + ".partial")
-    shutil.rmtree(staging, ignore_errors=True)
+            _build_deps(requirements, staging)
+            (staging / STAMP_NAME).write_text(json.dumps(wanted, indent=2))
+            replace(target, staging)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+    return target
+
+
+def _build_deps(requirements: list[str], staging: Path) -> None:
     _install(requirements, staging / "python")
     remove_distributions(staging / "python", PROVIDED_BY_RUNTIME)
     # Console scripts and caches are of no use in a layer.
@@ -245,10 +316,6 @@ def build_deps_layer(target: Path = DEPS_LAYER_DIR, requirements: list[str] | No
     for cache in (staging / "python").rglob("__pycache__"):
         shutil.rmtree(cache, ignore_errors=True)
     compile_for_runtime(staging / "python")
-    (staging / STAMP_NAME).write_text(json.dumps(wanted, indent=2))
-    shutil.rmtree(target, ignore_errors=True)
-    staging.rename(target)
-    return target
 
 
 def main() -> int:

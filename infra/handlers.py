@@ -24,11 +24,14 @@ from infra.build_layers import (
     _install,
     _name,
     build_deps_layer,
+    built_once,
     compile_for_runtime,
     install_here,
     pinned_distributions,
     remove_distributions,
     runtime_boto3,
+    runtime_python,
+    tree_digest,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -79,13 +82,17 @@ def stage_layer(code: HandlerCode) -> Path:
     distributions its requirements.txt names (those the dependency layer does not ship already)."""
     if code.path is None:
         raise ValueError("no handler folder to stage")
-    target = STAGING / "layers" / f"handlers-{code.key}"
-    shutil.rmtree(target, ignore_errors=True)
-    shutil.copytree(code.path, target / "python", ignore=SKIPPED)
-    if (requirements := handler_requirements(code)) is not None:
-        shutil.copytree(requirements, target / "python", dirs_exist_ok=True)
-    compile_for_runtime(target / "python")
-    return target
+    folder = code.path
+    requirements = handler_requirements(code)
+
+    def build(staging: Path) -> None:
+        shutil.copytree(folder, staging / "python", ignore=SKIPPED)
+        if requirements is not None:
+            shutil.copytree(requirements, staging / "python", dirs_exist_ok=True)
+        compile_for_runtime(staging / "python")
+
+    key = json.dumps([tree_digest(folder, SKIPPED), str(requirements), runtime_python() is not None])
+    return built_once(STAGING / "layers" / f"handlers-{code.key}", key, build)
 
 
 def handler_requirements(code: HandlerCode) -> Path | None:
@@ -94,47 +101,45 @@ def handler_requirements(code: HandlerCode) -> Path | None:
     the file's content and those pins. None without a requirements.txt."""
     if code.path is None or not (code.path / REQUIREMENTS_FILE).is_file():
         return None
-    text = (code.path / REQUIREMENTS_FILE).read_text()
+    requirements_file = code.path / REQUIREMENTS_FILE
+    text = requirements_file.read_text()
     shipped = pinned_distributions(build_deps_layer() / "python")
     digest = hashlib.sha256(json.dumps([text, shipped]).encode()).hexdigest()[:16]
-    target = STAGING / "layers" / f"handler-requirements-{digest}"
-    if (target / ".complete").is_file():
-        return target / "python"
-    staging = target.with_name(target.name + ".partial")
-    shutil.rmtree(staging, ignore_errors=True)
-    staging.mkdir(parents=True)
-    constraints = staging / "constraints.txt"
-    constraints.write_text("\n".join(shipped) + "\n")
-    try:
-        _install([], staging / "python", ["-r", str(code.path / REQUIREMENTS_FILE), "-c", str(constraints)])
-    except subprocess.CalledProcessError as exc:
-        raise ValueError(f"cannot install {code.path / REQUIREMENTS_FILE} for the worker functions: {exc}") from exc
-    remove_distributions(staging / "python", PROVIDED_BY_RUNTIME | {_name(pin) for pin in shipped})
-    shutil.rmtree(staging / "python" / "bin", ignore_errors=True)
-    for cache in (staging / "python").rglob("__pycache__"):
-        shutil.rmtree(cache, ignore_errors=True)
-    (staging / ".complete").write_text(text)
-    shutil.rmtree(target, ignore_errors=True)
-    staging.rename(target)
-    return target / "python"
+
+    def build(staging: Path) -> None:
+        constraints = staging / "constraints.txt"
+        constraints.write_text("\n".join(shipped) + "\n")
+        try:
+            _install([], staging / "python", ["-r", str(requirements_file), "-c", str(constraints)])
+        except subprocess.CalledProcessError as exc:
+            raise ValueError(f"cannot install {requirements_file} for the worker functions: {exc}") from exc
+        remove_distributions(staging / "python", PROVIDED_BY_RUNTIME | {_name(pin) for pin in shipped})
+        shutil.rmtree(staging / "python" / "bin", ignore_errors=True)
+        for cache in (staging / "python").rglob("__pycache__"):
+            shutil.rmtree(cache, ignore_errors=True)
+
+    return built_once(STAGING / "layers" / f"handler-requirements-{digest}", text, build) / "python"
 
 
 def stage_image_context(code: HandlerCode) -> Path:
     """build/images/worker-<key>/: the Docker build context of the `long` worker image, with the handler
     folder as `handlers/` (empty when there is none), so a folder outside this repository can be copied."""
-    target = STAGING / "images" / f"worker-{code.key if code.path else 'core'}"
-    shutil.rmtree(target, ignore_errors=True)
-    target.mkdir(parents=True)
-    for name in IMAGE_FILES:
-        shutil.copy2(ROOT / name, target / name)
-    shutil.copytree(ROOT / "layers", target / "layers", ignore=SKIPPED)
-    handlers = target / IMAGE_HANDLER_DIR
-    if code.path is not None:
-        shutil.copytree(code.path, handlers, ignore=SKIPPED)
-    else:
-        handlers.mkdir()
-        (handlers / ".keep").write_text("no handler folder: the image runs duetime's own handlers only\n")
-    return target
+    folder = code.path
+
+    def build(staging: Path) -> None:
+        for name in IMAGE_FILES:
+            shutil.copy2(ROOT / name, staging / name)
+        shutil.copytree(ROOT / "layers", staging / "layers", ignore=SKIPPED)
+        handlers = staging / IMAGE_HANDLER_DIR
+        if folder is not None:
+            shutil.copytree(folder, handlers, ignore=SKIPPED)
+        else:
+            handlers.mkdir()
+            (handlers / ".keep").write_text("no handler folder: the image runs duetime's own handlers only\n")
+
+    sources = [tree_digest(ROOT / "layers", SKIPPED), *(tree_digest(f, SKIPPED) for f in [folder] if f is not None)]
+    key = json.dumps([sources, [(ROOT / name).read_text() for name in IMAGE_FILES]])
+    return built_once(STAGING / "images" / f"worker-{code.key if folder else 'core'}", key, build)
 
 
 def worker_import_path(code: HandlerCode) -> list[str]:
