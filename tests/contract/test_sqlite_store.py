@@ -248,3 +248,59 @@ def test_a_file_of_an_earlier_schema_is_migrated_once_and_keeps_its_data(tmp_pat
             assert SqliteStore(db, Settings(shards=4)).get_job("j_0000000000000001") is not None
         finally:
             db.close()
+
+
+def test_a_batch_commits_its_claims_together_and_a_failed_one_changes_nothing_of_the_others(ports, clock):
+    # The receive loop claims the messages of one receive in one batch: each claim keeps its condition, one
+    # that fails is undone alone, and nothing of the batch is visible to another connection before its end.
+    store: SqliteStore = ports.store
+    job = make_job(clock)
+    runs = [new_execution(job, clock() + timedelta(seconds=i)) for i in range(3)]
+    for run in runs:
+        store.put_execution(run)
+    keys = [store.key_of(run) for run in runs]
+    lease_end = clock() + timedelta(seconds=30)
+    store.claim(keys[1], "other", clock(), lease_end)  # held already: the batch's claim of it loses
+    seen_inside: list[ExecutionStatus | None] = []
+    with store.batched():
+        assert store.claim(keys[0], "w1", clock(), lease_end).claimed is not None
+        assert store.claim(keys[1], "w1", clock(), lease_end).claimed is None
+        with pytest.raises(ZeroDivisionError), store.db.write() as conn:
+            conn.execute("UPDATE executions SET doc = '{}' WHERE 1")  # every row, then undone by the raise
+            raise ZeroDivisionError
+        assert store.claim(keys[2], "w1", clock(), lease_end).claimed is not None
+        # Another thread reads the committed state only: the batch's claims are not there yet.
+        reader = threading.Thread(target=lambda: seen_inside.append(store.get_execution(keys[0]).status))
+        reader.start()
+        reader.join()
+    assert seen_inside == [ExecutionStatus.SCHEDULED]
+    holders = [store.get_execution(key).worker_id for key in keys]
+    assert holders == ["w1", "other", "w1"]
+
+
+def test_another_threads_write_waits_for_the_batch_and_a_batch_that_raises_commits_nothing(ports, clock):
+    store: SqliteStore = ports.store
+    job = make_job(clock)
+    run, later = new_execution(job, clock()), new_execution(job, clock() + timedelta(seconds=1))
+    store.put_execution(run)
+    key = store.key_of(run)
+    order: list[str] = []
+    inside = threading.Event()
+
+    def put_later() -> None:
+        inside.wait(10)
+        store.put_execution(later)
+        order.append("other thread's write")
+
+    writer = threading.Thread(target=put_later)
+    writer.start()
+    with pytest.raises(RuntimeError), store.batched():
+        store.claim(key, "w1", clock(), clock() + timedelta(seconds=30))
+        inside.set()
+        time.sleep(0.3)  # the other thread's write is waiting for the lock the batch holds
+        order.append("batch")
+        raise RuntimeError("the worker died before its batch committed")
+    writer.join(10)
+    assert order == ["batch", "other thread's write"]
+    assert store.get_execution(key).status == ExecutionStatus.SCHEDULED  # the claim was rolled back
+    assert store.get_execution(store.key_of(later)) is not None

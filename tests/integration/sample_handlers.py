@@ -69,3 +69,10 @@ def counted(ctx: JobContext) -> Any:
 def environment(ctx: JobContext) -> Any:
     """The environment the handler's process was given: what a handler can reach of the worker's."""
     return dict(os.environ)
+
+
+@handler("sample.sleeps_in_process", in_process=True)
+def sleeps_in_process(ctx: JobContext) -> Any:
+    """Sleeps `payload.seconds` in the worker's own process, deaf to a request to stop (as a handler may be)."""
+    time.sleep(float(ctx.payload["seconds"]))
+    return {"slept": ctx.payload["seconds"]}

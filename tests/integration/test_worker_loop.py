@@ -1,14 +1,19 @@
-"""The worker's receive loop against moto: it runs what is due and deletes handled messages in batches."""
+"""The worker's receive loop: it runs what is due and deletes handled messages in batches, and its finisher
+thread tends the runs (a run past its timeout ends failed while the others go on)."""
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 
 from duetime.domain.models import ExecutionStatus, JobSpec
+from duetime.service.handlers import announce_handlers
 from duetime.service.jobs import submit_job
 from duetime.worker.observe import CountingObserver
 from duetime.worker.runtime import Worker
 
+from tests.conftest import BOTH_BACKENDS
+from tests.integration import sample_handlers
 from tests.integration.succeeded import first_runs_once_succeeded, worker_loop
 
 
@@ -32,3 +37,41 @@ def test_the_receive_loop_runs_due_executions_and_batches_its_deletes(ports, clo
     assert calls["DeleteMessage"] == 0
     assert 2 <= calls["DeleteMessageBatch"] <= 20
     assert ports.queues.receive("default", 10, 0, 0) == []
+
+
+@BOTH_BACKENDS
+def test_a_run_past_its_timeout_ends_failed_at_once_while_the_other_slot_runs_the_rest(ports, clock):
+    assert sample_handlers.sleeps_in_process  # registered in this process, as a worker's --handlers module
+    announce_handlers(ports, "default", "w-samples", ["sample.sleeps_in_process"])
+    body = {"schedule": {"at": "2026-12-01T09:00:00Z"}, "retry": {"maxAttempts": 1}}
+    slow, _ = submit_job(
+        ports,
+        "alice",
+        JobSpec.model_validate(
+            {
+                **body,
+                "name": "slow",
+                "handler": "sample.sleeps_in_process",
+                "payload": {"seconds": 10},
+                "timeoutSeconds": 1,
+            }
+        ),
+    )
+    quick = [
+        submit_job(ports, "alice", JobSpec.model_validate({**body, "name": f"q{i}", "handler": "demo.echo"}))[0]
+        for i in range(4)
+    ]
+    worker = Worker(ports, "default", "w1", concurrency=2, observer=CountingObserver())
+    started = time.monotonic()
+    with worker_loop(worker, grace_seconds=0.1):
+        rows = first_runs_once_succeeded(ports, quick, seconds=20)
+        while ports.store.executions_of_job(slow.job_id)[0].status != ExecutionStatus.FAILED:
+            assert time.monotonic() - started < 20
+            time.sleep(0.1)
+        ended_after = time.monotonic() - started
+    assert all(r.status == ExecutionStatus.SUCCEEDED for r in rows)
+    [timed_out] = ports.store.executions_of_job(slow.job_id)
+    assert timed_out.error == "timeout after 1 s" and timed_out.attempt == 1
+    # Ended at its timeout and the grace to stop (min(5, lease / 3) = 5 s), not when its handler returned:
+    # the handler ignores the request to stop and sleeps 10 s.
+    assert ended_after < 9

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import secrets
 from collections.abc import Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Generic, Protocol, TypeVar
@@ -625,6 +626,13 @@ class ControlStore(Protocol):
 
 class Store(JobStore, ExecutionStore, ControlStore, Protocol):
     """One object serving the three stores (both adapters keep them in one database)."""
+
+    def batched(self) -> AbstractContextManager[None]:
+        """A block whose writes (this thread's, of this store and of queues in the same database) may be
+        committed together at its end, as a worker claiming or finishing several runs at once does. Each write
+        keeps its own condition and error, and one that fails changes nothing; the others commit. Where writes
+        are each their own request (DynamoDB) it changes nothing."""
+        ...
 
 
 class Queues(Protocol):

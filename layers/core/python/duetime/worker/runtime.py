@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import queue
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -17,7 +19,7 @@ from duetime.domain.errors import StaleAttempt
 from duetime.domain.models import Execution, ExecutionStatus, Job, to_ms
 from duetime.service.context import Ports
 from duetime.service.events import buffered
-from duetime.service.executions import Lease, claim_execution, lateness_ms
+from duetime.service.executions import Claim, Lease, claim_execution, lateness_ms
 from duetime.service.handlers import announce_handlers, is_kind_name, withdraw_handlers
 from duetime.service.outcomes import ClaimVerdict, RunOutcome, RunResult
 from duetime.worker import limited
@@ -79,13 +81,37 @@ class HandlerAnnouncer:
 
 
 @dataclass
+class Claimed:
+    """A message's claimed run, leased to this worker, not started yet."""
+
+    execution: Execution
+    job: Job
+    lease: Lease
+
+
+@dataclass
 class Running:
     execution: Execution
     lease: Lease
     context: JobContext
+    job: Job
+    received: Received
+    started_ms: int
     released: bool = False  # handed back at shutdown: another worker continues, this one reports nothing
     # The handler's checkpoints, written with the heartbeats (None: heartbeats renew the lease alone).
     checkpoints: Checkpointer | None = None
+    # The receive loop's runs (the finisher thread tends them): when the next heartbeat is due and when the
+    # job's timeout ends (time.monotonic()), when a timed-out handler's grace to stop ends, what its handler
+    # returned (set by its thread), what the finisher decided instead (a timeout, a lost lease), and whether
+    # it has been reported.
+    tended: bool = False  # by the finisher thread (a receive loop's run), else by the thread running it
+    next_beat: float = 0.0
+    deadline: float = 0.0
+    stop_by: float | None = None
+    result: RunResult | None = None
+    decided: RunResult | None = None
+    lost: bool = False
+    concluded: bool = False
 
     def heartbeat(self) -> None:
         """Renew the lease (with the waiting checkpoint, if any); raises StaleAttempt once fenced out."""
@@ -131,8 +157,11 @@ class Worker:
         self._inflight = 0
         # Set whenever a run ends, so a worker with every slot busy receives again at once, not after a poll.
         self._slot_freed = threading.Event()
-        self._running: dict[str, Running] = {}
+        self._runs: dict[str, Running] = {}
         self._lock = threading.Lock()
+        # The receive loop's runs that ended, for the finisher thread to report (None: stop).
+        self._ended: queue.SimpleQueue[Running | None] = queue.SimpleQueue()
+        self._held_deletes = threading.local()  # see _deletes_after_commit
         self.stopping = threading.Event()
         self.announcer = HandlerAnnouncer(ports, job_class, worker_id)
 
@@ -159,27 +188,215 @@ class Worker:
             announcer.withdraw()
 
     def _receive_loop(self, grace_seconds: float) -> None:
-        with ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix=self.worker_id) as pool:
-            while not self.stopping.is_set():
-                with self._lock:
-                    free = self.concurrency - self._inflight
-                if free == 0:
-                    self._slot_freed.wait(1.0)
-                    self._slot_freed.clear()
-                    continue
-                try:
-                    visible_until = self.ports.clock() + timedelta(seconds=self.lease)
-                    batch = self.ports.queues.receive(self.job_class, free, POLL_SECONDS, self.lease)
-                except Exception:  # an unreachable queue must not kill the worker
-                    log.exception("receive failed")
-                    time.sleep(1)
-                    continue
-                for received in batch:
+        """Receive as many messages as slots are free and claim them together (one transaction where the
+        store allows); each claimed run's handler starts in a thread of its own, and the finisher thread
+        reports the runs that ended, together too, and heartbeats the rest. Claims and reports are the work of
+        two threads, not of a thread per slot: on SQLite they were a third of a run's CPU in thread switches
+        while eight slots took turns at the write lock and the interpreter's lock."""
+        finisher = threading.Thread(target=self._finish_loop, name=f"{self.worker_id}-finish", daemon=True)
+        finisher.start()
+        try:
+            with ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix=self.worker_id) as pool:
+                while not self.stopping.is_set():
                     with self._lock:
-                        self._inflight += 1
-                    pool.submit(self._process_slot, received, visible_until)
-                self.flush_events()  # what ended since the last receive: at most one poll's wait late
-            self._drain(grace_seconds)
+                        free = self.concurrency - self._inflight
+                    if free == 0:
+                        self._slot_freed.wait(1.0)
+                        self._slot_freed.clear()
+                        continue
+                    try:
+                        visible_until = self.ports.clock() + timedelta(seconds=self.lease)
+                        batch = self.ports.queues.receive(self.job_class, free, POLL_SECONDS, self.lease)
+                    except Exception:  # an unreachable queue must not kill the worker
+                        log.exception("receive failed")
+                        time.sleep(1)
+                        continue
+                    if batch:
+                        with self._lock:
+                            self._inflight += len(batch)
+                        self._start_batch(batch, visible_until, pool)
+                    self.flush_events()  # what ended since the last receive: at most one poll's wait late
+                self._drain(grace_seconds)
+        finally:
+            self._ended.put(None)  # the finisher reports what has ended, then stops
+            finisher.join(timeout=max(grace_seconds, 1.0) + 5)
+
+    def _start_batch(self, batch: list[Received], visible_until: datetime, pool: ThreadPoolExecutor) -> None:
+        """Claim the received messages in one batch of the store, then start the claimed runs. A message
+        that must wait first (due in a moment, held back by its limit) goes on in a pool thread."""
+        claimed: list[tuple[Received, Claimed]] = []
+        waiting: list[Callable[[], RunOutcome]] = []
+        handled = 0
+        try:
+            with self._deletes_after_commit(), self.ports.store.batched():
+                for received in batch:
+                    try:
+                        step = self._claim_message(received, visible_until, blocking=False)
+                    except Exception:
+                        log.exception("processing %s failed", received.message.execution_id)
+                        handled += 1
+                        continue
+                    if isinstance(step, Claimed):
+                        claimed.append((received, step))
+                    elif isinstance(step, RunOutcome):
+                        handled += 1
+                    else:
+                        waiting.append(step)
+        except Exception:  # the batch did not commit: its messages come back, as after a crash
+            log.exception("claiming %d messages failed", len(batch))
+            self._slots_done(len(batch))
+            return
+        self._slots_done(handled)
+        for then in waiting:
+            pool.submit(self._process_slot, then)
+        for received, step in claimed:
+            self._start(step, received)
+
+    def _start(self, claimed: Claimed, received: Received) -> None:
+        """Start a claimed run's handler in a thread of its own; the finisher reports it when it ends."""
+        try:
+            running = self._running(claimed, received)
+        except Exception:
+            log.exception("starting %s failed", claimed.execution.execution_id)
+            self._slots_done(1)
+            return
+        now = time.monotonic()
+        running.deadline = now + claimed.job.timeout_seconds
+        running.next_beat = now + self.lease / 3
+        running.tended = True
+        ended = self._ended
+
+        def target() -> None:
+            try:
+                running.result = self._invoke(running.job, running.context)
+            finally:  # a handler thread that raised past _invoke ends the run unreported: its lease lapses
+                ended.put(running)
+
+        self._runners.run(target)
+
+    def _finish_loop(self) -> None:
+        """The finisher: reports the runs that ended, as many as have ended together, and tends the rest
+        (heartbeats, timeouts, lost leases) at least every second; stops at the receive loop's None."""
+        stopping = False
+        while not stopping:
+            ended: list[Running] = []
+            try:
+                first = self._ended.get(timeout=self._next_tending())
+            except queue.Empty:
+                first = None
+            else:
+                items = [first]
+                while True:
+                    try:
+                        items.append(self._ended.get_nowait())
+                    except queue.Empty:
+                        break
+                stopping = None in items
+                ended = [item for item in items if item is not None]
+            try:
+                if ended:
+                    self._conclude(ended)
+                self._tend()
+            except Exception:
+                log.exception("reporting ended runs failed")
+
+    def _next_tending(self) -> float:
+        """Seconds until a run needs tending (a heartbeat, a timeout), at most one."""
+        with self._lock:
+            runs = list(self._runs.values())
+        now, wake = time.monotonic(), 1.0
+        for running in runs:
+            if not running.tended:
+                continue
+            due = running.stop_by if running.stop_by is not None else min(running.next_beat, running.deadline)
+            wake = min(wake, due - now)
+        return max(wake, 0.005)
+
+    def _conclude(self, runs: list[Running]) -> None:
+        """Report each run (what the finisher decided for it, else what its handler returned), together in one
+        batch of the store; each frees its slot."""
+        runs = [running for running in runs if not running.concluded]
+        for running in runs:
+            running.concluded = True
+            with self._lock:
+                self._runs.pop(running.execution.execution_id, None)
+        try:
+            with self._deletes_after_commit(), self.ports.store.batched():
+                for running in runs:
+                    if running.result is None and running.decided is None and not running.lost:
+                        log.error(
+                            "%s: its handler thread raised; the run ends when its lease does",
+                            running.context.execution_id,
+                        )
+                        continue
+                    outcome = None if running.lost else running.decided or running.result
+                    try:
+                        self._report(running, outcome)
+                    except Exception:
+                        log.exception("processing %s failed", running.execution.execution_id)
+        except Exception:  # not committed: each run's lease lapses and its message comes back, as after a crash
+            log.exception("reporting %d runs failed", len(runs))
+        finally:
+            self._slots_done(len(runs))
+
+    def _tend(self) -> None:
+        """Heartbeat the running runs that are due one; ask a run past its timeout to stop and report it
+        failed once it stops or its grace ends; report a run whose lease was lost or that was released."""
+        with self._lock:
+            runs = list(self._runs.values())
+        now = time.monotonic()
+        over: list[Running] = []
+        for running in runs:
+            if not running.tended or running.concluded or running.result is not None:
+                continue
+            if running.released:
+                running.lost = True
+                over.append(running)
+            elif running.stop_by is not None:
+                if now >= running.stop_by:
+                    over.append(running)
+            elif now >= running.deadline:
+                # A child process is killed at once; an in-process handler is asked to stop and runs on.
+                running.context.cancelled.set()
+                running.decided = RunResult.failure(f"timeout after {running.job.timeout_seconds} s")
+                running.stop_by = now + min(5.0, self.lease / 3)
+            elif now >= running.next_beat:
+                running.next_beat = now + self.lease / 3
+                try:
+                    running.heartbeat()
+                except StaleAttempt:
+                    log.warning(
+                        "%s attempt %s lost its lease; stopping", running.context.execution_id, running.context.attempt
+                    )
+                    running.context.cancelled.set()
+                    running.lost = True
+                    over.append(running)
+                except Exception:
+                    log.exception("heartbeat failed; will try again")
+        if over:
+            self._conclude(over)
+
+    @contextmanager
+    def _deletes_after_commit(self) -> Iterator[None]:
+        """Hold this thread's message deletes until the block (a batch of the store) has committed: a message
+        is deleted only once what handled it is stored."""
+        held: list[Received] = []
+        self._held_deletes.held = held
+        try:
+            yield
+        except BaseException:
+            held.clear()
+            raise
+        finally:
+            self._held_deletes.held = None
+            for received in held:
+                self._delete(received)
+
+    def _slots_done(self, count: int) -> None:
+        if count:
+            with self._lock:
+                self._inflight -= count
+            self._slot_freed.set()
 
     def flush_events(self) -> None:
         """Publish the events of the runs that ended since the last flush, together; a failure is logged
@@ -191,25 +408,23 @@ class Worker:
         except Exception:
             log.exception("publishing events failed")
 
-    def _process_slot(self, received: Received, visible_until: datetime) -> None:
+    def _process_slot(self, then: Callable[[], RunOutcome]) -> None:
         try:
-            self.process(received, visible_until)
+            then()
         except Exception:
-            log.exception("processing %s failed", received.message.execution_id)
+            log.exception("processing a message failed")
         finally:
-            with self._lock:
-                self._inflight -= 1
-            self._slot_freed.set()
+            self._slots_done(1)
 
     def _drain(self, grace_seconds: float) -> None:
         deadline = time.monotonic() + grace_seconds
         while time.monotonic() < deadline:
             with self._lock:
-                if not self._running:
+                if not self._runs:
                     return
             time.sleep(0.05)
         with self._lock:
-            leftovers = list(self._running.values())
+            leftovers = list(self._runs.values())
         for running in leftovers:
             running.released = True
             running.context.cancelled.set()
@@ -229,18 +444,43 @@ class Worker:
         then too, so a dead worker's message reappears just as its lease has ended. When too little of it
         is left, the lease runs one lease from the claim and the visibility is reset to match.
         """
+        step = self._claim_message(received, visible_until, blocking=True)
+        if isinstance(step, RunOutcome):
+            return step
+        return step() if callable(step) else self._run_claimed(step, received)
+
+    def _claim_message(
+        self, received: Received, visible_until: datetime | None, blocking: bool
+    ) -> RunOutcome | Claimed | Callable[[], RunOutcome]:
+        """Claim one message: how it ended if it gives this worker no run, else the claimed run. Not
+        `blocking` (the receive loop's claims), a message that must first wait (due in a moment, or held back
+        by its limit) is answered with what handles it from there, to be run in a thread of its own."""
         message = received.message
         early = (message.start_ms - to_ms(self.ports.clock())) / 1000  # a start reserved by a limit counts
         if early > MAX_EARLY_WAIT_SECONDS:
             self.ports.queues.extend(self.job_class, received.receipt, int(early) - 1)
             return RunOutcome.EARLY
         if early > 0:
+            if not blocking:
+                return lambda: self.process(received, visible_until)
             time.sleep(early)
         lease_until = visible_until
         reset_visibility = self.lease_visibility_on_claim
         if lease_until is not None and lease_until - self.ports.clock() < timedelta(seconds=self.lease * 2 / 3):
             lease_until, reset_visibility = None, True  # it waited long: a full lease from now, visibility too
         claim = claim_execution(self.ports, message, self.worker_id, lease_until, can_run=self._can_run)
+        if claim.verdict == ClaimVerdict.LIMITED and claim.deferred is not None and not blocking:
+            return lambda: self._run_claimed(
+                self._after_claim(received, claim, lease_until, reset_visibility), received
+            )
+        return self._after_claim(received, claim, lease_until, reset_visibility)
+
+    def _after_claim(
+        self, received: Received, claim: Claim, lease_until: datetime | None, reset_visibility: bool
+    ) -> RunOutcome | Claimed:
+        """What follows a claim: a limited run waits briefly for its turn (claimed again then), a claim that
+        gives no run says how the message ends, a claimed one is leased."""
+        message = received.message
         while claim.verdict == ClaimVerdict.LIMITED and claim.deferred is not None:
             if not limited.wait_briefly(self.ports, claim.deferred):
                 limited.send_again(self.ports, claim.deferred)
@@ -272,7 +512,11 @@ class Worker:
         )
         if reset_visibility:
             lease.hide_message()
-        return self._run(claim.execution, claim.job, lease, received)
+        return Claimed(claim.execution, claim.job, lease)
+
+    def _run_claimed(self, step: RunOutcome | Claimed, received: Received) -> RunOutcome:
+        """Run a claimed run in this thread; a message that gave none ended already."""
+        return self._run(step.execution, step.job, step.lease, received) if isinstance(step, Claimed) else step
 
     def _can_run(self, job: Job) -> bool:
         """False when this worker lacks the job's Python handler but a live worker of its class announces
@@ -287,13 +531,19 @@ class Worker:
         """The message is handled: delete it (batched while the receive loop runs, at once otherwise)."""
         if self.deletes_by_event_source:
             return
+        held: list[Received] | None = getattr(self._held_deletes, "held", None)
+        if held is not None:
+            held.append(received)
+            return
         deleter = self._deleter
         if deleter is not None:
             deleter.add(received.receipt)
         else:
             self.ports.queues.delete(self.job_class, received.receipt)
 
-    def _run(self, execution: Execution, job: Job, lease: Lease, received: Received) -> RunOutcome:
+    def _running(self, claimed: Claimed, received: Received) -> Running:
+        """The claimed run as it starts: its handler's context, registered among this worker's runs."""
+        execution, job, lease = claimed.execution, claimed.job, claimed.lease
         context = JobContext(
             execution_id=execution.execution_id,
             job_id=execution.job_id,
@@ -308,21 +558,31 @@ class Worker:
         )
         checkpoints = Checkpointer(lease, context)
         context.on_checkpoint = checkpoints.offer
-        running = Running(execution, lease, context, checkpoints=checkpoints)
-        with self._lock:
-            self._running[execution.execution_id] = running
         started = to_ms(self.ports.clock())
+        running = Running(execution, lease, context, job, received, started, checkpoints=checkpoints)
+        with self._lock:
+            self._runs[execution.execution_id] = running
         self.observer.started(execution, lateness_ms(execution))
+        return running
+
+    def _run(self, execution: Execution, job: Job, lease: Lease, received: Received) -> RunOutcome:
+        """Run a claimed attempt in this thread, under heartbeats, and report how it ended."""
+        running = self._running(Claimed(execution, job, lease), received)
         try:
             outcome = self._run_with_heartbeats(job, running)
         finally:
             with self._lock:
-                self._running.pop(execution.execution_id, None)
+                self._runs.pop(execution.execution_id, None)
+        return self._report(running, outcome)
+
+    def _report(self, running: Running, outcome: RunResult | None) -> RunOutcome:
+        """Store how a run ended (None: its lease was lost) and say what becomes of its message."""
+        execution, job, lease, received = running.execution, running.job, running.lease, running.received
         record = RunRecord(
             execution.execution_id,
             execution.attempt,
             self.worker_id,
-            started,
+            running.started_ms,
             to_ms(self.ports.clock()),
             "lost" if outcome is None else "succeeded" if outcome.succeeded else "failed",
         )
@@ -332,8 +592,10 @@ class Worker:
             return RunOutcome.RELEASED
         if outcome is None:
             return RunOutcome.LOST
+        checkpoints = running.checkpoints
         try:
-            checkpoints.flush()  # the last checkpoint lands before the outcome, so a retry resumes from it
+            if checkpoints is not None:
+                checkpoints.flush()  # the last checkpoint lands before the outcome, so a retry resumes from it
             ended = lease.complete(outcome, job)
         except StaleAttempt:
             log.warning("%s attempt %s was fenced out at completion", execution.execution_id, execution.attempt)

@@ -49,6 +49,7 @@ import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -186,6 +187,16 @@ def private_database_file(path: Path) -> None:
             os.close(descriptor)
 
 
+@dataclass
+class _Batch:
+    """A thread's open `Database.batch()`: how deep, its transaction's connection once begun (the write lock
+    held until it commits), and the wake-ups its writes asked for."""
+
+    depth: int = 0
+    conn: sqlite3.Connection | None = None
+    wakes: list[int | None] = field(default_factory=list)
+
+
 class Database:
     """A SQLite file opened for duetime: per-thread connections, one-transaction writes, change wake-ups.
     The file, its journals and a folder made for it are its owner's alone (0600, 0700)."""
@@ -213,6 +224,7 @@ class Database:
         # half second: every test on SQLite paid it in its teardown).
         self._closing = threading.Event()
         self._watcher: threading.Thread | None = None
+        self._thread_batch = threading.local()  # each thread's open batch() (see there)
         self._migrate()
 
     def _migrate(self) -> None:
@@ -280,34 +292,118 @@ class Database:
     @contextmanager
     def write(self, wakes: bool = False, visible_at_ms: int | None = None) -> Iterator[sqlite3.Connection]:
         """One `BEGIN IMMEDIATE` transaction: committed if the block ends normally, rolled back if it raises.
+        Inside this thread's `batch()` it is a savepoint of the batch's transaction instead: its changes are
+        undone alone if it raises, and committed with the batch's.
 
         `wakes`: the change may make a message visible, so waiters of this process look again (at once, or
         only if one would sleep past `visible_at_ms`, the earliest instant a message it wrote is visible).
         """
+        batch = self._batch
+        if batch.depth > 0:
+            with self._in_batch(batch) as conn:
+                yield conn
+            if wakes:
+                batch.wakes.append(visible_at_ms)
+            return
         with self._write_lock:
-            if self._writer is None:
-                self._writer = self._open()
-                self._writer.execute(f"PRAGMA wal_autocheckpoint={CHECKPOINT_FALLBACK_PAGES}")
-                self._writer.execute("PRAGMA busy_timeout=0")  # _begin waits for the lock (see the docstring)
-                self._checkpointer = threading.Thread(
-                    target=self._checkpoint, name="duetime-sqlite-checkpoint", daemon=True
-                )
-                self._checkpointer.start()
-            conn = self._writer
-            self._retry_busy(conn, "BEGIN IMMEDIATE")
+            conn = self._begin()
             try:
                 yield conn
             except BaseException:
                 conn.execute("ROLLBACK")
                 raise
-            try:
-                self._retry_busy(conn, "COMMIT")  # a busy COMMIT leaves the transaction open: try again
-            except BaseException:
-                conn.execute("ROLLBACK")  # still busy at the deadline: the connection must not stay mid-transaction
-                raise
+            self._commit(conn)
         self._written.set()
         if wakes:
             self.notify_local(visible_at_ms)
+
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        """The writes this thread makes inside the block share one transaction, begun at the first of them
+        and committed at the block's end (each write a savepoint of it): a worker claiming or finishing
+        several runs at once commits once, and the other threads wait for the write lock once, not at each
+        run. A crash before the commit loses the batch's writes together, as it would lose each alone: their
+        messages come back. Nested batches are one batch."""
+        batch = self._batch
+        batch.depth += 1
+        try:
+            yield
+        except BaseException:
+            if batch.depth == 1:
+                self._end_batch(batch, commit=False)
+            raise
+        finally:
+            batch.depth -= 1
+        if batch.depth > 0:
+            return
+        wakes = self._end_batch(batch, commit=True)
+        self._written.set()
+        if wakes:
+            self.notify_local(None if None in wakes else min(w for w in wakes if w is not None))
+
+    def _end_batch(self, batch: _Batch, commit: bool) -> list[int | None]:
+        """Commit (or roll back) the batch's transaction, if it began one, and release the write lock; returns
+        the wake-ups its writes asked for (none when rolled back)."""
+        conn, batch.conn = batch.conn, None
+        wakes, batch.wakes = batch.wakes, []
+        if conn is None:
+            return []
+        try:
+            if commit:
+                self._commit(conn)
+            else:
+                conn.execute("ROLLBACK")
+        finally:
+            self._write_lock.release()
+        return wakes if commit else []
+
+    @property
+    def _batch(self) -> _Batch:
+        batch: _Batch | None = getattr(self._thread_batch, "batch", None)
+        if batch is None:
+            batch = self._thread_batch.batch = _Batch()
+        return batch
+
+    @contextmanager
+    def _in_batch(self, batch: _Batch) -> Iterator[sqlite3.Connection]:
+        """A savepoint of this thread's batch transaction (begun now if this is its first write)."""
+        if batch.conn is None:
+            self._write_lock.acquire()
+            try:
+                batch.conn = self._begin()
+            except BaseException:
+                self._write_lock.release()
+                raise
+        conn = batch.conn
+        conn.execute("SAVEPOINT batched")
+        try:
+            yield conn
+        except BaseException:
+            conn.execute("ROLLBACK TO batched")
+            conn.execute("RELEASE batched")
+            raise
+        conn.execute("RELEASE batched")
+
+    def _begin(self) -> sqlite3.Connection:
+        """The writer connection (opened at the first write) in a new `BEGIN IMMEDIATE` transaction; the
+        caller holds the write lock."""
+        if self._writer is None:
+            self._writer = self._open()
+            self._writer.execute(f"PRAGMA wal_autocheckpoint={CHECKPOINT_FALLBACK_PAGES}")
+            self._writer.execute("PRAGMA busy_timeout=0")  # _begin waits for the lock (see the docstring)
+            self._checkpointer = threading.Thread(
+                target=self._checkpoint, name="duetime-sqlite-checkpoint", daemon=True
+            )
+            self._checkpointer.start()
+        self._retry_busy(self._writer, "BEGIN IMMEDIATE")
+        return self._writer
+
+    def _commit(self, conn: sqlite3.Connection) -> None:
+        try:
+            self._retry_busy(conn, "COMMIT")  # a busy COMMIT leaves the transaction open: try again
+        except BaseException:
+            conn.execute("ROLLBACK")  # still busy at the deadline: the connection must not stay mid-transaction
+            raise
 
     @staticmethod
     def _retry_busy(conn: sqlite3.Connection, statement: str) -> None:

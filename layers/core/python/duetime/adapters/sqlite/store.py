@@ -9,6 +9,8 @@ seconds as on DynamoDB) is honoured on read: an expired row reads as absent and 
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
+
 from duetime.adapters.sqlite.control import SqliteControl
 from duetime.adapters.sqlite.executions import SqliteExecutions
 from duetime.adapters.sqlite.jobs import SqliteJobs
@@ -19,6 +21,11 @@ class SqliteStore(SqliteJobs, SqliteExecutions, SqliteControl):
 
     A module per table, as the DynamoDB store (adapters/aws/): jobs.py, executions.py, control.py, with
     quotas.py, base.py and items.py beneath them."""
+
+    def batched(self) -> AbstractContextManager[None]:
+        """The block's writes of this thread in one transaction (Database.batch): one commit and one wait for
+        the write lock for several runs' claims or finishes."""
+        return self.db.batch()
 
     # -- TTL -----------------------------------------------------------------------------------------
 
