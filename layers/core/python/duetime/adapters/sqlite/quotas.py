@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlite3
 
 from duetime.adapters.sqlite.base import SqliteTables
-from duetime.adapters.sqlite.items import job_from_doc, job_to_doc
+from duetime.domain.models import to_ms
 from duetime.domain.quotas import COUNT_ATTR, RateWindow, active_jobs_key, rate_exceeded
 from duetime.service.ports import JobEnding
 
@@ -15,17 +15,24 @@ class SqliteQuotas(SqliteTables):
 
     def _change_job(self, conn: sqlite3.Connection, ending: JobEnding | None) -> None:
         """Apply `ending` (a one-off job completed or reopened) inside the caller's transaction, with its move
-        of the owner's active-jobs counter, if the job stands in a status it moves from."""
+        of the owner's active-jobs counter, if the job stands in a status it moves from. The document is
+        changed in SQL, as DynamoDB's update expression changes the item (adapters/aws/executions.py): status,
+        note, update time and version, on the condition of the status, whatever an edit changed meanwhile.
+        Reading and rewriting the whole job in Python was a fifth of a finished one-off's CPU here."""
         if ending is None:
             return
-        row = conn.execute("SELECT doc FROM jobs WHERE job_id = ?", (ending.job.job_id,)).fetchone()
-        stored = job_from_doc(row[0]) if row else None
-        if stored is None or stored.status not in ending.from_statuses:
+        job = ending.job
+        froms = [status.value for status in ending.from_statuses]
+        changed = conn.execute(
+            "UPDATE jobs SET doc = json_set(doc, '$.status', ?, '$.note', ?, '$.updatedMs', ?,"
+            " '$.version', json_extract(doc, '$.version') + 1)"
+            f" WHERE job_id = ? AND json_extract(doc, '$.status') IN ({', '.join('?' * len(froms))})",
+            (ending.to_status.value, ending.note, to_ms(ending.now), job.job_id, *froms),
+        )
+        if changed.rowcount != 1:
             return
-        changed = ending.applied_to(stored)
-        conn.execute("UPDATE jobs SET doc = ? WHERE job_id = ?", (job_to_doc(changed), stored.job_id))
-        self._count(conn, active_jobs_key(stored.owner), ending.counter_delta)
-        ending.changed = changed
+        self._count(conn, active_jobs_key(job.owner), ending.counter_delta)
+        ending.changed = ending.applied_to(job)
 
     # -- per-owner quotas: counter records in the control table, as on DynamoDB (issue 14) ----------------
 
