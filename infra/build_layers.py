@@ -36,7 +36,6 @@ CORE_LAYER_EXCLUDES = ["python/duetime/cli"]
 CORE_LAYER_STAGED = ROOT / "build" / "layers" / "core"
 # The Python of the functions (infra/functions.py RUNTIME): the layers' wheels and bytecode are built for it.
 RUNTIME_PYTHON_VERSION = "3.12"
-STAMP_NAME = ".requirements.json"
 # The Lambda runtime ships these (and their own dependencies); shipping them again only costs size.
 PROVIDED_BY_RUNTIME = {"boto3", "botocore", "s3transfer", "jmespath", "urllib3"}
 PLATFORM_ARGS = [
@@ -60,34 +59,21 @@ def exclusive(target: Path) -> Iterator[None]:
         yield  # closing the file releases the lock
 
 
-def fresh_staging(target: Path) -> Path:
-    """An empty folder of this process's own beside `target`, to build into and rename onto it; readable by all,
-    as a folder an asset zips must be (mkdtemp makes it 0700)."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f"{target.name}.", suffix=".partial", dir=target.parent))
-    staging.chmod(0o755)
-    return staging
-
-
-def replace(target: Path, staging: Path) -> Path:
-    """Put the built `staging` in `target`'s place (under `exclusive(target)`)."""
-    shutil.rmtree(target, ignore_errors=True)
-    staging.rename(target)
-    return target
-
-
 def built_once(target: Path, key: str, build: Callable[[Path], None]) -> Path:
     """`target` as `build(staging)` makes it, built again only when `key` (what it is built from) changes: the
-    key is kept beside it (`<name>.key`, outside what an asset zips). Safe across processes."""
+    key is kept beside it (`<name>.key`, outside what an asset zips). Safe across processes: the build goes
+    into a folder of this process's own, renamed into place under `exclusive(target)`."""
     stamp = target.with_name(target.name + ".key")
     with exclusive(target):
         if target.is_dir() and stamp.is_file() and stamp.read_text() == key:
             return target
         stamp.unlink(missing_ok=True)
-        staging = fresh_staging(target)
+        staging = Path(tempfile.mkdtemp(prefix=f"{target.name}.", suffix=".partial", dir=target.parent))
+        staging.chmod(0o755)  # mkdtemp makes it 0700; an asset zips its folders with their modes
         try:
             build(staging)
-            replace(target, staging)
+            shutil.rmtree(target, ignore_errors=True)
+            staging.rename(target)
         finally:
             shutil.rmtree(staging, ignore_errors=True)
         stamp.write_text(key)
@@ -204,19 +190,16 @@ def install_here(requirements: list[str], name: str, python_version: str, *, no_
     the same pins installed here stand in for it when its code is imported on this machine."""
     key = json.dumps([requirements, python_version, sysconfig.get_platform(), no_deps])
     target = HERE_DIR / f"{name}-{hashlib.sha256(key.encode()).hexdigest()[:16]}"
-    if (target / ".complete").is_file():
-        return target
-    pip = _pip_command()
-    if pip[0].endswith("uv"):
-        options = ["--quiet", "--python-version", python_version, "--only-binary", ":all:"]
-    else:
-        options = ["-qq", "--disable-pip-version-check", "--no-warn-conflicts", "--no-compile"]
-        options += ["--python-version", python_version, "--implementation", "cp", "--only-binary=:all:"]
 
     def build(staging: Path) -> None:
+        pip = _pip_command()
+        if pip[0].endswith("uv"):
+            options = ["--quiet", "--python-version", python_version, "--only-binary", ":all:"]
+        else:
+            options = ["-qq", "--disable-pip-version-check", "--no-warn-conflicts", "--no-compile"]
+            options += ["--python-version", python_version, "--implementation", "cp", "--only-binary=:all:"]
         command = [*pip, "install", *options, *(["--no-deps"] if no_deps else []), "--target", str(staging)]
         subprocess.run([*command, *requirements], check=True)
-        (staging / ".complete").write_text(key)
 
     return built_once(target, key, build)
 
@@ -290,22 +273,7 @@ def build_deps_layer(target: Path = DEPS_LAYER_DIR, requirements: list[str] | No
         "without": sorted(PROVIDED_BY_RUNTIME),
         "bytecode": runtime_python() is not None and RUNTIME_PYTHON_VERSION,
     }
-    stamp = target / STAMP_NAME
-    with exclusive(target):
-        if stamp.is_file() and (target / "python").is_dir():
-            try:
-                if json.loads(stamp.read_text()) == wanted:
-                    return target
-            except ValueError:
-                pass
-        staging = fresh_staging(target)
-        try:
-            _build_deps(requirements, staging)
-            (staging / STAMP_NAME).write_text(json.dumps(wanted, indent=2))
-            replace(target, staging)
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
-    return target
+    return built_once(target, json.dumps(wanted, sort_keys=True), lambda staging: _build_deps(requirements, staging))
 
 
 def _build_deps(requirements: list[str], staging: Path) -> None:

@@ -107,7 +107,7 @@ class Functions(Construct):
         self.deps_layer = lambda_.LayerVersion(
             self,
             "DepsLayer",
-            code=lambda_.Code.from_asset(str(DEPS_LAYER_DIR), exclude=[".requirements.json", *LAYER_EXCLUDES]),
+            code=lambda_.Code.from_asset(str(DEPS_LAYER_DIR), exclude=LAYER_EXCLUDES),
             compatible_runtimes=[RUNTIME],
             compatible_architectures=[ARCHITECTURE],
             description="duetime third-party dependencies (pip, manylinux2014_aarch64, cp312)",

@@ -37,6 +37,11 @@ MAX_EARLY_WAIT_SECONDS = 5.0
 POLL_SECONDS = 1
 
 
+def timed_out(job: Job) -> RunResult:
+    """The outcome of a run stopped at its job's timeout."""
+    return RunResult.failure(f"timeout after {job.timeout_seconds} s")
+
+
 @dataclass
 class RunRecord:
     """One handler run as the worker saw it end, given to the `on_run` hook of whoever embeds a Worker."""
@@ -102,8 +107,8 @@ class Running:
     checkpoints: Checkpointer | None = None
     # The receive loop's runs (the finisher thread tends them): when the next heartbeat is due and when the
     # job's timeout ends (time.monotonic()), when a timed-out handler's grace to stop ends, what its handler
-    # returned (set by its thread), what the finisher decided instead (a timeout, a lost lease), and whether
-    # it has been reported.
+    # returned (set by its thread), and what the finisher decided instead (a timeout, a lost lease). A run is
+    # reported once: it leaves the worker's runs then.
     tended: bool = False  # by the finisher thread (a receive loop's run), else by the thread running it
     next_beat: float = 0.0
     deadline: float = 0.0
@@ -111,7 +116,6 @@ class Running:
     result: RunResult | None = None
     decided: RunResult | None = None
     lost: bool = False
-    concluded: bool = False
 
     def heartbeat(self) -> None:
         """Renew the lease (with the waiting checkpoint, if any); raises StaleAttempt once fenced out."""
@@ -163,6 +167,8 @@ class Worker:
         self._ended: queue.SimpleQueue[Running | None] = queue.SimpleQueue()
         self._held_deletes = threading.local()  # see _deletes_after_commit
         self.stopping = threading.Event()
+        # How long a handler past its timeout, asked to stop, is waited for before its run is reported failed.
+        self._stop_grace = min(5.0, self.lease / 3)
         self.announcer = HandlerAnnouncer(ports, job_class, worker_id)
 
     # -- the receive loop ------------------------------------------------------------------------
@@ -315,11 +321,10 @@ class Worker:
     def _conclude(self, runs: list[Running]) -> None:
         """Report each run (what the finisher decided for it, else what its handler returned), together in one
         batch of the store; each frees its slot."""
-        runs = [running for running in runs if not running.concluded]
-        for running in runs:
-            running.concluded = True
-            with self._lock:
-                self._runs.pop(running.execution.execution_id, None)
+        with self._lock:  # reported already if no longer among the worker's runs
+            runs = [r for r in runs if self._runs.get(r.execution.execution_id) is r]
+            for running in runs:
+                del self._runs[running.execution.execution_id]
         try:
             with self._deletes_after_commit(), self.ports.store.batched():
                 for running in runs:
@@ -347,7 +352,7 @@ class Worker:
         now = time.monotonic()
         over: list[Running] = []
         for running in runs:
-            if not running.tended or running.concluded or running.result is not None:
+            if not running.tended or running.result is not None:
                 continue
             if running.released:
                 running.lost = True
@@ -358,8 +363,8 @@ class Worker:
             elif now >= running.deadline:
                 # A child process is killed at once; an in-process handler is asked to stop and runs on.
                 running.context.cancelled.set()
-                running.decided = RunResult.failure(f"timeout after {running.job.timeout_seconds} s")
-                running.stop_by = now + min(5.0, self.lease / 3)
+                running.decided = timed_out(running.job)
+                running.stop_by = now + self._stop_grace
             elif now >= running.next_beat:
                 running.next_beat = now + self.lease / 3
                 try:
@@ -516,7 +521,7 @@ class Worker:
 
     def _run_claimed(self, step: RunOutcome | Claimed, received: Received) -> RunOutcome:
         """Run a claimed run in this thread; a message that gave none ended already."""
-        return self._run(step.execution, step.job, step.lease, received) if isinstance(step, Claimed) else step
+        return self._run(step, received) if isinstance(step, Claimed) else step
 
     def _can_run(self, job: Job) -> bool:
         """False when this worker lacks the job's Python handler but a live worker of its class announces
@@ -565,14 +570,14 @@ class Worker:
         self.observer.started(execution, lateness_ms(execution))
         return running
 
-    def _run(self, execution: Execution, job: Job, lease: Lease, received: Received) -> RunOutcome:
+    def _run(self, claimed: Claimed, received: Received) -> RunOutcome:
         """Run a claimed attempt in this thread, under heartbeats, and report how it ended."""
-        running = self._running(Claimed(execution, job, lease), received)
+        running = self._running(claimed, received)
         try:
-            outcome = self._run_with_heartbeats(job, running)
+            outcome = self._run_with_heartbeats(claimed.job, running)
         finally:
             with self._lock:
-                self._runs.pop(execution.execution_id, None)
+                self._runs.pop(claimed.execution.execution_id, None)
         return self._report(running, outcome)
 
     def _report(self, running: Running, outcome: RunResult | None) -> RunOutcome:
@@ -630,8 +635,8 @@ class Worker:
             if time.monotonic() >= deadline:
                 # A child process is killed at once; an in-process handler is asked to stop and runs on.
                 context.cancelled.set()
-                done.wait(min(5.0, self.lease / 3))
-                return RunResult.failure(f"timeout after {job.timeout_seconds} s")
+                done.wait(self._stop_grace)
+                return timed_out(job)
             if running.released:
                 return None
             try:
