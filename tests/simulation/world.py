@@ -66,7 +66,7 @@ from duetime.service.jobs import cancel_job, pause_job, resume_job, submit_job
 from duetime.service.outcomes import RunOutcome, RunResult
 from duetime.service.ports import DueMessage, Received
 from duetime.worker import demo  # noqa: F401  (registers demo.echo, the handler the simulated jobs name)
-from duetime.worker.runtime import MAX_EARLY_WAIT_SECONDS, Worker
+from duetime.worker.runtime import MAX_EARLY_WAIT_SECONDS, Claimed, Worker
 
 from .invariants import Checker, Violation
 
@@ -338,8 +338,8 @@ class SimWorker(Worker):
         self.frozen_until: datetime | None = None
         self.claimed: tuple[Execution, Job, Lease] | None = None
 
-    def _run(self, execution: Execution, job: Job, lease: Lease, received: Received) -> RunOutcome:
-        self.claimed = (execution, job, lease)
+    def _run(self, claimed: Claimed, received: Received) -> RunOutcome:
+        self.claimed = (claimed.execution, claimed.job, claimed.lease)
         return RunOutcome.SUCCEEDED  # not an outcome: the simulation runs the attempt step by step
 
     def frozen(self, now: datetime) -> bool:
