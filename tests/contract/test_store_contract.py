@@ -306,6 +306,45 @@ def test_each_claim_mints_a_new_token_and_the_last_attempts_token_holds_no_more(
     assert again.status == ExecutionStatus.SCHEDULED and again.claim_token is None
 
 
+RESULTS = [
+    {"nested": {"list": [1, 2.5, -3e-7, None, True], "text": 'é ✓ \\ " \n'}, "big": 2**53 + 1},
+    ["a", {"b": []}, 0.1],
+    "plain text",
+    12345678901234567890,
+    False,
+]
+
+
+@pytest.mark.parametrize("result", RESULTS)
+def test_a_result_of_any_json_shape_is_stored_and_read_back_exactly(ports, clock, result):
+    store = ports.store
+    key = waiting(ports, clock)
+    claimed = store.claim(key, "w1", clock(), clock() + timedelta(seconds=30)).claimed
+    done = store.finish(key, 1, ExecutionStatus.SUCCEEDED, clock(), result=result, claim_token=claimed.claim_token)
+    assert done.result == result and type(done.result) is type(result)
+    assert store.get_execution(key) == done
+
+
+def test_a_failed_second_attempt_records_its_error_on_that_attempt_alone(ports, clock):
+    store = ports.store
+    key = waiting(ports, clock)
+    store.claim(key, "w1", clock(), clock() + timedelta(seconds=30))
+    second = store.claim(key, "w2", clock.advance(31), clock() + timedelta(seconds=30)).claimed
+    failed = store.finish(key, 2, ExecutionStatus.FAILED, clock.advance(1), error="boom", outcome="unknown")
+    assert (failed.status, failed.error, failed.lease_until) == (ExecutionStatus.FAILED, "boom", None)
+    assert failed.attempt == 2
+    first, last = failed.attempts
+    assert (first.worker_id, first.finished_at, first.outcome, first.error) == ("w1", None, None, None)
+    assert (last.worker_id, last.started_at, last.finished_at, last.outcome, last.error) == (
+        "w2",
+        second.started_at,
+        clock(),
+        "unknown",
+        "boom",
+    )
+    assert store.get_execution(key) == failed
+
+
 def test_heartbeats_and_release_are_fenced_by_the_attempt_number(ports, clock):
     store = ports.store
     key = waiting(ports, clock)

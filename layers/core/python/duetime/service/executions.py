@@ -72,6 +72,7 @@ def claim_execution(
     worker_id: str,
     lease_until: datetime | None = None,
     can_run: Callable[[Job], bool] | None = None,
+    job: Job | None = None,
 ) -> Claim:
     """Claim the row a message points at, as docs/lifecycle.md's claim step says.
 
@@ -79,9 +80,12 @@ def claim_execution(
     refuses is passed on untouched), then makes the one conditional write; on success applies the job's
     overlap policy against its other running executions. The lease ends at `lease_until` (the worker
     passes the end of the message's visibility, so both end together), by default one lease from now.
+    `job` is the message's job as the caller read it just before (a receive's jobs read together), else it
+    is read here.
     """
     now = ports.clock()
-    job = ports.store.get_job(message.job_id)
+    if job is None or job.job_id != message.job_id:
+        job = ports.store.get_job(message.job_id)
     if job is None or job.status == JobStatus.CANCELLED:
         ports.store.end_waiting(message.key, ExecutionStatus.CANCELLED, now, "job cancelled")
         return Claim(ClaimVerdict.DONE)

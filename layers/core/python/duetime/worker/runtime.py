@@ -233,11 +233,13 @@ class Worker:
         claimed: list[tuple[Received, Claimed]] = []
         waiting: list[Callable[[], RunOutcome]] = []
         handled = 0
+        jobs = self._jobs_of(batch)
         try:
             with self._deletes_after_commit(), self.ports.store.batched():
                 for received in batch:
                     try:
-                        step = self._claim_message(received, visible_until, blocking=False)
+                        job = jobs.get(received.message.job_id)
+                        step = self._claim_message(received, visible_until, blocking=False, job=job)
                     except Exception:
                         log.exception("processing %s failed", received.message.execution_id)
                         handled += 1
@@ -257,6 +259,16 @@ class Worker:
             pool.submit(self._process_slot, then)
         for received, step in claimed:
             self._start(step, received)
+
+    def _jobs_of(self, batch: list[Received]) -> dict[str, Job]:
+        """The received messages' jobs, read together before their claims (one read, and on SQLite outside the
+        claims' transaction, so the write lock is not held while jobs are read and parsed); a job this read
+        misses, or all of them if it fails, is read by its claim."""
+        try:
+            return self.ports.store.get_jobs([received.message.job_id for received in batch])
+        except Exception:
+            log.exception("reading the jobs of %d messages failed; each claim reads its own", len(batch))
+            return {}
 
     def _start(self, claimed: Claimed, received: Received) -> None:
         """Start a claimed run's handler in a thread of its own; the finisher reports it when it ends."""
@@ -455,11 +467,12 @@ class Worker:
         return step() if callable(step) else self._run_claimed(step, received)
 
     def _claim_message(
-        self, received: Received, visible_until: datetime | None, blocking: bool
+        self, received: Received, visible_until: datetime | None, blocking: bool, job: Job | None = None
     ) -> RunOutcome | Claimed | Callable[[], RunOutcome]:
         """Claim one message: how it ended if it gives this worker no run, else the claimed run. Not
         `blocking` (the receive loop's claims), a message that must first wait (due in a moment, or held back
-        by its limit) is answered with what handles it from there, to be run in a thread of its own."""
+        by its limit) is answered with what handles it from there, to be run in a thread of its own. `job` is
+        the message's job read just before, if the caller read it (one that waits first reads it again)."""
         message = received.message
         early = (message.start_ms - to_ms(self.ports.clock())) / 1000  # a start reserved by a limit counts
         if early > MAX_EARLY_WAIT_SECONDS:
@@ -473,7 +486,7 @@ class Worker:
         reset_visibility = self.lease_visibility_on_claim
         if lease_until is not None and lease_until - self.ports.clock() < timedelta(seconds=self.lease * 2 / 3):
             lease_until, reset_visibility = None, True  # it waited long: a full lease from now, visibility too
-        claim = claim_execution(self.ports, message, self.worker_id, lease_until, can_run=self._can_run)
+        claim = claim_execution(self.ports, message, self.worker_id, lease_until, can_run=self._can_run, job=job)
         if claim.verdict == ClaimVerdict.LIMITED and claim.deferred is not None and not blocking:
             return lambda: self._run_claimed(
                 self._after_claim(received, claim, lease_until, reset_visibility), received

@@ -3,6 +3,7 @@ dead letters, and the reads by key, job, due partition and the `open` index."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator
 from datetime import datetime
 from typing import Any
@@ -78,37 +79,42 @@ class SqliteExecutions(SqliteQuotas):
         the row as it stands (None if there is none). `first_only` (at-most-once): a row never claimed before
         only."""
         now_ms, lease_ms = to_ms(now), to_ms(lease_until)
-        with self.db.write() as conn:
-            loaded = self._values(conn, key)
-            if loaded is None:
-                return ClaimOutcome(claimed=None, current=None)
-            values, expires = loaded
-            lease = values["leaseUntilMs"]
-            takeover = (
-                values["status"] == RUNNING
-                and lease is not None
-                and lease <= now_ms
-                and values["attempt"] < max_attempts
+        # The condition and the change in SQL, as DynamoDB's conditional update (adapters/aws/executions.py):
+        # a row never claimed, or running under a lease that has ended with attempts left.
+        if first_only:
+            claimable = "status = ? AND coalesce(json_extract(doc, '$.attempt'), 0) = 0"
+            condition: list[Any] = [SCHEDULED]
+        else:
+            claimable = (
+                "(status = ? OR (status = ? AND json_extract(doc, '$.leaseUntilMs') <= ?"
+                " AND json_extract(doc, '$.attempt') < ?))"
             )
-            claimable = values["status"] == SCHEDULED or takeover
-            if first_only:
-                claimable = values["status"] == SCHEDULED and not values["attempt"]
-            if claimable:
-                entry = {"workerId": worker_id, "startedMs": now_ms, "finishedMs": None, "outcome": None, "error": None}
-                values.update(
-                    status=RUNNING,
-                    attempt=values["attempt"] + 1,
-                    workerId=worker_id,
-                    leaseUntilMs=lease_ms,
-                    startedMs=now_ms,
-                    attempts=[*values["attempts"], entry],
-                    claimToken=new_claim_token(),
-                )
-                self._write_values(conn, key, values, expires)
-        execution = execution_from_values(values)
-        if claimable:
-            return ClaimOutcome(claimed=execution, current=None)
-        return ClaimOutcome(claimed=None, current=execution)
+            condition = [SCHEDULED, RUNNING, now_ms, max_attempts]
+        entry = {"workerId": worker_id, "startedMs": now_ms, "finishedMs": None, "outcome": None, "error": None}
+        with self.db.write() as conn:
+            row = conn.execute(
+                "UPDATE executions SET status = ?, doc = json_set(doc, '$.status', ?,"
+                " '$.attempt', json_extract(doc, '$.attempt') + 1, '$.workerId', ?, '$.leaseUntilMs', ?,"
+                " '$.startedMs', ?, '$.attempts[#]', json(?), '$.claimToken', ?)"
+                f" WHERE pk = ? AND sk = ? AND {LIVE} AND {claimable} RETURNING doc",
+                [
+                    RUNNING,
+                    RUNNING,
+                    worker_id,
+                    lease_ms,
+                    now_ms,
+                    json.dumps(entry, separators=(",", ":")),
+                    new_claim_token(),
+                    key.pk,
+                    key.sk,
+                    self.epoch_seconds(),
+                    *condition,
+                ],
+            ).fetchone()
+            if row is not None:
+                return ClaimOutcome(claimed=execution_from_doc(row[0]), current=None)
+            loaded = self._values(conn, key)
+        return ClaimOutcome(claimed=None, current=None if loaded is None else execution_from_values(loaded[0]))
 
     def heartbeat(
         self, key: ExecutionKey, attempt: int, lease_until: datetime, claim_token: str | None = None
@@ -148,22 +154,47 @@ class SqliteExecutions(SqliteQuotas):
         The attempt's outcome is `outcome` when given, else the status. A failed execution stays in the
         open set until its owner has been told (mark_notified)."""
         error = None if error is None else truncate_error(error)
-        now_ms, expires = to_ms(now), self._expires_at(now)
-
-        def record(values: dict[str, Any]) -> Change:
-            attempts = values["attempts"]
-            if 0 <= attempt - 1 < len(attempts):
-                attempts[attempt - 1].update(finishedMs=now_ms, outcome=outcome or status.value)
-                if error is not None:
-                    attempts[attempt - 1]["error"] = error
-            values.update(status=status.value, finishedMs=now_ms, leaseUntilMs=None, error=error)
-            if result is not None:
-                values["result"] = result
-            # A failure stays in the open set until its owner has been told (mark_notified), so the
-            # reconciler can repeat a notice lost to a crash between this write and the DLQ send.
-            return expires, None if status == ExecutionStatus.FAILED else False, False
-
-        return self._fenced(key, attempt, record, claim_token, ending)
+        now_ms, index = to_ms(now), attempt - 1
+        # The row changed in SQL, as DynamoDB's update expression changes the item (adapters/aws/executions.py),
+        # on the condition that `attempt` still holds it: reading and rewriting the document in Python was
+        # the larger part of a finished run's CPU, all of it under the write lock. An attempt the row lacks
+        # (json_set leaves a missing path alone) only ends the row.
+        paths = ["'$.status', ?", "'$.finishedMs', ?", "'$.leaseUntilMs', NULL", "'$.error', ?"]
+        args: list[Any] = [status.value, now_ms, error]
+        paths += [f"'$.attempts[{index}].finishedMs', ?", f"'$.attempts[{index}].outcome', ?"]
+        args += [now_ms, outcome or status.value]
+        if error is not None:
+            paths.append(f"'$.attempts[{index}].error', ?")
+            args.append(error)
+        if result is not None:
+            paths.append("'$.result', json(?)")
+            args.append(json.dumps(result, separators=(",", ":")))
+        # A failure stays in the open set until its owner has been told (mark_notified), so the reconciler
+        # can repeat a notice lost to a crash between this write and the DLQ send.
+        open_shard = "open_shard" if status == ExecutionStatus.FAILED else "NULL"
+        token = "" if claim_token is None else " AND coalesce(json_extract(doc, '$.claimToken'), '') = ?"
+        with self.db.write() as conn:
+            row = conn.execute(
+                f"UPDATE executions SET status = ?, expires_at = ?, open_shard = {open_shard}, open_job = NULL,"
+                f" doc = json_set(doc, {', '.join(paths)})"
+                f" WHERE pk = ? AND sk = ? AND {LIVE} AND status = ? AND json_extract(doc, '$.attempt') = ?{token}"
+                " RETURNING doc",
+                [
+                    status.value,
+                    self._expires_at(now),
+                    *args,
+                    key.pk,
+                    key.sk,
+                    self.epoch_seconds(),
+                    RUNNING,
+                    attempt,
+                    *([] if claim_token is None else [claim_token]),
+                ],
+            ).fetchone()
+            if row is None:
+                raise StaleAttempt(f"attempt {attempt} no longer holds {key.sk}")
+            self._change_job(conn, ending)
+        return execution_from_doc(row[0])
 
     def move_for_retry(self, key: ExecutionKey, attempt: int, moved: Execution, claim_token: str | None = None) -> None:
         """Move a failed attempt's row to the partition of its new due time in one transaction, fenced by

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from duetime.adapters.sqlite.base import SqliteTables
+from duetime.adapters.sqlite.base import LIVE, SqliteTables
 from duetime.domain.models import to_ms
 from duetime.domain.quotas import COUNT_ATTR, RateWindow, active_jobs_key, rate_exceeded
 from duetime.service.ports import JobEnding
@@ -41,6 +41,14 @@ class SqliteQuotas(SqliteTables):
     ) -> bool:
         """Add `delta` to the counter record `key` inside the caller's transaction; False (nothing
         written) if it stands at `limit` already."""
+        if limit is None and expires_at is None:  # a plain move, in SQL (a one-off's ending moves one)
+            moved = conn.execute(
+                f"UPDATE control SET doc = json_set(doc, '$.{COUNT_ATTR}',"
+                f" coalesce(json_extract(doc, '$.{COUNT_ATTR}'), 0) + ?) WHERE key = ? AND {LIVE}",
+                (delta, key, self.epoch_seconds()),
+            )
+            if moved.rowcount == 1:
+                return True
         record = self._read_control(conn, key) or {"key": key}
         count = int(record.get(COUNT_ATTR, 0))
         if limit is not None and count >= limit:
