@@ -74,7 +74,9 @@ class SqliteTables:
     # Inside a transaction (holding the file's write lock) a row is handled as its plain values: the
     # condition reads them and the change edits them, as DynamoDB's condition and update expressions do;
     # turning rows into domain objects happens before or after, so the lock is held for as short a time
-    # as possible.
+    # as possible. The two writes of every run, its claim and its end, go further: one UPDATE each, its
+    # condition and its change (json_set) in SQL (executions.py), the document not read into Python and
+    # written back.
 
     def _new_row(self, execution: Execution) -> tuple[Any, ...]:
         key = self.key_of(execution)

@@ -111,9 +111,9 @@ class SqliteExecutions(SqliteQuotas):
                     *condition,
                 ],
             ).fetchone()
-            if row is not None:
-                return ClaimOutcome(claimed=execution_from_doc(row[0]), current=None)
-            loaded = self._values(conn, key)
+            loaded = None if row is not None else self._values(conn, key)
+        if row is not None:
+            return ClaimOutcome(claimed=execution_from_doc(row[0]), current=None)
         return ClaimOutcome(claimed=None, current=None if loaded is None else execution_from_values(loaded[0]))
 
     def heartbeat(
