@@ -3,7 +3,6 @@ row and control-record helpers every table's part writes through, and the TTL ev
 
 from __future__ import annotations
 
-import hmac
 import json
 import sqlite3
 import time
@@ -23,14 +22,6 @@ IN_CHUNK = 500
 ITERATION_PAGE = 100
 
 
-def _held(values: dict[str, Any] | None, attempt: int, claim_token: str | None) -> bool:
-    """True if the row still runs `attempt`, claimed with `claim_token` when one is given."""
-    if values is None or values["status"] != RUNNING or values["attempt"] != attempt:
-        return False
-    stored = str(values.get("claimToken") or "")
-    return claim_token is None or hmac.compare_digest(stored.encode(), claim_token.encode())
-
-
 def _shard_of_key(key: ExecutionKey) -> str:
     """The row's `open` index key (the same `shard#spread` the DynamoDB adapter writes)."""
     return open_index_key(key)
@@ -41,10 +32,6 @@ def _epoch_seconds() -> int:
 
 
 SCHEDULED, RUNNING = ExecutionStatus.SCHEDULED.value, ExecutionStatus.RUNNING.value
-
-# What a change inside a transaction returns: the row's new TTL (None: keep it), and whether it enters
-# (True) or leaves (False) the `open` and `openByJob` sets, None leaving each as it is.
-Change = tuple[int | None, bool | None, bool | None]
 
 # Reads see a row whose TTL has passed as gone, as DynamoDB would once its TTL sweep ran.
 LIVE = "(expires_at IS NULL OR expires_at > ?)"
@@ -74,9 +61,9 @@ class SqliteTables:
     # Inside a transaction (holding the file's write lock) a row is handled as its plain values: the
     # condition reads them and the change edits them, as DynamoDB's condition and update expressions do;
     # turning rows into domain objects happens before or after, so the lock is held for as short a time
-    # as possible. The two writes of every run, its claim and its end, go further: one UPDATE each, its
-    # condition and its change (json_set) in SQL (executions.py), the document not read into Python and
-    # written back.
+    # as possible. The writes of a running attempt (its claim, heartbeats, checkpoints, its end) go further:
+    # one UPDATE each, condition and change (json_set) in SQL (executions.py), the document not read into
+    # Python and written back.
 
     def _new_row(self, execution: Execution) -> tuple[Any, ...]:
         key = self.key_of(execution)

@@ -4,13 +4,13 @@ dead letters, and the reads by key, job, due partition and the `open` index."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
 from duetime.adapters.cursors import decode_cursor, encode_cursor
 from duetime.adapters.records import execution_from_values
-from duetime.adapters.sqlite.base import ITERATION_PAGE, LIVE, RUNNING, SCHEDULED, Change, _held
+from duetime.adapters.sqlite.base import ITERATION_PAGE, LIVE, RUNNING, SCHEDULED
 from duetime.adapters.sqlite.items import execution_from_doc
 from duetime.adapters.sqlite.quotas import SqliteQuotas
 from duetime.domain.errors import StaleAttempt
@@ -25,6 +25,19 @@ from duetime.domain.keys import (
 from duetime.domain.models import Execution, ExecutionStatus, to_ms
 from duetime.domain.results import truncate_error
 from duetime.service.ports import ClaimOutcome, JobEnding, OpenPage, Page, StoredExecution, new_claim_token
+
+# One change of a document in a fenced write: its JSON path, the SQL value set there (`?` placeholders for its
+# arguments; it may read the document as it stands, as `json_extract(doc, ...)`), and those arguments.
+DocChange = tuple[str, str, Sequence[Any]]
+
+
+def _fence(attempt: int, claim_token: str | None) -> tuple[str, list[Any]]:
+    """The condition of every write by a running attempt, in SQL with its arguments: the row still runs
+    `attempt`, claimed with `claim_token` when one is given (a plain comparison, as DynamoDB's condition)."""
+    if claim_token is None:
+        return "status = ? AND json_extract(doc, '$.attempt') = ?", [RUNNING, attempt]
+    token = "coalesce(json_extract(doc, '$.claimToken'), '') = ?"
+    return f"status = ? AND json_extract(doc, '$.attempt') = ? AND {token}", [RUNNING, attempt, claim_token]
 
 
 class SqliteExecutions(SqliteQuotas):
@@ -47,24 +60,40 @@ class SqliteExecutions(SqliteQuotas):
         self,
         key: ExecutionKey,
         attempt: int,
-        change: Callable[[dict[str, Any]], Change],
-        claim_token: str | None = None,
+        claim_token: str | None,
+        changes: Sequence[DocChange],
+        columns: Mapping[str, Any] | None = None,
         ending: JobEnding | None = None,
     ) -> Execution:
-        """Apply `change` to the row's values if `attempt` still holds the row (running under that attempt
-        number, claimed with `claim_token` when given); it returns the new TTL (None: keep it) and the
-        open-set changes. `ending` changes the job in the same transaction. Raises StaleAttempt otherwise."""
+        """One write of a running attempt: if `attempt` still holds the row (running under that attempt
+        number, claimed with `claim_token` when given), set the document's `changes` and the row's `columns`
+        (a `status` among them is the document's too) in one UPDATE, condition and change in SQL as
+        DynamoDB's conditional update expressions (adapters/aws/executions.py), the document never read into
+        Python and written back; `ending` changes the job in the same transaction. Raises StaleAttempt
+        otherwise. Reading and rewriting the document in Python was the larger part of a finished run's CPU,
+        all of it under the write lock."""
+        columns = dict(columns or {})
+        if "status" in columns:
+            changes = [("$.status", "?", [columns["status"]]), *changes]
+        sets = [f"{column} = ?" for column in columns]
+        sets.append("doc = json_set(doc, " + ", ".join(f"'{path}', {value}" for path, value, _ in changes) + ")")
+        fence, fenced_by = _fence(attempt, claim_token)
         with self.db.write() as conn:
-            loaded = self._values(conn, key)
-            if not _held(loaded[0] if loaded else None, attempt, claim_token):
+            row = conn.execute(
+                f"UPDATE executions SET {', '.join(sets)} WHERE pk = ? AND sk = ? AND {LIVE} AND {fence} RETURNING doc",
+                [
+                    *columns.values(),
+                    *(arg for _, _, args in changes for arg in args),
+                    key.pk,
+                    key.sk,
+                    self.epoch_seconds(),
+                    *fenced_by,
+                ],
+            ).fetchone()
+            if row is None:
                 raise StaleAttempt(f"attempt {attempt} no longer holds {key.sk}")
-            assert loaded is not None
-            values, expires = loaded
-            new_expires, shard, job = change(values)
-            expires = expires if new_expires is None else new_expires
-            doc = self._write_values(conn, key, values, expires, shard, job)
             self._change_job(conn, ending)
-        return execution_from_doc(doc)
+        return execution_from_doc(row[0])
 
     def claim(
         self,
@@ -121,13 +150,7 @@ class SqliteExecutions(SqliteQuotas):
     ) -> Execution:
         """Extend the lease of `attempt` (claimed with `claim_token`, when given); raises StaleAttempt if
         that attempt no longer holds the row or the token is not the claim's."""
-        lease_ms = to_ms(lease_until)
-
-        def extend(values: dict[str, Any]) -> Change:
-            values["leaseUntilMs"] = lease_ms
-            return None, None, None
-
-        return self._fenced(key, attempt, extend, claim_token)
+        return self._fenced(key, attempt, claim_token, [("$.leaseUntilMs", "?", [to_ms(lease_until)])])
 
     def release(self, key: ExecutionKey, attempt: int, now: datetime, claim_token: str | None = None) -> bool:
         """End the lease of `attempt` now (clean shutdown); False if it no longer holds the row."""
@@ -155,58 +178,37 @@ class SqliteExecutions(SqliteQuotas):
         open set until its owner has been told (mark_notified)."""
         error = None if error is None else truncate_error(error)
         now_ms, index = to_ms(now), attempt - 1
-        # The row changed in SQL, as DynamoDB's update expression changes the item (adapters/aws/executions.py),
-        # on the condition that `attempt` still holds it: reading and rewriting the document in Python was
-        # the larger part of a finished run's CPU, all of it under the write lock. An attempt the row lacks
-        # (json_set leaves a missing path alone) only ends the row.
-        paths = ["'$.status', ?", "'$.finishedMs', ?", "'$.leaseUntilMs', NULL", "'$.error', ?"]
-        args: list[Any] = [status.value, now_ms, error]
-        paths += [f"'$.attempts[{index}].finishedMs', ?", f"'$.attempts[{index}].outcome', ?"]
-        args += [now_ms, outcome or status.value]
+        # An attempt the row lacks (json_set leaves a missing path alone) only ends the row.
+        changes: list[DocChange] = [
+            ("$.finishedMs", "?", [now_ms]),
+            ("$.leaseUntilMs", "NULL", []),
+            ("$.error", "?", [error]),
+            (f"$.attempts[{index}].finishedMs", "?", [now_ms]),
+            (f"$.attempts[{index}].outcome", "?", [outcome or status.value]),
+        ]
         if error is not None:
-            paths.append(f"'$.attempts[{index}].error', ?")
-            args.append(error)
+            changes.append((f"$.attempts[{index}].error", "?", [error]))
         if result is not None:
-            paths.append("'$.result', json(?)")
-            args.append(json.dumps(result, separators=(",", ":")))
-        # A failure stays in the open set until its owner has been told (mark_notified), so the reconciler
-        # can repeat a notice lost to a crash between this write and the DLQ send.
-        open_shard = "open_shard" if status == ExecutionStatus.FAILED else "NULL"
-        token = "" if claim_token is None else " AND coalesce(json_extract(doc, '$.claimToken'), '') = ?"
-        with self.db.write() as conn:
-            row = conn.execute(
-                f"UPDATE executions SET status = ?, expires_at = ?, open_shard = {open_shard}, open_job = NULL,"
-                f" doc = json_set(doc, {', '.join(paths)})"
-                f" WHERE pk = ? AND sk = ? AND {LIVE} AND status = ? AND json_extract(doc, '$.attempt') = ?{token}"
-                " RETURNING doc",
-                [
-                    status.value,
-                    self._expires_at(now),
-                    *args,
-                    key.pk,
-                    key.sk,
-                    self.epoch_seconds(),
-                    RUNNING,
-                    attempt,
-                    *([] if claim_token is None else [claim_token]),
-                ],
-            ).fetchone()
-            if row is None:
-                raise StaleAttempt(f"attempt {attempt} no longer holds {key.sk}")
-            self._change_job(conn, ending)
-        return execution_from_doc(row[0])
+            changes.append(("$.result", "json(?)", [json.dumps(result, separators=(",", ":"))]))
+        columns: dict[str, Any] = {"status": status.value, "expires_at": self._expires_at(now), "open_job": None}
+        if status != ExecutionStatus.FAILED:
+            # A failure stays in the open set until its owner has been told (mark_notified), so the reconciler
+            # can repeat a notice lost to a crash between this write and the DLQ send.
+            columns["open_shard"] = None
+        return self._fenced(key, attempt, claim_token, changes, columns, ending)
 
     def move_for_retry(self, key: ExecutionKey, attempt: int, moved: Execution, claim_token: str | None = None) -> None:
         """Move a failed attempt's row to the partition of its new due time in one transaction, fenced by
         the attempt (and its claim's token, when given); raises StaleAttempt if `attempt` no longer holds
         the old row or the new key is taken."""
         row = self._new_row(moved)
+        fence, fenced_by = _fence(attempt, claim_token)
         with self.db.write() as conn:
-            loaded = self._values(conn, key)
-            if not _held(loaded[0] if loaded else None, attempt, claim_token):
-                raise StaleAttempt(f"attempt {attempt} no longer holds {key.sk}")
-            conn.execute("DELETE FROM executions WHERE pk = ? AND sk = ?", (key.pk, key.sk))
-            if not self._insert(conn, row):
+            deleted = conn.execute(
+                f"DELETE FROM executions WHERE pk = ? AND sk = ? AND {LIVE} AND {fence}",
+                [key.pk, key.sk, self.epoch_seconds(), *fenced_by],
+            )
+            if deleted.rowcount != 1 or not self._insert(conn, row):
                 raise StaleAttempt(f"attempt {attempt} no longer holds {key.sk}")
 
     def end_waiting(
@@ -247,13 +249,10 @@ class SqliteExecutions(SqliteQuotas):
         claim_token: str | None = None,
     ) -> Execution:
         """End an attempt this worker just claimed without running it (skipped or cancelled at claim)."""
-        now_ms, expires = to_ms(now), self._expires_at(now)
-
-        def end(values: dict[str, Any]) -> Change:
-            values.update(status=status.value, finishedMs=now_ms, skipReason=reason, leaseUntilMs=None)
-            return expires, False, False
-
-        return self._fenced(key, attempt, end, claim_token)
+        changes: list[DocChange] = [("$.finishedMs", "?", [to_ms(now)]), ("$.skipReason", "?", [reason])]
+        changes.append(("$.leaseUntilMs", "NULL", []))
+        columns = {"status": status.value, "expires_at": self._expires_at(now), "open_shard": None, "open_job": None}
+        return self._fenced(key, attempt, claim_token, changes, columns)
 
     def mark_notified(self, key: ExecutionKey, now: datetime, owner: str | None = None) -> None:
         """The owner has been told of this failed execution: it leaves the open set and, with `owner`, enters
@@ -463,12 +462,8 @@ class SqliteExecutions(SqliteQuotas):
         self, key: ExecutionKey, attempt: int, waited_ms: int, claim_token: str | None = None
     ) -> Execution:
         """Add `waited_ms` to the row's waitedForLimitMs, fenced by the attempt (and its claim token)."""
-
-        def add_wait(values: dict[str, Any]) -> Change:
-            values["waitedForLimitMs"] = int(values.get("waitedForLimitMs") or 0) + waited_ms
-            return None, None, None
-
-        return self._fenced(key, attempt, add_wait, claim_token)
+        waited = ("$.waitedForLimitMs", "coalesce(json_extract(doc, '$.waitedForLimitMs'), 0) + ?", [waited_ms])
+        return self._fenced(key, attempt, claim_token, [waited])
 
     # -- lateness budgets (issue 34) ---------------------------------------------------------------------
 
@@ -495,16 +490,14 @@ class SqliteExecutions(SqliteQuotas):
     ) -> Execution:
         """Record `attempt`'s checkpoint (compact JSON text) in the heartbeat's fenced write, extending its
         lease to `lease_until` in the same write when given; raises StaleAttempt as heartbeat does."""
-        now_ms = to_ms(now)
-        lease_ms = None if lease_until is None else to_ms(lease_until)
-
-        def record(values: dict[str, Any]) -> Change:
-            values.update(checkpoint=checkpoint, checkpointAttempt=attempt, checkpointMs=now_ms)
-            if lease_ms is not None:
-                values["leaseUntilMs"] = lease_ms
-            return None, None, None
-
-        return self._fenced(key, attempt, record, claim_token)
+        changes: list[DocChange] = [
+            ("$.checkpoint", "?", [checkpoint]),
+            ("$.checkpointAttempt", "?", [attempt]),
+            ("$.checkpointMs", "?", [to_ms(now)]),
+        ]
+        if lease_until is not None:
+            changes.append(("$.leaseUntilMs", "?", [to_ms(lease_until)]))
+        return self._fenced(key, attempt, claim_token, changes)
 
     def stored_buckets(self) -> set[str]:
         """The due-hour buckets that hold any row (the one-time migration, `duetime reshard`)."""
