@@ -23,7 +23,7 @@ from duetime.domain.keys import ExecutionKey
 from duetime.service.ports import DueMessage
 
 from tests.contract.conftest import wall_ms, wall_now
-from tests.frozen_writer import frozen_writer
+from tests.frozen_writer import frozen_duetime_writer, frozen_writer
 
 CHILD = Path(__file__).with_name("sqlite_child.py")
 
@@ -218,6 +218,17 @@ def test_workers_killed_at_random_lose_no_message(database, queues, children):
     assert queues.depth("default") == 0
 
 
+def refused_send(queues: SqliteQueues, monkeypatch: pytest.MonkeyPatch) -> DueMessage:
+    """A send while another process holds the write lock: refused as unavailable (503) after the busy timeout
+    (0.3 s here). Returns the message, not sent."""
+    monkeypatch.setattr("duetime.adapters.sqlite.db.BUSY_TIMEOUT_SECONDS", 0.3)
+    sent = message(1)
+    with pytest.raises(Unavailable) as refused:
+        queues.send([sent], wall_now())
+    assert refused.value.retry_after == 1 and "write lock" in refused.value.message
+    return sent
+
+
 def test_a_process_frozen_mid_write_delays_writers_with_503_not_a_crash_and_a_new_process_still_opens(
     database, queues, monkeypatch
 ):
@@ -228,11 +239,7 @@ def test_a_process_frozen_mid_write_delays_writers_with_503_not_a_crash_and_a_ne
         started = Database(database.path)
         started.close()
         # And a write waits for the lock up to the busy timeout, then says the store is unavailable
-        monkeypatch.setattr("duetime.adapters.sqlite.db.BUSY_TIMEOUT_SECONDS", 0.3)
-        sent = message(1)
-        with pytest.raises(Unavailable) as refused:
-            queues.send([sent], wall_now())
-        assert refused.value.retry_after == 1 and "write lock" in refused.value.message
+        sent = refused_send(queues, monkeypatch)
         # Then once the frozen process is resumed and ends, the same write goes through
         writer.send_signal(signal.SIGCONT)
         assert writer.wait(timeout=10) == 0
@@ -243,6 +250,57 @@ def test_a_process_frozen_mid_write_delays_writers_with_503_not_a_crash_and_a_ne
         if writer.poll() is None:
             writer.send_signal(signal.SIGCONT)
             writer.kill()
+
+
+def test_a_duetime_process_frozen_holding_the_lock_file_delays_writers_with_503_then_hands_it_on(
+    database, queues, monkeypatch
+):
+    # Given another duetime process frozen (SIGSTOP) inside a write: it holds the lock file and SQLite's lock
+    writer = frozen_duetime_writer(database.path)
+    try:
+        # When this process writes, it waits up to the busy timeout, then says the store is unavailable
+        sent = refused_send(queues, monkeypatch)
+        # And once the frozen process is resumed and ends, a third process writes: the lock this one's
+        # waiting thread took when it came free was given back, as no caller here waited for it any more
+        writer.send_signal(signal.SIGCONT)
+        assert writer.wait(timeout=10) == 0
+        layers = str(Path(__file__).resolve().parents[2] / "layers" / "core" / "python")
+        sender = [sys.executable, "-c", ONE_SENDER, database.path, layers, "2"]  # waits 2 s at most for the lock
+        assert subprocess.run(sender, timeout=30).returncode == 0
+        # Then this process writes too, and both messages are there
+        queues.send([sent], wall_now())
+        assert queues.depth("default") == 2
+    finally:
+        if writer.poll() is None:
+            writer.send_signal(signal.SIGCONT)
+            writer.kill()
+
+
+def test_a_duetime_process_killed_holding_the_lock_file_leaves_it_free(database, queues):
+    # Given another duetime process frozen inside a write, holding the lock file and SQLite's lock
+    writer = frozen_duetime_writer(database.path)
+    # When it is killed (SIGKILL), its locks go with it
+    writer.kill()
+    writer.wait(timeout=10)
+    # Then this process writes, its unfinished transaction rolled back
+    queues.send([message(1)], wall_now())
+    assert queues.depth("default") == 1
+
+
+ONE_SENDER = """
+import sys
+sys.path.insert(0, sys.argv[2])
+import duetime.adapters.sqlite.db as db
+db.BUSY_TIMEOUT_SECONDS = float(sys.argv[3])
+from duetime.adapters.sqlite.queue import SqliteQueues
+from duetime.definitions import Settings
+from duetime.domain.keys import ExecutionKey
+from duetime.service.ports import DueMessage
+from datetime import UTC, datetime
+queues = SqliteQueues(db.Database(sys.argv[1]), Settings(shards=4))
+key = ExecutionKey(pk="2026113009#001", sk="0000000000000#j_other.0000000000000")
+queues.send([DueMessage(key, "j_other.0000000000000", "j_other", 0, "default")], datetime.now(UTC))
+"""
 
 
 LATER_SENDER = """

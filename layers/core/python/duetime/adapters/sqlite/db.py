@@ -53,6 +53,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from duetime.adapters.sqlite.file_lock import LOCK_SUFFIX, FileLock
 from duetime.domain.errors import Unavailable
 
 log = logging.getLogger("duetime.sqlite")
@@ -139,6 +140,10 @@ def earliest_visible_ms(conn: sqlite3.Connection, queues: Iterable[str]) -> int 
     return None if earliest is None else int(earliest)
 
 
+def _busy() -> Unavailable:
+    return Unavailable(f"the database was busy: another process held its write lock for {BUSY_TIMEOUT_SECONDS:g} s")
+
+
 def _write_lock_for(path: str) -> threading.Lock:
     with _process_write_locks_guard:
         return _process_write_locks.setdefault(path, threading.Lock())
@@ -211,6 +216,7 @@ class Database:
         self._checkpointer: threading.Thread | None = None
         self._written = threading.Event()
         self._write_lock = _write_lock_for(self.path)
+        self._file_lock: FileLock | None = None  # between processes (file_lock.py), opened at the first write
         self._changed = threading.Condition()
         self._generation = 0
         self._waiters = 0
@@ -308,11 +314,14 @@ class Database:
         with self._write_lock:
             conn = self._begin()
             try:
-                yield conn
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            self._commit(conn)
+                try:
+                    yield conn
+                except BaseException:
+                    conn.execute("ROLLBACK")
+                    raise
+                self._commit(conn)
+            finally:
+                self._release_file_lock()
         self._written.set()
         if wakes:
             self.notify_local(visible_at_ms)
@@ -354,6 +363,7 @@ class Database:
             else:
                 conn.execute("ROLLBACK")
         finally:
+            self._release_file_lock()
             self._write_lock.release()
         return wakes if commit else []
 
@@ -385,8 +395,25 @@ class Database:
         conn.execute("RELEASE batched")
 
     def _begin(self) -> sqlite3.Connection:
-        """The writer connection (opened at the first write) in a new `BEGIN IMMEDIATE` transaction; the
-        caller holds the write lock."""
+        """The writer connection (opened at the first write) in a new `BEGIN IMMEDIATE` transaction, the lock
+        between processes taken first (file_lock.py); the caller holds this process's write lock and releases
+        the other with `_release_file_lock` once the transaction has ended."""
+        deadline = time.monotonic() + BUSY_TIMEOUT_SECONDS
+        if self._file_lock is None:
+            self._file_lock = FileLock(self.path + LOCK_SUFFIX, PRIVATE_FILE_MODE)
+        if not self._file_lock.acquire(deadline):
+            raise _busy()
+        try:
+            return self._begin_transaction(deadline)
+        except BaseException:
+            self._release_file_lock()
+            raise
+
+    def _release_file_lock(self) -> None:
+        if self._file_lock is not None:
+            self._file_lock.release()
+
+    def _begin_transaction(self, deadline: float) -> sqlite3.Connection:
         if self._writer is None:
             self._writer = self._open()
             self._writer.execute(f"PRAGMA wal_autocheckpoint={CHECKPOINT_FALLBACK_PAGES}")
@@ -395,7 +422,7 @@ class Database:
                 target=self._checkpoint, name="duetime-sqlite-checkpoint", daemon=True
             )
             self._checkpointer.start()
-        self._retry_busy(self._writer, "BEGIN IMMEDIATE")
+        self._retry_busy(self._writer, "BEGIN IMMEDIATE", deadline)
         return self._writer
 
     def _commit(self, conn: sqlite3.Connection) -> None:
@@ -406,10 +433,11 @@ class Database:
             raise
 
     @staticmethod
-    def _retry_busy(conn: sqlite3.Connection, statement: str) -> None:
-        """Run `statement`, trying again after a short pause while another process holds the lock."""
+    def _retry_busy(conn: sqlite3.Connection, statement: str, deadline: float | None = None) -> None:
+        """Run `statement`, trying again after a short pause while another process holds the lock (until
+        `deadline`, time.monotonic(); BUSY_TIMEOUT_SECONDS from now by default)."""
         pause, longest = WRITE_RETRY_SECONDS
-        deadline = time.monotonic() + BUSY_TIMEOUT_SECONDS
+        deadline = time.monotonic() + BUSY_TIMEOUT_SECONDS if deadline is None else deadline
         while True:
             try:
                 conn.execute(statement)
@@ -418,9 +446,7 @@ class Database:
                 if exc.sqlite_errorcode & 0xFF != sqlite3.SQLITE_BUSY:
                     raise
                 if time.monotonic() > deadline:
-                    raise Unavailable(
-                        f"the database was busy: another process held its write lock for {BUSY_TIMEOUT_SECONDS:g} s"
-                    ) from exc
+                    raise _busy() from exc
             time.sleep(pause)
             pause = min(pause * 2, longest)
 
@@ -546,6 +572,9 @@ class Database:
             if self._writer is not None:
                 self._writer.close()
                 self._writer = None
+            if self._file_lock is not None:
+                self._file_lock.close()
+                self._file_lock = None
         self._written.set()
         for thread in (self._watcher, self._checkpointer):
             if thread is not None:
