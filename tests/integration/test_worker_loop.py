@@ -3,10 +3,16 @@ thread tends the runs (a run past its timeout ends failed while the others go on
 
 from __future__ import annotations
 
+import sqlite3
+import threading
 import time
 from collections import Counter
+from dataclasses import replace
 
-from duetime.domain.models import ExecutionStatus, JobSpec
+import pytest
+from duetime.adapters.sqlite.db import Database
+from duetime.domain.events import Event
+from duetime.domain.models import ExecutionStatus, JobSpec, JobStatus
 from duetime.service.handlers import announce_handlers
 from duetime.service.jobs import submit_job
 from duetime.worker.observe import CountingObserver
@@ -75,3 +81,43 @@ def test_a_run_past_its_timeout_ends_failed_at_once_while_the_other_slot_runs_th
     # Ended at its timeout and the grace to stop (min(5, lease / 3) = 5 s), not when its handler returned:
     # the handler ignores the request to stop and sleeps 10 s.
     assert ended_after < 9
+
+
+class Recorded:
+    """An event sink that keeps what it is given."""
+
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+
+    def publish(self, events: list[Event]) -> None:
+        self.events.extend(events)
+
+
+@pytest.mark.parametrize("backend", ["sqlite"])  # a batch is one transaction on SQLite only
+def test_runs_whose_ends_did_not_commit_publish_no_event_and_stay_running(ports, clock, monkeypatch):
+    # Given a worker whose finisher's first batch of ends fails at its commit
+    recorded = Recorded()
+    ports = replace(ports, events=recorded)
+    spec = {"name": "e", "handler": "demo.echo", "schedule": {"at": "2026-12-01T09:00:00Z"}}
+    job = submit_job(ports, "alice", JobSpec.model_validate(spec))[0]
+    commit, failed = Database._commit, threading.Event()
+
+    def failing_once(self: Database, conn: sqlite3.Connection) -> None:
+        if threading.current_thread().name.endswith("-finish") and not failed.is_set():
+            failed.set()
+            conn.execute("ROLLBACK")
+            raise sqlite3.OperationalError("disk I/O error")
+        commit(self, conn)
+
+    monkeypatch.setattr(Database, "_commit", failing_once)
+    worker = Worker(ports, "default", "w1", concurrency=2)
+    # When it runs the job's one run
+    with worker_loop(worker):
+        assert failed.wait(30)
+    worker.flush_events()
+    # Then no event tells of an end that was not stored, and the run still holds its lease (its message comes
+    # back when the lease ends, as after a crash)
+    [row] = ports.store.executions_of_job(job.job_id)
+    assert row.status == ExecutionStatus.RUNNING and row.attempt == 1
+    assert not [e for e in recorded.events if e.detail_type.startswith("Execution")], recorded.events
+    assert ports.store.get_job(job.job_id).status == JobStatus.ACTIVE

@@ -36,7 +36,7 @@ from duetime.service.context import Ports
 from duetime.service.events import run_ended
 from duetime.service.job_ends import announce, complete_if_last, one_off_ending, pause_if_failing
 from duetime.service.outcomes import ClaimVerdict, RunResult
-from duetime.service.ports import DueMessage
+from duetime.service.ports import DueMessage, JobEnding
 
 log = logging.getLogger("duetime.executions")
 
@@ -416,22 +416,12 @@ def complete(
         job = ports.store.get_job(current.job_id)
     if succeeded:
         try:
-            text = encode_result(result)
-            # Beside a large payload a result within its own limit may still not fit the row: a write that
-            # went through would fail at the table (and on moto left a succeeded row without its result).
-            if current is not None:
-                check_fits_row(text, current)
+            success = Success.of(ports, key, attempt, result, job, current, claim_token, now)
         except ResultRejected as exc:
             error, retryable = str(exc), False
         else:
-            ending = one_off_ending(job, current.kind if current else None, now)
-            succeeded_row = ports.store.finish(
-                key, attempt, ExecutionStatus.SUCCEEDED, now, result=result, claim_token=claim_token, ending=ending
-            )
-            run_ended(ports, succeeded_row, job)
-            announce(ports, ending)
-            if succeeded_row.run_number is not None:  # a bounded schedule's run: was it the last?
-                complete_if_last(ports, job, succeeded_row, now)
+            succeeded_row = success.write()
+            success.after(succeeded_row)
             return succeeded_row
     error = None if error is None else truncate_error(error)
     if current is None or current.status != ExecutionStatus.RUNNING or current.attempt != attempt:
@@ -452,6 +442,65 @@ def complete(
     run_ended(ports, failed, job)
     ended_for_good(ports, announce(ports, ending) or job, failed, now)
     return failed
+
+
+@dataclass
+class Success:
+    """A run's success made ready to store: its result encoded and checked against the row, and its job's
+    ending decided. `write` is the one fenced write; `after` is what follows once it is stored (its events, a
+    bounded schedule's end). Split so a worker storing several runs' ends in one transaction does the rest
+    before and after it: on SQLite that transaction holds the file's write lock, which a second worker
+    process waits for."""
+
+    ports: Ports
+    key: ExecutionKey
+    attempt: int
+    result: Any
+    job: Job | None
+    ending: JobEnding | None
+    claim_token: str | None
+    now: datetime
+
+    @classmethod
+    def of(
+        cls,
+        ports: Ports,
+        key: ExecutionKey,
+        attempt: int,
+        result: Any,
+        job: Job | None,
+        current: Execution | None,
+        claim_token: str | None,
+        now: datetime | None = None,
+    ) -> Success:
+        """Raises ResultRejected if the result cannot be stored (not JSON, too large, or too large beside
+        the row's payload: a write that went through would fail at the table, and on moto left a succeeded
+        row without its result)."""
+        text = encode_result(result)
+        if current is not None:
+            check_fits_row(text, current)
+        now = now or ports.clock()
+        ending = one_off_ending(job, current.kind if current else None, now)
+        return cls(ports, key, attempt, result, job, ending, claim_token, now)
+
+    def write(self) -> Execution:
+        """Store the success, fenced by the attempt and claim token; raises StaleAttempt if it no longer holds."""
+        return self.ports.store.finish(
+            self.key,
+            self.attempt,
+            ExecutionStatus.SUCCEEDED,
+            self.now,
+            result=self.result,
+            claim_token=self.claim_token,
+            ending=self.ending,
+        )
+
+    def after(self, row: Execution) -> None:
+        """What follows the stored success `row`."""
+        run_ended(self.ports, row, self.job)
+        announce(self.ports, self.ending)
+        if row.run_number is not None:  # a bounded schedule's run: was it the last?
+            complete_if_last(self.ports, self.job, row, self.now)
 
 
 def ended_for_good(ports: Ports, job: Job | None, failed: Execution, now: datetime) -> None:
@@ -574,6 +623,18 @@ class Lease:
             current=self.execution,
             claim_token=self.execution.claim_token,
         )
+
+    def success(self, outcome: RunResult, job: Job | None = None) -> Success | None:
+        """The run's success made ready to store in a batch (see Success), or None when `complete` must store
+        the outcome itself: a failure, or a result that cannot be stored."""
+        if not outcome.succeeded:
+            return None
+        try:
+            return Success.of(
+                self.ports, self.key, self.attempt, outcome.result, job, self.execution, self.execution.claim_token
+            )
+        except ResultRejected:
+            return None
 
     def record_checkpoint(self, checkpoint: str, with_heartbeat: bool = False) -> Execution:
         """Record the handler's checkpoint (compact JSON text) in one fenced write; `with_heartbeat`, that

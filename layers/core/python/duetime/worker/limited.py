@@ -9,7 +9,7 @@ from duetime.definitions import LIMIT_SLEEP_MS
 from duetime.domain.models import Execution, Job, to_ms
 from duetime.service import limits
 from duetime.service.context import Ports
-from duetime.service.executions import Lease
+from duetime.service.executions import Lease, Success
 from duetime.service.outcomes import RunResult
 from duetime.service.ports import DueMessage
 
@@ -53,6 +53,9 @@ class SlotLease(Lease):
             return super().release()
         finally:
             limits.release_slots(self.ports, self.slots, self.holder)
+
+    def success(self, outcome: RunResult, job: Job | None = None) -> Success | None:
+        return None  # stored by complete, which gives the slots back after
 
     def complete(self, outcome: RunResult, job: Job | None = None) -> Execution:
         try:

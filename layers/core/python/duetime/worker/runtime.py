@@ -19,7 +19,7 @@ from duetime.domain.errors import StaleAttempt
 from duetime.domain.models import Execution, ExecutionStatus, Job, to_ms
 from duetime.service.context import Ports
 from duetime.service.events import buffered
-from duetime.service.executions import Claim, Lease, claim_execution, lateness_ms
+from duetime.service.executions import Claim, Lease, Success, claim_execution, lateness_ms
 from duetime.service.handlers import announce_handlers, is_kind_name, withdraw_handlers
 from duetime.service.outcomes import ClaimVerdict, RunOutcome, RunResult
 from duetime.worker import limited
@@ -337,24 +337,44 @@ class Worker:
             runs = [r for r in runs if self._runs.get(r.execution.execution_id) is r]
             for running in runs:
                 del self._runs[running.execution.execution_id]
+        reports: list[tuple[Running, RunResult | None, Success | None]] = []
+        for running in runs:
+            if running.result is None and running.decided is None and not running.lost:
+                log.error(
+                    "%s: its handler thread raised; the run ends when its lease does", running.context.execution_id
+                )
+                continue
+            outcome = None if running.lost else running.decided or running.result
+            reports.append((running, outcome, self._success(running, outcome)))
+        afters: list[Callable[[], None]] = []
         try:
             with self._deletes_after_commit(), self.ports.store.batched():
-                for running in runs:
-                    if running.result is None and running.decided is None and not running.lost:
-                        log.error(
-                            "%s: its handler thread raised; the run ends when its lease does",
-                            running.context.execution_id,
-                        )
-                        continue
-                    outcome = None if running.lost else running.decided or running.result
+                for running, outcome, success in reports:
                     try:
-                        self._report(running, outcome)
+                        self._report(running, outcome, success, afters)
                     except Exception:
                         log.exception("processing %s failed", running.execution.execution_id)
         except Exception:  # not committed: each run's lease lapses and its message comes back, as after a crash
             log.exception("reporting %d runs failed", len(runs))
+            afters = []
         finally:
             self._slots_done(len(runs))
+        for after in afters:
+            try:
+                after()
+            except Exception:
+                log.exception("what follows a stored success failed")
+
+    def _success(self, running: Running, outcome: RunResult | None) -> Success | None:
+        """A succeeded run's end made ready before the batch that stores it (see Success), so the batch's
+        transaction, and on SQLite the file's write lock, holds little more than the writes."""
+        if outcome is None or running.released:
+            return None
+        try:
+            return running.lease.success(outcome, running.job)
+        except Exception:
+            log.exception("preparing %s's success failed", running.execution.execution_id)
+            return None
 
     def _tend(self) -> None:
         """Heartbeat the running runs that are due one; ask a run past its timeout to stop and report it
@@ -593,8 +613,16 @@ class Worker:
                 self._runs.pop(claimed.execution.execution_id, None)
         return self._report(running, outcome)
 
-    def _report(self, running: Running, outcome: RunResult | None) -> RunOutcome:
-        """Store how a run ended (None: its lease was lost) and say what becomes of its message."""
+    def _report(
+        self,
+        running: Running,
+        outcome: RunResult | None,
+        success: Success | None = None,
+        afters: list[Callable[[], None]] | None = None,
+    ) -> RunOutcome:
+        """Store how a run ended (None: its lease was lost) and say what becomes of its message. `success`:
+        the outcome made ready before (see _success), stored by its write alone; what follows it is appended
+        to `afters`, to be done once the batch has committed (at once without `afters`)."""
         execution, job, lease, received = running.execution, running.job, running.lease, running.received
         record = RunRecord(
             execution.execution_id,
@@ -614,11 +642,23 @@ class Worker:
         try:
             if checkpoints is not None:
                 checkpoints.flush()  # the last checkpoint lands before the outcome, so a retry resumes from it
-            ended = lease.complete(outcome, job)
+            ended = lease.complete(outcome, job) if success is None else success.write()
         except StaleAttempt:
             log.warning("%s attempt %s was fenced out at completion", execution.execution_id, execution.attempt)
             return RunOutcome.STALE
         self._delete(received)
+        if success is not None:
+            stored = ended
+
+            def after() -> None:
+                success.after(stored)
+                self.observer.finished(execution, SUCCEEDED)
+
+            if afters is None:
+                after()
+            else:
+                afters.append(after)
+            return RunOutcome.SUCCEEDED
         if ended.status == ExecutionStatus.SUCCEEDED:
             self.observer.finished(execution, SUCCEEDED)
             return RunOutcome.SUCCEEDED
