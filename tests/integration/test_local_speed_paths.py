@@ -115,14 +115,8 @@ def test_the_bridge_answers_headers_and_body_in_one_segment() -> None:
 
 @pytest.mark.timeout(120)
 def test_the_worker_process_runs_jobs_and_dies_with_duetime_local(tmp_path: Path) -> None:
-    command = [sys.executable, "-m", "duetime.cli", "local", "--port", "0", "--data-dir", str(tmp_path / "d")]
-    out = tmp_path / "local.out"
-    with open(out, "wb") as sink:
-        local = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT, cwd=tmp_path)
+    local, url, token = serving_local(tmp_path)
     try:
-        text = wait_for(lambda: "token:" in out.read_text() and out.read_text(), 60, what="duetime local to serve")
-        url = text.split("API:", 1)[1].split()[0]
-        token = text.split("token:", 1)[1].split()[0]
         # Given `duetime local` on SQLite, Then its workers are a child process of it
         children = wait_for(lambda: child_pids(local.pid), 30, what="the worker process")
         # And a job posted over the API runs there
@@ -145,16 +139,10 @@ def test_the_worker_process_runs_jobs_and_dies_with_duetime_local(tmp_path: Path
 
 
 def test_a_stopped_duetime_local_stops_its_worker_process(tmp_path: Path) -> None:
-    command = [sys.executable, "-m", "duetime.cli", "local", "--port", "0", "--data-dir", str(tmp_path / "d")]
-    out = tmp_path / "local.out"
-    with open(out, "wb") as sink:
-        local = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT, cwd=tmp_path)
+    local, _, _ = serving_local(tmp_path)
     try:
-        wait_for(lambda: "token:" in out.read_text(), 60, what="duetime local to serve")
         children = wait_for(lambda: child_pids(local.pid), 30, what="the worker process")
-        local.send_signal(signal.SIGTERM)
-        assert local.wait(30) == 0
-        assert not any(alive(pid) for pid in children)
+        stops_with_its_children(local, children)
     finally:
         if local.poll() is None:
             local.kill()
@@ -182,6 +170,28 @@ def test_the_projects_handlers_are_accepted_as_soon_as_duetime_local_says_it_ser
     finally:
         local.send_signal(signal.SIGTERM)
         local.wait(30)
+
+
+def serving_local(tmp_path: Path, *options: str) -> tuple[subprocess.Popen[bytes], str, str]:
+    """`duetime local` (with `options`) started from `tmp_path` on a data dir under it, once it serves: the
+    process, its API URL and the first user's token."""
+    command = [sys.executable, "-m", "duetime.cli", "local", "--port", "0", "--data-dir", str(tmp_path / "d")]
+    out = tmp_path / "local.out"
+    with open(out, "wb") as sink:
+        local = subprocess.Popen([*command, *options], stdout=sink, stderr=subprocess.STDOUT, cwd=tmp_path)
+    try:
+        text = wait_for(lambda: "token:" in out.read_text() and out.read_text(), 60, what="duetime local to serve")
+    except BaseException:
+        local.kill()
+        raise
+    return local, text.split("API:", 1)[1].split()[0], text.split("token:", 1)[1].split()[0]
+
+
+def stops_with_its_children(local: subprocess.Popen[bytes], children: list[int]) -> None:
+    """Stop `duetime local` (SIGTERM) and check it ended well, its `children` with it."""
+    local.send_signal(signal.SIGTERM)
+    assert local.wait(30) == 0
+    assert not any(alive(pid) for pid in children)
 
 
 def child_pids(pid: int) -> list[int]:
@@ -231,3 +241,41 @@ def test_a_second_api_process_answers_on_the_same_listener_and_stops_with_duetim
         system.stop()
     # And stopping `duetime local` stopped it
     assert not alive(children[0])
+
+
+@pytest.mark.timeout(120)
+def test_two_worker_processes_run_two_runs_due_together_one_each_and_stop_with_duetime_local(tmp_path: Path) -> None:
+    local, url, token = serving_local(tmp_path, "--worker-processes", "2", "--workers", "1")
+    try:
+        # Given `duetime local --worker-processes 2 --workers 1`: two worker processes of one slot each
+        children = wait_for(lambda: len(child_pids(local.pid)) == 2 and child_pids(local.pid), 30, what="2 workers")
+        # When two runs that each take 3 s are due at one instant
+        headers = {"Authorization": f"Bearer {token}"}
+        at = iso_in(2)
+        jobs = [
+            requests.post(
+                f"{url}/jobs",
+                json={"name": f"s{n}", "handler": "demo.sleep", "schedule": {"at": at}, "payload": {"seconds": 3}},
+                headers=headers,
+                timeout=10,
+            ).json()["jobId"]
+            for n in range(2)
+        ]
+
+        def runs() -> list[dict] | None:
+            found = []
+            for job_id in jobs:
+                body = requests.get(f"{url}/jobs/{job_id}/executions", headers=headers, timeout=10).json()
+                if not body["executions"] or body["executions"][0]["status"] != "succeeded":
+                    return None
+                found.append(body["executions"][0])
+            return found
+
+        ran = wait_for(runs, 60, interval=0.2, what="both runs to succeed")
+        # Then each process ran one (a process whose one slot is taken receives nothing until it is free)
+        assert len({run["workerId"] for run in ran}) == 2, ran
+        # And stopping `duetime local` stops both
+        stops_with_its_children(local, children)
+    finally:
+        if local.poll() is None:
+            local.kill()

@@ -518,6 +518,12 @@ NOTICE_WEBHOOK_TIMEOUT_SECONDS = 10.0
 # load), which pays only where a core is free for it.
 LOCAL_API_PROCESSES = 1
 LOCAL_API_PROCESSES_MAX = 16
+# `duetime local --worker-processes` on SQLite: child processes running the workers, each with --workers slots
+# a job class (local/worker_process.py). One by default: a second, waiting for the file's write lock on a flock
+# (adapters/sqlite/file_lock.py), drained a burst of 10,000 about a tenth sooner on a 2-core machine
+# (docs/performance.md), at the price of another interpreter's memory and idle CPU.
+LOCAL_WORKER_PROCESSES = 1
+LOCAL_WORKER_PROCESSES_MAX = 16
 
 # A run is claimed once it is due (a worker holds a message received early until then): a job's rows due after
 # now plus this margin (well over any clock skew between workers) cannot be running, so the claim's overlap

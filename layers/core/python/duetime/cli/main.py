@@ -27,6 +27,8 @@ from duetime.definitions import (
     JOB_CLASSES,
     LOCAL_API_PROCESSES,
     LOCAL_API_PROCESSES_MAX,
+    LOCAL_WORKER_PROCESSES,
+    LOCAL_WORKER_PROCESSES_MAX,
     MAX_CLASS_QUEUES,
     parse_class_queues,
 )
@@ -92,6 +94,7 @@ def cmd_local(args: argparse.Namespace) -> int:
         grants=read_grants(args.grants),
         backend=args.backend,
         worker_process=worker_process,
+        worker_processes=args.worker_processes,
         api_processes=args.api_processes if args.backend == SQLITE else 1,
         reset=args.reset,
         events_console=args.events,
@@ -265,6 +268,15 @@ def parser() -> argparse.ArgumentParser:
         metavar="N",
         help=f"sqlite: processes answering the API on its one port (default {LOCAL_API_PROCESSES}; more "
         "take more submits a second where cores are free)",
+    )
+    local.add_argument(
+        "--worker-processes",
+        type=int,
+        choices=range(1, LOCAL_WORKER_PROCESSES_MAX + 1),
+        default=LOCAL_WORKER_PROCESSES,
+        metavar="N",
+        help=f"sqlite: processes running the workers, each with --workers slots a job class (default "
+        f"{LOCAL_WORKER_PROCESSES}; a second drains a burst sooner where a core is free for it)",
     )
     local.add_argument(
         "--class-queues",

@@ -143,6 +143,7 @@ class LocalSystem:
         reset: bool = False,
         quotas: Quotas = UNLIMITED,
         worker_process: bool = False,
+        worker_processes: int = 1,
         events_console: bool = False,
         events_webhook: str | None = None,
         api_processes: int = 1,
@@ -154,6 +155,8 @@ class LocalSystem:
             raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, not {backend!r}")
         if worker_process and backend != SQLITE:
             raise ValueError("worker_process needs the sqlite backend")
+        if worker_processes < 1:
+            raise ValueError("worker_processes is at least 1")
         if api_processes < 1 or (api_processes > 1 and backend != SQLITE):
             raise ValueError("api_processes is 1, or more on the sqlite backend")
         # `backend` is its name and `local_backend` the started one; `faithful` (moto only) runs the real
@@ -180,10 +183,10 @@ class LocalSystem:
         self.ports: Ports | None = None
         self.timers: list[Every | Schedule] = []
         self.worker_threads: list[tuple[Worker, threading.Thread]] = []
-        # SQLite: the workers in a child process of their own (local/worker_process.py says why), as
+        # SQLite: the workers in child processes of their own (local/worker_process.py says why), as
         # `duetime local` runs them; in this process's threads otherwise (tests that register handlers here).
-        self.worker_process: WorkerProcess | None = None
-        self.use_worker_process = worker_process
+        self.worker_children: list[WorkerProcess] = []
+        self.use_worker_process, self.worker_processes = worker_process, worker_processes
         self.event_sources: list[SqsEventSource] = []
         self.functions: dict[str, LambdaFunction | ProcessFunction] = {}
         self.role_keys: dict[str, str] = {}  # moto, faithful: each function's (and task role's) access key
@@ -259,7 +262,10 @@ class LocalSystem:
                 self.api_children.append(ApiProcess(self.data_dir, listener, self.quotas).start())
         # Webhooks signed with secrets under the data dir, which `duetime webhook-secret` prints.
         if self.use_worker_process and self.workers > 0:
-            self.worker_process = WorkerProcess(self.data_dir, self.workers, self.handler_modules).start()
+            for _ in range(self.worker_processes):
+                self.worker_children.append(WorkerProcess(self.data_dir, self.workers, self.handler_modules).launch())
+            for worker_child in self.worker_children:
+                worker_child.wait_ready()
             for child in self.api_children:
                 child.wait_ready()
             return self
@@ -556,8 +562,10 @@ class LocalSystem:
                 function.stop()
         for source in self.event_sources:
             source.stop()
-        if self.worker_process:
-            self.worker_process.stop()
+        for worker_child in self.worker_children:  # all at once: each lets its runs finish within the grace
+            worker_child.ask_to_stop()
+        for worker_child in self.worker_children:
+            worker_child.stop()
         for _, thread in self.worker_threads:
             thread.join(timeout=15)
         if self.relay:

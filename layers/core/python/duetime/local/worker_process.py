@@ -60,10 +60,15 @@ class WorkerProcess:
     def __init__(self, data_dir: Path, concurrency: int, handler_modules: Sequence[str] = ()) -> None:
         self.data_dir, self.concurrency, self.handler_modules = data_dir, concurrency, list(handler_modules)
         self.process: subprocess.Popen[bytes] | None = None
+        self._ready_read = -1
 
     def start(self) -> WorkerProcess:
         """Start the child and wait until it has announced its handlers; raises RuntimeError if it ends or
         stays silent for READY_TIMEOUT_SECONDS instead."""
+        return self.launch().wait_ready()
+
+    def launch(self) -> WorkerProcess:
+        """Start the child (wait_ready waits for it: several start side by side)."""
         ready_read, ready_write = os.pipe()
         command = [sys.executable, "-c", _BOOTSTRAP, json.dumps(sys.path), str(os.getpid()), str(self.data_dir)]
         command += [str(self.concurrency), str(ready_write)]
@@ -73,10 +78,20 @@ class WorkerProcess:
             )
         finally:
             os.close(ready_write)
-        if not signalled_ready(ready_read):
+        self._ready_read = ready_read
+        return self
+
+    def wait_ready(self) -> WorkerProcess:
+        """Wait until the launched child has announced its handlers (see start)."""
+        if not signalled_ready(self._ready_read):
             self.stop()
             raise RuntimeError("duetime local's worker process did not start (its errors are above)")
         return self
+
+    def ask_to_stop(self) -> None:
+        """Close its stdin, its signal to stop, without waiting (stop waits)."""
+        if self.process is not None and self.process.stdin is not None:
+            self.process.stdin.close()
 
     def stop(self) -> None:
         """Close its stdin (it lets runs finish within GRACE_SECONDS and hands back the rest), then wait; kill
