@@ -67,6 +67,7 @@ def side_by_side_plan(options: argparse.Namespace, side: sidebyside.Plan) -> sid
         "stored": options.stored,
         "workers": options.workers,
         "api_processes": options.api_processes,
+        "worker_processes": options.worker_processes,
         "submitters": options.submitters,
     }
     return replace(side, **{name: value for name, value in changes.items() if value is not None})
@@ -144,6 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     args.add_argument("--stored", type=int, help="side by side: future executions stored for the last figures")
     args.add_argument("--workers", type=int, help="side by side: duetime local --workers")
     args.add_argument("--api-processes", type=int, help="side by side: duetime local --api-processes (SQLite)")
+    args.add_argument("--worker-processes", type=int, help="side by side: duetime local --worker-processes (SQLite)")
     args.add_argument("--submitters", type=int, help="side by side: client threads, a keep-alive connection each (8)")
     args.add_argument("--rounds", type=int, help="goals: rounds of every scenario on each system (2)")
     args.add_argument("--intake", type=int, help="goals: jobs of the intake run (20,000)")

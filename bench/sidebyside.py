@@ -90,6 +90,7 @@ class Plan:
     submitters: int = 8
     workers: int | None = None  # `duetime local --workers`; None: its default (8 slots a class on SQLite, 4 on moto)
     api_processes: int = 1  # `duetime local --api-processes` on SQLite (its default)
+    worker_processes: int = 1  # `duetime local --worker-processes` on SQLite (its default)
     celery_concurrency: int = 4
     reuse: bool = False  # one system for all runs of a kind (the smoke run), not a fresh one per run
     # The burst and the scheduled-ahead runs are due beyond duetime's dispatch horizon, so the pre-loader
@@ -573,8 +574,10 @@ def factory(name: str, plan: Plan, backends: set[str]) -> Callable[[], System]:
     if name == "celery":
         return lambda: CeleryPeer(plan.celery_concurrency)
     legacy = backends == {"moto"}
-    api_processes = plan.api_processes if name == "sqlite" else 1
-    return lambda: DuetimeLocal(name, plan.workers, legacy=legacy, api_processes=api_processes)
+    api_processes, worker_processes = (plan.api_processes, plan.worker_processes) if name == "sqlite" else (1, 1)
+    return lambda: DuetimeLocal(
+        name, plan.workers, legacy=legacy, api_processes=api_processes, worker_processes=worker_processes
+    )
 
 
 def paired_repeats(plan: Plan, stored_runner: Runner, base: Runner, log: Callable[[str], None]) -> dict[str, Any]:

@@ -230,8 +230,10 @@ class DuetimeLocal:
         data_dir: Path | None = None,
         legacy: bool = False,
         api_processes: int = 1,
+        worker_processes: int = 1,
     ) -> None:
         self.backend, self.workers, self.api_processes = backend, workers, api_processes
+        self.worker_processes = worker_processes
         self.name = f"duetime {backend}"
         self.legacy = legacy  # a `duetime local` without --backend (moto only)
         self.given_dir = data_dir
@@ -251,6 +253,8 @@ class DuetimeLocal:
             command += ["--backend", self.backend]
         if self.api_processes > 1:  # given only when asked: older checkouts have no --api-processes
             command += ["--api-processes", str(self.api_processes)]
+        if self.worker_processes > 1:  # likewise --worker-processes
+            command += ["--worker-processes", str(self.worker_processes)]
         self.process = subprocess.Popen(
             command,
             stdout=subprocess.PIPE,

@@ -14,8 +14,10 @@ Settings, and why:
 - Another process holding the write lock makes a writer wait, not fail. Within a process writers queue on
   a lock of their own first. Between processes (`duetime local`'s API and its worker process write all the
   time) the writer connection does not use SQLite's busy handler, which sleeps in steps growing to 100 ms
-  and made a busy API wait tens of milliseconds a write behind the workers: `BEGIN IMMEDIATE` is retried
-  every WRITE_RETRY_SECONDS instead (up to BUSY_TIMEOUT_SECONDS). Readers keep the busy timeout.
+  and made a busy API wait tens of milliseconds a write behind the workers. Writers of duetime's processes
+  first wait on a `flock` beside the file (file_lock.py), which wakes the next one the moment the lock is
+  free; `BEGIN IMMEDIATE` is then retried every WRITE_RETRY_SECONDS while a writer that does not take the
+  flock holds SQLite's lock (up to BUSY_TIMEOUT_SECONDS in all). Readers keep the busy timeout.
 - Connections: one writer connection per process (writes are serialized in the process anyway) and a
   small pool of reader connections lent to one thread at a time, so a server starting a thread per
   request does not hold the file open once per thread it ever ran. Every state change is one

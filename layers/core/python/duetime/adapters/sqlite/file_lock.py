@@ -3,12 +3,12 @@ another process is woken by the kernel the moment that one's transaction ends.
 
 Why: SQLite lets one process write at a time, and a writer it turns away (`SQLITE_BUSY`) can only try again
 after a pause (db.py: 0.2 ms, doubling to 2 ms). With two worker processes draining a burst, the lock was
-free for most of those pauses while the waiter slept, and the other process, whose next transaction was
-ready sooner, took it again: a second worker process drained a burst of 10,000 only 5% faster than one
-(4.88 s against 5.11 s). Waiting on a `flock` instead, it drained it in 4.14-4.33 s (bench/results.json,
-`goals.fileLock`). SQLite's own lock stays the rule (`BEGIN IMMEDIATE`); this lock only orders the writers
-that take it first, so a writer that does not (the sqlite3 shell, an older duetime) is still waited for by
-SQLite's busy retries, and a filesystem without `flock` leaves only those.
+often free while the waiter slept, and the other process, whose next transaction was ready sooner, took it
+again: a second worker process drained a burst of 10,000 in 4.88 s against one's 5.11 s. Waiting on a
+`flock`, it drained it in 4.14-4.91 s (docs/performance.md, "A lock file between writers"). SQLite's own lock
+stays the rule (`BEGIN IMMEDIATE`); this lock only orders the writers that take it first, so a writer that
+does not (the sqlite3 shell, an older duetime) is still waited for by SQLite's busy retries, and a filesystem
+without `flock` leaves only those.
 
 A `flock` is the process's until it closes the file or ends: a killed process (SIGKILL) holds nothing, as
 with SQLite's own locks. One frozen while it holds the lock (SIGSTOP) must not stop the others for good,
