@@ -94,11 +94,16 @@ class Recorded:
 
 
 @pytest.mark.parametrize("backend", ["sqlite"])  # a batch is one transaction on SQLite only
-def test_runs_whose_ends_did_not_commit_publish_no_event_and_stay_running(ports, clock, monkeypatch):
+@pytest.mark.parametrize(
+    "handler, payload",
+    [("demo.echo", {}), ("demo.fail", {"times": 5, "permanent": True})],
+    ids=["succeeded", "failed-for-good"],
+)
+def test_runs_whose_ends_did_not_commit_publish_no_event_and_stay_running(ports, clock, monkeypatch, handler, payload):
     # Given a worker whose finisher's first batch of ends fails at its commit
     recorded = Recorded()
     ports = replace(ports, events=recorded)
-    spec = {"name": "e", "handler": "demo.echo", "schedule": {"at": "2026-12-01T09:00:00Z"}}
+    spec = {"name": "e", "handler": handler, "payload": payload, "schedule": {"at": "2026-12-01T09:00:00Z"}}
     job = submit_job(ports, "alice", JobSpec.model_validate(spec))[0]
     commit, failed = Database._commit, threading.Event()
 

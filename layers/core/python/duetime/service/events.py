@@ -38,10 +38,33 @@ class EventBuffer:
         self.sink = sink
         self._events: list[Event] = []
         self._lock = threading.Lock()
+        self._held = threading.local()  # each thread's events held by held_until_stored
 
     def publish(self, events: Sequence[Event]) -> None:
+        held: list[Event] | None = getattr(self._held, "events", None)
+        if held is not None:
+            held.extend(events)
+            return
         with self._lock:
             self._events.extend(events)
+
+    @contextmanager
+    def held_until_stored(self) -> Iterator[None]:
+        """The events this thread publishes inside the block join the buffer only if the block ends normally:
+        around a batch of the store, they tell of what its transaction stored, and a batch that does not
+        commit (it raises) takes its events with it."""
+        held: list[Event] = []
+        outer: list[Event] | None = getattr(self._held, "events", None)
+        self._held.events = held
+        try:
+            yield
+        finally:
+            self._held.events = outer
+        if outer is not None:  # nested: they go with the outer block's
+            outer.extend(held)
+            return
+        with self._lock:
+            self._events.extend(held)
 
     def flush(self) -> int:
         """Publish what was buffered (if anything); returns how many events that was."""

@@ -235,7 +235,7 @@ class Worker:
         handled = 0
         jobs = self._jobs_of(batch)
         try:
-            with self._deletes_after_commit(), self.ports.store.batched():
+            with self._deletes_after_commit(), self._events_after_commit(), self.ports.store.batched():
                 for received in batch:
                     try:
                         job = jobs.get(received.message.job_id)
@@ -348,7 +348,7 @@ class Worker:
             reports.append((running, outcome, self._success(running, outcome)))
         afters: list[Callable[[], None]] = []
         try:
-            with self._deletes_after_commit(), self.ports.store.batched():
+            with self._deletes_after_commit(), self._events_after_commit(), self.ports.store.batched():
                 for running, outcome, success in reports:
                     try:
                         self._report(running, outcome, success, afters)
@@ -412,6 +412,12 @@ class Worker:
                     log.exception("heartbeat failed; will try again")
         if over:
             self._conclude(over)
+
+    def _events_after_commit(self) -> contextlib.AbstractContextManager[None]:
+        """Hold this thread's events until the block (a batch of the store) has committed: a batch that does
+        not commit publishes no event of what it did not store."""
+        buffer = self.event_buffer
+        return contextlib.nullcontext() if buffer is None else buffer.held_until_stored()
 
     @contextmanager
     def _deletes_after_commit(self) -> Iterator[None]:
