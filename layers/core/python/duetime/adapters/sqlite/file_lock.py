@@ -48,21 +48,23 @@ class FileLock:
         filesystem that has no `flock` it always succeeds (SQLite's busy retries order the writers)."""
         if not self.usable or self._fd is None:
             return True
+        # Under the state's lock, so the taker (if one still waits in the kernel) sees whether a caller took
+        # the lock meanwhile: its own flock then returns at once (this process's file holds it already), and
+        # it must leave the lock to that caller, not give it back.
         with self._state:
             if self._held:  # the taker got it after an earlier caller had given up: this one has it
                 return True
-        try:
-            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            pass
-        except OSError as exc:
-            self.usable = False
-            log.warning("no flock on the database's lock file (%s): writers wait by SQLite's retries", exc)
-            return True
-        else:
-            with self._state:
+            try:
+                fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                pass
+            except OSError as exc:
+                self.usable = False
+                log.warning("no flock on the database's lock file (%s): writers wait by SQLite's retries", exc)
+                return True
+            else:
                 self._held = True
-            return True
+                return True
         return self._wait(deadline)
 
     def _wait(self, deadline: float) -> bool:
@@ -96,7 +98,7 @@ class FileLock:
             return
         with self._state:
             self._taking = False
-            if self._fd != fd:  # closed meanwhile: the lock went with the file
+            if self._fd != fd or self._held:  # closed meanwhile (the lock went with it), or a caller holds it
                 return
             if self._waiting:
                 self._held = True
