@@ -59,3 +59,11 @@ def test_a_caller_that_takes_the_lock_while_its_taker_waits_keeps_it(tmp_path):
     other.release()
     for lock in (holder, writer, other):
         lock.close()
+
+
+def test_a_lock_dropped_without_close_closes_its_file_and_gives_the_lock_back(tmp_path):
+    dropped, other = locks(tmp_path, 2)
+    assert dropped.acquire(soon(1))
+    del dropped  # as a Database no one closed, once nothing refers to it
+    assert other.acquire(soon(5))
+    other.close()

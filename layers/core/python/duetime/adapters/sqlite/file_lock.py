@@ -20,6 +20,7 @@ A free lock, the common case, is one non-blocking call and no thread.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import logging
 import os
@@ -119,3 +120,10 @@ class FileLock:
             fd, self._fd, self._held = self._fd, None, False
         if fd is not None:
             os.close(fd)
+
+    def __del__(self) -> None:
+        """A Database dropped without close(): its lock file is closed with it, as its connections are."""
+        fd, self._fd = getattr(self, "_fd", None), None
+        if fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(fd)
