@@ -222,7 +222,7 @@ def parser() -> argparse.ArgumentParser:
     local.add_argument(
         "--workers",
         type=int,
-        help="per job class: concurrent worker invocations or threads (0: none; default 8 on sqlite, 4 on moto)",
+        help="per job class: concurrent worker invocations or threads (0: none; default 64 on sqlite, 4 on moto)",
     )
     local.add_argument("--lease-seconds", type=int, default=30)
     local.add_argument("--data-dir", default=".duetime")

@@ -31,11 +31,14 @@ if TYPE_CHECKING:  # moto is imported only by the moto backend: SQLite needs non
 
 SQLITE, MOTO = BACKENDS
 DEFAULT_BACKEND = BACKENDS[0]
-# Worker slots per job class when `duetime local --workers` is not given. On SQLite a slot is held through
-# the claim and finish writes, which share the write lock with the API's process: 4 slots ran ~400 trivial
-# jobs/s at most on 2 cores and 8 take 500/s (docs/performance.md). moto serves ~26 executions/s: more slots
-# would only queue on it.
-DEFAULT_WORKERS = {SQLITE: 8, MOTO: 4}
+# Worker slots per job class when `duetime local --workers` is not given. On SQLite the slots set how many
+# runs a receive, a claim transaction and an end's transaction take together: a write transaction's fixed cost
+# (the lock file, BEGIN, the commit, the threads' hand-offs) is shared by the runs in it. 4 slots ran ~400
+# trivial jobs/s at most on 2 cores, 8 took 500/s; a burst of 10,000 due together drained in 5.0-5.2 s with 8,
+# 3.55 with 32, 3.26 with 64 and 3.06 with 128 (docs/performance.md, 2026-12-03). 64 is also as many idle
+# handler threads as a worker keeps (worker/runners.py). moto serves ~26 executions/s: more slots would only
+# queue on it.
+DEFAULT_WORKERS = {SQLITE: 64, MOTO: 4}
 # How often expired history (expiresAt, DynamoDB's TTL attribute) is swept out of the SQLite file; reads
 # skip expired rows already, so this only bounds the file's growth.
 SWEEP_SECONDS = 300
