@@ -242,6 +242,10 @@ def collect(system: System, submission: Submission, last_due: datetime, drain_se
             time.sleep(1.0)
     if pending:
         found.update(system.outcomes(pending))
+    check = getattr(system, "api_mismatches", None)  # results read from a store are checked against its API
+    ended = {key: outcome for key, outcome in found.items() if outcome.finished_ms is not None}  # no longer moving
+    if check is not None and ended and (wrong := check(ended)):
+        raise AssertionError(f"{system.name}: the API shows {len(wrong)} sampled results otherwise, e.g. {wrong[:3]}")
     return found
 
 
