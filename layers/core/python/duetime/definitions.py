@@ -520,8 +520,9 @@ LOCAL_API_PROCESSES = 1
 LOCAL_API_PROCESSES_MAX = 16
 # `duetime local --worker-processes` on SQLite: child processes running the workers, each with --workers slots
 # a job class (local/worker_process.py). One by default: a second, waiting for the file's write lock on a flock
-# (adapters/sqlite/file_lock.py), drained a burst of 10,000 only 3-9% sooner on a 2-core machine (the lock is
-# held for the claims' and ends' CPU work: docs/performance.md), for ~54 MB more and its idle watcher.
+# (adapters/sqlite/file_lock.py), drained a burst of 10,000 9-16% sooner on a 2-core machine with 64 slots each
+# (3-9% with 8; the lock is held for the claims' and ends' CPU work: docs/performance.md), for ~60 MB more and
+# its idle watcher.
 LOCAL_WORKER_PROCESSES = 1
 LOCAL_WORKER_PROCESSES_MAX = 16
 
