@@ -312,8 +312,10 @@ class DuetimeLocal:
         what this read against the API once the runs have ended."""
         if self.backend != "sqlite":
             return self.outcomes_over_api(keys)
+        from duetime.adapters.sqlite.db import DATABASE_FILE
+
         found: dict[str, Outcome] = {}
-        path = self.data_dir / "duetime.sqlite3"
+        path = self.data_dir / DATABASE_FILE
         with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)) as conn:
             for start in range(0, len(keys), STORE_READ_CHUNK):
                 chunk = keys[start : start + STORE_READ_CHUNK]
@@ -324,8 +326,8 @@ class DuetimeLocal:
                     " ORDER BY json_extract(doc, '$.scheduledMs')",
                     chunk,
                 ).fetchall()
-                for job_id, scheduled, started, finished, status, runs in rows:  # the newest scheduled last
-                    found[job_id] = Outcome(int(scheduled), started, finished, str(status), int(runs or 0))
+                for job_id, scheduled, started, finished, status, runs in rows:  # a job's first run, as the API's read
+                    found.setdefault(job_id, Outcome(int(scheduled), started, finished, str(status), int(runs or 0)))
         return found
 
     def api_mismatches(self, found: dict[str, Outcome], sample: int = 200) -> list[str]:
@@ -347,7 +349,7 @@ class DuetimeLocal:
             status, body = local.http.call("GET", f"/jobs/{job_id}/executions")
             if status != 200 or not body["executions"]:
                 return job_id, None
-            row = body["executions"][-1]  # newest first: a one-off has one
+            row = body["executions"][-1]  # newest first, so the first run is the last (a one-off has one)
             return job_id, Outcome(
                 scheduled_ms=parse_ms(row["scheduledAt"]) or 0,
                 started_ms=parse_ms(row["attempts"][0]["startedAt"]) if row.get("attempts") else None,
