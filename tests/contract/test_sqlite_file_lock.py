@@ -3,6 +3,7 @@ FileLock objects are two open files, which `flock` keeps apart as it keeps two p
 
 from __future__ import annotations
 
+import threading
 import time
 from pathlib import Path
 
@@ -67,3 +68,24 @@ def test_a_lock_dropped_without_close_closes_its_file_and_gives_the_lock_back(tm
     del dropped  # as a Database no one closed, once nothing refers to it
     assert other.acquire(soon(5))
     other.close()
+
+
+def test_one_taker_thread_serves_every_wait_and_ends_with_the_file(tmp_path):
+    before = set(threading.enumerate())
+    holder, waiter = locks(tmp_path, 2)
+    for _ in range(5):
+        assert holder.acquire(soon(1))
+        outcome: list[bool] = []
+        thread = threading.Thread(target=lambda out=outcome: out.append(waiter.acquire(soon(5))))
+        thread.start()
+        time.sleep(0.05)  # the waiter is with its taker
+        holder.release()
+        thread.join(5)
+        assert outcome == [True]
+        waiter.release()
+    takers = [t for t in set(threading.enumerate()) - before if t.name == "duetime-sqlite-lock"]
+    assert len(takers) == 1  # one for the waiter's file, started at its first wait
+    waiter.close()
+    takers[0].join(5)
+    assert not takers[0].is_alive()
+    holder.close()

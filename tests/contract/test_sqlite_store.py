@@ -304,3 +304,35 @@ def test_another_threads_write_waits_for_the_batch_and_a_batch_that_raises_commi
     assert order == ["batch", "other thread's write"]
     assert store.get_execution(key).status == ExecutionStatus.SCHEDULED  # the claim was rolled back
     assert store.get_execution(store.key_of(later)) is not None
+
+
+def test_a_job_due_within_the_horizon_is_stored_and_sent_in_one_commit_and_a_refused_one_sends_nothing(
+    ports, clock, monkeypatch
+):
+    # POST /jobs waits for the write lock once, not twice, beside a worker's claims and ends: the job, its
+    # first run and that run's message commit together (docs/performance.md, "750 one-offs a second").
+    from duetime.domain.models import JobSpec, format_time
+    from duetime.service.jobs import submit_job
+
+    commits: list[str] = []
+    real_commit = Database._commit
+
+    def counted(self: Database, conn):  # type: ignore[no-untyped-def]
+        commits.append("commit")
+        real_commit(self, conn)
+
+    monkeypatch.setattr(Database, "_commit", counted)
+    at = format_time(clock.now + timedelta(seconds=10))
+    spec = JobSpec.model_validate({"name": "once", "handler": "demo.echo", "schedule": {"at": at}})
+    job, created = submit_job(ports, "alice", spec, idempotency_key="k1")
+    assert created and commits == ["commit"]
+    (message,) = ports.queues.receive("default", 10, 0, 30)  # the queue's visibility runs on the wall clock
+    assert message.message.job_id == job.job_id
+    # The same key with another body is refused before anything is written; the same body replays the job.
+    other = JobSpec.model_validate({"name": "twice", "handler": "demo.echo", "schedule": {"at": at}})
+    commits.clear()
+    with pytest.raises(Exception, match="Idempotency"):
+        submit_job(ports, "alice", other, idempotency_key="k1")
+    assert submit_job(ports, "alice", spec, idempotency_key="k1") == (job, False)
+    assert commits == []
+    assert ports.queues.receive("default", 10, 0, 30) == []

@@ -318,16 +318,19 @@ def submit_job(
     assert first is not None
     try:
         # The owner's counters are charged in the job's own transaction: a replay or a refused job costs none.
-        ports.store.create_job(
-            job, first, prepared.new.idempotency, ports.quotas.max_active_jobs, creation_rate(ports, owner, now)
-        )
+        # A first run due within the horizon is sent in the same commit where the store and the queues share
+        # a database (SQLite): one wait for the write lock a job, not two, beside the workers' writes.
+        with ports.store.batched():
+            ports.store.create_job(
+                job, first, prepared.new.idempotency, ports.quotas.max_active_jobs, creation_rate(ports, owner, now)
+            )
+            if first.due_at <= ports.dispatch_horizon(now):
+                dispatch(ports, [first], now, known_jobs={job.job_id: job})
     except Conflict:
         existing = replay_after_conflict(ports, owner, prepared)
         if existing:
             return existing, False
         raise
-    if first.due_at <= ports.dispatch_horizon(now):
-        dispatch(ports, [first], now, known_jobs={job.job_id: job})
     job_changed(ports, job, JobChange.CREATED, now)
     return job.model_copy(update={"next_run_at": first.due_at}), True
 

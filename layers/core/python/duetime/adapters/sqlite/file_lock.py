@@ -15,7 +15,9 @@ with SQLite's own locks. One frozen while it holds the lock (SIGSTOP) must not s
 and a blocking `flock` has no timeout, so a caller that finds the lock taken hands the blocking call to a
 thread (the taker) and waits for it with its deadline: given up, it says so (db.py raises `Unavailable`),
 and the taker, once the lock comes, gives it straight back unless another caller of this process waits.
-A free lock, the common case, is one non-blocking call and no thread.
+A free lock, the common case, is one non-blocking call. The taker is one thread for the file's life, started
+at the first wait: starting a thread at each wait cost the API process ~15% of its time serving POST /jobs
+beside a draining worker (the starter waits until the new thread runs, which needs the GIL).
 """
 
 from __future__ import annotations
@@ -40,8 +42,9 @@ class FileLock:
         self._fd: int | None = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
         self._state = threading.Condition()
         self._held = False  # this file description holds the lock
-        self._taking = False  # the taker thread is in its blocking call
+        self._taking = False  # the taker thread is asked for the lock, or is in its blocking call
         self._waiting = 0  # callers waiting for the taker
+        self._taker: threading.Thread | None = None
         self.usable = True
 
     def acquire(self, deadline: float) -> bool:
@@ -74,7 +77,10 @@ class FileLock:
             try:
                 if not self._taking:
                     self._taking = True
-                    threading.Thread(target=self._take, name="duetime-sqlite-lock", daemon=True).start()
+                    if self._taker is None:
+                        self._taker = threading.Thread(target=self._takes, name="duetime-sqlite-lock", daemon=True)
+                        self._taker.start()
+                    self._state.notify_all()
                 while self.usable and not self._held:
                     left = deadline - time.monotonic()
                     if left <= 0:
@@ -84,12 +90,23 @@ class FileLock:
             finally:
                 self._waiting -= 1
 
-    def _take(self) -> None:
-        """The taker: wait for the lock as long as it takes; keep it if a caller waits, else give it back."""
-        fd = self._fd
+    def _takes(self) -> None:
+        """The taker's life: each time a caller asks (`_taking`), take the lock once; ends with the file."""
+        while True:
+            with self._state:
+                while not self._taking and self._fd is not None and self.usable:
+                    self._state.wait()
+                fd = self._fd
+                if fd is None or not self.usable:
+                    self._taking = False
+                    self._state.notify_all()
+                    return
+            self._take(fd)
+
+    def _take(self, fd: int) -> None:
+        """Wait for the lock on `fd` as long as it takes; keep it if a caller waits, else give it back."""
         try:
-            if fd is not None:
-                fcntl.flock(fd, fcntl.LOCK_EX)
+            fcntl.flock(fd, fcntl.LOCK_EX)
         except OSError:
             log.exception("waiting for the database's lock file failed")
             with self._state:
@@ -104,7 +121,7 @@ class FileLock:
             if self._waiting:
                 self._held = True
                 self._state.notify_all()
-            elif fd is not None:
+            else:
                 fcntl.flock(fd, fcntl.LOCK_UN)
 
     def release(self) -> None:
@@ -118,6 +135,7 @@ class FileLock:
         """Close the file (its lock, if held, goes with it)."""
         with self._state:
             fd, self._fd, self._held = self._fd, None, False
+            self._state.notify_all()  # the taker, if idle, ends
         if fd is not None:
             os.close(fd)
 
