@@ -88,8 +88,8 @@ class Plan:
     burst_drain_seconds: float = 240.0  # 10,000 at the ~75/s measured before would take ~135 s
     give_up_lag: float = 5.0
     submitters: int = 8
-    workers: int | None = None  # `duetime local --workers`; None: its default (8 slots a class on SQLite, 4 on moto)
-    api_processes: int = 1  # `duetime local --api-processes` on SQLite (its default)
+    workers: int | None = None  # `duetime local --workers`; None: its default (64 slots a class on SQLite, 4 on moto)
+    api_processes: int | None = None  # `duetime local --api-processes` on SQLite; None: its default
     worker_processes: int = 1  # `duetime local --worker-processes` on SQLite (its default)
     celery_concurrency: int = 4
     reuse: bool = False  # one system for all runs of a kind (the smoke run), not a fresh one per run
@@ -578,7 +578,7 @@ def factory(name: str, plan: Plan, backends: set[str]) -> Callable[[], System]:
     if name == "celery":
         return lambda: CeleryPeer(plan.celery_concurrency)
     legacy = backends == {"moto"}
-    api_processes, worker_processes = (plan.api_processes, plan.worker_processes) if name == "sqlite" else (1, 1)
+    api_processes, worker_processes = (plan.api_processes, plan.worker_processes) if name == "sqlite" else (None, 1)
     return lambda: DuetimeLocal(
         name, plan.workers, legacy=legacy, api_processes=api_processes, worker_processes=worker_processes
     )

@@ -231,7 +231,7 @@ class DuetimeLocal:
         workers: int | None = None,
         data_dir: Path | None = None,
         legacy: bool = False,
-        api_processes: int = 1,
+        api_processes: int | None = None,
         worker_processes: int = 1,
     ) -> None:
         self.backend, self.workers, self.api_processes = backend, workers, api_processes
@@ -253,8 +253,8 @@ class DuetimeLocal:
             command += ["--workers", str(self.workers)]
         if not self.legacy:
             command += ["--backend", self.backend]
-        if self.api_processes > 1:  # given only when asked: older checkouts have no --api-processes
-            command += ["--api-processes", str(self.api_processes)]
+        if self.api_processes is not None:  # None: its default; given only when asked, as older checkouts have
+            command += ["--api-processes", str(self.api_processes)]  # no --api-processes
         if self.worker_processes > 1:  # likewise --worker-processes
             command += ["--worker-processes", str(self.worker_processes)]
         self.process = subprocess.Popen(

@@ -98,3 +98,13 @@ def test_the_environment_is_refused_at_cold_start_when_counts_and_urls_disagree(
         RuntimeConfig.from_env({"DUETIME_CLASS_QUEUES": '{"default":2}', "DUETIME_QUEUE_URLS": '{"default":"q"}'})
     with pytest.raises(ValidationError, match="DUETIME_QUEUE_URLS gives 2 queue"):
         RuntimeConfig.from_env({"DUETIME_QUEUE_URLS": '{"default":["a","b"]}'})
+
+
+def test_duetime_local_answers_the_api_in_two_processes_where_two_cores_are_there_else_one(monkeypatch):
+    monkeypatch.setattr("os.cpu_count", lambda: 2)
+    assert parser().parse_args(["local"]).api_processes == 2
+    assert parser().parse_args(["local", "--api-processes", "1"]).api_processes == 1
+    monkeypatch.setattr("os.cpu_count", lambda: 1)
+    assert parser().parse_args(["local"]).api_processes == 1
+    monkeypatch.setattr("os.cpu_count", lambda: None)  # unknown: one
+    assert parser().parse_args(["local"]).api_processes == 1

@@ -514,9 +514,12 @@ LOCAL_EVENTS_SIGNER = "duetime-events"
 # How long one webhook delivery of an event or an owner's notice may take before it is given up.
 NOTICE_WEBHOOK_TIMEOUT_SECONDS = 10.0
 # `duetime local --api-processes` on SQLite: processes answering the API on its one port (local/api_process.py).
-# One by default: on a 2-core machine a second one cost ~20% more CPU per POST /jobs in all (measured under
-# load), which pays only where a core is free for it.
-LOCAL_API_PROCESSES = 1
+# Two by default where the machine has two cores or more (cli/main.py), else one: a process answers one request
+# at a time (api/app.py), and waits for the database's write lock while a worker commits, so beside a draining
+# worker one process took 615-633 one-offs/s of 750 on a 2-core machine and two took all 750 (p99 start lateness
+# 37 ms), and POST /jobs/batch from two clients took 11,744 jobs/s against 5,304; for ~70 MB more
+# (docs/performance.md, "750 one-offs a second").
+LOCAL_API_PROCESSES = 2
 LOCAL_API_PROCESSES_MAX = 16
 # `duetime local --worker-processes` on SQLite: child processes running the workers, each with --workers slots
 # a job class (local/worker_process.py). One by default: a second, waiting for the file's write lock on a flock

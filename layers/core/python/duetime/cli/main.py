@@ -264,10 +264,10 @@ def parser() -> argparse.ArgumentParser:
         "--api-processes",
         type=int,
         choices=range(1, LOCAL_API_PROCESSES_MAX + 1),
-        default=LOCAL_API_PROCESSES,
+        default=min(LOCAL_API_PROCESSES, os.cpu_count() or 1),
         metavar="N",
-        help=f"sqlite: processes answering the API on its one port (default {LOCAL_API_PROCESSES}; more "
-        "take more submits a second where cores are free)",
+        help=f"sqlite: processes answering the API on its one port (default {LOCAL_API_PROCESSES}, or 1 on a "
+        "machine of one core; more take more submits a second where cores are free)",
     )
     local.add_argument(
         "--worker-processes",
