@@ -185,9 +185,9 @@ def test_a_commit_from_another_connection_after_a_look_wakes_the_waiter(database
             with other.write() as conn:
                 conn.execute("INSERT INTO control (key, doc) VALUES (?, '{}')", (f"k{time.monotonic_ns()}",))
             started = time.monotonic()
-            database.wait_for_change(seen, 5)
-            # Then the waiter is not left asleep until its timeout
-            assert time.monotonic() - started < 1
+            database.wait_for_change(seen, 10)
+            # Then the waiter is not left asleep until its timeout (a bound a loaded machine cannot cross)
+            assert time.monotonic() - started < 5
     finally:
         other.close()
 
