@@ -117,8 +117,9 @@ def test_the_bridge_answers_headers_and_body_in_one_segment() -> None:
 def test_the_worker_process_runs_jobs_and_dies_with_duetime_local(tmp_path: Path) -> None:
     local, url, token = serving_local(tmp_path)
     try:
-        # Given `duetime local` on SQLite, Then its workers are a child process of it
-        children = wait_for(lambda: child_pids(local.pid), 30, what="the worker process")
+        # Given `duetime local` on SQLite, Then its workers are a child process of it (beside its second API process)
+        wait_for(lambda: child_pids(local.pid, WORKER), 30, what="the worker process")
+        children = child_pids(local.pid)
         # And a job posted over the API runs there
         headers = {"Authorization": f"Bearer {token}"}
         job = {"name": "one", "handler": "demo.echo", "schedule": {"at": iso_in(0.2)}, "payload": {"n": 1}}
@@ -129,10 +130,10 @@ def test_the_worker_process_runs_jobs_and_dies_with_duetime_local(tmp_path: Path
             return bool(body["executions"]) and body["executions"][0]["status"] == "succeeded"
 
         wait_for(finished, 30, interval=0.2, what="the job to run")
-        # When `duetime local` is killed (SIGKILL), Then its worker process ends with it
+        # When `duetime local` is killed (SIGKILL), Then its worker process and its second API process end with it
         local.kill()
         local.wait(10)
-        wait_for(lambda: not any(alive(pid) for pid in children), 10, interval=0.1, what="the worker process to end")
+        wait_for(lambda: not any(alive(pid) for pid in children), 10, interval=0.1, what="its children to end")
     finally:
         if local.poll() is None:
             local.kill()
@@ -141,8 +142,8 @@ def test_the_worker_process_runs_jobs_and_dies_with_duetime_local(tmp_path: Path
 def test_a_stopped_duetime_local_stops_its_worker_process(tmp_path: Path) -> None:
     local, _, _ = serving_local(tmp_path)
     try:
-        children = wait_for(lambda: child_pids(local.pid), 30, what="the worker process")
-        stops_with_its_children(local, children)
+        wait_for(lambda: child_pids(local.pid, WORKER), 30, what="the worker process")
+        stops_with_its_children(local, child_pids(local.pid))
     finally:
         if local.poll() is None:
             local.kill()
@@ -194,15 +195,21 @@ def stops_with_its_children(local: subprocess.Popen[bytes], children: list[int])
     assert not any(alive(pid) for pid in children)
 
 
-def child_pids(pid: int) -> list[int]:
+# What a child process of `duetime local` runs (its command line names its module).
+WORKER = "duetime.local.worker_process"
+
+
+def child_pids(pid: int, running: str | None = None) -> list[int]:
+    """The child processes of `pid`: all of them, or those whose command line names `running`."""
     found = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
                 fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+                command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
             except OSError:
                 continue
-            if int(fields[1]) == pid:
+            if int(fields[1]) == pid and (running is None or running in command):
                 found.append(int(entry.name))
     return found
 
@@ -248,7 +255,8 @@ def test_two_worker_processes_run_two_runs_due_together_one_each_and_stop_with_d
     local, url, token = serving_local(tmp_path, "--worker-processes", "2", "--workers", "1")
     try:
         # Given `duetime local --worker-processes 2 --workers 1`: two worker processes of one slot each
-        children = wait_for(lambda: len(child_pids(local.pid)) == 2 and child_pids(local.pid), 30, what="2 workers")
+        wait_for(lambda: len(child_pids(local.pid, WORKER)) == 2, 30, what="2 workers")
+        children = child_pids(local.pid)  # and the second API process
         # When two runs that each take 3 s are due at one instant
         headers = {"Authorization": f"Bearer {token}"}
         at = iso_in(2)
