@@ -78,7 +78,9 @@ def test_one_taker_thread_serves_every_wait_and_ends_with_the_file(tmp_path):
         outcome: list[bool] = []
         thread = threading.Thread(target=lambda out=outcome: out.append(waiter.acquire(soon(5))))
         thread.start()
-        time.sleep(0.05)  # the waiter is with its taker
+        deadline = soon(10)
+        while not waiter._waiting and time.monotonic() < deadline:  # until the waiter is with its taker
+            time.sleep(0.005)
         holder.release()
         thread.join(5)
         assert outcome == [True]
