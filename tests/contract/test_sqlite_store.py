@@ -17,8 +17,10 @@ import pytest
 from duetime.adapters.sqlite.db import Database
 from duetime.adapters.sqlite.store import SqliteStore
 from duetime.definitions import Settings
-from duetime.domain.models import ExecutionStatus
+from duetime.domain.errors import IdempotencyMismatch
+from duetime.domain.models import ExecutionStatus, JobSpec, format_time
 from duetime.service.dispatch import new_execution
+from duetime.service.jobs import submit_job
 
 from tests.contract.conftest import make_job
 
@@ -150,6 +152,7 @@ from duetime.adapters.sqlite.store import SqliteStore
 from duetime.definitions import Settings
 from duetime.domain.models import Job, JobSpec
 from duetime.service.dispatch import new_execution
+from duetime.service.jobs import submit_job
 store = SqliteStore(Database(sys.argv[2]), Settings(shards=4))
 now = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 spec = JobSpec.model_validate({"name": "w", "handler": "demo.echo", "schedule": {"at": now}})
@@ -311,9 +314,6 @@ def test_a_job_due_within_the_horizon_is_stored_and_sent_in_one_commit_and_a_ref
 ):
     # POST /jobs waits for the write lock once, not twice, beside a worker's claims and ends: the job, its
     # first run and that run's message commit together (docs/performance.md, "750 one-offs a second").
-    from duetime.domain.models import JobSpec, format_time
-    from duetime.service.jobs import submit_job
-
     commits: list[str] = []
     real_commit = Database._commit
 
@@ -331,7 +331,7 @@ def test_a_job_due_within_the_horizon_is_stored_and_sent_in_one_commit_and_a_ref
     # The same key with another body is refused before anything is written; the same body replays the job.
     other = JobSpec.model_validate({"name": "twice", "handler": "demo.echo", "schedule": {"at": at}})
     commits.clear()
-    with pytest.raises(Exception, match="Idempotency"):
+    with pytest.raises(IdempotencyMismatch):
         submit_job(ports, "alice", other, idempotency_key="k1")
     assert submit_job(ports, "alice", spec, idempotency_key="k1") == (job, False)
     assert commits == []
