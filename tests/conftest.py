@@ -102,7 +102,8 @@ def ports(clock: Clock, test_settings: Settings, backend: str, tmp_path: Path) -
         create_tables(dynamodb, test_settings)
         create_queues(sqs, test_settings)
         yield Ports(
-            store=DynamoStore(dynamodb, test_settings),
+            # A new row's write is judged by the hand clock (DynamoTables._indexed_at_create), as the SQLite TTLs are.
+            store=DynamoStore(dynamodb, test_settings, epoch_seconds=lambda: clock().timestamp()),
             queues=DueQueues.resolve(sqs, test_settings, max_delay_seconds=0),
             **injected,
         )

@@ -5,13 +5,14 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from duetime.adapters.aws.queue import DueQueues
 from duetime.adapters.sqlite.queue import SqliteQueues
 from duetime.domain.models import Job, JobSpec, to_ms
 from duetime.service.context import Ports
+from duetime.service.dispatch import sweep
 from duetime.service.ports import Queues
 
 from tests.conftest import BACKENDS
@@ -83,3 +84,9 @@ def receive_within(queues: Queues, job_class: str, seconds: float, visibility: f
         got = queues.receive(job_class, n, min(1.0, max(0.0, deadline - time.monotonic())), visibility)
         if got or time.monotonic() >= deadline:
             return got
+
+
+def swept(ports: Ports, shard: int, until: datetime) -> int:
+    """The pre-loader's sweep of `shard` once `until` is overdue (service.dispatch.sweep): the rows due by then
+    that are still open enter the open set (on DynamoDB; on SQLite they are in it from their write)."""
+    return sweep(ports, shard, to_ms(until - timedelta(days=1)), to_ms(until))

@@ -10,7 +10,7 @@ from duetime.domain.errors import InvalidInput
 from duetime.domain.models import ExecutionStatus
 from duetime.service.dispatch import new_execution
 
-from tests.contract.conftest import make_job
+from tests.contract.conftest import make_job, swept
 
 
 def failed_execution(ports, clock, job_id="j_0000000000000001", owner="alice"):
@@ -81,6 +81,7 @@ def test_retry_failed_moves_the_row_back_to_waiting_and_out_of_the_dead_letters(
     )
     assert store.list_dead_letters("alice", 10, None).items == []
     shard = int(new_key.pk.rsplit("#", 1)[1])
+    swept(ports, shard, clock())  # once its new due time is overdue, the sweep finds it still waiting
     assert [e.execution_id for e in store.open_executions(shard, 2**42)] == [failed.execution_id]
     # Claimed again, the attempt number goes on from where it stopped
     claimed = store.claim(new_key, "w2", clock(), clock() + timedelta(seconds=30), max_attempts=1 + 1).claimed

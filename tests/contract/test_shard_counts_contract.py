@@ -20,7 +20,7 @@ from duetime.domain.keys import (
 from duetime.domain.models import ExecutionStatus
 from duetime.service.dispatch import new_execution
 
-from tests.contract.conftest import make_job
+from tests.contract.conftest import make_job, swept
 
 
 def restarted(store, shards: int):
@@ -90,6 +90,7 @@ def test_open_rows_of_a_shard_spread_over_its_index_partitions_and_every_one_is_
     store.put_executions(rows)
     keys = [store.key_of(row) for row in rows]
     shard = shard_of_partition(keys[0].pk)
+    swept(ports, shard, clock() + timedelta(minutes=1))
     used = {open_index_key(key) for key in keys}
     # One job's rows, all in one base partition, use every index partition of the shard
     assert used == set(open_index_partitions(shard)) and len(used) == OPEN_INDEX_SPREAD
@@ -112,6 +113,7 @@ def test_a_page_token_of_another_form_starts_the_shard_over(ports, clock):
     rows = [new_execution(job, clock() + timedelta(seconds=s)) for s in range(3)]
     store.put_executions(rows)
     shard = shard_of_partition(store.key_of(rows[0]).pk)
+    swept(ports, shard, clock() + timedelta(minutes=1))
     old_form = f"{store.key_of(rows[2]).pk} {store.key_of(rows[2]).sk}"  # a token from before issue 18
     assert len(store.open_page(shard, 2**42, 10, old_form).executions) == 3
 

@@ -12,7 +12,7 @@ from duetime.domain.keys import ExecutionKey, due_partition, open_index_key, sha
 from duetime.domain.models import ExecutionStatus, JobStatus, to_ms
 from duetime.service.dispatch import new_execution
 
-from tests.contract.conftest import make_job
+from tests.contract.conftest import make_job, swept
 
 # --- jobs ------------------------------------------------------------------------------------------
 
@@ -390,6 +390,7 @@ def test_a_failure_keeps_its_error_bounded_and_stays_open_until_the_owner_is_tol
     failed = store.finish(key, 1, ExecutionStatus.FAILED, clock(), error="x" * (MAX_ERROR_BYTES + 10))
     assert failed.error is not None and len(failed.error.encode()) <= MAX_ERROR_BYTES
     assert failed.error.startswith("xxx") and failed.attempts[0].error == failed.error
+    swept(ports, shard, clock())
     assert [e.execution_id for e in store.open_executions(shard, 2**42)] == [failed.execution_id]
     store.mark_notified(key, clock())
     assert store.open_executions(shard, 2**42) == []
@@ -457,6 +458,7 @@ def test_the_open_set_holds_unfinished_rows_of_a_shard_in_due_order_up_to_a_boun
     store.end_waiting(ended, ExecutionStatus.CANCELLED, clock())
     running = store.key_of(rows[0])
     store.claim(running, "w1", clock(), clock() + timedelta(seconds=30))
+    swept(ports, shard, clock() + timedelta(minutes=4))
     bound = to_ms(clock() + timedelta(minutes=3))
     assert [e.due_at for e in store.open_executions(shard, bound)] == [
         clock() + timedelta(minutes=m) for m in (1, 2, 3)
@@ -466,6 +468,56 @@ def test_the_open_set_holds_unfinished_rows_of_a_shard_in_due_order_up_to_a_boun
     assert set(audited) == {rows[0].execution_id, rows[1].execution_id, rows[2].execution_id}
     assert audited[rows[0].execution_id].key == running
     assert audited[rows[0].execution_id].open_shard == open_index_key(running)
+
+
+def test_a_sweep_puts_every_row_still_open_into_the_open_set_and_none_that_ended(ports, clock):
+    store = ports.store
+    job = make_job(clock)
+    shard = shard_of(job.job_id, ports.settings.shards)
+    rows = [new_execution(job, clock() + timedelta(minutes=m)) for m in range(5)]
+    store.put_executions(rows)
+    keys = [store.key_of(row) for row in rows]
+    for key in keys[1:4]:
+        store.claim(key, "w1", clock(), clock() + timedelta(seconds=30))
+    store.finish(keys[2], 1, ExecutionStatus.SUCCEEDED, clock())
+    store.finish(keys[3], 1, ExecutionStatus.FAILED, clock(), error="boom")  # its owner not told yet
+    swept(ports, shard, clock() + timedelta(minutes=4))
+    open_now = [e.execution_id for e in store.open_executions(shard, 2**42)]
+    # waiting, running, failed untold, waiting: in due order; the one that succeeded is not
+    assert open_now == [rows[m].execution_id for m in (0, 1, 3, 4)]
+    assert swept(ports, shard, clock() + timedelta(minutes=4)) == 0  # a second sweep finds nothing to add
+    store.mark_notified(keys[3], clock())
+    store.end_waiting(keys[0], ExecutionStatus.CANCELLED, clock())
+    store.finish(keys[1], 1, ExecutionStatus.SUCCEEDED, clock())
+    assert [e.execution_id for e in store.open_executions(shard, 2**42)] == [rows[4].execution_id]
+
+
+def test_on_dynamodb_a_run_that_ends_before_the_sweep_never_enters_the_open_index(ports, clock, backend):
+    """Issue 32: the `open` index cost two write units a run (an entry at create, its removal at the end). A row
+    is now written without it unless it is due already, and enters it only if the sweep finds it still open."""
+    if backend != "moto":
+        pytest.skip("SQLite keeps every open row in its index from the write: an entry costs nothing there")
+    store = ports.store
+    job = make_job(clock)
+    shard = shard_of(job.job_id, ports.settings.shards)
+    late = clock() - timedelta(seconds=ports.settings.reconcile_after_seconds())
+    due_now, due_long_ago = new_execution(job, clock()), new_execution(job, late)
+    store.put_executions([due_now, due_long_ago])
+    # A row written long after its due time (a backfilled or caught-up slot) is in the index at once: a sweep
+    # may have passed its time already. One due now is not.
+    assert [s.open_shard is not None for s in sorted_scan(store)] == [True, False]
+    store.claim(store.key_of(due_now), "w1", clock(), clock() + timedelta(seconds=30))
+    store.finish(store.key_of(due_now), 1, ExecutionStatus.SUCCEEDED, clock())
+    assert swept(ports, shard, clock()) == 0  # it ended: the sweep adds nothing
+    item = store.client.get_item(
+        TableName=store.executions_table,
+        Key={"pk": {"S": store.key_of(due_now).pk}, "sk": {"S": store.key_of(due_now).sk}},
+    )["Item"]
+    assert "openShard" not in item and "openJob" not in item
+
+
+def sorted_scan(store):
+    return sorted(store.scan_open_executions(), key=lambda s: s.execution.due_at)
 
 
 # --- control records ---------------------------------------------------------------------------------
@@ -493,6 +545,7 @@ def test_a_waiting_row_ended_failed_stays_open_until_its_owner_is_told(ports, cl
     shard = int(key.pk.rsplit("#", 1)[1])
     failed = store.end_waiting(key, ExecutionStatus.FAILED, clock(), "poison")
     assert (failed.status, failed.skip_reason) == (ExecutionStatus.FAILED, "poison")
+    swept(ports, shard, clock())
     assert [e.execution_id for e in store.open_executions(shard, 2**42)] == [failed.execution_id]
     assert [s.open_shard for s in store.scan_open_executions()] == [open_index_key(key)]
     store.mark_notified(key, clock())
@@ -515,6 +568,7 @@ def test_the_open_set_is_read_in_bounded_steps_in_due_order_that_say_where_to_go
     shard = shard_of(job.job_id, ports.settings.shards)
     rows = [new_execution(job, clock() + timedelta(minutes=m)) for m in range(7)]
     store.put_executions(rows)
+    swept(ports, shard, clock() + timedelta(minutes=5))
     seen, token, steps = [], None, 0
     while True:
         page = store.open_page(shard, to_ms(clock() + timedelta(minutes=5)), 2, token)
@@ -536,6 +590,7 @@ def test_a_held_waiting_row_leaves_the_open_set_until_it_is_unheld(ports, clock)
     store.put_executions(rows)
     held, running = store.key_of(rows[0]), store.key_of(rows[1])
     store.claim(running, "w1", clock(), clock() + timedelta(seconds=30))
+    swept(ports, shard, clock() + timedelta(minutes=2))
     assert store.hold_waiting(held) is True
     assert store.hold_waiting(running) is False  # only a waiting row is held
     assert [e.execution_id for e in store.open_page(shard, 2**42, 10).executions] == [

@@ -2,8 +2,9 @@
 what the simulated workers believe.
 
 - Nothing accepted is lost: every accepted job is stored with at least its first execution; no execution ever
-  disappears; each one is waiting (in the reconciler's `open` index, unless its job is paused), running under a
-  lease (in the index), or terminal with what ended it recorded (a result, an error or a skip reason).
+  disappears; each one is waiting (in the reconciler's `open` index once its shard's sweep has passed its due
+  time, unless its job is paused), running under a lease (in the index, likewise), or terminal with what ended
+  it recorded (a result, an error or a skip reason).
 - No attempt is held by two workers: no two live workers believe at once that they hold the same row (each
   believes until the lease end the store last gave it); an attempt is claimed once; a stale worker's heartbeat
   or outcome is refused (and a current one is not); a row is reported finished once; a finished row's attempt
@@ -23,9 +24,10 @@ from typing import TYPE_CHECKING, Any
 
 from duetime.adapters.sqlite.items import execution_from_doc, job_from_doc
 from duetime.adapters.sqlite.store import SqliteStore
-from duetime.domain.keys import ExecutionKey, open_index_key
-from duetime.domain.models import CatchUp, Execution, ExecutionStatus, Job, JobStatus
+from duetime.domain.keys import ExecutionKey, open_index_key, shard_of_partition
+from duetime.domain.models import CatchUp, Execution, ExecutionStatus, Job, JobStatus, to_ms
 from duetime.domain.recurrence import SLOT_TOLERANCE, is_slot, recurrence_of
+from duetime.service.audit import swept_through
 from duetime.service.jobs import first_slot
 from duetime.service.ports import StoredExecution
 
@@ -56,6 +58,7 @@ class Checker:
         self.reported: dict[str, tuple[int, str]] = {}  # execution id -> (attempt, worker) that ended it
         self.slots_seen: set[tuple[str, datetime]] = set()  # rows found to be slots of their job's schedule
         self.due_counts: dict[str, tuple[datetime, int]] = {}  # job id -> (a slot, how many are due up to it)
+        self.swept: dict[int, int] = {}  # shard -> how far its sweep has gone (sweptMs)
 
     # -- events the world tells -----------------------------------------------------------------------------------
 
@@ -101,6 +104,7 @@ class Checker:
         if not stored:
             return
         jobs, rows_of = self.reader.read(world.raw.store)
+        self.swept = swept_through(world.raw)
         for job_id in sorted(world.jobs):
             job = jobs.get(job_id)
             if job is None:
@@ -138,6 +142,11 @@ class Checker:
         row = stored.execution
         eid = row.execution_id
         indexed = stored.open_shard == open_index_key(stored.key)
+        if stored.open_shard is None and not self._swept_past(stored):
+            # Not in the index yet (DynamoDB writes it only when the sweep finds the row still open, or when a
+            # row is written already due): what matters is that the sweep has not passed it, and it is checked
+            # again once it has.
+            indexed = True
         if row.status == ExecutionStatus.SCHEDULED:
             held = job.status == JobStatus.PAUSED
             if not held and not indexed:
@@ -158,6 +167,11 @@ class Checker:
         reported = self.reported.get(eid)
         if reported is not None and row.status == ExecutionStatus.SUCCEEDED and reported[0] != row.attempt:
             raise Violation(f"{eid} was reported by attempt {reported[0]} but ended with attempt {row.attempt}")
+
+    def _swept_past(self, stored: StoredExecution) -> bool:
+        """Whether the sweep of the row's shard has passed its due time (service/dispatch.py, sweep)."""
+        swept = self.swept.get(shard_of_partition(stored.key.pk))
+        return swept is not None and to_ms(stored.execution.due_at) <= swept
 
     def _terminal_record(self, row: Execution) -> None:
         eid = row.execution_id

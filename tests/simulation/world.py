@@ -140,6 +140,7 @@ FAULTABLE = frozenset(
         "get_jobs",
         "get_execution",
         "query_due",
+        "sweep_open",
         "open_page",
         "open_executions_of_job",
     }
@@ -280,7 +281,8 @@ class MotoBackend:
         from duetime.adapters.aws.queue import DueQueues
         from duetime.adapters.aws.store import DynamoStore
 
-        return DynamoStore(self.dynamodb, SETTINGS), DueQueues.resolve(self.sqs, SETTINGS)
+        store = DynamoStore(self.dynamodb, SETTINGS, epoch_seconds=lambda: self.clock().timestamp())
+        return store, DueQueues.resolve(self.sqs, SETTINGS)
 
     def close(self) -> None:
         self.patches.close()

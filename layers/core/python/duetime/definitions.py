@@ -307,6 +307,12 @@ class Settings:
         """The classes spread over more than one due queue, with their count (empty: one queue each)."""
         return {name: c.queues for name, c in self.job_classes.items() if c.queues != 1}
 
+    def reconcile_after_seconds(self) -> int:
+        """How overdue an open execution must be before the reconciler sends it again: three pre-load cycles
+        (a message sent normally has long been delivered by then) and at least one lease past its end."""
+        lease = max(c.lease_seconds for c in self.job_classes.values())
+        return max(3 * self.preload_interval_seconds, lease + self.preload_interval_seconds)
+
     def with_lease_seconds(self, lease_seconds: int) -> Settings:
         """The same settings with every job class leased for `lease_seconds` (`--lease-seconds`)."""
         classes = {name: replace(c, lease_seconds=lease_seconds) for name, c in self.job_classes.items()}

@@ -6,10 +6,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from duetime.domain.keys import open_index_key
-from duetime.domain.models import ExecutionStatus, JobStatus, format_time
+from duetime.domain.keys import open_index_key, shard_of_partition
+from duetime.domain.models import ExecutionStatus, JobStatus, format_time, to_ms
 from duetime.service.context import Ports
-from duetime.service.dispatch import reconcile_after
+from duetime.service.dispatch import preload_record_key, reconcile_after
 
 
 @dataclass(frozen=True)
@@ -50,10 +50,22 @@ def stale_after(ports: Ports) -> timedelta:
     return reconcile_after(ports) + timedelta(seconds=ports.settings.preload_interval_seconds)
 
 
+def swept_through(ports: Ports) -> dict[int, int]:
+    """How far each shard's sweep has gone (its pre-load record's `sweptMs`), for the shards that have swept."""
+    shards = range(max(ports.settings.shards, ports.store.most_shards()))
+    records = ports.store.get_controls([preload_record_key(shard) for shard in shards])
+    return {
+        shard: int(record["sweptMs"])
+        for shard in shards
+        if (record := records.get(preload_record_key(shard))) is not None and "sweptMs" in record
+    }
+
+
 def audit(ports: Ports, now: datetime | None = None) -> AuditReport:
     """Check docs/lifecycle.md's invariants over every open execution, every job and every DLQ.
 
-    - every open execution sits in the partition of its due hour and shard, and in the `open` index;
+    - every open execution sits in the partition of its due hour and shard, and in the `open` index once its
+      shard's sweep has passed its due time;
     - no running execution's lease ended longer ago than one reconcile cycle (it is abandoned), unless its job
       is paused (a takeover would start a new attempt: it waits for resume);
     - no waiting execution of an active job is overdue by longer than one reconcile cycle (stuck);
@@ -65,6 +77,7 @@ def audit(ports: Ports, now: datetime | None = None) -> AuditReport:
     late = now - stale_after(ports)
     report = AuditReport()
     jobs = {job.job_id: job for job in ports.store.scan_jobs()}
+    swept = swept_through(ports)
     waiting_of: Counter[str] = Counter()
     running_of: Counter[str] = Counter()
     for stored in ports.store.scan_open_executions():
@@ -79,7 +92,11 @@ def audit(ports: Ports, now: datetime | None = None) -> AuditReport:
         job = jobs.get(execution.job_id)
         # A paused job's waiting rows are held out of the index until resume (the reconciler skips them).
         held = job is not None and job.status == JobStatus.PAUSED and execution.status == ExecutionStatus.SCHEDULED
-        if stored.open_shard != shard and not (held and stored.open_shard is None):
+        # A row enters the index when its shard's sweep passes its due time (service/dispatch.py, sweep), if not
+        # before: one the sweep has not reached yet may be out of it.
+        swept_to = swept.get(shard_of_partition(expected.pk))
+        unswept = swept_to is None or to_ms(execution.due_at) > swept_to
+        if stored.open_shard != shard and not (stored.open_shard is None and (held or unswept)):
             report.findings.append(
                 Finding("not in the open index", subject, f"openShard {stored.open_shard!r}, expected {shard!r}")
             )

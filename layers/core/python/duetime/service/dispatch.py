@@ -45,6 +45,7 @@ log = logging.getLogger("duetime.preloader")
 EXCLUDED = "excluded"
 # Where a shard's pre-loader starts when it has no cursor yet (a new deployment).
 FIRST_LOOKBACK = timedelta(hours=1)
+FIRST_LOOKBACK_MS = int(FIRST_LOOKBACK.total_seconds()) * 1000
 
 
 def new_execution(
@@ -92,6 +93,7 @@ class DispatchReport:
     errors: int = 0  # shards whose cycle failed (logged; the other shards still ran)
     paused: int = 0  # jobs paused because a slot of theirs could not be planned (the note says why)
     unplanned: int = 0  # executions whose dispatch failed on the store or queue: left for the reconciler
+    swept: int = 0  # rows a sweep found still open once overdue and put into the open set (sweep)
 
     def add(self, other: DispatchReport) -> None:
         for name in vars(self):
@@ -99,11 +101,8 @@ class DispatchReport:
 
 
 def reconcile_after(ports: Ports) -> timedelta:
-    """How overdue an open execution must be before the reconciler sends it again: three pre-load cycles
-    (a message sent normally has long been delivered by then) and at least one lease past its end."""
-    interval = ports.settings.preload_interval_seconds
-    lease = max(c.lease_seconds for c in ports.settings.job_classes.values())
-    return timedelta(seconds=max(3 * interval, lease + interval))
+    """How overdue an open execution must be before the reconciler sends it again (Settings says why)."""
+    return timedelta(seconds=ports.settings.reconcile_after_seconds())
 
 
 def dispatch(
@@ -562,16 +561,43 @@ def _preload_shard(ports: Ports, owner: str, shard: int, now: datetime, threads:
         if shard < counts.get(hour_bucket(hour), 0):
             due.extend(ports.store.query_due(due_partition(hour, shard), cursor_ms, to_ms(window_end)))
     report = dispatch(ports, due, now, threads=threads) if due else DispatchReport()
+    late_ms = to_ms(now - reconcile_after(ports))
+    swept_from = int(record.get("sweptMs", late_ms - FIRST_LOOKBACK_MS))
+    swept_ms = max(swept_from, late_ms)
+    report.swept = sweep(ports, shard, swept_from, swept_ms)
     reconciled, reconcile_from = reconcile_page(ports, shard, now, record.get("reconcileFrom"))
     report.add(reconciled)
-    ports.store.advance_cursor(record_key, owner, to_ms(window_end), reconcile_from)
+    ports.store.advance_cursor(record_key, owner, to_ms(window_end), reconcile_from, swept_ms)
     report.shards = 1
     return report
 
 
+def sweep(ports: Ports, shard: int, after_ms: int, until_ms: int) -> int:
+    """Put into the open set each row of `shard` due in (after_ms, until_ms] that is still open (Store.sweep_open):
+    the pre-loader sweeps each range once, as it becomes `reconcile_after` overdue, before the reconciler reads
+    the open set. On DynamoDB a row enters the `open` index only here (unless written already due), so the
+    index costs a run that ends in time nothing; on SQLite every open row is in it from its write. A row
+    still open when its range is swept (a lost message, a lost worker, a long run, a paused job's) is what
+    the reconciler must see; it stays in the index until it ends."""
+    if until_ms <= after_ms:
+        return 0
+    hours = _hours_between(after_ms, until_ms)
+    counts = ports.store.recorded_shards([hour_bucket(hour) for hour in hours])
+    entered = 0
+    for hour in hours:
+        if shard < counts.get(hour_bucket(hour), 0):
+            entered += ports.store.sweep_open(due_partition(hour, shard), after_ms, until_ms)
+    return entered
+
+
 def reconcile(ports: Ports, shard: int, now: datetime) -> DispatchReport:
-    """Reconcile `shard`'s open rows from the start of the `open` index (one bounded page)."""
-    return reconcile_page(ports, shard, now, None)[0]
+    """Reconcile `shard`'s open rows from the start of the `open` index (one bounded page), after a sweep of
+    the rows due over the last FIRST_LOOKBACK before `reconcile_after` ago (a shard's first cycle's)."""
+    late_ms = to_ms(now - reconcile_after(ports))
+    swept = sweep(ports, shard, late_ms - FIRST_LOOKBACK_MS, late_ms)
+    report = reconcile_page(ports, shard, now, None)[0]
+    report.swept = swept
+    return report
 
 
 def reconcile_page(ports: Ports, shard: int, now: datetime, after: str | None) -> tuple[DispatchReport, str | None]:

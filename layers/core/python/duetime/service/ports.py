@@ -359,6 +359,13 @@ class ExecutionStore(Protocol):
         """Waiting executions in `partition` with after_ms < due <= until_ms, oldest first."""
         ...
 
+    def sweep_open(self, partition: str, after_ms: int, until_ms: int) -> int:
+        """Put into the open set every execution of `partition` due in (after_ms, until_ms] that is still open
+        (waiting, running, failed with the owner not told) and not in it yet; returns how many. The reconciler
+        sweeps each due range once it is overdue, so the open set need hold only what outlived its time: a
+        store whose index entries cost writes (DynamoDB) leaves a new row out of it until then."""
+        ...
+
     def open_executions(self, shard: int, until_ms: int) -> list[Execution]:
         """Executions of `shard` in the open set (waiting, running, failed with the owner not told) due at
         or before `until_ms`, oldest first."""
@@ -537,9 +544,12 @@ class ControlStore(Protocol):
         """Take or renew the lease on `key` unless another holds it live; the record if `owner` holds it."""
         ...
 
-    def advance_cursor(self, key: str, owner: str, cursor_ms: int, reconcile_from: str | None = None) -> bool:
-        """Move the lease holder's cursor, record where the reconciler goes on and hand the lease back, in one
-        write; False if `owner` lost the lease meanwhile."""
+    def advance_cursor(
+        self, key: str, owner: str, cursor_ms: int, reconcile_from: str | None = None, swept_ms: int | None = None
+    ) -> bool:
+        """Move the lease holder's cursor, record where the reconciler goes on and how far the open rows were
+        swept (`sweptMs`, kept when None), and hand the lease back, in one write; False if `owner` lost the
+        lease meanwhile."""
         ...
 
     def release_lease(self, key: str, owner: str) -> bool:

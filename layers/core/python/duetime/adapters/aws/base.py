@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 from typing import Any
@@ -13,7 +14,7 @@ from duetime.adapters.aws.items import _ser, execution_key, execution_to_item
 from duetime.adapters.shard_counts import BucketShards
 from duetime.definitions import CONTROL_TABLE, EXECUTIONS_TABLE, JOBS_TABLE, Settings
 from duetime.domain.keys import MOST_SHARDS_KEY, SHARDS_KEY_PREFIX, ExecutionKey, bucket_shards_key, hour_bucket
-from duetime.domain.models import Execution
+from duetime.domain.models import Execution, to_ms
 
 
 class Refused(Exception):
@@ -55,9 +56,11 @@ def refused_as(error: Exception | None = None) -> Iterator[None]:
 class DynamoTables:
     """The client and the three tables' names, with what the jobs, executions and control parts share."""
 
-    def __init__(self, client: Any, settings: Settings) -> None:
+    def __init__(self, client: Any, settings: Settings, epoch_seconds: Callable[[], float] = time.time) -> None:
         self.client = client
         self.settings = settings
+        # The clock a new row's write is judged by (_indexed_at_create); the tests and the simulation inject theirs.
+        self.epoch_seconds = epoch_seconds
         self.jobs_table = settings.table_name(JOBS_TABLE)
         self.executions_table = settings.table_name(EXECUTIONS_TABLE)
         self.control_table = settings.table_name(CONTROL_TABLE)
@@ -114,13 +117,22 @@ class DynamoTables:
             return int(old["shards"]["N"])
         return shards
 
+    def _indexed_at_create(self, execution: Execution) -> bool:
+        """Whether a new open row enters the `open` index with its write: only one due before the sweep may
+        have passed it (service/dispatch.py, sweep_open), that is due more than half the reconcile delay ago
+        (a backfilled or caught-up slot, a one-off due in the past). A row due later enters it only if it is
+        still open when the sweep passes it, so a run that ends in time never writes the index (issue 32)."""
+        horizon_ms = (self.epoch_seconds() - self.settings.reconcile_after_seconds() / 2) * 1000
+        return not execution.status.is_terminal and to_ms(execution.due_at) <= horizon_ms
+
     def _put_execution_op(self, execution: Execution) -> dict[str, Any]:
         """A Put of a new execution (in a job's creation, a retry's move, or alone)."""
         expires = self._expires_at(execution.finished_at) if execution.finished_at else None
+        item = execution_to_item(execution, self.key_of(execution), expires, self._indexed_at_create(execution))
         return {
             "Put": {
                 "TableName": self.executions_table,
-                "Item": _ser(execution_to_item(execution, self.key_of(execution), expires)),
+                "Item": _ser(item),
                 "ConditionExpression": "attribute_not_exists(pk)",
             }
         }

@@ -77,12 +77,18 @@ class DynamoControl(DynamoTables, ShardCountCalls):
             return None
         return _plain(_deser(response["Attributes"]))
 
-    def advance_cursor(self, key: str, owner: str, cursor_ms: int, reconcile_from: str | None = None) -> bool:
+    def advance_cursor(
+        self, key: str, owner: str, cursor_ms: int, reconcile_from: str | None = None, swept_ms: int | None = None
+    ) -> bool:
         """Move the lease holder's cursor forward, record where the reconciler goes on (`reconcile_from`, None:
-        from the start) and hand the lease back, all in one write, so the next cycle (whatever its owner)
-        takes the shard at once. False if `owner` lost the lease meanwhile."""
+        from the start) and how far the sweep went (`swept_ms`, kept when None), and hand the lease back, all in
+        one write, so the next cycle (whatever its owner) takes the shard at once. False if `owner` lost the
+        lease meanwhile."""
         values: dict[str, Any] = {":c": cursor_ms, ":o": owner}
         expression = "SET cursorMs = :c"
+        if swept_ms is not None:
+            expression += ", sweptMs = :w"
+            values[":w"] = swept_ms
         if reconcile_from:
             expression += ", reconcileFrom = :r REMOVE leaseOwner, leaseUntilMs"
             values[":r"] = reconcile_from

@@ -51,7 +51,8 @@ def _fence(claim_token: str | None) -> tuple[str, dict[str, Any]]:
 
 
 class DynamoExecutions(DynamoQuotas):
-    """The executions table and its byJob, open and openByJob indexes (keys only: rows are read behind them)."""
+    """The executions table and its byJob, open and openByJob indexes (keys only: rows are read behind them).
+    The sparse `open` index holds the rows a sweep found still open once overdue (sweep_open), not every row."""
 
     # -- a one-off job completed (or reopened) in the write that ends (or retries) its run -----------------
 
@@ -357,6 +358,64 @@ class DynamoExecutions(DynamoQuotas):
             if not last:
                 return out
             kwargs["ExclusiveStartKey"] = last
+
+    # A row the reconciler must still look at: waiting, running, or failed with its owner not told yet.
+    STILL_OPEN = "#s IN (:scheduled, :running) OR (#s = :failed AND attribute_not_exists(notifiedMs))"
+
+    def sweep_open(self, partition: str, after_ms: int, until_ms: int) -> int:
+        """Enter into the `open` index every row of `partition` due in (after_ms, until_ms] that is still open
+        and not in it yet; returns how many. A run's row is written without an index entry unless it is due
+        already (_indexed_at_create): most rows have ended when the sweep passes them, so a run that ends in
+        time costs the index nothing. One strongly consistent Query of keys (a row written before its due
+        time is seen), then a conditional UpdateItem a row still open (one that ends meanwhile is left)."""
+        values = {
+            ":p": partition,
+            ":lo": f"{after_ms + 1:013d}#",
+            ":hi": f"{until_ms:013d}#~",
+            ":scheduled": ExecutionStatus.SCHEDULED.value,
+            ":running": ExecutionStatus.RUNNING.value,
+            ":failed": ExecutionStatus.FAILED.value,
+        }
+        kwargs: dict[str, Any] = {
+            "TableName": self.executions_table,
+            "KeyConditionExpression": "pk = :p AND sk BETWEEN :lo AND :hi",
+            "FilterExpression": f"attribute_not_exists(openShard) AND ({self.STILL_OPEN})",
+            "ProjectionExpression": "pk, sk",
+            "ExpressionAttributeNames": {"#s": "status"},
+            "ExpressionAttributeValues": _ser(values),
+            "ConsistentRead": True,
+        }
+        keys: list[ExecutionKey] = []
+        while True:
+            response = self.client.query(**kwargs)
+            keys.extend(ExecutionKey(pk=item["pk"]["S"], sk=item["sk"]["S"]) for item in response.get("Items", []))
+            last = response.get("LastEvaluatedKey")
+            if not last:
+                break
+            kwargs["ExclusiveStartKey"] = last
+        entered = 0
+        for key in keys:
+            try:
+                with refused_as():
+                    self.client.update_item(
+                        TableName=self.executions_table,
+                        Key=_ser({"pk": key.pk, "sk": key.sk}),
+                        UpdateExpression="SET openShard = :shard",
+                        ConditionExpression=f"attribute_exists(pk) AND ({self.STILL_OPEN})",
+                        ExpressionAttributeNames={"#s": "status"},
+                        ExpressionAttributeValues=_ser(
+                            {
+                                ":shard": open_shard_of(key),
+                                ":scheduled": ExecutionStatus.SCHEDULED.value,
+                                ":running": ExecutionStatus.RUNNING.value,
+                                ":failed": ExecutionStatus.FAILED.value,
+                            }
+                        ),
+                    )
+            except Refused:
+                continue  # it ended (or its failure was told) since the query read it
+            entered += 1
+        return entered
 
     def scan_open_executions(self) -> Iterator[StoredExecution]:
         """Every scheduled or running execution, and every failed one whose owner was not told yet: a full

@@ -70,8 +70,11 @@ def _attempt_to_item(record: AttemptRecord) -> dict[str, Any]:
     return {k: v for k, v in attempt_values(record).items() if v is not None}
 
 
-def execution_to_item(execution: Execution, key: ExecutionKey, expires_at: int | None = None) -> dict[str, Any]:
-    """The item of `execution` stored at `key` (the store derives it from the due bucket's shard count)."""
+def execution_to_item(
+    execution: Execution, key: ExecutionKey, expires_at: int | None = None, in_open_index: bool = True
+) -> dict[str, Any]:
+    """The item of `execution` stored at `key` (the store derives it from the due bucket's shard count), in
+    the `open` index if it is open and `in_open_index` (DynamoTables._indexed_at_create)."""
     return {
         "pk": key.pk,
         "sk": key.sk,
@@ -79,7 +82,7 @@ def execution_to_item(execution: Execution, key: ExecutionKey, expires_at: int |
         "result": None if execution.result is None else stored_json(execution.result),
         "attempts": [_attempt_to_item(a) for a in execution.attempts],
         "expiresAt": expires_at,
-        "openShard": None if execution.status.is_terminal else open_shard_of(key),
+        "openShard": open_shard_of(key) if in_open_index and not execution.status.is_terminal else None,
         "openJob": None if execution.status.is_terminal else execution.job_id,
         "payload": None if execution.payload is None else stored_json(execution.payload),
     }

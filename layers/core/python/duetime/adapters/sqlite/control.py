@@ -54,14 +54,19 @@ class SqliteControl(SqliteTables, ShardCountCalls):
             self._write_control(conn, key, record)
             return record
 
-    def advance_cursor(self, key: str, owner: str, cursor_ms: int, reconcile_from: str | None = None) -> bool:
-        """Move the lease holder's cursor forward and record where the reconciler goes on (`reconcile_from`,
-        None: from the start), in one write; False if `owner` lost the lease meanwhile."""
+    def advance_cursor(
+        self, key: str, owner: str, cursor_ms: int, reconcile_from: str | None = None, swept_ms: int | None = None
+    ) -> bool:
+        """Move the lease holder's cursor forward, record where the reconciler goes on (`reconcile_from`,
+        None: from the start) and how far the sweep went (`swept_ms`, kept when None), in one write; False if
+        `owner` lost the lease meanwhile."""
         with self.db.write() as conn:
             record = self._read_control(conn, key)
             if record is None or record.get("leaseOwner") != owner:
                 return False
             record["cursorMs"] = cursor_ms
+            if swept_ms is not None:
+                record["sweptMs"] = swept_ms
             record.pop("leaseOwner", None)  # handed back: the next cycle, whatever its owner, takes the shard
             record.pop("leaseUntilMs", None)
             if reconcile_from:
