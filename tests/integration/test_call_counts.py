@@ -3,12 +3,14 @@ the figures `make bench` reports and duetime.domain.capacity carries to AWS scal
 
 from __future__ import annotations
 
+import threading
 from collections import Counter
 from datetime import timedelta
 from typing import Any
 
 import pytest
 from duetime.adapters.aws.store import DynamoStore
+from duetime.definitions import EXECUTIONS_TABLE, TABLES
 from duetime.domain import capacity
 from duetime.domain.keys import hour_bucket
 from duetime.domain.models import JobSpec, format_time
@@ -16,32 +18,74 @@ from duetime.service.batch import BatchItem, submit_jobs
 from duetime.service.dispatch import preload
 from duetime.service.jobs import submit_job
 from duetime.worker.runtime import Worker
+from moto.core import DEFAULT_ACCOUNT_ID
+from moto.dynamodb.models import dynamodb_backends
+from moto.dynamodb.models.dynamo_type import DynamoType
 
 WRITES = {"PutItem", "UpdateItem", "DeleteItem"}
 
 
 class Calls:
-    """API calls by "service:Operation", and items written per table as (table, transactional)."""
+    """API calls by "service:Operation", items written per table as (table, transactional), and the entries
+    each write added to or removed from the tables' indexes (index write units, read off moto's tables around
+    each write: an index projecting keys only takes a unit for each entry a write adds or removes)."""
 
     def __init__(self, ports: Any) -> None:
         self.calls: Counter[str] = Counter()
         self.writes: Counter[tuple[str, bool]] = Counter()
+        self.index_writes: Counter[str] = Counter()  # index name -> units
         self.executions_table = ports.store.executions_table
+        self.indexes = {ports.settings.table_name(table): table.indexes for table in TABLES}
+        self.pending = threading.local()
         for client in (ports.store.client, ports.queues.client):
             client.meta.events.register("before-parameter-build.*.*", self._count)
+        ports.store.client.meta.events.register("after-call.dynamodb.*", self._after)
 
     def _count(self, model: Any, params: dict[str, Any], **_: Any) -> None:
         self.calls[f"{model.service_model.service_id.hyphenize()}:{model.name}"] += 1
+        written: list[tuple[str, dict[str, Any]]] = []
         if model.name in WRITES:
             self.writes[(params["TableName"], False)] += 1
+            written.append((params["TableName"], params.get("Key") or params["Item"]))
         elif model.name == "TransactWriteItems":
             for item in params["TransactItems"]:
-                for body in item.values():
+                for kind, body in item.items():
                     self.writes[(body["TableName"], True)] += 1
+                    if kind != "ConditionCheck":
+                        written.append((body["TableName"], body.get("Key") or body["Item"]))
+        if model.service_model.service_name == "dynamodb":
+            self.pending.before = [(table, key, self._entries(table, key)) for table, key in written]
+
+    def _after(self, **_: Any) -> None:
+        for table, key, before in getattr(self.pending, "before", []):
+            after = self._entries(table, key)
+            for name in before.keys() | after.keys():
+                if before.get(name) != after.get(name):
+                    self.index_writes[name] += (before.get(name) is not None) + (after.get(name) is not None)
+        self.pending.before = []
+
+    def _entries(self, table: str, key: dict[str, Any]) -> dict[str, tuple[Any, Any] | None]:
+        """The index entries the item at `key` has now, by index name (None: not in that index)."""
+        stored = dynamodb_backends[DEFAULT_ACCOUNT_ID]["us-east-1"].get_table(table)
+        ordered = [key[stored.hash_key_attr]] + ([key[stored.range_key_attr]] if stored.range_key_attr else [])
+        item = stored.get_item(DynamoType(ordered[0]), DynamoType(ordered[1]) if len(ordered) > 1 else None)
+        attrs = item.to_json()["Attributes"] if item is not None else {}
+        entries: dict[str, tuple[Any, Any] | None] = {}
+        for index in self.indexes.get(table, ()):
+            parts = [attrs.get(index.partition_key)] + ([attrs.get(index.sort_key)] if index.sort_key else [None])
+            present = parts[0] is not None and (index.sort_key is None or parts[1] is not None)
+            entries[index.name] = (str(parts[0]), str(parts[1])) if present else None
+        return entries
+
+    def execution_index_units(self) -> int:
+        """Index write units on the executions table's indexes (byJob, open, openByJob, deadByOwner)."""
+        names = {index.name for index in EXECUTIONS_TABLE.indexes}
+        return sum(n for name, n in self.index_writes.items() if name in names)
 
     def reset(self) -> None:
         self.calls.clear()
         self.writes.clear()
+        self.index_writes.clear()
 
     def sqs(self) -> int:
         return sum(n for name, n in self.calls.items() if name.startswith("sqs:"))
@@ -101,6 +145,11 @@ def test_a_successful_one_off_execution_costs_three_executions_table_writes_its_
     )
     assert calls.execution_writes() == 3 == capacity.ONE_OFF.executions_writes
     assert calls.execution_write_units() == 5 == capacity.ONE_OFF.executions_wcu
+    # and its row's index entries: byJob and openByJob at create, openByJob's removal at the end; never the
+    # `open` index, which a row enters only if the sweep finds it still open once overdue
+    assert calls.index_writes == Counter({"byJob": 1, "openByJob": 2, "byOwner": 1})
+    assert calls.execution_index_units() == 3 == capacity.ONE_OFF.index_wcu
+    assert capacity.ONE_OFF.open_index_wcu == 0
     # jobs and control: the job's put and the counter's +1 at create, its completion and the -1 at the end,
     # each inside a transaction (the byOwner index's one unit at create is counted by the profile)
     assert calls.job_and_control_write_units() == 8 == capacity.ONE_OFF.jobs_wcu - 1
@@ -175,6 +224,10 @@ def test_a_cron_run_in_steady_state_costs_three_executions_table_writes_and_one_
     assert control == 2 * ports.settings.shards * minutes  # the pre-loader's lease and cursor, per shard and cycle
     assert calls.execution_writes() == 3 * runs == capacity.CRON_RUN.executions_writes * runs
     assert calls.execution_write_units() == capacity.CRON_RUN.executions_wcu * runs
+    # And each run's row takes a byJob entry and an openByJob one at create, which it leaves at the end: no
+    # `open` index entry, as every run ended before the sweep reached its time
+    assert calls.index_writes == Counter({"byJob": runs, "openByJob": 2 * runs})
+    assert calls.execution_index_units() == capacity.CRON_RUN.index_wcu * runs
     # And a claim reads no row: its overlap check's Query finds only the claim's own row in openByJob and
     # drops it by its key (the job read is its GetItem); every BatchGetItem is the pre-loader's, 100 jobs each
     assert calls.calls["dynamodb:BatchGetItem"] <= ports.settings.shards * minutes < runs

@@ -8,7 +8,16 @@ import pytest
 from duetime.cli.capacity import render, render_scenarios
 from duetime.definitions import MAX_METRIC_OWNERS, METRIC_RUNS_LATE, OPEN_INDEX_SPREAD
 from duetime.domain import capacity
-from duetime.domain.capacity import CRON_RUN, ONE_OFF, Inputs, estimate, heartbeats, smallest_shards
+from duetime.domain.capacity import (
+    CRON_RUN,
+    ONE_OFF,
+    Inputs,
+    call_profile,
+    estimate,
+    heartbeats,
+    parse_class,
+    smallest_shards,
+)
 from duetime.event_sinks import emf_owner_count
 
 
@@ -132,17 +141,37 @@ def test_a_mix_naming_an_unknown_kind_or_no_share_is_refused():
         capacity.parse_mix("oneoff=0")
 
 
+def test_a_run_that_ends_before_the_sweep_costs_the_open_index_nothing_and_a_longer_one_three_units():
+    short = estimate(Inputs(rate=1000, shards=32, profile="cron", avg_seconds=2))
+    assert short.open_index_wcu_per_key == 0 and short.open_index_wcu_per_second == 0
+    # Runs of 5 minutes are still running when the sweep passes them, 180 s after their due time: the sweep's
+    # UpdateItem, the entry, and its removal at the end
+    long = estimate(Inputs(rate=1000, shards=32, profile="cron", avg_seconds=300))
+    base, swept = (
+        call_profile(Inputs(rate=1000, profile="cron")),
+        call_profile(Inputs(rate=1000, avg_seconds=300, profile="cron")),
+    )
+    assert (swept.executions_wcu - base.executions_wcu, swept.index_wcu - base.index_wcu) == (1, 2)
+    assert swept.open_index_wcu == 2 and long.open_index_wcu_per_second == pytest.approx(1000 / 32 * 2)
+    # Half the runs in a long class: half the cost
+    mixed = call_profile(
+        Inputs(rate=1000, profile="cron", classes=(parse_class("default:1:2"), parse_class("long:1:600")))
+    )
+    assert mixed.open_index_wcu == 1
+
+
 def test_the_open_index_load_per_key_falls_with_the_keys_it_is_spread_over():
-    # As deployed, each shard's index entries are split OPEN_INDEX_SPREAD ways
-    deployed = estimate(Inputs(rate=10_000, shards=16, profile="cron"))
+    # Runs longer than the sweep's delay enter the index; as deployed, each shard's entries are split
+    # OPEN_INDEX_SPREAD ways
+    deployed = estimate(Inputs(rate=10_000, shards=16, profile="cron", avg_seconds=600))
     assert deployed.open_index_keys == 16 * OPEN_INDEX_SPREAD
     assert deployed.open_index_wcu_per_key == pytest.approx(10_000 * 2 / (16 * OPEN_INDEX_SPREAD))
     assert not any("open index" in w for w in deployed.warnings)
-    narrow = estimate(Inputs(rate=10_000, shards=2, profile="cron"))
+    narrow = estimate(Inputs(rate=10_000, shards=2, profile="cron", avg_seconds=600))
     assert any("open index" in w for w in narrow.warnings) and not narrow.fits
-    spread = estimate(Inputs(rate=10_000, shards=32, profile="cron", open_index_keys=64))
+    spread = estimate(Inputs(rate=10_000, shards=32, profile="cron", avg_seconds=600, open_index_keys=64))
     assert spread.open_index_wcu_per_key == pytest.approx(10_000 * 2 / 64)
-    too_few = estimate(Inputs(rate=10_000, shards=32, profile="cron", open_index_keys=16))
+    too_few = estimate(Inputs(rate=10_000, shards=32, profile="cron", avg_seconds=600, open_index_keys=16))
     assert not too_few.fits and any("at least 20 keys" in w for w in too_few.warnings)
 
 

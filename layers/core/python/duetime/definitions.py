@@ -270,6 +270,13 @@ def preload_window_problem(interval_seconds: int, window_seconds: int) -> str | 
 # --- settings ----------------------------------------------------------------------------------------
 
 
+def reconcile_after_seconds(preload_interval_seconds: int, lease_seconds: int) -> int:
+    """How overdue an open execution must be before the reconciler sends it again: three pre-load cycles (a
+    message sent normally has long been delivered by then) and at least one lease past its end. The pre-loader
+    sweeps each due range into the open set once it is this overdue (service/dispatch.py, sweep)."""
+    return max(3 * preload_interval_seconds, lease_seconds + preload_interval_seconds)
+
+
 @dataclass(frozen=True)
 class Settings:
     """Tunables shared by the stack and the local runtime; CDK context and `duetime local` flags override."""
@@ -308,10 +315,9 @@ class Settings:
         return {name: c.queues for name, c in self.job_classes.items() if c.queues != 1}
 
     def reconcile_after_seconds(self) -> int:
-        """How overdue an open execution must be before the reconciler sends it again: three pre-load cycles
-        (a message sent normally has long been delivered by then) and at least one lease past its end."""
+        """How overdue an open execution must be before the reconciler sends it again (reconcile_after_seconds)."""
         lease = max(c.lease_seconds for c in self.job_classes.values())
-        return max(3 * self.preload_interval_seconds, lease + self.preload_interval_seconds)
+        return reconcile_after_seconds(self.preload_interval_seconds, lease)
 
     def with_lease_seconds(self, lease_seconds: int) -> Settings:
         """The same settings with every job class leased for `lease_seconds` (`--lease-seconds`)."""

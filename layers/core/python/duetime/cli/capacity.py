@@ -62,7 +62,7 @@ def per_execution_lines(profile: CallProfile) -> list[str]:
         f"    executions table   {profile.executions_writes:g} writes, {profile.executions_wcu:g} WCU on its "
         "hour#shard (create; claim; finish: a one-off's create and finish are 2 each, inside its job's transactions)",
         f"    indexes            {profile.index_wcu:g} WCU, {profile.open_index_wcu:g} of them on the `open` index "
-        "(entry added at create, removed at the end)",
+        "(byJob at create, openByJob at create and end; `open` only for a run the sweep finds open once overdue)",
         f"    jobs table         {profile.jobs_wcu:.4g} WCU; reads {profile.read_units:g} RCU "
         f"({profile.partition_read_units:g} on the hour#shard)",
         f"    SQS                {profile.sqs_requests:.2f} requests (send, receive, delete; batches of {SQS_BATCH})",

@@ -28,6 +28,7 @@ from duetime.definitions import (
     SQS_BATCH_SIZE,
     SQS_MAX_DELAY_SECONDS,
     Settings,
+    reconcile_after_seconds,
 )
 from duetime.domain.costs import API_TYPES as API_TYPES
 from duetime.domain.costs import BATCH_JOBS_PER_TRANSACTION as BATCH_JOBS_PER_TRANSACTION
@@ -42,6 +43,7 @@ from duetime.domain.costs import LATENESS_METRICS_PER_OWNER as LATENESS_METRICS_
 from duetime.domain.costs import ON_DEMAND as ON_DEMAND
 from duetime.domain.costs import ONE_OFF as ONE_OFF
 from duetime.domain.costs import ONE_OFF_BATCH as ONE_OFF_BATCH
+from duetime.domain.costs import OPEN_BY_JOB_INDEX_WCU as OPEN_BY_JOB_INDEX_WCU
 from duetime.domain.costs import PRICES_AS_OF as PRICES_AS_OF
 from duetime.domain.costs import PROFILES as PROFILES
 from duetime.domain.costs import PROVISIONED as PROVISIONED
@@ -75,8 +77,9 @@ START_TARGET_SECONDS = 2.0
 class PreloadProfile:
     """The pre-loader's AWS calls in one cycle (python -m bench.preloader, 10,000 due on a shard: 1,230
     calls for one-offs, 11,230 for cron runs). Per shard: the lease and the cursor write (2 UpdateItem),
-    the due hour's Query and the reconciler's page Query. Per dispatched execution: its job in a
-    BatchGetItem of 100, its message in a SendMessageBatch of 10, and for a cron run the next slot's PutItem.
+    the due hour's Query, the sweep's Query (service/dispatch.py, sweep) and the reconciler's page Query. Per
+    dispatched execution: its job in a BatchGetItem of 100, its message in a SendMessageBatch of 10, and for a
+    cron run the next slot's PutItem; the due and sweep Queries read ~1 MB (~2,500 rows) a page.
     The puts and sends of a shard run `dispatch_threads` at once; the rest of a shard's calls in turn."""
 
     name: str
@@ -86,9 +89,9 @@ class PreloadProfile:
 
 
 PRELOAD_PROFILES = {
-    "one-off": PreloadProfile("one-off", 4, 1 / 100 + 1 / 5000, 1 / SQS_BATCH_SIZE),
-    "cron": PreloadProfile("cron", 4, 1 / 100 + 1 / 5000, 1 / SQS_BATCH_SIZE + 1),
-    "one-off-batch": PreloadProfile("one-off-batch", 4, 1 / 100 + 1 / 5000, 1 / SQS_BATCH_SIZE),
+    "one-off": PreloadProfile("one-off", 5, 1 / 100 + 2 / 5000, 1 / SQS_BATCH_SIZE),
+    "cron": PreloadProfile("cron", 5, 1 / 100 + 2 / 5000, 1 / SQS_BATCH_SIZE + 1),
+    "one-off-batch": PreloadProfile("one-off-batch", 5, 1 / 100 + 2 / 5000, 1 / SQS_BATCH_SIZE),
 }
 PRELOADER_MEMORY_GB = 0.5  # infra/functions.py: the pre-loader function's 512 MB
 
@@ -254,7 +257,7 @@ class PreloadShardDetail:
     job_reads: float  # BatchGetItem of 100
     follower_writes: float  # a cron run's next slot, PutItem
     control_writes: int  # the shard's lease and cursor
-    queries: int  # the due hour's and the reconciler's
+    queries: int  # the due hour's, the sweep's and the reconciler's
     sends_per_second: float
     follower_wcu_per_second: float
 
@@ -394,11 +397,35 @@ def smallest_shards(rate: float, profile: CallProfile, beats: int, open_index_by
 
 
 def call_profile(inputs: Inputs) -> CallProfile:
-    """The measured per-execution work of the inputs' mix (or profile), with any extra reads."""
+    """The measured per-execution work of the inputs' mix (or profile), with any extra reads, and the `open`
+    index's work for runs still running when the sweep passes them (swept_open_share)."""
     profile = blend_calls(inputs.mix) if inputs.mix else PROFILES[inputs.profile]
     if inputs.extra_read_units:
         profile = replace(profile, read_units=profile.read_units + inputs.extra_read_units)
+    share = swept_open_share(inputs)
+    if share:
+        profile = replace(
+            profile,
+            executions_writes=profile.executions_writes + share * SWEPT_OPEN_WRITES,
+            executions_wcu=profile.executions_wcu + share * SWEPT_OPEN_WRITES,
+            index_wcu=profile.index_wcu + share * SWEPT_OPEN_INDEX_WCU,
+            open_index_wcu=profile.open_index_wcu + share * SWEPT_OPEN_INDEX_WCU,
+        )
     return profile
+
+
+# A run still open when the sweep passes its due time: the sweep's UpdateItem of its row (1 unit on its
+# hour#shard), its `open` index entry then and that entry's removal at its end (2 units).
+SWEPT_OPEN_WRITES = 1
+SWEPT_OPEN_INDEX_WCU = 2
+
+
+def swept_open_share(inputs: Inputs) -> float:
+    """The share of runs still running when the pre-loader's sweep passes their due time, `reconcile_after`
+    later (definitions.reconcile_after_seconds): those of a class whose average run is longer than that. The
+    measured profiles are of 2-s runs, which have all ended by then."""
+    after = reconcile_after_seconds(inputs.preload_interval_seconds, inputs.lease_seconds)
+    return sum(c.share for c in job_classes(inputs) if c.avg_seconds > after)
 
 
 def preload_profile(inputs: Inputs) -> PreloadProfile:
@@ -509,8 +536,9 @@ def estimate(inputs: Inputs, prices: Prices | None = None) -> Estimate:
             f"(CDK context preloadShardGroups) or raise DUETIME_PRELOAD_DISPATCH_THREADS (calls at once per shard)"
             + (", or add shards" if preload.shard_seconds > inputs.preload_interval_seconds / 2 else "")
         )
-    # Each index has its own quota; the busiest are `open` and `openByJob` (an entry added and removed).
-    busiest_index = round(inputs.rate * profile.open_index_wcu, 1)
+    # Each index has its own quota; the busiest is `openByJob` (an entry added and removed a run), or `open`
+    # when long runs enter it too.
+    busiest_index = round(inputs.rate * max(profile.open_index_wcu, OPEN_BY_JOB_INDEX_WCU), 1)
     for name, value in (("table", result.table_wru_per_second), ("busiest index", busiest_index)):
         if value > TABLE_ON_DEMAND_WRU_PER_SECOND:
             result.warnings.append(
@@ -592,7 +620,7 @@ def preload_shard_detail(inputs: Inputs, cycle: PreloadCycle) -> PreloadShardDet
         job_reads=round(due / 100, 1),
         follower_writes=round(due * cron_share, 1),
         control_writes=2,
-        queries=2,
+        queries=3,
         sends_per_second=round(sends / cycle.shard_seconds, 1) if cycle.shard_seconds else 0.0,
         follower_wcu_per_second=round(due * cron_share / cycle.shard_seconds, 1) if cycle.shard_seconds else 0.0,
     )

@@ -64,22 +64,30 @@ class CallProfile:
 
     Write units count 1 per KB started (rows are ~0.4 KB), doubled inside a transaction. The executions
     table's writes all land on the execution's `hour#shard` partition. Its indexes project keys only, so
-    only writes that add or remove an entry cost index units: byJob (partitioned by jobId, spread out) at
-    create, the sparse `open` index (partitioned by shard alone, every hour on one key) at create and at
-    the end of the execution, and the sparse `openByJob` index (partitioned by jobId) at create and end.
+    only writes that add or remove an entry cost index units (tests/integration/test_call_counts.py reads
+    them off the tables around each write): byJob (partitioned by jobId, spread out) at create, and the
+    sparse `openByJob` index (partitioned by jobId) at create and end. The sparse `open` index (by shard)
+    costs a run nothing unless the pre-loader's sweep finds its row still open once `reconcile_after`
+    overdue (a lost message or worker, a run longer than that): then an entry and its removal, 2 units.
+    The sweep reads each row once more (a strongly consistent Query of the hour#shard range: ~0.1 unit).
     """
 
     name: str
     executions_writes: float  # write requests on the executions table
     executions_wcu: float  # their write units (the hot-partition figure)
-    index_wcu: float  # index write units (byJob, open and openByJob)
+    index_wcu: float  # index write units (byJob, openByJob; open only for a run the sweep finds open)
     open_index_wcu: float  # of which on the execution's `open` index partition (its shard)
     jobs_wcu: float  # jobs table, its byOwner index and the owner's counter record (control table)
-    read_units: float  # GetItem/BatchGetItem of the job, overlap Query, pre-load Query share
-    partition_read_units: float  # of which on the hour#shard partition (the pre-load Query)
+    read_units: float  # GetItem/BatchGetItem of the job, overlap Query, pre-load and sweep Query shares
+    partition_read_units: float  # of which on the hour#shard partition (the pre-load and sweep Queries)
     sqs_requests: float  # SendMessageBatch, ReceiveMessage and DeleteMessageBatch shares at full batches
     api_requests: float  # API Gateway requests (POST /jobs for a one-off)
 
+
+# The openByJob index's units a run (an entry at create, its removal at the end): the busiest index's.
+OPEN_BY_JOB_INDEX_WCU = 2
+# The sweep's share of a run: its row read once more, ~0.4 KB of a strongly consistent Query (4 KB a unit).
+SWEEP_READ_UNITS = 0.1
 
 # A one-off job submitted through the API and due soon: one TransactWriteItems (job + execution + the
 # owner's active-jobs counter, so the execution's create costs 2 units), a SendMessageBatch of one; at run
@@ -90,11 +98,11 @@ ONE_OFF = CallProfile(
     name="one-off",
     executions_writes=3,
     executions_wcu=5,
-    index_wcu=5,
-    open_index_wcu=2,
+    index_wcu=1 + 2,  # byJob at create; openByJob at create and end
+    open_index_wcu=0,
     jobs_wcu=2 + 1 + 2 + 2 + 2,  # job put, byOwner entry, counter +1; completion and counter -1 (transactional)
-    read_units=1 + 1,
-    partition_read_units=0,
+    read_units=1 + 1 + SWEEP_READ_UNITS,
+    partition_read_units=SWEEP_READ_UNITS,
     sqs_requests=1 + 1 / SQS_BATCH + 1 / SQS_BATCH,
     api_requests=1,
 )
@@ -108,11 +116,11 @@ CRON_RUN = CallProfile(
     name="cron",
     executions_writes=3,
     executions_wcu=3,
-    index_wcu=5,
-    open_index_wcu=2,
+    index_wcu=1 + 2,  # byJob at create; openByJob at create and end
+    open_index_wcu=0,
     jobs_wcu=0,
-    read_units=1 + 1 + 0.5 + 0.1,
-    partition_read_units=0.1,
+    read_units=1 + 1 + 0.5 + 0.1 + SWEEP_READ_UNITS,
+    partition_read_units=0.1 + SWEEP_READ_UNITS,
     sqs_requests=1 / SQS_BATCH + 1 / SQS_BATCH + 1 / SQS_BATCH,
     api_requests=0,
 )
