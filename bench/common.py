@@ -93,6 +93,50 @@ def indexes_written(table: TableDef | None, op: str, body: dict[str, Any]) -> tu
     return tuple(written)
 
 
+def written_key(table: TableDef, op: str, body: dict[str, Any]) -> dict[str, Any]:
+    """The key of the item a write names (a put's from its item), as typed attribute values."""
+    if op == "PutItem":
+        item = body.get("Item", {})
+        return {name: item[name] for name in (table.partition_key, table.sort_key) if name and name in item}
+    return dict(body.get("Key", {}))
+
+
+def moto_index_entries(physical: str, table: TableDef, key: dict[str, Any]) -> dict[str, tuple[str, str] | None] | None:
+    """The entries of `table`'s indexes the item at `key` has now (by index name; None: not in that index), read
+    off this process's moto backend without an API call; None when moto runs in another process."""
+    from moto.core import DEFAULT_ACCOUNT_ID
+    from moto.dynamodb.models import dynamodb_backends
+    from moto.dynamodb.models.dynamo_type import DynamoType
+
+    try:
+        stored = dynamodb_backends[DEFAULT_ACCOUNT_ID][REGION].get_table(physical)
+    except Exception:  # not a table of this process's moto (a MotoProcess, another account)
+        return None
+    hash_value = key.get(table.partition_key)
+    if hash_value is None:
+        return None
+    range_value = key.get(table.sort_key) if table.sort_key else None
+    item = stored.get_item(DynamoType(hash_value), DynamoType(range_value) if range_value is not None else None)
+    attrs = item.to_json()["Attributes"] if item is not None else {}
+    entries: dict[str, tuple[str, str] | None] = {}
+    for index in table.indexes:
+        partition, sort = attrs.get(index.partition_key), attrs.get(index.sort_key) if index.sort_key else None
+        present = partition is not None and (index.sort_key is None or sort is not None)
+        entries[index.name] = (str(partition), str(sort)) if present else None
+    return entries
+
+
+def changed_indexes(before: dict[str, Any], after: dict[str, Any]) -> tuple[str, ...]:
+    """An index name for each write unit an item's change took on a keys-only index: one for an entry added or
+    removed, two for one whose key changed (removed and added)."""
+    names: list[str] = []
+    for name in sorted(before.keys() | after.keys()):
+        old, new = before.get(name), after.get(name)
+        if old != new:
+            names += [name] * ((old is not None) + (new is not None))
+    return tuple(names)
+
+
 @dataclass
 class CallCounter:
     """Counts every API call of the boto3 clients it is attached to, by service and operation, and the
@@ -114,30 +158,59 @@ class CallCounter:
 
     def _before(self, model: Any, params: dict[str, Any], context: dict[str, Any], **_: Any) -> None:
         context["bench_params"] = params
+        # What each written item's index entries are before the write, read off moto when it runs in this
+        # process (the write's own index units are then the entries it changed, not what its request names).
+        context["bench_entries"] = [self._entries(body, op) for body, op, _ in self._items(model.name, params)]
 
     def _after(self, model: Any, parsed: dict[str, Any], context: dict[str, Any], **_: Any) -> None:
         service = model.service_model.service_id.hyphenize()
         params = context.get("bench_params") or {}
         failed = "Error" in parsed
+        befores = context.get("bench_entries") or []
         with self.lock:
             self.calls[f"{service}:{model.name}"] += 1
-            if model.name in WRITE_OPS:
-                self._write(params, model.name, False, not failed)
-            elif model.name == "TransactWriteItems":
-                for item in params.get("TransactItems", []):
-                    for op, body in item.items():
-                        if op != "ConditionCheck":
-                            self._write(body, op + "Item", True, not failed)
-            elif model.name == "BatchWriteItem":
-                for table, requests in params.get("RequestItems", {}).items():
-                    for request in requests:
-                        op, body = ("PutItem", request["PutRequest"]) if "PutRequest" in request else ("DeleteItem", {})
-                        self._write({"TableName": table, **body}, op, False, not failed)
+            for (body, op, transactional), before in zip(self._items(model.name, params), befores, strict=False):
+                after = self._entries(body, op) if before is not None else None
+                measured = changed_indexes(before, after) if before is not None and after is not None else None
+                self._write(body, op, transactional, not failed, measured)
 
-    def _write(self, body: dict[str, Any], op: str, transactional: bool, succeeded: bool) -> None:
+    @staticmethod
+    def _items(operation: str, params: dict[str, Any]) -> list[tuple[dict[str, Any], str, bool]]:
+        """Each item a DynamoDB write request writes: (its body with the table's name, the op, transactional)."""
+        if operation in WRITE_OPS:
+            return [(params, operation, False)]
+        if operation == "TransactWriteItems":
+            return [
+                (body, op + "Item", True)
+                for item in params.get("TransactItems", [])
+                for op, body in item.items()
+                if op != "ConditionCheck"
+            ]
+        if operation == "BatchWriteItem":
+            return [
+                ({"TableName": table, **request["PutRequest"]}, "PutItem", False)
+                if "PutRequest" in request
+                else ({"TableName": table, **request.get("DeleteRequest", {})}, "DeleteItem", False)
+                for table, requests in params.get("RequestItems", {}).items()
+                for request in requests
+            ]
+        return []
+
+    def _entries(self, body: dict[str, Any], op: str) -> dict[str, tuple[str, str] | None] | None:
+        table = self.tables.get(body.get("TableName", ""))
+        if table is None or not table.indexes:
+            return None
+        return moto_index_entries(body["TableName"], table, written_key(table, op, body))
+
+    def _write(
+        self, body: dict[str, Any], op: str, transactional: bool, succeeded: bool, measured: tuple[str, ...] | None
+    ) -> None:
         table = self.tables.get(body.get("TableName", ""))
         name = table.logical_name if table else body.get("TableName", "")
-        indexes = indexes_written(table, op, body) if succeeded else ()
+        if not succeeded:
+            indexes: tuple[str, ...] = ()
+        else:
+            indexes = measured if measured is not None else indexes_written(table, op, body)
         self.writes.append(Write(name, op, transactional, succeeded, indexes))
 
     def reset(self) -> None:

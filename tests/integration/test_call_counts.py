@@ -18,9 +18,8 @@ from duetime.service.batch import BatchItem, submit_jobs
 from duetime.service.dispatch import preload
 from duetime.service.jobs import submit_job
 from duetime.worker.runtime import Worker
-from moto.core import DEFAULT_ACCOUNT_ID
-from moto.dynamodb.models import dynamodb_backends
-from moto.dynamodb.models.dynamo_type import DynamoType
+
+from bench.common import changed_indexes, moto_index_entries, written_key
 
 WRITES = {"PutItem", "UpdateItem", "DeleteItem"}
 
@@ -28,14 +27,15 @@ WRITES = {"PutItem", "UpdateItem", "DeleteItem"}
 class Calls:
     """API calls by "service:Operation", items written per table as (table, transactional), and the entries
     each write added to or removed from the tables' indexes (index write units, read off moto's tables around
-    each write: an index projecting keys only takes a unit for each entry a write adds or removes)."""
+    each write by bench.common's helpers: an index projecting keys only takes a unit for each entry a write adds
+    or removes)."""
 
     def __init__(self, ports: Any) -> None:
         self.calls: Counter[str] = Counter()
         self.writes: Counter[tuple[str, bool]] = Counter()
         self.index_writes: Counter[str] = Counter()  # index name -> units
         self.executions_table = ports.store.executions_table
-        self.indexes = {ports.settings.table_name(table): table.indexes for table in TABLES}
+        self.tables = {ports.settings.table_name(table): table for table in TABLES}
         self.pending = threading.local()
         for client in (ports.store.client, ports.queues.client):
             client.meta.events.register("before-parameter-build.*.*", self._count)
@@ -43,39 +43,28 @@ class Calls:
 
     def _count(self, model: Any, params: dict[str, Any], **_: Any) -> None:
         self.calls[f"{model.service_model.service_id.hyphenize()}:{model.name}"] += 1
-        written: list[tuple[str, dict[str, Any]]] = []
+        written: list[tuple[str, str, dict[str, Any]]] = []
         if model.name in WRITES:
             self.writes[(params["TableName"], False)] += 1
-            written.append((params["TableName"], params.get("Key") or params["Item"]))
+            written.append((model.name, params["TableName"], params))
         elif model.name == "TransactWriteItems":
             for item in params["TransactItems"]:
                 for kind, body in item.items():
                     self.writes[(body["TableName"], True)] += 1
                     if kind != "ConditionCheck":
-                        written.append((body["TableName"], body.get("Key") or body["Item"]))
+                        written.append((kind + "Item", body["TableName"], body))
         if model.service_model.service_name == "dynamodb":
-            self.pending.before = [(table, key, self._entries(table, key)) for table, key in written]
+            self.pending.before = [
+                (name, key, moto_index_entries(name, self.tables[name], key))
+                for op, name, body in written
+                for key in [written_key(self.tables[name], op, body)]
+            ]
 
     def _after(self, **_: Any) -> None:
-        for table, key, before in getattr(self.pending, "before", []):
-            after = self._entries(table, key)
-            for name in before.keys() | after.keys():
-                if before.get(name) != after.get(name):
-                    self.index_writes[name] += (before.get(name) is not None) + (after.get(name) is not None)
+        for name, key, before in getattr(self.pending, "before", []):
+            after = moto_index_entries(name, self.tables[name], key)
+            self.index_writes.update(changed_indexes(before or {}, after or {}))
         self.pending.before = []
-
-    def _entries(self, table: str, key: dict[str, Any]) -> dict[str, tuple[Any, Any] | None]:
-        """The index entries the item at `key` has now, by index name (None: not in that index)."""
-        stored = dynamodb_backends[DEFAULT_ACCOUNT_ID]["us-east-1"].get_table(table)
-        ordered = [key[stored.hash_key_attr]] + ([key[stored.range_key_attr]] if stored.range_key_attr else [])
-        item = stored.get_item(DynamoType(ordered[0]), DynamoType(ordered[1]) if len(ordered) > 1 else None)
-        attrs = item.to_json()["Attributes"] if item is not None else {}
-        entries: dict[str, tuple[Any, Any] | None] = {}
-        for index in self.indexes.get(table, ()):
-            parts = [attrs.get(index.partition_key)] + ([attrs.get(index.sort_key)] if index.sort_key else [None])
-            present = parts[0] is not None and (index.sort_key is None or parts[1] is not None)
-            entries[index.name] = (str(parts[0]), str(parts[1])) if present else None
-        return entries
 
     def execution_index_units(self) -> int:
         """Index write units on the executions table's indexes (byJob, open, openByJob, deadByOwner)."""
