@@ -6,7 +6,14 @@ from datetime import timedelta
 
 from duetime.domain.models import ExecutionStatus, JobSpec, to_ms
 from duetime.service import executions as cases
-from duetime.service.dispatch import new_execution, preload, reconcile_after, sweep
+from duetime.service.dispatch import (
+    new_execution,
+    preload,
+    preload_record_key,
+    reconcile_after,
+    sweep,
+    sweep_span_ms,
+)
 from duetime.service.jobs import submit_job
 
 from tests.conftest import BOTH_BACKENDS
@@ -91,3 +98,44 @@ def test_open_rows_leave_the_open_index_when_they_end(ports, clock):
     claim = cases.claim_execution(ports, received.message, "w1")
     cases.complete(ports, received.message.key, claim.execution.attempt, succeeded=True)
     assert ports.store.open_executions(shard, 2**42) == []
+
+
+def test_each_cycle_sweeps_on_from_where_the_last_stopped_and_an_outage_is_caught_up_over_a_few_cycles(ports, clock):
+    # Given a job due in 10 s whose message is lost, and a first cycle that records how far it swept
+    job, _ = submit_job(
+        ports,
+        "alice",
+        JobSpec.model_validate({"name": "t", "handler": "demo.echo", "schedule": {"at": "2026-12-01T09:00:10Z"}}),
+    )
+    preload(ports, "p")
+    for lost in drain(ports):
+        ports.queues.delete("default", lost.receipt)
+    swept = {s: r["sweptMs"] for s, r in sweep_records(ports).items()}
+    late = clock.now - reconcile_after(ports)
+    assert set(swept.values()) == {to_ms(late)}  # every shard swept to `reconcile_after` ago
+    # When the pre-loader is down for an hour, then runs again
+    clock.advance(3600)
+    most_ms = sweep_span_ms(ports)
+    cycles, resent = 0, 0
+    while True:
+        report = preload(ports, "p")
+        cycles, resent = cycles + 1, resent + report.resent
+        for received in drain(ports):  # a worker runs what was sent again
+            claim = cases.claim_execution(ports, received.message, "w1")
+            cases.complete(ports, received.message.key, claim.execution.attempt, succeeded=True)
+        now_swept = {s: r["sweptMs"] for s, r in sweep_records(ports).items()}
+        # Then each cycle sweeps on from where the last stopped, at most sweep_span_ms of due time
+        assert all(0 < now_swept[s] - swept[s] <= most_ms for s in swept)
+        swept = now_swept
+        if set(swept.values()) == {to_ms(clock.now - reconcile_after(ports))}:
+            break
+        clock.advance(ports.settings.preload_interval_seconds)
+    # And the lost run, an hour overdue, was found on the way, sent again once and run
+    assert cycles > 1 and resent == 1
+    [done] = ports.store.executions_of_job(job.job_id)
+    assert done.status == ExecutionStatus.SUCCEEDED
+
+
+def sweep_records(ports):
+    keys = [preload_record_key(shard) for shard in range(ports.settings.shards)]
+    return {key: record for key, record in ports.store.get_controls(keys).items() if "sweptMs" in record}

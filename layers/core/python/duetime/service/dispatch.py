@@ -43,9 +43,12 @@ log = logging.getLogger("duetime.preloader")
 
 # The skip reason of a slot on one of the job's excluded dates.
 EXCLUDED = "excluded"
-# Where a shard's pre-loader starts when it has no cursor yet (a new deployment).
+# Where a shard's pre-loader (and its sweep) starts when it has no cursor yet (a new deployment).
 FIRST_LOOKBACK = timedelta(hours=1)
 FIRST_LOOKBACK_MS = int(FIRST_LOOKBACK.total_seconds()) * 1000
+# A cycle's sweep covers at most this many times the longer of the pre-load interval and reconcile_after
+# (sweep_span_ms): one interval in steady state, an outage caught up over a few cycles.
+SWEEP_CYCLES_AT_MOST = 5
 
 
 def new_execution(
@@ -562,14 +565,26 @@ def _preload_shard(ports: Ports, owner: str, shard: int, now: datetime, threads:
             due.extend(ports.store.query_due(due_partition(hour, shard), cursor_ms, to_ms(window_end)))
     report = dispatch(ports, due, now, threads=threads) if due else DispatchReport()
     late_ms = to_ms(now - reconcile_after(ports))
-    swept_from = int(record.get("sweptMs", late_ms - FIRST_LOOKBACK_MS))
-    swept_ms = max(swept_from, late_ms)
+    # A shard's first sweep goes back FIRST_LOOKBACK, once. After that a cycle sweeps at most sweep_span_ms of due
+    # time: after an outage the sweep catches up over a few cycles instead of reading hours of rows in one.
+    if "sweptMs" in record:
+        swept_from = int(record["sweptMs"])
+        swept_ms = max(swept_from, min(late_ms, swept_from + sweep_span_ms(ports)))
+    else:
+        swept_from, swept_ms = late_ms - FIRST_LOOKBACK_MS, late_ms
     report.swept = sweep(ports, shard, swept_from, swept_ms)
     reconciled, reconcile_from = reconcile_page(ports, shard, now, record.get("reconcileFrom"))
     report.add(reconciled)
     ports.store.advance_cursor(record_key, owner, to_ms(window_end), reconcile_from, swept_ms)
     report.shards = 1
     return report
+
+
+def sweep_span_ms(ports: Ports) -> int:
+    """The most due time one cycle's sweep covers: SWEEP_CYCLES_AT_MOST times the longer of the pre-load
+    interval and `reconcile_after` (in steady state a cycle sweeps one interval; 15 minutes on AWS)."""
+    longer = max(ports.settings.preload_interval_seconds, ports.settings.reconcile_after_seconds())
+    return SWEEP_CYCLES_AT_MOST * longer * 1000
 
 
 def sweep(ports: Ports, shard: int, after_ms: int, until_ms: int) -> int:
