@@ -119,7 +119,7 @@ class DynamoTables:
 
     def _indexed_at_create(self, execution: Execution) -> bool:
         """Whether a new open row enters the `open` index with its write: only one due before the sweep may
-        have passed it (service/dispatch.py, sweep_open), that is due more than half the reconcile delay ago
+        have passed it (service/dispatch.py, sweep), that is due more than half the reconcile delay ago
         (a backfilled or caught-up slot, a one-off due in the past). A row due later enters it only if it is
         still open when the sweep passes it, so a run that ends in time never writes the index (issue 32)."""
         horizon_ms = (self.epoch_seconds() - self.settings.reconcile_after_seconds() / 2) * 1000

@@ -39,6 +39,12 @@ from duetime.service.ports import ClaimOutcome, JobEnding, OpenPage, Page, Store
 # Pauses before looking an execution up again by id while a retry moves its row (find_execution).
 FIND_PAUSES = (0.05, 0.25)
 HELD_BY_ATTEMPT = "#s = :running AND attempt = :a"
+# The values of DynamoExecutions.STILL_OPEN.
+STILL_OPEN_VALUES = {
+    ":scheduled": ExecutionStatus.SCHEDULED.value,
+    ":running": ExecutionStatus.RUNNING.value,
+    ":failed": ExecutionStatus.FAILED.value,
+}
 # ...and, when the writer names it, the claim's token (minted at claim, known only to its holder).
 HELD_BY_CLAIM = "claimToken = :token"
 
@@ -368,14 +374,7 @@ class DynamoExecutions(DynamoQuotas):
         already (_indexed_at_create): most rows have ended when the sweep passes them, so a run that ends in
         time costs the index nothing. One strongly consistent Query of keys (a row written before its due
         time is seen), then a conditional UpdateItem a row still open (one that ends meanwhile is left)."""
-        values = {
-            ":p": partition,
-            ":lo": f"{after_ms + 1:013d}#",
-            ":hi": f"{until_ms:013d}#~",
-            ":scheduled": ExecutionStatus.SCHEDULED.value,
-            ":running": ExecutionStatus.RUNNING.value,
-            ":failed": ExecutionStatus.FAILED.value,
-        }
+        values = {":p": partition, ":lo": f"{after_ms + 1:013d}#", ":hi": f"{until_ms:013d}#~", **STILL_OPEN_VALUES}
         kwargs: dict[str, Any] = {
             "TableName": self.executions_table,
             "KeyConditionExpression": "pk = :p AND sk BETWEEN :lo AND :hi",
@@ -403,14 +402,7 @@ class DynamoExecutions(DynamoQuotas):
                         UpdateExpression="SET openShard = :shard",
                         ConditionExpression=f"attribute_exists(pk) AND ({self.STILL_OPEN})",
                         ExpressionAttributeNames={"#s": "status"},
-                        ExpressionAttributeValues=_ser(
-                            {
-                                ":shard": open_shard_of(key),
-                                ":scheduled": ExecutionStatus.SCHEDULED.value,
-                                ":running": ExecutionStatus.RUNNING.value,
-                                ":failed": ExecutionStatus.FAILED.value,
-                            }
-                        ),
+                        ExpressionAttributeValues=_ser({":shard": open_shard_of(key), **STILL_OPEN_VALUES}),
                     )
             except Refused:
                 continue  # it ended (or its failure was told) since the query read it
