@@ -4,6 +4,7 @@ a hand clock and a bench harness (an embedded moto server with duetime's tables 
 from __future__ import annotations
 
 import itertools
+import json
 import logging
 import math
 import re
@@ -101,7 +102,12 @@ def written_key(table: TableDef, op: str, body: dict[str, Any]) -> dict[str, Any
     return dict(body.get("Key", {}))
 
 
-def moto_index_entries(physical: str, table: TableDef, key: dict[str, Any]) -> dict[str, tuple[str, str] | None] | None:
+# An item's entry in one index: its key there, and what the index projects of it beyond the keys (a keys-only
+# index: nothing; ALL: every attribute, so any change of the item rewrites its entry).
+IndexEntry = tuple[tuple[str, str], str]
+
+
+def moto_index_entries(physical: str, table: TableDef, key: dict[str, Any]) -> dict[str, IndexEntry | None] | None:
     """The entries of `table`'s indexes the item at `key` has now (by index name; None: not in that index), read
     off this process's moto backend without an API call; None when moto runs in another process."""
     from moto.core import DEFAULT_ACCOUNT_ID
@@ -118,21 +124,27 @@ def moto_index_entries(physical: str, table: TableDef, key: dict[str, Any]) -> d
     range_value = key.get(table.sort_key) if table.sort_key else None
     item = stored.get_item(DynamoType(hash_value), DynamoType(range_value) if range_value is not None else None)
     attrs = item.to_json()["Attributes"] if item is not None else {}
-    entries: dict[str, tuple[str, str] | None] = {}
+    entries: dict[str, IndexEntry | None] = {}
     for index in table.indexes:
         partition, sort = attrs.get(index.partition_key), attrs.get(index.sort_key) if index.sort_key else None
         present = partition is not None and (index.sort_key is None or sort is not None)
-        entries[index.name] = (str(partition), str(sort)) if present else None
+        projected = json.dumps(attrs, sort_keys=True, default=str) if index.projection == "ALL" else ""
+        entries[index.name] = ((str(partition), str(sort)), projected) if present else None
     return entries
 
 
 def changed_indexes(before: dict[str, Any], after: dict[str, Any]) -> tuple[str, ...]:
-    """An index name for each write unit an item's change took on a keys-only index: one for an entry added or
-    removed, two for one whose key changed (removed and added)."""
+    """An index name for each write unit an item's change took on an index: one for an entry added or removed,
+    two for one whose key changed (removed and added), one for one rewritten in place (an index projecting
+    every attribute, when any of them changed)."""
     names: list[str] = []
     for name in sorted(before.keys() | after.keys()):
         old, new = before.get(name), after.get(name)
-        if old != new:
+        if old == new:
+            continue
+        if old is not None and new is not None and old[0] == new[0]:
+            names.append(name)  # the same key: the entry is rewritten
+        else:
             names += [name] * ((old is not None) + (new is not None))
     return tuple(names)
 
@@ -196,7 +208,7 @@ class CallCounter:
             ]
         return []
 
-    def _entries(self, body: dict[str, Any], op: str) -> dict[str, tuple[str, str] | None] | None:
+    def _entries(self, body: dict[str, Any], op: str) -> dict[str, IndexEntry | None] | None:
         table = self.tables.get(body.get("TableName", ""))
         if table is None or not table.indexes:
             return None

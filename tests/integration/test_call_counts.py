@@ -136,12 +136,13 @@ def test_a_successful_one_off_execution_costs_three_executions_table_writes_its_
     assert calls.execution_write_units() == 5 == capacity.ONE_OFF.executions_wcu
     # and its row's index entries: byJob and openByJob at create, openByJob's removal at the end; never the
     # `open` index, which a row enters only if the sweep finds it still open once overdue
-    assert calls.index_writes == Counter({"byJob": 1, "openByJob": 2, "byOwner": 1})
+    # (and the job's byOwner entry, which projects every attribute: written at create, rewritten at completion)
+    assert calls.index_writes == Counter({"byJob": 1, "openByJob": 2, "byOwner": 2})
     assert calls.execution_index_units() == 3 == capacity.ONE_OFF.index_wcu
     assert capacity.ONE_OFF.open_index_wcu == 0
     # jobs and control: the job's put and the counter's +1 at create, its completion and the -1 at the end,
     # each inside a transaction (the byOwner index's one unit at create is counted by the profile)
-    assert calls.job_and_control_write_units() == 8 == capacity.ONE_OFF.jobs_wcu - 1
+    assert calls.job_and_control_write_units() + calls.index_writes["byOwner"] == 10 == capacity.ONE_OFF.jobs_wcu
     assert ports.store.get_job(job.job_id).status == "completed"
     assert ports.store.active_jobs("alice") == 0
 
@@ -240,10 +241,12 @@ def test_a_batch_of_one_offs_costs_a_transaction_per_49_jobs_and_a_send_per_ten(
     assert calls.calls == Counter({"dynamodb:TransactWriteItems": 3, "sqs:SendMessageBatch": 10})
     assert calls.execution_writes() == 100
     # the jobs' puts and the counter's +1 once a transaction: 2 units each, against 4 a job one by one; the
-    # profile adds the byOwner entry (1) and the run's end (the job's completion and the counter's -1, 4)
+    # byOwner entries (1 each) and the profile adds the run's end (the job's completion, its byOwner rewrite
+    # and the counter's -1: 5)
     assert calls.job_and_control_write_units() == 2 * 100 + 2 * 3
+    assert calls.index_writes["byOwner"] == 100
     assert 100 // capacity.BATCH_JOBS_PER_TRANSACTION + 1 == 3
-    assert capacity.ONE_OFF_BATCH.jobs_wcu == 2 + 1 + 2 / capacity.BATCH_JOBS_PER_TRANSACTION + 4
+    assert capacity.ONE_OFF_BATCH.jobs_wcu == 2 + 1 + 2 / capacity.BATCH_JOBS_PER_TRANSACTION + 5
     assert calls.sqs() / 100 == pytest.approx(capacity.ONE_OFF_BATCH.sqs_requests / 3)  # the send, of three
     assert ports.store.active_jobs("alice") == 100
 
