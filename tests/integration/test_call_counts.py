@@ -14,8 +14,9 @@ from duetime.definitions import EXECUTIONS_TABLE, TABLES
 from duetime.domain import capacity
 from duetime.domain.keys import hour_bucket
 from duetime.domain.models import JobSpec, format_time
+from duetime.service import executions as cases
 from duetime.service.batch import BatchItem, submit_jobs
-from duetime.service.dispatch import preload
+from duetime.service.dispatch import preload, reconcile_after
 from duetime.service.jobs import submit_job
 from duetime.worker.runtime import Worker
 
@@ -227,6 +228,28 @@ def test_a_cron_run_in_steady_state_costs_three_executions_table_writes_and_one_
     assert calls.calls["sqs:DeleteMessage"] == runs
     assert calls.calls["sqs:SendMessageBatch"] <= ports.settings.shards * minutes
     assert calls.calls["sqs:ReceiveMessage"] <= (runs // 10 + 1) * minutes + minutes
+
+
+def test_a_run_still_running_when_the_sweep_passes_it_costs_the_sweep_s_write_and_an_open_entry(ports, clock, calls):
+    # Given a run claimed at its time, still running (its lease kept live) once it is reconcile_after overdue
+    submit_job(ports, "alice", one_off(clock))
+    preload(ports, "p1")  # a first cycle records each shard's sweep
+    clock.advance(10)
+    [received] = ports.queues.receive("default", 1, 0, 30)
+    claim = cases.claim_execution(ports, received.message, "w1")
+    key, attempt, token = received.message.key, claim.execution.attempt, claim.execution.claim_token
+    calls.reset()
+    clock.advance(reconcile_after(ports).total_seconds() + 1)
+    ports.store.heartbeat(key, attempt, clock.now + timedelta(seconds=30), token)
+    # When the next cycle sweeps past its due time, and the run then ends
+    assert preload(ports, "p1").swept == 1
+    cases.complete(ports, key, attempt, succeeded=True, claim_token=token)
+    # Then the sweep wrote its row once and its `open` entry came and went: the 1 + 2 units duetime capacity adds
+    # for a run that outlives reconcile_after (capacity.SWEPT_OPEN_WRITES, SWEPT_OPEN_INDEX_WCU)
+    assert calls.index_writes["open"] == capacity.SWEPT_OPEN_INDEX_WCU == 2
+    sweep_writes = [n for (table, tx), n in calls.writes.items() if table == calls.executions_table and not tx]
+    # the heartbeat, the sweep's UpdateItem (the finish ends the one-off job in a transaction)
+    assert sum(sweep_writes) == 1 + capacity.SWEPT_OPEN_WRITES
 
 
 def test_a_batch_of_one_offs_costs_a_transaction_per_49_jobs_and_a_send_per_ten(ports, clock, calls):
