@@ -94,6 +94,29 @@ def indexes_written(table: TableDef | None, op: str, body: dict[str, Any]) -> tu
     return tuple(written)
 
 
+def written_items(operation: str, params: dict[str, Any]) -> list[tuple[dict[str, Any], str, bool]]:
+    """Each item a DynamoDB write request writes (a transaction's condition checks write none): its body with
+    the table's name, the op (PutItem, UpdateItem, DeleteItem) and whether it is inside a transaction."""
+    if operation in WRITE_OPS:
+        return [(params, operation, False)]
+    if operation == "TransactWriteItems":
+        return [
+            (body, op + "Item", True)
+            for item in params.get("TransactItems", [])
+            for op, body in item.items()
+            if op != "ConditionCheck"
+        ]
+    if operation == "BatchWriteItem":
+        return [
+            ({"TableName": table, **request["PutRequest"]}, "PutItem", False)
+            if "PutRequest" in request
+            else ({"TableName": table, **request.get("DeleteRequest", {})}, "DeleteItem", False)
+            for table, requests in params.get("RequestItems", {}).items()
+            for request in requests
+        ]
+    return []
+
+
 def written_key(table: TableDef, op: str, body: dict[str, Any]) -> dict[str, Any]:
     """The key of the item a write names (a put's from its item), as typed attribute values."""
     if op == "PutItem":
@@ -172,7 +195,7 @@ class CallCounter:
         context["bench_params"] = params
         # What each written item's index entries are before the write, read off moto when it runs in this
         # process (the write's own index units are then the entries it changed, not what its request names).
-        context["bench_entries"] = [self._entries(body, op) for body, op, _ in self._items(model.name, params)]
+        context["bench_entries"] = [self._entries(body, op) for body, op, _ in written_items(model.name, params)]
 
     def _after(self, model: Any, parsed: dict[str, Any], context: dict[str, Any], **_: Any) -> None:
         service = model.service_model.service_id.hyphenize()
@@ -181,32 +204,10 @@ class CallCounter:
         befores = context.get("bench_entries") or []
         with self.lock:
             self.calls[f"{service}:{model.name}"] += 1
-            for (body, op, transactional), before in zip(self._items(model.name, params), befores, strict=False):
+            for (body, op, transactional), before in zip(written_items(model.name, params), befores, strict=False):
                 after = self._entries(body, op) if before is not None else None
                 measured = changed_indexes(before, after) if before is not None and after is not None else None
                 self._write(body, op, transactional, not failed, measured)
-
-    @staticmethod
-    def _items(operation: str, params: dict[str, Any]) -> list[tuple[dict[str, Any], str, bool]]:
-        """Each item a DynamoDB write request writes: (its body with the table's name, the op, transactional)."""
-        if operation in WRITE_OPS:
-            return [(params, operation, False)]
-        if operation == "TransactWriteItems":
-            return [
-                (body, op + "Item", True)
-                for item in params.get("TransactItems", [])
-                for op, body in item.items()
-                if op != "ConditionCheck"
-            ]
-        if operation == "BatchWriteItem":
-            return [
-                ({"TableName": table, **request["PutRequest"]}, "PutItem", False)
-                if "PutRequest" in request
-                else ({"TableName": table, **request.get("DeleteRequest", {})}, "DeleteItem", False)
-                for table, requests in params.get("RequestItems", {}).items()
-                for request in requests
-            ]
-        return []
 
     def _entries(self, body: dict[str, Any], op: str) -> dict[str, IndexEntry | None] | None:
         table = self.tables.get(body.get("TableName", ""))

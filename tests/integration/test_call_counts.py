@@ -20,7 +20,7 @@ from duetime.service.dispatch import preload, reconcile_after
 from duetime.service.jobs import submit_job
 from duetime.worker.runtime import Worker
 
-from bench.common import changed_indexes, moto_index_entries, written_key
+from bench.common import changed_indexes, moto_index_entries, written_items, written_key
 
 WRITES = {"PutItem", "UpdateItem", "DeleteItem"}
 
@@ -44,20 +44,17 @@ class Calls:
 
     def _count(self, model: Any, params: dict[str, Any], **_: Any) -> None:
         self.calls[f"{model.service_model.service_id.hyphenize()}:{model.name}"] += 1
-        written: list[tuple[str, str, dict[str, Any]]] = []
         if model.name in WRITES:
             self.writes[(params["TableName"], False)] += 1
-            written.append((model.name, params["TableName"], params))
         elif model.name == "TransactWriteItems":
             for item in params["TransactItems"]:
-                for kind, body in item.items():
+                for body in item.values():
                     self.writes[(body["TableName"], True)] += 1
-                    if kind != "ConditionCheck":
-                        written.append((kind + "Item", body["TableName"], body))
         if model.service_model.service_name == "dynamodb":
             self.pending.before = [
                 (name, key, moto_index_entries(name, self.tables[name], key))
-                for op, name, body in written
+                for body, op, _ in written_items(model.name, params)
+                for name in [body["TableName"]]
                 for key in [written_key(self.tables[name], op, body)]
             ]
 

@@ -98,7 +98,7 @@ ONE_OFF = CallProfile(
     name="one-off",
     executions_writes=3,
     executions_wcu=5,
-    index_wcu=1 + 2,  # byJob at create; openByJob at create and end
+    index_wcu=1 + OPEN_BY_JOB_INDEX_WCU,  # byJob at create; openByJob at create and end
     open_index_wcu=0,
     # job put, byOwner entry, counter +1; completion, its byOwner rewrite (ALL projection), counter -1; the
     # job's and the counter's writes are inside transactions (doubled), the index's are not
@@ -118,7 +118,7 @@ CRON_RUN = CallProfile(
     name="cron",
     executions_writes=3,
     executions_wcu=3,
-    index_wcu=1 + 2,  # byJob at create; openByJob at create and end
+    index_wcu=1 + OPEN_BY_JOB_INDEX_WCU,  # byJob at create; openByJob at create and end
     open_index_wcu=0,
     jobs_wcu=0,
     read_units=1 + 1 + 0.5 + 0.1 + SWEEP_READ_UNITS,

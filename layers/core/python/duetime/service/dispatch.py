@@ -557,12 +557,8 @@ def _preload_shard(ports: Ports, owner: str, shard: int, now: datetime, threads:
         return DispatchReport(busy=1)  # another pre-loader is working on this shard right now
     cursor_ms = int(record.get("cursorMs", to_ms(now - FIRST_LOOKBACK)))
     due: list[Execution] = []
-    hours = _hours_between(cursor_ms, to_ms(window_end))
-    # An hour not fixed yet holds no row; an hour fixed with fewer shards has no partition for this one.
-    counts = ports.store.recorded_shards([hour_bucket(hour) for hour in hours])
-    for hour in hours:
-        if shard < counts.get(hour_bucket(hour), 0):
-            due.extend(ports.store.query_due(due_partition(hour, shard), cursor_ms, to_ms(window_end)))
+    for partition in _partitions_between(ports, shard, cursor_ms, to_ms(window_end)):
+        due.extend(ports.store.query_due(partition, cursor_ms, to_ms(window_end)))
     report = dispatch(ports, due, now, threads=threads) if due else DispatchReport()
     late_ms = to_ms(now - reconcile_after(ports))
     # A shard's first sweep goes back FIRST_LOOKBACK, once. After that a cycle sweeps at most sweep_span_ms of due
@@ -596,13 +592,17 @@ def sweep(ports: Ports, shard: int, after_ms: int, until_ms: int) -> int:
     the reconciler must see; it stays in the index until it ends."""
     if until_ms <= after_ms:
         return 0
+    return sum(
+        ports.store.sweep_open(p, after_ms, until_ms) for p in _partitions_between(ports, shard, after_ms, until_ms)
+    )
+
+
+def _partitions_between(ports: Ports, shard: int, after_ms: int, until_ms: int) -> list[str]:
+    """`shard`'s due partitions of the hours from after_ms to until_ms. An hour not fixed yet holds no row; an
+    hour fixed with fewer shards has no partition for this one."""
     hours = _hours_between(after_ms, until_ms)
     counts = ports.store.recorded_shards([hour_bucket(hour) for hour in hours])
-    entered = 0
-    for hour in hours:
-        if shard < counts.get(hour_bucket(hour), 0):
-            entered += ports.store.sweep_open(due_partition(hour, shard), after_ms, until_ms)
-    return entered
+    return [due_partition(hour, shard) for hour in hours if shard < counts.get(hour_bucket(hour), 0)]
 
 
 def reconcile(ports: Ports, shard: int, now: datetime) -> DispatchReport:

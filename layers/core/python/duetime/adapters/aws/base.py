@@ -137,12 +137,19 @@ class DynamoTables:
             }
         }
 
-    def _scan(self, table: str, **extra: Any) -> Iterator[dict[str, Any]]:
-        kwargs: dict[str, Any] = {"TableName": table, "ConsistentRead": True, **extra}
+    @staticmethod
+    def _pages(call: Callable[..., dict[str, Any]], **kwargs: Any) -> Iterator[dict[str, Any]]:
+        """Every item a Query or Scan (`call`) returns, page after page."""
         while True:
-            response = self.client.scan(**kwargs)
+            response = call(**kwargs)
             yield from response.get("Items", [])
             last = response.get("LastEvaluatedKey")
             if not last:
                 return
             kwargs["ExclusiveStartKey"] = last
+
+    def _query(self, **kwargs: Any) -> Iterator[dict[str, Any]]:
+        return self._pages(self.client.query, **kwargs)
+
+    def _scan(self, table: str, **extra: Any) -> Iterator[dict[str, Any]]:
+        return self._pages(self.client.scan, TableName=table, ConsistentRead=True, **extra)

@@ -341,13 +341,12 @@ class DynamoExecutions(DynamoQuotas):
 
     def query_due(self, partition: str, after_ms: int, until_ms: int) -> list[Execution]:
         """Waiting executions in `partition` with after_ms < dueMs <= until_ms, oldest first."""
-        out: list[Execution] = []
-        kwargs: dict[str, Any] = {
-            "TableName": self.executions_table,
-            "KeyConditionExpression": "pk = :p AND sk BETWEEN :lo AND :hi",
-            "FilterExpression": "#s = :scheduled",
-            "ExpressionAttributeNames": {"#s": "status"},
-            "ExpressionAttributeValues": _ser(
+        items = self._query(
+            TableName=self.executions_table,
+            KeyConditionExpression="pk = :p AND sk BETWEEN :lo AND :hi",
+            FilterExpression="#s = :scheduled",
+            ExpressionAttributeNames={"#s": "status"},
+            ExpressionAttributeValues=_ser(
                 {
                     ":p": partition,
                     ":lo": f"{after_ms + 1:013d}#",
@@ -355,15 +354,9 @@ class DynamoExecutions(DynamoQuotas):
                     ":scheduled": ExecutionStatus.SCHEDULED.value,
                 }
             ),
-            "ConsistentRead": True,
-        }
-        while True:
-            response = self.client.query(**kwargs)
-            out.extend(execution_from_item(i) for i in response.get("Items", []))
-            last = response.get("LastEvaluatedKey")
-            if not last:
-                return out
-            kwargs["ExclusiveStartKey"] = last
+            ConsistentRead=True,
+        )
+        return [execution_from_item(i) for i in items]
 
     # A row the reconciler must still look at: waiting, running, or failed with its owner not told yet.
     STILL_OPEN = "#s IN (:scheduled, :running) OR (#s = :failed AND attribute_not_exists(notifiedMs))"
@@ -375,23 +368,16 @@ class DynamoExecutions(DynamoQuotas):
         time costs the index nothing. One strongly consistent Query of keys (a row written before its due
         time is seen), then a conditional UpdateItem a row still open (one that ends meanwhile is left)."""
         values = {":p": partition, ":lo": f"{after_ms + 1:013d}#", ":hi": f"{until_ms:013d}#~", **STILL_OPEN_VALUES}
-        kwargs: dict[str, Any] = {
-            "TableName": self.executions_table,
-            "KeyConditionExpression": "pk = :p AND sk BETWEEN :lo AND :hi",
-            "FilterExpression": f"attribute_not_exists(openShard) AND ({self.STILL_OPEN})",
-            "ProjectionExpression": "pk, sk",
-            "ExpressionAttributeNames": {"#s": "status"},
-            "ExpressionAttributeValues": _ser(values),
-            "ConsistentRead": True,
-        }
-        keys: list[ExecutionKey] = []
-        while True:
-            response = self.client.query(**kwargs)
-            keys.extend(ExecutionKey(pk=item["pk"]["S"], sk=item["sk"]["S"]) for item in response.get("Items", []))
-            last = response.get("LastEvaluatedKey")
-            if not last:
-                break
-            kwargs["ExclusiveStartKey"] = last
+        items = self._query(
+            TableName=self.executions_table,
+            KeyConditionExpression="pk = :p AND sk BETWEEN :lo AND :hi",
+            FilterExpression=f"attribute_not_exists(openShard) AND ({self.STILL_OPEN})",
+            ProjectionExpression="pk, sk",
+            ExpressionAttributeNames={"#s": "status"},
+            ExpressionAttributeValues=_ser(values),
+            ConsistentRead=True,
+        )
+        keys = [ExecutionKey(pk=item["pk"]["S"], sk=item["sk"]["S"]) for item in items]
         entered = 0
         for key in keys:
             try:
