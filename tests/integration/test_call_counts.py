@@ -132,11 +132,12 @@ def test_a_successful_one_off_execution_costs_three_executions_table_writes_its_
     )
     assert calls.execution_writes() == 3 == capacity.ONE_OFF.executions_writes
     assert calls.execution_write_units() == 5 == capacity.ONE_OFF.executions_wcu
-    # and its row's index entries: byJob and openByJob at create, openByJob's removal at the end; never the
-    # `open` index, which a row enters only if the sweep finds it still open once overdue
+    # and its row's index entries: byJob at create; never openByJob, which a plain run claimed on time enters
+    # only if it heartbeats, nor the `open` index, which a row enters only if the sweep finds it still open
+    # once overdue
     # (and the job's byOwner entry, which projects every attribute: written at create, rewritten at completion)
-    assert calls.index_writes == Counter({"byJob": 1, "openByJob": 2, "byOwner": 2})
-    assert calls.execution_index_units() == 3 == capacity.ONE_OFF.index_wcu
+    assert calls.index_writes == Counter({"byJob": 1, "byOwner": 2})
+    assert calls.execution_index_units() == 1 == capacity.ONE_OFF.index_wcu
     assert capacity.ONE_OFF.open_index_wcu == 0
     # jobs and control: the job's put and the counter's +1 at create, its completion and the -1 at the end,
     # each inside a transaction (the byOwner index's one unit at create is counted by the profile)
@@ -212,14 +213,16 @@ def test_a_cron_run_in_steady_state_costs_three_executions_table_writes_and_one_
     assert control == 2 * ports.settings.shards * minutes  # the pre-loader's lease and cursor, per shard and cycle
     assert calls.execution_writes() == 3 * runs == capacity.CRON_RUN.executions_writes * runs
     assert calls.execution_write_units() == capacity.CRON_RUN.executions_wcu * runs
-    # And each run's row takes a byJob entry and an openByJob one at create, which it leaves at the end: no
-    # `open` index entry, as every run ended before the sweep reached its time
-    assert calls.index_writes == Counter({"byJob": runs, "openByJob": 2 * runs})
+    # And each run's row takes a byJob entry at create: no openByJob entry, as each was claimed on time with a
+    # short lease (domain/job_index.py), and no `open` index entry, as every run ended before the sweep reached
+    # its time
+    assert calls.index_writes == Counter({"byJob": runs})
     assert calls.execution_index_units() == capacity.CRON_RUN.index_wcu * runs
-    # And a claim reads no row: its overlap check's Query finds only the claim's own row in openByJob and
-    # drops it by its key (the job read is its GetItem); every BatchGetItem is the pre-loader's, 100 jobs each
+    # And a claim reads no row: its overlap check's Query of openByJob finds no entry, and no other slot of an
+    # every-minute job is due within the window a run without an entry could be in (the job read is its
+    # GetItem); every BatchGetItem is the pre-loader's, 100 jobs each
     assert calls.calls["dynamodb:BatchGetItem"] <= ports.settings.shards * minutes < runs
-    assert calls.calls["dynamodb:GetItem"] >= runs
+    assert calls.calls["dynamodb:GetItem"] == runs + minutes  # the claims' job reads; a pre-load cycle's record
     # And SQS sends and receives are batched (Worker.process outside the receive loop deletes each message
     # at once; the loop batches its deletes, tests/integration/test_worker_loop.py)
     assert calls.calls["sqs:DeleteMessage"] == runs
@@ -244,6 +247,9 @@ def test_a_run_still_running_when_the_sweep_passes_it_costs_the_sweep_s_write_an
     # Then the sweep wrote its row once and its `open` entry came and went: the 1 + 2 units duetime capacity adds
     # for a run that outlives reconcile_after (capacity.SWEPT_OPEN_WRITES, SWEPT_OPEN_INDEX_WCU)
     assert calls.index_writes["open"] == capacity.SWEPT_OPEN_INDEX_WCU == 2
+    # And its heartbeat entered it in openByJob, which its end left: the 2 units of a run that heartbeats
+    # (capacity.heartbeat_share)
+    assert calls.index_writes["openByJob"] == capacity.OPEN_BY_JOB_INDEX_WCU == 2
     sweep_writes = [n for (table, tx), n in calls.writes.items() if table == calls.executions_table and not tx]
     # the heartbeat, the sweep's UpdateItem (the finish ends the one-off job in a transaction)
     assert sum(sweep_writes) == 1 + capacity.SWEPT_OPEN_WRITES

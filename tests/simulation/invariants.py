@@ -5,6 +5,7 @@ what the simulated workers believe.
   disappears; each one is waiting (in the reconciler's `open` index once its shard's sweep has passed its due
   time, unless its job is paused), running under a lease (in the index, likewise), or terminal with what ended
   it recorded (a result, an error or a skip reason).
+- A serial (`forbid`) job's slot is claimed to run only while no other run of the job holds a live lease.
 - No attempt is held by two workers: no two live workers believe at once that they hold the same row (each
   believes until the lease end the store last gave it); an attempt is claimed once; a stale worker's heartbeat
   or outcome is refused (and a current one is not); a row is reported finished once; a finished row's attempt
@@ -25,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from duetime.adapters.sqlite.items import execution_from_doc, job_from_doc
 from duetime.adapters.sqlite.store import SqliteStore
 from duetime.domain.keys import ExecutionKey, open_index_key, shard_of_partition
-from duetime.domain.models import CatchUp, Execution, ExecutionStatus, Job, JobStatus, to_ms
+from duetime.domain.models import CatchUp, Execution, ExecutionStatus, Job, JobStatus, Overlap, to_ms
 from duetime.domain.recurrence import SLOT_TOLERANCE, is_slot, recurrence_of
 from duetime.service.audit import swept_through
 from duetime.service.jobs import first_slot
@@ -85,6 +86,30 @@ class Checker:
         job = self.world.jobs.get(task.execution.job_id)
         if job is not None and job.at_most_once and task.execution.attempt > 1:
             raise Violation(f"{key[0]} of at-most-once job {job.job_id} started a second time (attempt {key[1]})")
+        self._serial(task)
+
+    def _serial(self, task: Task) -> None:
+        """A serial (`forbid`) job's slot is claimed to run only while no other run of the job holds a live lease
+        (its claim's overlap check: docs/lifecycle.md; on DynamoDB runs without an index entry are read by key,
+        domain/job_index.py)."""
+        execution, job, now = task.execution, task.job, self.world.clock_now
+        assert execution is not None
+        serial = job is not None and job.overlap == Overlap.FORBID and job.schedule.is_recurring
+        if not serial or execution.kind != "scheduled" or execution.attempt != 1:
+            return
+        for worker in self.world.workers:
+            for other in worker.tasks:
+                if other is task or not other.holds or other.execution is None or other.known_lease_end is None:
+                    continue
+                running = other.execution
+                if running.job_id != execution.job_id or running.execution_id == execution.execution_id:
+                    continue
+                if other.known_lease_end > now and self.stale(other) is None:
+                    raise Violation(
+                        f"{execution.execution_id} of serial job {execution.job_id} claimed to run while "
+                        f"{running.execution_id} (attempt {running.attempt}) runs under a live lease to "
+                        f"{other.known_lease_end:%H:%M:%S}"
+                    )
 
     def completed(self, worker: SimWorker, task: Task, ended: Execution) -> None:
         if not ended.status.is_terminal:

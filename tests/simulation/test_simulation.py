@@ -70,6 +70,7 @@ def _claim_ignoring_the_lease(
     lease_until: datetime,
     max_attempts: int = 2**31,
     first_only: bool = False,
+    index_by_job: bool = False,
 ) -> ClaimOutcome:
     """The planted bug: SqliteStore.claim without its fencing condition on the lease (a running row is taken
     over while its holder's lease is live), nor at-most-once's first claim only."""
@@ -114,6 +115,10 @@ def _first_failure() -> SimulationFailure:
         ),
         ("a finish that ignores the attempt fence", lambda mp: _plant_unfenced_finish(mp)),
         ("an at-most-once claim that takes a lost run over", lambda mp: _plant_second_start(mp)),
+        (
+            "an overlap check blind to the job's running runs",
+            lambda mp: mp.setattr(SqliteStore, "indexed_open_executions_of_job", lambda *_, **__: []),
+        ),
     ],
 )
 def test_the_budget_catches_a_planted_bug(monkeypatch: pytest.MonkeyPatch, bug: str, plant: Any) -> None:
@@ -148,7 +153,7 @@ def _plant_second_start(monkeypatch: pytest.MonkeyPatch) -> None:
     real = SqliteStore.claim
 
     def claim(self: SqliteStore, key: ExecutionKey, worker_id: str, now: datetime, lease_until: datetime,
-              max_attempts: int = 2**31, first_only: bool = False) -> ClaimOutcome:  # fmt: skip
+              max_attempts: int = 2**31, first_only: bool = False, **_: Any) -> ClaimOutcome:  # fmt: skip
         return real(self, key, worker_id, now, lease_until, max(max_attempts, 2) if first_only else max_attempts)
 
     monkeypatch.setattr(SqliteStore, "claim", claim)

@@ -143,6 +143,8 @@ FAULTABLE = frozenset(
         "sweep_open",
         "open_page",
         "open_executions_of_job",
+        "indexed_open_executions_of_job",
+        "index_by_job",
     }
 )
 

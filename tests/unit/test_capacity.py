@@ -145,14 +145,17 @@ def test_a_run_that_ends_before_the_sweep_costs_the_open_index_nothing_and_a_lon
     short = estimate(Inputs(rate=1000, shards=32, profile="cron", avg_seconds=2))
     assert short.open_index_wcu_per_key == 0 and short.open_index_wcu_per_second == 0
     # Runs of 5 minutes are still running when the sweep passes them, 180 s after their due time: the sweep's
-    # UpdateItem, the entry, and its removal at the end
+    # UpdateItem, the entry, and its removal at the end; their first heartbeat entered them in openByJob (2 more)
     long = estimate(Inputs(rate=1000, shards=32, profile="cron", avg_seconds=300))
     base, swept = (
         call_profile(Inputs(rate=1000, profile="cron")),
         call_profile(Inputs(rate=1000, avg_seconds=300, profile="cron")),
     )
-    assert (swept.executions_wcu - base.executions_wcu, swept.index_wcu - base.index_wcu) == (1, 2)
+    assert (swept.executions_wcu - base.executions_wcu, swept.index_wcu - base.index_wcu) == (1, 2 + 2)
     assert swept.open_index_wcu == 2 and long.open_index_wcu_per_second == pytest.approx(1000 / 32 * 2)
+    # Runs of 20 s heartbeat once (a third of the 30-s lease) and end before the sweep: openByJob's 2 units only
+    beating = call_profile(Inputs(rate=1000, avg_seconds=20, profile="cron"))
+    assert (beating.index_wcu - base.index_wcu, beating.open_index_wcu) == (2, 0)
     # Half the runs in a long class: half the cost
     mixed = call_profile(
         Inputs(rate=1000, profile="cron", classes=(parse_class("default:1:2"), parse_class("long:1:600")))
@@ -367,9 +370,10 @@ def test_a_one_second_job_costs_its_2628000_cron_runs_a_month(capsys):
     assert main(["capacity", "--every", "1s", "--json"]) == 0
     answer = json.loads(capsys.readouterr().out)
     assert answer["inputs"]["rate"] == 1.0 and answer["inputs"]["profile"] == "cron"
-    # Its claim's overlap check reads its other rows due within the next 30 s (29 of 30 slots), where a cron
-    # run reads none (its own row is dropped by its index key, not read).
-    assert answer["inputs"]["extra_read_units"] == 29
+    # Its runs repeat within a minute: each claim enters its run in openByJob, and its end removes it (2 units a
+    # cron run on time spends never); the claim reads no more than a cron run's (only runs claimed and not ended
+    # are in the index)
+    assert answer["inputs"]["extra_index_wcu"] == 2
     plan = answer["schedule"]
     assert plan["runs_per_month"] == 2_628_000
     assert plan["scheduler_cost_per_month"] == pytest.approx(2.628 * answer["scheduler_cost_per_million"], abs=0.01)
@@ -379,8 +383,8 @@ def test_a_one_second_job_costs_its_2628000_cron_runs_a_month(capsys):
     answer = json.loads(capsys.readouterr().out)
     assert answer["inputs"]["rate"] == 200.0
     assert answer["schedule"]["runs_per_month_per_job"] == 525_600
-    assert answer["inputs"]["extra_read_units"] == 5
-    assert capacity.overlap_read_units("1m") == 0 and capacity.overlap_read_units("30s") == 0
+    assert answer["inputs"]["extra_index_wcu"] == 2
+    assert capacity.job_index_units("1m") == 0 and capacity.job_index_units("59s") == 2
     assert main(["capacity", "--every", "1s"]) == 0
     assert "1 job(s) every 1s" in capsys.readouterr().out
 

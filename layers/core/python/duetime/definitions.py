@@ -541,6 +541,10 @@ LOCAL_API_PROCESSES_MAX = 16
 LOCAL_WORKER_PROCESSES = 1
 LOCAL_WORKER_PROCESSES_MAX = 16
 
+# A shard's first pre-load cycle (no cursor yet) looks back this far for due rows, and its first sweep of rows
+# `reconcile_after` overdue goes back as far (service/dispatch.py).
+FIRST_LOOKBACK_SECONDS = 3600
+
 # A run is claimed once it is due (a worker holds a message received early until then): a job's rows due after
 # now plus this margin (well over any clock skew between workers) cannot be running, so the claim's overlap
 # check reads only the rows due by then. A job repeating every second reads ~31 rows, not every slot the

@@ -42,7 +42,7 @@ from duetime.domain.capacity import (
     Inputs,
     call_profile,
     estimate,
-    overlap_read_units,
+    job_index_units,
     parse_class,
     parse_mix,
     rate_of,
@@ -62,7 +62,8 @@ def per_execution_lines(profile: CallProfile) -> list[str]:
         f"    executions table   {profile.executions_writes:g} writes, {profile.executions_wcu:g} WCU on its "
         "hour#shard (create; claim; finish: a one-off's create and finish are 2 each, inside its job's transactions)",
         f"    indexes            {profile.index_wcu:g} WCU, {profile.open_index_wcu:g} of them on the `open` index "
-        "(byJob at create, openByJob at create and end; `open` only for a run the sweep finds open once overdue)",
+        "(byJob at create; openByJob only for a run claimed late, that heartbeats or repeats within a minute, and"
+        " `open` only for a run the sweep finds open once overdue: an entry and its removal each)",
         f"    jobs table         {profile.jobs_wcu:.4g} WCU; reads {profile.read_units:g} RCU "
         f"({profile.partition_read_units:g} on the hour#shard)",
         f"    SQS                {profile.sqs_requests:.2f} requests (send, receive, delete; batches of {SQS_BATCH})",
@@ -249,7 +250,7 @@ def cmd_capacity(args: argparse.Namespace) -> int:
             api=args.api,
             late_budgets=args.late_budgets,
             metric_owners=args.metric_owners,
-            extra_read_units=0.0 if args.every is None else overlap_read_units(args.every),
+            extra_index_wcu=0.0 if args.every is None else job_index_units(args.every),
         )
         result = estimate(inputs)
     except ValueError as exc:

@@ -58,8 +58,8 @@ from duetime.definitions import (
     PRELOADER_METRICS_SERVICE,
     SMOKE_OWNER_PREFIX,
 )
+from duetime.domain.keys import preload_record_key
 from duetime.service.context import Ports
-from duetime.service.dispatch import preload_record_key
 from duetime.service.ports import DueMessage
 
 EXIT_FAILED = 1

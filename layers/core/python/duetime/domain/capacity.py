@@ -23,7 +23,6 @@ from duetime.definitions import (
     PRELOAD_DISPATCH_THREADS,
     PRELOAD_SLACK_SECONDS,
     PRELOAD_THREADS,
-    RUNNING_DUE_MARGIN_SECONDS,
     RUNS_PER_SCHEDULE,
     SQS_BATCH_SIZE,
     SQS_MAX_DELAY_SECONDS,
@@ -33,6 +32,7 @@ from duetime.definitions import (
 from duetime.domain.costs import API_TYPES as API_TYPES
 from duetime.domain.costs import BATCH_JOBS_PER_TRANSACTION as BATCH_JOBS_PER_TRANSACTION
 from duetime.domain.costs import BILLINGS as BILLINGS
+from duetime.domain.costs import BY_JOB_INDEX_WCU as BY_JOB_INDEX_WCU
 
 # The cost figures under the model's name too (the report and the tests read them here; the `as` forms export them).
 from duetime.domain.costs import CLOUDWATCH_PRICES_AS_OF as CLOUDWATCH_PRICES_AS_OF
@@ -52,6 +52,7 @@ from duetime.domain.costs import CallProfile as CallProfile
 from duetime.domain.costs import Prices as Prices
 from duetime.domain.costs import lateness_units as lateness_units
 from duetime.domain.interval import parse_every
+from duetime.domain.job_index import MIN_UNINDEXED_PERIOD
 
 # --- AWS limits (docs/measured.md, AWS documentation) --------------------------------------------------------
 PARTITION_WCU_PER_SECOND = 1000  # one partition key value: 1,000 write units/s
@@ -215,9 +216,9 @@ class Inputs:
     utilisation: float = DEFAULT_UTILISATION  # provisioned: the auto-scaling target
     api: str = "rest"  # the API Gateway type the one-off submissions go through (prices differ)
     late_budgets: float = 0.0  # the share of runs whose jobs have a lateAfterSeconds (a counter write each)
-    # Read units a run makes beyond its profile's (overlap_read_units: a claim of a job repeating every few
-    # seconds reads its rows due within the next RUNNING_DUE_MARGIN_SECONDS).
-    extra_read_units: float = 0.0
+    # Index write units a run makes beyond its profile's (job_index_units: the claim of a job repeating faster
+    # than once a minute enters its run in `openByJob`).
+    extra_index_wcu: float = 0.0
     # Owners the stack names in its lateness metrics (CDK context metricOwners): each one's own series and
     # alarm, beside the one `other` series of every owner not named.
     metric_owners: int = 0
@@ -397,11 +398,13 @@ def smallest_shards(rate: float, profile: CallProfile, beats: int, open_index_by
 
 
 def call_profile(inputs: Inputs) -> CallProfile:
-    """The measured per-execution work of the inputs' mix (or profile), with any extra reads, and the `open`
-    index's work for runs still running when the sweep passes them (swept_open_share)."""
+    """The measured per-execution work of the inputs' mix (or profile), with the `openByJob` entries of runs that
+    heartbeat or repeat within a minute (heartbeat_share, job_index_units), and the `open` index's work for runs
+    still running when the sweep passes them (swept_open_share)."""
     profile = blend_calls(inputs.mix) if inputs.mix else PROFILES[inputs.profile]
-    if inputs.extra_read_units:
-        profile = replace(profile, read_units=profile.read_units + inputs.extra_read_units)
+    by_job = max(inputs.extra_index_wcu, heartbeat_share(inputs) * OPEN_BY_JOB_INDEX_WCU)
+    if by_job:
+        profile = replace(profile, index_wcu=profile.index_wcu + by_job)
     share = swept_open_share(inputs)
     if share:
         profile = replace(
@@ -418,6 +421,12 @@ def call_profile(inputs: Inputs) -> CallProfile:
 # hour#shard), its `open` index entry then and that entry's removal at its end (2 units).
 SWEPT_OPEN_WRITES = 1
 SWEPT_OPEN_INDEX_WCU = 2
+
+
+def heartbeat_share(inputs: Inputs) -> float:
+    """The share of runs that heartbeat (a class whose average run is longer than a third of the lease): the first
+    heartbeat enters the run in `openByJob` and its end removes it, 2 units (domain/job_index.py)."""
+    return sum(c.share for c in job_classes(inputs) if heartbeats(c.avg_seconds, inputs.lease_seconds) > 0)
 
 
 def swept_open_share(inputs: Inputs) -> float:
@@ -536,9 +545,10 @@ def estimate(inputs: Inputs, prices: Prices | None = None) -> Estimate:
             f"(CDK context preloadShardGroups) or raise DUETIME_PRELOAD_DISPATCH_THREADS (calls at once per shard)"
             + (", or add shards" if preload.shard_seconds > inputs.preload_interval_seconds / 2 else "")
         )
-    # Each index has its own quota; the busiest is `openByJob` (an entry added and removed a run), or `open`
-    # when long runs enter it too.
-    busiest_index = round(inputs.rate * max(profile.open_index_wcu, OPEN_BY_JOB_INDEX_WCU), 1)
+    # Each index has its own quota; the busiest is `byJob` (an entry a run), or `openByJob` or `open` when runs
+    # enter them too (the rest of the index units).
+    by_job_index = profile.index_wcu - profile.open_index_wcu - BY_JOB_INDEX_WCU
+    busiest_index = round(inputs.rate * max(profile.open_index_wcu, BY_JOB_INDEX_WCU, by_job_index), 1)
     for name, value in (("table", result.table_wru_per_second), ("busiest index", busiest_index)):
         if value > TABLE_ON_DEMAND_WRU_PER_SECOND:
             result.warnings.append(
@@ -841,13 +851,12 @@ def preload_cycle(inputs: Inputs, due_per_shard: float) -> PreloadCycle:
 MONTH_SECONDS = 365 * 86_400 / 12
 
 
-def overlap_read_units(every: str) -> float:
-    """Read units a run of a job repeating `every` makes beyond CRON_RUN's: its claim's overlap check reads
-    (strongly consistent, a unit a row) the job's other rows due within RUNNING_DUE_MARGIN_SECONDS of now,
-    one a slot (margin / period slots, the claim's own among them and not read), where CRON_RUN reads none.
-    Nothing for a job slower than the margin."""
-    period = parse_every(every).total_seconds()
-    return max(0.0, RUNNING_DUE_MARGIN_SECONDS / period - 1)
+def job_index_units(every: str) -> float:
+    """Index write units a run of a job repeating `every` makes beyond CRON_RUN's: a job repeating faster than
+    once a minute has each run entered in `openByJob` by its claim and removed at its end (domain/job_index.py),
+    where a slower job's run on time enters it never. Its claim reads no more than CRON_RUN's: only runs
+    claimed and not ended are in the index."""
+    return float(OPEN_BY_JOB_INDEX_WCU) if parse_every(every) < MIN_UNINDEXED_PERIOD else 0.0
 
 
 def rate_of(every: str, jobs: int) -> float:

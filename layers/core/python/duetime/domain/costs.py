@@ -65,8 +65,9 @@ class CallProfile:
     Write units count 1 per KB started (rows are ~0.4 KB), doubled inside a transaction. The executions
     table's writes all land on the execution's `hour#shard` partition. Its indexes project keys only, so
     only writes that add or remove an entry cost index units (tests/integration/test_call_counts.py reads
-    them off the tables around each write): byJob (partitioned by jobId, spread out) at create, and the
-    sparse `openByJob` index (partitioned by jobId) at create and end. The sparse `open` index (by shard)
+    them off the tables around each write): byJob (partitioned by jobId, spread out) at create. The sparse
+    `openByJob` index (by jobId) costs a plain run on time nothing: a run enters it only if its claim is late,
+    it heartbeats or its job repeats within a minute (domain/job_index.py). The sparse `open` index (by shard)
     costs a run nothing unless the pre-loader's sweep finds its row still open once `reconcile_after`
     overdue (a lost message or worker, a run longer than that): then an entry and its removal, 2 units.
     The sweep reads each row once more (a strongly consistent Query of the hour#shard range: ~0.1 unit).
@@ -75,7 +76,7 @@ class CallProfile:
     name: str
     executions_writes: float  # write requests on the executions table
     executions_wcu: float  # their write units (the hot-partition figure)
-    index_wcu: float  # index write units (byJob, openByJob; open only for a run the sweep finds open)
+    index_wcu: float  # index write units (byJob; openByJob and open only for runs that enter them)
     open_index_wcu: float  # of which on the execution's `open` index partition (its shard)
     jobs_wcu: float  # jobs table, its byOwner index and the owner's counter record (control table)
     read_units: float  # GetItem/BatchGetItem of the job, overlap Query, pre-load and sweep Query shares
@@ -84,7 +85,9 @@ class CallProfile:
     api_requests: float  # API Gateway requests (POST /jobs for a one-off)
 
 
-# The openByJob index's units a run (an entry at create, its removal at the end): the busiest index's.
+# The byJob index's units a run (an entry at create, kept as history).
+BY_JOB_INDEX_WCU = 1
+# The openByJob index's units a run that enters it (an entry, then its removal at the end).
 OPEN_BY_JOB_INDEX_WCU = 2
 # The sweep's share of a run: its row read once more, ~0.4 KB of a strongly consistent Query (4 KB a unit).
 SWEEP_READ_UNITS = 0.1
@@ -98,7 +101,7 @@ ONE_OFF = CallProfile(
     name="one-off",
     executions_writes=3,
     executions_wcu=5,
-    index_wcu=1 + OPEN_BY_JOB_INDEX_WCU,  # byJob at create; openByJob at create and end
+    index_wcu=BY_JOB_INDEX_WCU,  # byJob at create (openByJob: never, for a plain run on time)
     open_index_wcu=0,
     # job put, byOwner entry, counter +1; completion, its byOwner rewrite (ALL projection), counter -1; the
     # job's and the counter's writes are inside transactions (doubled), the index's are not
@@ -111,14 +114,14 @@ ONE_OFF = CallProfile(
 # A cron run in steady state: the pre-loader reads the job (BatchGetItem of 100, strongly consistent: 1 unit
 # a job of up to 4 KB), creates the next slot (PutItem) and sends due runs in batches of 10; the claim reads
 # the job (GetItem, 1 unit) and, for the overlap policy, the job's open rows due by now from openByJob (a
-# Query of an index, eventually consistent: 0.5 unit for up to 4 KB of keys). The claim's own row is dropped
-# by its key, so a job with no other run open reads no row (issue 32; before, a BatchGetItem of that row
-# cost 1 unit a run).
+# Query of an index, eventually consistent: 0.5 unit for up to 4 KB of keys) and the rows of the slots that
+# may run without an entry (by key: none for a run on time of a job a minute or more apart, domain/job_index.py).
+# The claim's own row is never in the index, so a job with no other run open reads no row (issue 32).
 CRON_RUN = CallProfile(
     name="cron",
     executions_writes=3,
     executions_wcu=3,
-    index_wcu=1 + OPEN_BY_JOB_INDEX_WCU,  # byJob at create; openByJob at create and end
+    index_wcu=BY_JOB_INDEX_WCU,  # byJob at create (openByJob: never, for a plain run on time)
     open_index_wcu=0,
     jobs_wcu=0,
     read_units=1 + 1 + 0.5 + 0.1 + SWEEP_READ_UNITS,

@@ -108,6 +108,21 @@ def execution_id_of_sort_key(sk: str) -> str:
     return sk.split("#", 1)[1]
 
 
+def due_ms_of_sort_key(sk: str) -> int:
+    """The due time (epoch milliseconds) a row's sort key starts with."""
+    return int(sk.split("#", 1)[0])
+
+
+def job_of_sort_key(sk: str) -> str:
+    """The job whose run a row's sort key names."""
+    return ExecutionId.parse(execution_id_of_sort_key(sk)).job_id
+
+
+def execution_id_bound(job_id: str, slot_ms: int) -> str:
+    """A bound every id of `job_id`'s runs in slots from `slot_ms` on sorts at or above (byJob's sort key)."""
+    return f"{job_id}.{max(0, slot_ms):013d}"
+
+
 def sort_key_after(due_by: datetime) -> str:
     """A bound every sort key of a row due at or before `due_by` sorts below, and every later one above."""
     return f"{to_ms(due_by) + 1:013d}"
@@ -130,6 +145,11 @@ SHARDS_KEY_PREFIX = "shards#"
 # pre-loader and the reconciler visit that many shards, so rows of buckets fixed before a reshard to
 # fewer shards are still pre-loaded and reconciled.
 MOST_SHARDS_KEY = "shards#most"
+
+
+def preload_record_key(shard: int) -> str:
+    """The control record of `shard`'s pre-loader: its lease, its cursors (`sweptMs`: how far it swept)."""
+    return f"preload#{shard:03d}"
 
 
 def bucket_shards_key(bucket: str) -> str:

@@ -6,10 +6,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from duetime.domain.keys import open_index_key, shard_of_partition
-from duetime.domain.models import ExecutionStatus, JobStatus, format_time, to_ms
+from duetime.domain.job_index import indexed_at_claim, plain_runs_indexed
+from duetime.domain.keys import open_index_key, preload_record_key, shard_of_partition
+from duetime.domain.models import Execution, ExecutionStatus, Job, JobStatus, format_time, to_ms
 from duetime.service.context import Ports
-from duetime.service.dispatch import preload_record_key, reconcile_after
+from duetime.service.dispatch import reconcile_after
 
 
 @dataclass(frozen=True)
@@ -61,11 +62,31 @@ def swept_through(ports: Ports) -> dict[int, int]:
     }
 
 
+def _why_in_job_index(execution: Execution, job: Job | None, unswept: bool) -> str | None:
+    """Why an open row must be in its job's index of open runs by now (domain/job_index.py), or None if it may
+    be out of it: a plain run of its schedule, claimed on time under a short lease, not reached by the sweep."""
+    if execution.status.is_terminal:
+        return None
+    if not unswept:
+        return f"due {format_time(execution.due_at)}, and its shard's sweep has passed it"
+    if execution.kind != "scheduled" or (execution.status == ExecutionStatus.SCHEDULED and execution.attempt > 0):
+        return f"a {execution.kind} run at attempt {execution.attempt}, entered as it is written"
+    if execution.status == ExecutionStatus.RUNNING and job is not None and plain_runs_indexed(job):
+        return "its job repeats within a minute (or is spread over more): its claim entered it"
+    started, lease = execution.started_at, execution.lease_until
+    running = execution.status == ExecutionStatus.RUNNING and started is not None and lease is not None
+    if running and started is not None and lease is not None and indexed_at_claim(execution.due_at, started, lease):
+        return f"claimed {format_time(started)} until {format_time(lease)}: late or long, entered by its claim"
+    return None
+
+
 def audit(ports: Ports, now: datetime | None = None) -> AuditReport:
     """Check docs/lifecycle.md's invariants over every open execution, every job and every DLQ.
 
     - every open execution sits in the partition of its due hour and shard, and in the `open` index once its
       shard's sweep has passed its due time;
+    - every waiting or running execution is in its job's index of open runs unless it is a plain run of its
+      schedule, claimed on time under a short lease, that the sweep has not reached (domain/job_index.py);
     - no running execution's lease ended longer ago than one reconcile cycle (it is abandoned), unless its job
       is paused (a takeover would start a new attempt: it waits for resume);
     - no waiting execution of an active job is overdue by longer than one reconcile cycle (stuck);
@@ -100,6 +121,9 @@ def audit(ports: Ports, now: datetime | None = None) -> AuditReport:
             report.findings.append(
                 Finding("not in the open index", subject, f"openShard {stored.open_shard!r}, expected {shard!r}")
             )
+        why_indexed = _why_in_job_index(execution, job, unswept)
+        if stored.open_job is None and why_indexed is not None:
+            report.findings.append(Finding("not in the job index", subject, why_indexed))
         if execution.status == ExecutionStatus.SCHEDULED:
             report.waiting += 1
             waiting_of[execution.job_id] += 1

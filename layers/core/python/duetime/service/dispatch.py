@@ -9,14 +9,19 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from duetime.definitions import RECONCILE_ROWS_PER_SHARD, SHARD_COUNT_FIXED_AHEAD, SQS_BATCH_SIZE
+from duetime.definitions import (
+    FIRST_LOOKBACK_SECONDS,
+    RECONCILE_ROWS_PER_SHARD,
+    SHARD_COUNT_FIXED_AHEAD,
+    SQS_BATCH_SIZE,
+)
 from duetime.domain.bounds import following_number, within_bounds
 from duetime.domain.catchup import MAX_SCAN, CatchUpPlan, first_slot_only, plan_catch_up
 from duetime.domain.errors import Conflict
 from duetime.domain.events import JobChange
 from duetime.domain.exclusions import Exclusions
 from duetime.domain.horizon import LATEST_DATE
-from duetime.domain.keys import due_partition, execution_id, hour_bucket, parse_execution_id
+from duetime.domain.keys import due_partition, execution_id, hour_bucket, parse_execution_id, preload_record_key
 from duetime.domain.models import (
     MAX_NOTE_CHARS,
     Execution,
@@ -44,7 +49,7 @@ log = logging.getLogger("duetime.preloader")
 # The skip reason of a slot on one of the job's excluded dates.
 EXCLUDED = "excluded"
 # Where a shard's pre-loader (and its sweep) starts when it has no cursor yet (a new deployment).
-FIRST_LOOKBACK = timedelta(hours=1)
+FIRST_LOOKBACK = timedelta(seconds=FIRST_LOOKBACK_SECONDS)
 FIRST_LOOKBACK_MS = int(FIRST_LOOKBACK.total_seconds()) * 1000
 # A cycle's sweep covers at most this many times the longer of the pre-load interval and reconcile_after
 # (sweep_span_ms): one interval in steady state, an outage caught up over a few cycles.
@@ -530,10 +535,6 @@ def _preload(ports: Ports, owner: str, threads: int, dispatch_threads: int, grou
     for report in reports:
         total.add(report)
     return total
-
-
-def preload_record_key(shard: int) -> str:
-    return f"preload#{shard:03d}"
 
 
 def _preload_shard_isolated(ports: Ports, owner: str, shard: int, now: datetime, threads: int) -> DispatchReport:

@@ -20,7 +20,15 @@ from duetime.domain.bounds import first_run_number
 from duetime.domain.destinations import check_destination_grants
 from duetime.domain.errors import Conflict, InvalidInput
 from duetime.domain.events import JobChange
-from duetime.domain.models import ENDED_JOB_STATUSES, Delivery, Execution, Job, JobSpec, JobStatus
+from duetime.domain.models import (
+    ENDED_JOB_STATUSES,
+    Delivery,
+    Execution,
+    ExecutionStatus,
+    Job,
+    JobSpec,
+    JobStatus,
+)
 from duetime.service.calendars import check_references
 from duetime.service.context import Ports
 from duetime.service.dispatch import dispatch, new_execution
@@ -119,6 +127,11 @@ def edit_job(
     )
     first: Execution | None = None
     replaced: list[Execution] = []
+    if retimed:
+        # Its running runs are of the old timing: a claim of the new one finds them by the index, not by slot.
+        for running in ports.store.open_executions_of_job(job_id):
+            if running.status == ExecutionStatus.RUNNING:
+                ports.store.index_by_job(ports.store.key_of(running))
     if slot is not None:
         # Only the schedule's own waiting run is replaced: retries of a started run and run-nows stay.
         replaced = [e for e in waiting_executions(ports, job_id) if e.kind == "scheduled" and e.attempt == 0]

@@ -14,6 +14,7 @@ from duetime.definitions import DEFAULT_JOB_CLASS, RUNNING_DUE_MARGIN_SECONDS
 from duetime.domain.catchup import plan_catch_up
 from duetime.domain.errors import Conflict, NotFound, StaleAttempt
 from duetime.domain.exclusions import Exclusions
+from duetime.domain.job_index import plain_run, plain_runs_indexed, unindexed_slots
 from duetime.domain.keys import ExecutionKey, parse_execution_id
 from duetime.domain.models import (
     RESULT_UNKNOWN,
@@ -150,7 +151,15 @@ def _claim(
 ) -> Claim:
     """The claim's conditional write and what follows it (a lost last attempt, the overlap policy)."""
     at_most_once = job.delivery == Delivery.AT_MOST_ONCE
-    outcome = ports.store.claim(message.key, worker_id, now, lease_ends, max_attempts, first_only=at_most_once)
+    outcome = ports.store.claim(
+        message.key,
+        worker_id,
+        now,
+        lease_ends,
+        max_attempts,
+        first_only=at_most_once,
+        index_by_job=plain_runs_indexed(job),
+    )
     if outcome.claimed is None:
         current = outcome.current
         if current is not None and current.lease_live(now):
@@ -294,8 +303,18 @@ RUNNING_DUE_MARGIN = timedelta(seconds=RUNNING_DUE_MARGIN_SECONDS)
 
 
 def _live_others(ports: Ports, job: Job, execution_id: str, now: datetime) -> list[Execution]:
-    """The job's other executions running under a live lease (a read of its other open rows due by now only)."""
-    others = ports.store.open_executions_of_job(job.job_id, due_by=now + RUNNING_DUE_MARGIN, excluding=execution_id)
+    """The job's other executions running under a live lease: its other indexed open rows due by now (one Query
+    of the index), and the rows of the slots that may run without an entry yet, read by key (none for a run
+    claimed on time of a job a minute or more apart: domain/job_index.py)."""
+    others = ports.store.indexed_open_executions_of_job(
+        job.job_id, due_by=now + RUNNING_DUE_MARGIN, excluding=execution_id
+    )
+    seen = {e.execution_id for e in others}
+    own_slot = parse_execution_id(execution_id)[1]
+    for slot in unindexed_slots(job, own_slot, now):
+        plain = plain_run(job, slot)
+        if plain.execution_id not in seen and (row := ports.store.get_execution(ports.store.key_of(plain))):
+            others.append(row)
     return [e for e in others if e.lease_live(now)]
 
 

@@ -548,8 +548,8 @@ def resume(ports: Ports, job: Job, note: str | None = None, groups: Sequence[str
 def cancel_job(ports: Ports, owner: str, job_id: str) -> None:
     """The job ends `cancelled`; its waiting executions end `cancelled`, a running one is fenced out.
 
-    Only the job's open rows are read (the `openByJob` index), so the work is bounded by what is open,
-    never by the job's history.
+    Only the job's open rows are read (the `openByJob` index, and on DynamoDB its rows due after the sweep's
+    bound), so the work is bounded by what is open and the last minutes, never by the job's history.
     """
     cancel(ports, get_owned_job(ports, owner, job_id))
 

@@ -130,6 +130,7 @@ class StoredExecution:
     key: ExecutionKey
     open_shard: str | None
     execution: Execution
+    open_job: str | None = None  # its entry in the job's index of open runs (`openByJob`), if it has one
 
 
 @dataclass(frozen=True)
@@ -380,9 +381,21 @@ class ExecutionStore(Protocol):
         self, job_id: str, due_by: datetime | None = None, excluding: str | None = None
     ) -> list[Execution]:
         """The job's executions that have not ended (waiting, held or running), earliest due first: bounded
-        by what is open, never by the job's history; with `due_by`, only those due at or before it (a
-        second job's slots pre-loaded ahead are not read to find the one that runs); without the execution
-        `excluding` names (a claim's own row, which it holds already: on DynamoDB its read is never made)."""
+        by what is open (on DynamoDB, and by the job's rows due after the sweep's bound: minutes, not its
+        history); with `due_by`, only those due at or before it; without the execution `excluding` names."""
+        ...
+
+    def indexed_open_executions_of_job(
+        self, job_id: str, due_by: datetime | None = None, excluding: str | None = None
+    ) -> list[Execution]:
+        """open_executions_of_job's rows that are in the job's index of open runs: all of them, but on DynamoDB
+        the plain runs of a job's schedule that are not in it yet (domain/job_index.py says which and where the
+        claim finds them). What the claim's overlap check reads: one Query of the index."""
+        ...
+
+    def index_by_job(self, key: ExecutionKey) -> bool:
+        """Enter the open execution at `key` in its job's index (an edit that moves the job's timing does it
+        for its running runs); False if it has ended."""
         ...
 
     def hold_waiting(self, key: ExecutionKey) -> bool:
@@ -403,10 +416,12 @@ class ExecutionStore(Protocol):
         lease_until: datetime,
         max_attempts: int = 2**31,
         first_only: bool = False,
+        index_by_job: bool = False,
     ) -> ClaimOutcome:
         """Claim the row in one conditional write: attempt + 1, a lease, and a new claim token stored on the
         row and returned on `claimed` (new_claim_token). `first_only` (an at-most-once job's run): only a
-        `scheduled` row no attempt has claimed before; any other comes back as `current`."""
+        `scheduled` row no attempt has claimed before; any other comes back as `current`. `index_by_job`: the
+        run enters its job's index of open runs whatever its timing (domain/job_index.py)."""
         ...
 
     # The writes of an attempt's holder are fenced by the attempt and, when `claim_token` is given, by the

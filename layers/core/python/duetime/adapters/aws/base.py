@@ -118,10 +118,11 @@ class DynamoTables:
         return shards
 
     def _indexed_at_create(self, execution: Execution) -> bool:
-        """Whether a new open row enters the `open` index with its write: only one due before the sweep may
-        have passed it (service/dispatch.py, sweep), that is due more than half the reconcile delay ago
-        (a backfilled or caught-up slot, a one-off due in the past). A row due later enters it only if it is
-        still open when the sweep passes it, so a run that ends in time never writes the index (issue 32)."""
+        """Whether a new open row enters the `open` index (and `openByJob`) with its write: only one due before
+        the sweep may have passed it (service/dispatch.py, sweep), that is due more than half the reconcile
+        delay ago (a backfilled or caught-up slot, a one-off due in the past). A row due later enters them only
+        if it is still open when the sweep passes it, so a run that ends in time never writes the `open` index
+        (issue 32), nor `openByJob` if it is a plain run of its schedule (domain/job_index.py)."""
         horizon_ms = (self.epoch_seconds() - self.settings.reconcile_after_seconds() / 2) * 1000
         return not execution.status.is_terminal and to_ms(execution.due_at) <= horizon_ms
 

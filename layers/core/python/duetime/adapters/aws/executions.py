@@ -19,18 +19,25 @@ from duetime.definitions import (
     EXECUTIONS_DEAD_BY_OWNER_INDEX,
     EXECUTIONS_OPEN_BY_JOB_INDEX,
     EXECUTIONS_OPEN_INDEX,
+    FIRST_LOOKBACK_SECONDS,
 )
 from duetime.domain.errors import StaleAttempt
+from duetime.domain.job_index import indexed_at_claim
 from duetime.domain.keys import (
+    MOST_SHARDS_KEY,
     ExecutionKey,
     bucket_of_partition,
     dead_letter_key,
+    due_ms_of_sort_key,
+    execution_id_bound,
     execution_id_of_sort_key,
+    job_of_sort_key,
     open_index_partitions,
     open_page_after,
+    preload_record_key,
     sort_key_after,
 )
-from duetime.domain.models import Execution, ExecutionStatus, to_ms
+from duetime.domain.models import MAX_JITTER_SECONDS, Execution, ExecutionStatus, from_ms, to_ms
 from duetime.domain.quotas import active_jobs_key
 from duetime.domain.results import stored_json, truncate_error
 from duetime.service.ports import ClaimOutcome, JobEnding, OpenPage, Page, StoredExecution, new_claim_token
@@ -272,10 +279,70 @@ class DynamoExecutions(DynamoQuotas):
     def open_executions_of_job(
         self, job_id: str, due_by: datetime | None = None, excluding: str | None = None
     ) -> list[Execution]:
-        """The job's executions that have not ended (waiting, paused or running), earliest due first:
-        bounded by what is open, never by the job's history; with `due_by`, only those due by then. The row
-        of `excluding` is dropped by its index key (sk ends with the execution id) before any row is read,
-        so a claim's overlap check of a job with no other run open reads the index alone (issue 32)."""
+        """The job's executions that have not ended (waiting, paused or running), earliest due first; with
+        `due_by`, only those due by then. Those in `openByJob`, and the plain runs of its schedule written
+        without an entry (domain/job_index.py): every such row still open is due after the sweep's bound
+        (_swept_through_ms), so they are found among the job's history from there on (byJob, keys only: one
+        Query), and only rows due after it are read. Cancel, pause, resume, edit and GET read this; the
+        claim reads indexed_open_executions_of_job and the slots of its window by key."""
+        indexed = self.indexed_open_executions_of_job(job_id, due_by, excluding)
+        swept_ms = self._swept_through_ms()
+        # A plain run's id carries its slot, at most MAX_JITTER_SECONDS before its due time.
+        lowest = execution_id_bound(job_id, swept_ms - MAX_JITTER_SECONDS * 1000)
+        keys = self._query(
+            TableName=self.executions_table,
+            IndexName=EXECUTIONS_BY_JOB_INDEX.name,
+            KeyConditionExpression="jobId = :j AND executionId >= :lo",
+            FilterExpression="sk > :swept",  # only keys of rows due after the bound come back
+            ExpressionAttributeValues=_ser({":j": job_id, ":lo": lowest, ":swept": f"{swept_ms:013d}#~"}),
+        )
+        known = {e.execution_id for e in indexed} | {excluding}
+        until_ms = None if due_by is None else to_ms(due_by)
+        wanted = [
+            k
+            for k in keys
+            if execution_id_of_sort_key(str(k["sk"]["S"])) not in known
+            and swept_ms < due_ms_of_sort_key(str(k["sk"]["S"]))
+            and (until_ms is None or due_ms_of_sort_key(str(k["sk"]["S"])) <= until_ms)
+        ]
+        unindexed = [e for e in (execution_from_item(i) for i in self._rows(wanted)) if not e.status.is_terminal]
+        return sorted([*indexed, *unindexed], key=lambda e: (e.due_at, e.execution_id))
+
+    def _swept_through_ms(self) -> int:
+        """How far every shard's sweep has gone (the least `sweptMs` of their pre-load records): every open row
+        due by then is in `openByJob` (sweep_open enters it). A shard that has not swept yet counts from where
+        its first sweep will start (FIRST_LOOKBACK_SECONDS before `reconcile_after` ago)."""
+        most = self.client.get_item(
+            TableName=self.control_table, Key=_ser({"key": MOST_SHARDS_KEY}), ConsistentRead=True
+        ).get("Item")
+        shards = max(self.settings.shards, int(most["shards"]["N"]) if most else 0)
+        wanted = [preload_record_key(shard) for shard in range(shards)]
+        swept: dict[str, int] = {}
+        for start in range(0, len(wanted), 100):
+            request: dict[str, Any] = {
+                self.control_table: {
+                    "Keys": [_ser({"key": k}) for k in wanted[start : start + 100]],
+                    "ConsistentRead": True,
+                    "ProjectionExpression": "#k, sweptMs",
+                    "ExpressionAttributeNames": {"#k": "key"},
+                }
+            }
+            while request:
+                response = self.client.batch_get_item(RequestItems=request)
+                for item in response.get("Responses", {}).get(self.control_table, []):
+                    if "sweptMs" in item:
+                        swept[item["key"]["S"]] = int(item["sweptMs"]["N"])
+                request = response.get("UnprocessedKeys") or {}
+        first_sweep_s = self.epoch_seconds() - self.settings.reconcile_after_seconds() - FIRST_LOOKBACK_SECONDS
+        return min([*swept.values(), *([int(first_sweep_s * 1000)] if len(swept) < len(wanted) else [])])
+
+    def indexed_open_executions_of_job(
+        self, job_id: str, due_by: datetime | None = None, excluding: str | None = None
+    ) -> list[Execution]:
+        """The job's open executions in `openByJob`, earliest due first: bounded by what is open, never by the
+        job's history; with `due_by`, only those due by then. The row of `excluding` is dropped by its index key
+        (sk ends with the execution id) before any row is read, so a claim's overlap check of a job with no
+        other run open reads the index alone (issue 32)."""
         condition, values = "openJob = :j", {":j": job_id}
         if due_by is not None:  # the index's sort key starts with the due time
             condition, values = "openJob = :j AND sk < :due", {":j": job_id, ":due": sort_key_after(due_by)}
@@ -297,6 +364,28 @@ class DynamoExecutions(DynamoQuotas):
             keys = [k for k in keys if execution_id_of_sort_key(str(k["sk"]["S"])) != excluding]
         rows = [execution_from_item(i) for i in self._rows(keys)]
         return [e for e in rows if not e.status.is_terminal]
+
+    def index_by_job(self, key: ExecutionKey) -> bool:
+        """Enter the open row at `key` in openByJob (one conditional UpdateItem); False if it has ended."""
+        try:
+            with refused_as():
+                self.client.update_item(
+                    TableName=self.executions_table,
+                    Key=_ser({"pk": key.pk, "sk": key.sk}),
+                    UpdateExpression="SET openJob = :job",
+                    ConditionExpression=f"attribute_exists(pk) AND {self.NOT_ENDED}",
+                    ExpressionAttributeNames={"#s": "status"},
+                    ExpressionAttributeValues=_ser(
+                        {
+                            ":job": job_of_sort_key(key.sk),
+                            ":scheduled": ExecutionStatus.SCHEDULED.value,
+                            ":running": ExecutionStatus.RUNNING.value,
+                        }
+                    ),
+                )
+        except Refused:
+            return False
+        return True
 
     def hold_waiting(self, key: ExecutionKey) -> bool:
         """Take a waiting execution of a paused job out of the `open` index (the reconciler skips it);
@@ -363,37 +452,55 @@ class DynamoExecutions(DynamoQuotas):
 
     def sweep_open(self, partition: str, after_ms: int, until_ms: int) -> int:
         """Enter into the `open` index every row of `partition` due in (after_ms, until_ms] that is still open
-        and not in it yet; returns how many. A run's row is written without an index entry unless it is due
-        already (_indexed_at_create): most rows have ended when the sweep passes them, so a run that ends in
-        time costs the index nothing. One strongly consistent Query of keys (a row written before its due
-        time is seen), then a conditional UpdateItem a row still open (one that ends meanwhile is left)."""
+        and not in it yet, and into `openByJob` every one waiting or running without its entry there (a plain
+        run, domain/job_index.py); returns how many it wrote. A run's row is written without an index entry
+        unless it is due already (_indexed_at_create): most rows have ended when the sweep passes them, so a
+        run that ends in time costs the index nothing. One strongly consistent Query of keys (a row written
+        before its due time is seen), then a conditional UpdateItem a row still open (one that ends meanwhile
+        is left)."""
         values = {":p": partition, ":lo": f"{after_ms + 1:013d}#", ":hi": f"{until_ms:013d}#~", **STILL_OPEN_VALUES}
         items = self._query(
             TableName=self.executions_table,
             KeyConditionExpression="pk = :p AND sk BETWEEN :lo AND :hi",
-            FilterExpression=f"attribute_not_exists(openShard) AND ({self.STILL_OPEN})",
+            FilterExpression=(
+                f"(attribute_not_exists(openShard) AND ({self.STILL_OPEN})) "
+                f"OR (attribute_not_exists(openJob) AND {self.NOT_ENDED})"
+            ),
             ProjectionExpression="pk, sk",
             ExpressionAttributeNames={"#s": "status"},
             ExpressionAttributeValues=_ser(values),
             ConsistentRead=True,
         )
         keys = [ExecutionKey(pk=item["pk"]["S"], sk=item["sk"]["S"]) for item in items]
-        entered = 0
-        for key in keys:
+        return sum(self._enter_open(key) for key in keys)
+
+    # A row that has not ended: waiting or running (openByJob holds these only).
+    NOT_ENDED = "#s IN (:scheduled, :running)"
+
+    def _enter_open(self, key: ExecutionKey) -> bool:
+        """Put a row the sweep found into the `open` index and, unless it has ended (a failure not told yet),
+        into `openByJob`; False if it ended (or its failure was told) since the sweep's query read it."""
+        shard = {":shard": open_shard_of(key)}
+        not_ended = {k: STILL_OPEN_VALUES[k] for k in (":scheduled", ":running")}
+        for update, condition, values in (
+            ("SET openShard = :shard, openJob = :job", self.NOT_ENDED, {**shard, ":job": job_of_sort_key(key.sk)}),
+            ("SET openShard = :shard", self.STILL_OPEN, {**shard, **STILL_OPEN_VALUES}),
+        ):
+            values = {**values, **(not_ended if condition == self.NOT_ENDED else {})}
             try:
                 with refused_as():
                     self.client.update_item(
                         TableName=self.executions_table,
                         Key=_ser({"pk": key.pk, "sk": key.sk}),
-                        UpdateExpression="SET openShard = :shard",
-                        ConditionExpression=f"attribute_exists(pk) AND ({self.STILL_OPEN})",
+                        UpdateExpression=update,
+                        ConditionExpression=f"attribute_exists(pk) AND ({condition})",
                         ExpressionAttributeNames={"#s": "status"},
-                        ExpressionAttributeValues=_ser({":shard": open_shard_of(key), **STILL_OPEN_VALUES}),
+                        ExpressionAttributeValues=_ser(values),
                     )
             except Refused:
-                continue  # it ended (or its failure was told) since the query read it
-            entered += 1
-        return entered
+                continue
+            return True
+        return False
 
     def scan_open_executions(self) -> Iterator[StoredExecution]:
         """Every scheduled or running execution, and every failed one whose owner was not told yet: a full
@@ -408,8 +515,11 @@ class DynamoExecutions(DynamoQuotas):
         )
         for item in items:
             open_shard = item.get("openShard", {}).get("S")
+            open_job = item.get("openJob", {}).get("S")
             key = ExecutionKey(pk=item["pk"]["S"], sk=item["sk"]["S"])
-            yield StoredExecution(key=key, open_shard=open_shard, execution=execution_from_item(item))
+            yield StoredExecution(
+                key=key, open_shard=open_shard, execution=execution_from_item(item), open_job=open_job
+            )
 
     # A waiting row, or a running one whose lease ended with attempts left; at-most-once: a row never claimed.
     CLAIM = "attribute_exists(pk) AND (#s = :scheduled OR (#s = :running AND leaseUntilMs <= :now AND attempt < :max))"
@@ -423,6 +533,7 @@ class DynamoExecutions(DynamoQuotas):
         lease_until: datetime,
         max_attempts: int = 2**31,
         first_only: bool = False,
+        index_by_job: bool = False,
     ) -> ClaimOutcome:
         """One conditional UpdateItem: `scheduled` (or `running` with an ended lease and attempts left) ->
         `running`, attempt + 1. `first_only` (at-most-once): a `scheduled` row never claimed before only.
@@ -434,6 +545,8 @@ class DynamoExecutions(DynamoQuotas):
         """
         entry = {"workerId": worker_id, "startedMs": to_ms(now)}
         token = new_claim_token()
+        # A late claim, one with a long lease, or one asked to, enters the run in openByJob (domain/job_index.py).
+        by_job = index_by_job or indexed_at_claim(from_ms(due_ms_of_sort_key(key.sk)), now, lease_until)
         try:
             with refused_as():
                 response = self.client.update_item(
@@ -443,6 +556,7 @@ class DynamoExecutions(DynamoQuotas):
                         "SET #s = :running, attempt = if_not_exists(attempt, :zero) + :one, workerId = :w, "
                         "leaseUntilMs = :lease, startedMs = :now, claimToken = :token, "
                         "attempts = list_append(if_not_exists(attempts, :empty), :entry)"
+                        + (", openJob = :job" if by_job else "")
                     ),
                     ConditionExpression=self.FIRST_CLAIM if first_only else self.CLAIM,
                     ExpressionAttributeNames={"#s": "status"},
@@ -460,6 +574,7 @@ class DynamoExecutions(DynamoQuotas):
                             ":token": token,
                         }
                         | ({} if first_only else {":max": max_attempts})  # DynamoDB refuses an unused value
+                        | ({":job": job_of_sort_key(key.sk)} if by_job else {})
                     ),
                     ReturnValues="ALL_NEW",
                     ReturnValuesOnConditionCheckFailure="ALL_OLD",
@@ -509,8 +624,10 @@ class DynamoExecutions(DynamoQuotas):
     ) -> Execution:
         """Extend the lease of `attempt` (claimed with `claim_token`, when given); raises StaleAttempt if
         that attempt no longer holds the row or the token is not the claim's."""
-        values = {":lease": to_ms(lease_until)}
-        return self._fenced_update(key, attempt, "SET leaseUntilMs = :lease", values, claim_token=claim_token)
+        values = {":lease": to_ms(lease_until), ":job": job_of_sort_key(key.sk)}
+        # A run that heartbeats may outlive the claim's window: it enters openByJob (domain/job_index.py).
+        update = "SET leaseUntilMs = :lease, openJob = :job"
+        return self._fenced_update(key, attempt, update, values, claim_token=claim_token)
 
     def release(self, key: ExecutionKey, attempt: int, now: datetime, claim_token: str | None = None) -> bool:
         """End the lease of `attempt` now (clean shutdown) so the next claim may take the row at once."""
@@ -774,9 +891,10 @@ class DynamoExecutions(DynamoQuotas):
         lease to `lease_until` in the same write when given; raises StaleAttempt as heartbeat does."""
         sets = ["#cp = :checkpoint", "checkpointAttempt = :checkpointAttempt", "checkpointMs = :now"]
         values: dict[str, Any] = {":checkpoint": checkpoint, ":checkpointAttempt": attempt, ":now": to_ms(now)}
-        if lease_until is not None:
-            sets.append("leaseUntilMs = :lease")
+        if lease_until is not None:  # a heartbeat: it enters openByJob as heartbeat does
+            sets.append("leaseUntilMs = :lease, openJob = :job")
             values[":lease"] = to_ms(lease_until)
+            values[":job"] = job_of_sort_key(key.sk)
         names = {"#cp": "checkpoint"}
         return self._fenced_update(key, attempt, f"SET {', '.join(sets)}", values, names, claim_token)
 

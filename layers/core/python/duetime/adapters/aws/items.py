@@ -16,6 +16,7 @@ from duetime.adapters.records import (
     job_from_values,
     job_identity,
 )
+from duetime.domain.job_index import indexed_at_write
 from duetime.domain.keys import ExecutionKey, open_index_key
 from duetime.domain.models import AttemptRecord, Execution, Job, JobSpec
 from duetime.domain.results import stored_json
@@ -74,7 +75,10 @@ def execution_to_item(
     execution: Execution, key: ExecutionKey, expires_at: int | None = None, in_open_index: bool = True
 ) -> dict[str, Any]:
     """The item of `execution` stored at `key` (the store derives it from the due bucket's shard count), in
-    the `open` index if it is open and `in_open_index` (DynamoTables._indexed_at_create)."""
+    the `open` index if it is open and `in_open_index` (DynamoTables._indexed_at_create), and in `openByJob`
+    if it is open and either that or its kind says so (domain/job_index.py: not a plain run of its schedule)."""
+    is_open = not execution.status.is_terminal
+    by_job = is_open and (in_open_index or indexed_at_write(execution))
     return {
         "pk": key.pk,
         "sk": key.sk,
@@ -82,8 +86,8 @@ def execution_to_item(
         "result": None if execution.result is None else stored_json(execution.result),
         "attempts": [_attempt_to_item(a) for a in execution.attempts],
         "expiresAt": expires_at,
-        "openShard": open_shard_of(key) if in_open_index and not execution.status.is_terminal else None,
-        "openJob": None if execution.status.is_terminal else execution.job_id,
+        "openShard": open_shard_of(key) if in_open_index and is_open else None,
+        "openJob": execution.job_id if by_job else None,
         "payload": None if execution.payload is None else stored_json(execution.payload),
     }
 

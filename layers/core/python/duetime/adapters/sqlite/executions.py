@@ -103,6 +103,7 @@ class SqliteExecutions(SqliteQuotas):
         lease_until: datetime,
         max_attempts: int = 2**31,
         first_only: bool = False,
+        index_by_job: bool = False,  # every open row is in its job's index here
     ) -> ClaimOutcome:
         """`scheduled` (or `running` with an ended lease and attempts left) -> `running`, attempt + 1; else
         the row as it stands (None if there is none). `first_only` (at-most-once): a row never claimed before
@@ -402,16 +403,27 @@ class SqliteExecutions(SqliteQuotas):
         found = (execution_from_doc(doc) for (doc,) in rows)
         return [e for e in found if not e.status.is_terminal and e.execution_id != excluding]
 
+    def indexed_open_executions_of_job(
+        self, job_id: str, due_by: datetime | None = None, excluding: str | None = None
+    ) -> list[Execution]:
+        """Every open execution of the job is in its index here (an entry costs SQLite nothing)."""
+        return self.open_executions_of_job(job_id, due_by, excluding)
+
+    def index_by_job(self, key: ExecutionKey) -> bool:
+        """Every open execution is in its job's index from its write here: nothing to do."""
+        return True
+
     def scan_open_executions(self) -> Iterator[StoredExecution]:
         """Every scheduled or running execution, and every one still in the open set (`duetime audit`)."""
         rows = self.db.query(
-            "SELECT pk, sk, open_shard, doc FROM executions "
+            "SELECT pk, sk, open_shard, open_job, doc FROM executions "
             f"WHERE (status IN (?, ?) OR open_shard IS NOT NULL) AND {LIVE} ORDER BY pk, sk",
             (ExecutionStatus.SCHEDULED.value, ExecutionStatus.RUNNING.value, self.epoch_seconds()),
         )
-        for pk, sk, open_shard, doc in rows:
+        for pk, sk, open_shard, open_job, doc in rows:
             key = ExecutionKey(pk=pk, sk=sk)
-            yield StoredExecution(key=key, open_shard=open_shard, execution=execution_from_doc(doc))
+            execution = execution_from_doc(doc)
+            yield StoredExecution(key=key, open_shard=open_shard, execution=execution, open_job=open_job)
 
     # -- dead letters ----------------------------------------------------------------------------------
 
