@@ -311,30 +311,32 @@ class DynamoExecutions(DynamoQuotas):
     def _swept_through_ms(self) -> int:
         """How far every shard's sweep has gone (the least `sweptMs` of their pre-load records): every open row
         due by then is in `openByJob` (sweep_open enters it). A shard that has not swept yet counts from where
-        its first sweep will start (FIRST_LOOKBACK_SECONDS before `reconcile_after` ago)."""
-        most = self.client.get_item(
-            TableName=self.control_table, Key=_ser({"key": MOST_SHARDS_KEY}), ConsistentRead=True
-        ).get("Item")
-        shards = max(self.settings.shards, int(most["shards"]["N"]) if most else 0)
-        wanted = [preload_record_key(shard) for shard in range(shards)]
-        swept: dict[str, int] = {}
-        for start in range(0, len(wanted), 100):
+        its first sweep will start (FIRST_LOOKBACK_SECONDS before `reconcile_after` ago). BatchGetItem only (the
+        most shards any hour was fixed with comes in the first): every part that reads this may call it."""
+        records = self._control_records([MOST_SHARDS_KEY, *map(preload_record_key, range(self.settings.shards))])
+        most = records.get(MOST_SHARDS_KEY, {}).get("shards")
+        shards = max(self.settings.shards, int(most["N"]) if most else 0)
+        records |= self._control_records([preload_record_key(s) for s in range(self.settings.shards, shards)])
+        swept = [records.get(preload_record_key(s), {}).get("sweptMs") for s in range(shards)]
+        first_sweep_s = self.epoch_seconds() - self.settings.reconcile_after_seconds() - FIRST_LOOKBACK_SECONDS
+        return min(int(v["N"]) if v else int(first_sweep_s * 1000) for v in swept)
+
+    def _control_records(self, keys: list[str]) -> dict[str, dict[str, Any]]:
+        """The control records of `keys` that exist, as stored (BatchGetItem, strongly consistent)."""
+        found: dict[str, dict[str, Any]] = {}
+        for start in range(0, len(keys), 100):
             request: dict[str, Any] = {
                 self.control_table: {
-                    "Keys": [_ser({"key": k}) for k in wanted[start : start + 100]],
+                    "Keys": [_ser({"key": k}) for k in keys[start : start + 100]],
                     "ConsistentRead": True,
-                    "ProjectionExpression": "#k, sweptMs",
-                    "ExpressionAttributeNames": {"#k": "key"},
                 }
             }
             while request:
                 response = self.client.batch_get_item(RequestItems=request)
                 for item in response.get("Responses", {}).get(self.control_table, []):
-                    if "sweptMs" in item:
-                        swept[item["key"]["S"]] = int(item["sweptMs"]["N"])
+                    found[item["key"]["S"]] = item
                 request = response.get("UnprocessedKeys") or {}
-        first_sweep_s = self.epoch_seconds() - self.settings.reconcile_after_seconds() - FIRST_LOOKBACK_SECONDS
-        return min([*swept.values(), *([int(first_sweep_s * 1000)] if len(swept) < len(wanted) else [])])
+        return found
 
     def indexed_open_executions_of_job(
         self, job_id: str, due_by: datetime | None = None, excluding: str | None = None
