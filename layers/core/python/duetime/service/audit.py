@@ -74,8 +74,9 @@ def _why_in_job_index(execution: Execution, job: Job | None, unswept: bool) -> s
     if execution.status == ExecutionStatus.RUNNING and job is not None and plain_runs_indexed(job):
         return "its job repeats within a minute (or is spread over more): its claim entered it"
     started, lease = execution.started_at, execution.lease_until
-    running = execution.status == ExecutionStatus.RUNNING and started is not None and lease is not None
-    if running and started is not None and lease is not None and indexed_at_claim(execution.due_at, started, lease):
+    if execution.status != ExecutionStatus.RUNNING or started is None or lease is None:
+        return None
+    if indexed_at_claim(execution.due_at, started, lease):
         return f"claimed {format_time(started)} until {format_time(lease)}: late or long, entered by its claim"
     return None
 
