@@ -74,17 +74,24 @@ class DynamoTables:
         """Where the row lives: the partition of its due hour, with that hour's fixed shard count."""
         return execution_key(execution, self.bucket_shards.of(hour_bucket(execution.due_at)))
 
-    def _read_bucket_shards(self, buckets: list[str]) -> dict[str, int]:
-        found: dict[str, int] = {}
-        keys = [_ser({"key": bucket_shards_key(b)}) for b in buckets]
-        for start in range(0, len(keys), 100):
-            request: dict[str, Any] = {self.control_table: {"Keys": keys[start : start + 100], "ConsistentRead": True}}
+    def _control_records(self, keys: list[str]) -> dict[str, dict[str, Any]]:
+        """The control records of `keys` that exist, as stored, by key: BatchGetItem of up to 100 keys a call,
+        strongly consistent (every part's role may call BatchGetItem on the control table)."""
+        found: dict[str, dict[str, Any]] = {}
+        unique = list(dict.fromkeys(keys))
+        for start in range(0, len(unique), 100):
+            wanted = [_ser({"key": k}) for k in unique[start : start + 100]]
+            request: dict[str, Any] = {self.control_table: {"Keys": wanted, "ConsistentRead": True}}
             while request:
                 response = self.client.batch_get_item(RequestItems=request)
                 for item in response.get("Responses", {}).get(self.control_table, []):
-                    found[item["key"]["S"].removeprefix(SHARDS_KEY_PREFIX)] = int(item["shards"]["N"])
+                    found[item["key"]["S"]] = item
                 request = response.get("UnprocessedKeys") or {}
         return found
+
+    def _read_bucket_shards(self, buckets: list[str]) -> dict[str, int]:
+        records = self._control_records([bucket_shards_key(b) for b in buckets])
+        return {key.removeprefix(SHARDS_KEY_PREFIX): int(item["shards"]["N"]) for key, item in records.items()}
 
     def _fix_bucket_shards(self, bucket: str, shards: int) -> int:
         """Fix `bucket` at `shards` unless a writer did first (then its count stands); returns the count.

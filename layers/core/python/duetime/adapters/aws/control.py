@@ -45,18 +45,7 @@ class DynamoControl(DynamoTables, ShardCountCalls):
 
     def get_controls(self, keys: list[str]) -> dict[str, dict[str, Any]]:
         """Many records by key in BatchGetItem calls of up to 100 keys, strongly consistent."""
-        found: dict[str, dict[str, Any]] = {}
-        unique = list(dict.fromkeys(keys))
-        for start in range(0, len(unique), 100):
-            wanted = [_ser({"key": k}) for k in unique[start : start + 100]]
-            request: dict[str, Any] = {self.control_table: {"Keys": wanted, "ConsistentRead": True}}
-            while request:
-                response = self.client.batch_get_item(RequestItems=request)
-                for item in response.get("Responses", {}).get(self.control_table, []):
-                    record = _plain(_deser(item))
-                    found[str(record["key"])] = record
-                request = response.get("UnprocessedKeys") or {}
-        return found
+        return {key: _plain(_deser(item)) for key, item in self._control_records(keys).items()}
 
     def acquire_lease(self, key: str, owner: str, now_ms: int, until_ms: int) -> dict[str, Any] | None:
         """Take or renew the lease on `key` for `owner` unless someone else holds it live.

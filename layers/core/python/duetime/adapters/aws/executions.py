@@ -321,23 +321,6 @@ class DynamoExecutions(DynamoQuotas):
         first_sweep_s = self.epoch_seconds() - self.settings.reconcile_after_seconds() - FIRST_LOOKBACK_SECONDS
         return min(int(v["N"]) if v else int(first_sweep_s * 1000) for v in swept)
 
-    def _control_records(self, keys: list[str]) -> dict[str, dict[str, Any]]:
-        """The control records of `keys` that exist, as stored (BatchGetItem, strongly consistent)."""
-        found: dict[str, dict[str, Any]] = {}
-        for start in range(0, len(keys), 100):
-            request: dict[str, Any] = {
-                self.control_table: {
-                    "Keys": [_ser({"key": k}) for k in keys[start : start + 100]],
-                    "ConsistentRead": True,
-                }
-            }
-            while request:
-                response = self.client.batch_get_item(RequestItems=request)
-                for item in response.get("Responses", {}).get(self.control_table, []):
-                    found[item["key"]["S"]] = item
-                request = response.get("UnprocessedKeys") or {}
-        return found
-
     def indexed_open_executions_of_job(
         self, job_id: str, due_by: datetime | None = None, excluding: str | None = None
     ) -> list[Execution]:
