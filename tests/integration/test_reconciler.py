@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from duetime.domain.models import ExecutionStatus, JobSpec, to_ms
 from duetime.service import executions as cases
@@ -29,18 +29,26 @@ def drain(ports):
     return out
 
 
-def test_a_waiting_execution_whose_message_was_lost_is_sent_again(ports, clock):
-    # Given a job due in 10 s whose message is lost (sent, then dropped)
+def lose_its_message(ports, clock, at="2026-12-01T09:10:00Z"):
+    """Submit a one-off due at `at`, beyond the dispatch horizon, and let the cycle at its due time send its
+    message, which is then lost. Sent when due, the message has no delay: a message sent ahead is delayed in
+    real seconds (SQS and moto), so it would turn up in a later receive of a test slower than its delay."""
     job, _ = submit_job(
-        ports,
-        "alice",
-        JobSpec.model_validate({"name": "t", "handler": "demo.echo", "schedule": {"at": "2026-12-01T09:00:10Z"}}),
+        ports, "alice", JobSpec.model_validate({"name": "t", "handler": "demo.echo", "schedule": {"at": at}})
     )
-    preload(ports, "p")  # a first cycle: the cursor moves past it (and sends it once more)
+    assert not drain(ports)  # the submit sent nothing
+    clock.advance((datetime.fromisoformat(at) - clock()).total_seconds())
+    preload(ports, "p")  # the cursor moves past it, and sends it
     for lost in drain(ports):
         ports.queues.delete("default", lost.receipt)
+    return job
+
+
+def test_a_waiting_execution_whose_message_was_lost_is_sent_again(ports, clock):
+    # Given a job whose message is lost (sent, then dropped)
+    job = lose_its_message(ports, clock)
     # When the reconciler has waited out its grace after the due time
-    clock.advance(10 + reconcile_after(ports).total_seconds() + 1)
+    clock.advance(reconcile_after(ports).total_seconds() + 1)
     report = preload(ports, "p")
     # Then the execution is sent again, and a worker can run it
     assert report.resent == 1
@@ -101,15 +109,8 @@ def test_open_rows_leave_the_open_index_when_they_end(ports, clock):
 
 
 def test_each_cycle_sweeps_on_from_where_the_last_stopped_and_an_outage_is_caught_up_over_a_few_cycles(ports, clock):
-    # Given a job due in 10 s whose message is lost, and a first cycle that records how far it swept
-    job, _ = submit_job(
-        ports,
-        "alice",
-        JobSpec.model_validate({"name": "t", "handler": "demo.echo", "schedule": {"at": "2026-12-01T09:00:10Z"}}),
-    )
-    preload(ports, "p")
-    for lost in drain(ports):
-        ports.queues.delete("default", lost.receipt)
+    # Given a job whose message is lost, and a first cycle that records how far it swept
+    job = lose_its_message(ports, clock)
     swept = {s: r["sweptMs"] for s, r in sweep_records(ports).items()}
     late = clock.now - reconcile_after(ports)
     assert set(swept.values()) == {to_ms(late)}  # every shard swept to `reconcile_after` ago
