@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from duetime.domain.models import Execution, ExecutionStatus, Job, JobSpec, JobStatus
+from duetime.domain.spread import spread
 from duetime.service.audit import audit
 from duetime.service.dispatch import dispatch, new_execution, reconcile, reconcile_after
 from duetime.service.jobs import cancel_job, pause_job, resume_job, submit_job
@@ -204,3 +205,63 @@ def test_catch_up_runs_waiting_their_turn_are_not_sent_again_every_cycle(ports, 
     received = [r.message.execution_id for r in ports.queues.receive("default", 10, 0, 30)]
     assert waiting[0].execution_id in received
     assert not {w.execution_id for w in waiting[1:]} & set(received)
+
+
+def accounted(ports: Any, job: Job) -> list[int]:
+    """The minutes of every slot the job's rows account for, a skip record for each slot it counts (the job runs
+    every minute and excludes nothing), in order: a slot twice is a slot counted twice."""
+    return sorted(
+        (e.scheduled_at + timedelta(minutes=n)).minute
+        for e in rows(ports, job)
+        for n in range(e.skipped_count or 1 if e.status == ExecutionStatus.SKIPPED else 1)
+    )
+
+
+def test_two_waiting_rows_of_a_spread_job_planned_apart_count_each_slot_once(ports, clock) -> None:
+    """Seed 85 with spread: a cycle that made the next slot and died left two waiting rows of a `latest` job, and
+    they were planned in different batches. Each plan judges lateness against its own row's due time (slot plus
+    spread), so the earlier row's plan saw an earlier latest slot, 09:09, and ran it, while the later row's plan
+    had already counted it skipped beside its run of 09:10. The earlier plan now stops at the later row."""
+    spec = JobSpec.model_validate(
+        {
+            "name": "t",
+            "handler": "demo.echo",
+            "schedule": {"cron": "* * * * *"},
+            "catchUp": "latest",
+            "jitterSeconds": 58,
+        }
+    )
+    # Two slots, not next to each other (the slot right after a missed row was always looked at), the earlier
+    # spread further: seconds after 09:10 the later one's plan counts 09:10 as missed (and runs it) while the
+    # earlier one's does not yet. A job's spreads follow from its id; one job in a thousand has no such pair.
+    for _ in range(20):
+        job, _ = submit_job(ports, "alice", spec)
+        [first] = rows(ports, job)  # 09:01, spread
+        slots = [first.scheduled_at + timedelta(minutes=n) for n in range(8)]
+        spreads = {slot: spread(job.job_id, slot, 58) for slot in slots}
+        pairs = [
+            (a, b)
+            for a in slots
+            for b in slots
+            if b - a >= timedelta(minutes=2) and spreads[a] > spreads[b] + timedelta(seconds=1)
+        ]
+        if pairs:
+            break
+    early, late = pairs[0]
+    for slot in (early, late):
+        if slot != first.scheduled_at:
+            assert ports.store.put_execution(new_execution(job, slot))
+    if early != first.scheduled_at:
+        assert ports.store.end_waiting(ports.store.key_of(first), ExecutionStatus.CANCELLED, clock()) is not None
+    waiting = {e.scheduled_at: e for e in rows(ports, job) if e.status == ExecutionStatus.SCHEDULED}
+    ten = first.scheduled_at + timedelta(minutes=9)
+    now = ten + (spreads[early] + spreads[late]) / 2
+    clock.advance((now - clock()).total_seconds())
+    dispatch(ports, [waiting[late]], clock())  # one page of the cycle, the reconciler's, say
+    dispatch(ports, [waiting[early]], clock())  # the other
+    minutes = accounted(ports, job)
+    counted = [m for m in minutes if early.minute <= m <= ten.minute]
+    assert counted == sorted(set(counted)), minutes
+    assert counted == list(range(early.minute, ten.minute + 1))
+    runs = [e for e in rows(ports, job) if e.status != ExecutionStatus.SKIPPED and early <= e.scheduled_at <= ten]
+    assert [e.scheduled_at for e in runs] == [ten]  # `latest` runs one slot

@@ -26,6 +26,9 @@ MOTO_STEPS = 60
 MOTO_SECONDS_SEED = 4
 MOTO_SECONDS_STEPS = 30
 SECONDS_SEED = 12  # a seed of the SQLite budget with a `*/5 * * * * *` job (19 has a `1s` one, 16 a `7s` one)
+# Seeds on SQLite with a third of the jobs spread over 20-58 s (`--spread`), so two slots of a job fall due
+# seconds apart; seed 85 found two waiting rows of one job planned apart counting a slot twice.
+SPREAD_SEEDS = [*range(200, 240), 85]
 
 
 @pytest.mark.parametrize("seed", range(SQLITE_SEEDS))
@@ -36,6 +39,11 @@ def test_sqlite_seed(seed: int) -> None:
 @pytest.mark.parametrize("seed", range(MOTO_SEEDS))
 def test_moto_seed(seed: int) -> None:
     run_seed(seed, "moto", MOTO_STEPS)
+
+
+@pytest.mark.parametrize("seed", SPREAD_SEEDS)
+def test_sqlite_spread_seed(seed: int) -> None:
+    run_seed(seed, "sqlite", SQLITE_STEPS, spread=True)
 
 
 def test_moto_seconds_schedules() -> None:

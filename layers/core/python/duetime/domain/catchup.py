@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from duetime.domain.models import CatchUp
+from duetime.domain.models import CatchUp, to_ms
 from duetime.domain.recurrence import Recurrence
 
 # A slot is "missed" once it is this late: a run a few seconds behind (a slow pre-load) is just late.
@@ -88,12 +88,23 @@ def plan_catch_up(
     )
 
 
-def first_slot_only(plan: CatchUpPlan, first_slot: datetime, following_slot: datetime) -> CatchUpPlan:
-    """The part of `plan` that concerns `first_slot` alone, for when the slot after it has an execution of
-    its own already (it was dispatched before, e.g. queued just before an outage), whose dispatch plans the
-    slots from there: `first_slot` runs if the plan runs it and is skipped (with the plan's reason) if not."""
-    if first_slot in plan.run_slots:
-        return CatchUpPlan(run_slots=[first_slot], next_slot=following_slot)
+def plan_before(plan: CatchUpPlan, schedule: Recurrence, first_slot: datetime, cut: datetime) -> CatchUpPlan:
+    """The part of `plan` for the slots from `first_slot` up to `cut` (not included): a later slot whose row was
+    planned on its own (queued just before an outage, say), whose dispatch plans the slots from there. A slot
+    of the part runs if `plan` runs it; the others are skipped with the plan's reason. Walks at most MAX_SCAN
+    slots, as the plan did. Slots are stored to the millisecond: one either way is the same slot."""
+    end_ms = to_ms(cut) - 1
+    count = 0
+    slot = first_slot
+    while to_ms(slot) < end_ms and count < MAX_SCAN:
+        count += 1
+        slot = schedule.next_after(slot)
+    runs = [s for s in plan.run_slots if to_ms(s) < end_ms]
+    skipped = count - len(runs)
     return CatchUpPlan(
-        skipped_count=1, skip_reason=plan.skip_reason, next_slot=following_slot, first_skipped=first_slot
+        run_slots=runs,
+        skipped_count=skipped,
+        skip_reason=plan.skip_reason if skipped else None,
+        next_slot=cut,
+        first_skipped=first_slot if skipped else None,
     )

@@ -16,7 +16,7 @@ from duetime.definitions import (
     SQS_BATCH_SIZE,
 )
 from duetime.domain.bounds import following_number, within_bounds
-from duetime.domain.catchup import MAX_SCAN, CatchUpPlan, first_slot_only, plan_catch_up
+from duetime.domain.catchup import MAX_SCAN, CatchUpPlan, plan_before, plan_catch_up
 from duetime.domain.errors import Conflict
 from duetime.domain.events import JobChange
 from duetime.domain.exclusions import Exclusions
@@ -232,20 +232,12 @@ def _plan(
             next_slot = schedule.next_after(execution.scheduled_at)
             runs_plainly = True
         else:
-            # Only on this rare path (a missed slot) does dispatch read: if the next slot has a row
-            # already, this one was dispatched before (queued just before an outage, say) and the next
-            # row's own dispatch plans the slots from there; planning them here too would count them twice.
-            following = schedule.next_after(execution.scheduled_at)
-            if (
-                plan.next_slot
-                and following < plan.next_slot
-                and not _in_batch(pending, job, following)
-                and ports.store.get_execution(
-                    ports.store.key_of(new_execution(job, following, run_number=following_number(execution)))
-                )
-                is not None
-            ):
-                plan = first_slot_only(plan, execution.scheduled_at, following)
+            # Only on this rare path (a missed slot) does dispatch read: a later slot in the plan's span whose
+            # row was planned before (queued just before an outage, or left by a cycle that died part way) plans
+            # the slots from there itself; planning them here too would count them twice.
+            cut = _planned_later(ports, job, execution, plan, pending, planned_now)
+            if cut is not None:
+                plan = plan_before(plan, schedule, execution.scheduled_at, cut)
             # Other waiting slots of this job that the plan covers (a job paused mid-chain has several).
             siblings = [
                 e
@@ -259,6 +251,9 @@ def _plan(
             for sibling in siblings:
                 pending.remove(sibling)
             next_slot = plan.next_slot
+            if cut is not None:  # the row at `cut` carries the job on from there
+                _apply_catch_up(ports, job, [execution, *siblings], plan, now, to_send, report)
+                return
             number = following_number(execution, plan.skipped_count + len(plan.run_slots))
             if next_slot is not None and within_bounds(job.schedule, next_slot, number):
                 # The next slot is created before the missed ones end: a pre-loader that dies (or a store call
@@ -360,8 +355,26 @@ def _send_all(ports: Ports, messages: list[DueMessage], now: datetime, threads: 
         return sum(pool.map(lambda batch: ports.queues.send(batch, now), batches))
 
 
-def _in_batch(pending: deque[Execution], job: Job, slot: datetime) -> bool:
-    return any(e.job_id == job.job_id and e.scheduled_at == slot for e in pending)
+def _planned_later(
+    ports: Ports, job: Job, execution: Execution, plan: CatchUpPlan, pending: deque[Execution], now: datetime
+) -> datetime | None:
+    """The first slot after `execution`'s, before `plan`'s next one, that has a `scheduled` row of its own
+    outside this batch, or None. Such a row was planned by a dispatch of its own, or will be: a waiting row
+    plans from its slot on, and a dispatched one's plan created its follower before anything else. So the
+    slots from it on are that row's to account, not this plan's. A `catchup` row runs its own slot only (a
+    boundary for the skip counts, _rows_elsewhere); a waiting row still in this batch joins this plan.
+
+    Two waiting rows of one job come from a cycle that created the next slot and died before ending the
+    missed ones, when the two are then planned in different batches (the simulation, seed 85 with spread).
+    One read of the job's ids in the span, and one row read an id, in slot order, up to the first found."""
+    end = plan.next_slot or now + timedelta(milliseconds=1)
+    joining = {e.execution_id for e in pending if e.job_id == job.job_id and e.kind == "scheduled" and e.attempt == 0}
+    ids = ports.store.execution_ids_between(job.job_id, to_ms(execution.scheduled_at) + 2, to_ms(end) - 1)
+    for slot, row_id in sorted((parse_execution_id(i)[1], i) for i in ids if i not in joining and not i.endswith(".m")):
+        row = ports.store.find_execution(job.job_id, row_id)
+        if row is not None and row.kind == "scheduled":
+            return slot
+    return None
 
 
 def _skip_excluded(
