@@ -304,11 +304,13 @@ RUNNING_DUE_MARGIN = timedelta(seconds=RUNNING_DUE_MARGIN_SECONDS)
 
 def _live_others(ports: Ports, job: Job, execution_id: str, now: datetime) -> list[Execution]:
     """The job's other executions running under a live lease: its other indexed open rows due by now (one Query
-    of the index), and the rows of the slots that may run without an entry yet, read by key (none for a run
-    claimed on time of a job a minute or more apart: domain/job_index.py)."""
+    of the index), and, on a store that leaves some out of it, the rows of the slots that may run without an entry
+    yet, read by key (none for a run claimed on time of a job a minute or more apart: domain/job_index.py)."""
     others = ports.store.indexed_open_executions_of_job(
         job.job_id, due_by=now + RUNNING_DUE_MARGIN, excluding=execution_id
     )
+    if ports.store.indexes_every_open_run:
+        return [e for e in others if e.lease_live(now)]
     seen = {e.execution_id for e in others}
     own_slot = parse_execution_id(execution_id)[1]
     for slot in unindexed_slots(job, own_slot, now):

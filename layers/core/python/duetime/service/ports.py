@@ -334,6 +334,11 @@ class ExecutionStore(Protocol):
     """Executions by due partition (`hour#shard`) and due time; every state change is conditional and a
     worker's writes are fenced by its attempt number (raising StaleAttempt)."""
 
+    # Whether every open execution is in its job's index of open runs (indexed_open_executions_of_job finds
+    # them all), so a claim's overlap check reads nothing more (domain/job_index.py: on DynamoDB a plain run
+    # claimed on time has no entry).
+    indexes_every_open_run: bool
+
     def key_of(self, execution: Execution) -> ExecutionKey: ...
 
     def put_execution(self, execution: Execution) -> bool:

@@ -67,6 +67,8 @@ class DynamoExecutions(DynamoQuotas):
     """The executions table and its byJob, open and openByJob indexes (keys only: rows are read behind them).
     The sparse `open` index holds the rows a sweep found still open once overdue (sweep_open), not every row."""
 
+    indexes_every_open_run = False  # openByJob: domain/job_index.py says which runs have an entry
+
     # -- a one-off job completed (or reopened) in the write that ends (or retries) its run -----------------
 
     def _job_ending_ops(self, ending: JobEnding) -> list[dict[str, Any]]:

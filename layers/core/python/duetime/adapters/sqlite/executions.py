@@ -43,6 +43,8 @@ def _fence(attempt: int, claim_token: str | None) -> tuple[str, list[Any]]:
 class SqliteExecutions(SqliteQuotas):
     """Executions: every state change one transaction that checks the DynamoDB adapter's condition."""
 
+    indexes_every_open_run = True  # an entry costs SQLite nothing
+
     def put_execution(self, execution: Execution) -> bool:
         """Create an execution unless its slot exists already; True if this call created it."""
         row = self._new_row(execution)
