@@ -235,7 +235,7 @@ def _plan(
             # Only on this rare path (a missed slot) does dispatch read: a later slot in the plan's span whose
             # row was planned before (queued just before an outage, or left by a cycle that died part way) plans
             # the slots from there itself; planning them here too would count them twice.
-            cut = _planned_later(ports, job, execution, plan, pending, planned_now)
+            cut = _planned_later(ports, job, schedule, execution, plan, pending, planned_now)
             if cut is not None:
                 plan = plan_before(plan, schedule, execution.scheduled_at, cut)
             # Other waiting slots of this job that the plan covers (a job paused mid-chain has several).
@@ -356,13 +356,21 @@ def _send_all(ports: Ports, messages: list[DueMessage], now: datetime, threads: 
 
 
 def _planned_later(
-    ports: Ports, job: Job, execution: Execution, plan: CatchUpPlan, pending: deque[Execution], now: datetime
+    ports: Ports,
+    job: Job,
+    schedule: Recurrence,
+    execution: Execution,
+    plan: CatchUpPlan,
+    pending: deque[Execution],
+    now: datetime,
 ) -> datetime | None:
     """The first slot after `execution`'s, before `plan`'s next one, that has a `scheduled` row of its own
     outside this batch, or None. Such a row was planned by a dispatch of its own, or will be: a waiting row
     plans from its slot on, and a dispatched one's plan created its follower before anything else. So the
-    slots from it on are that row's to account, not this plan's. A `catchup` row runs its own slot only (a
-    boundary for the skip counts, _rows_elsewhere); a waiting row still in this batch joins this plan.
+    slots from it on are that row's to account, not this plan's. Not so a row of a slot the schedule no longer
+    has, or one ended because an edit moved the schedule (planned under the old one, it carries nothing on);
+    a `catchup` row runs its own slot only (a boundary for the skip counts, _rows_elsewhere); a waiting row
+    still in this batch joins this plan.
 
     Two waiting rows of one job come from a cycle that created the next slot and died before ending the
     missed ones, when the two are then planned in different batches (the simulation, seed 85 with spread).
@@ -372,7 +380,8 @@ def _planned_later(
     ids = ports.store.execution_ids_between(job.job_id, to_ms(execution.scheduled_at) + 2, to_ms(end) - 1)
     for slot, row_id in sorted((parse_execution_id(i)[1], i) for i in ids if i not in joining and not i.endswith(".m")):
         row = ports.store.find_execution(job.job_id, row_id)
-        if row is not None and row.kind == "scheduled":
+        carries_on = row is not None and row.kind == "scheduled" and row.skip_reason != SCHEDULE_EDITED
+        if carries_on and is_slot(schedule, slot):
             return slot
     return None
 
