@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from duetime.domain.catchup import MAX_CATCH_UP_RUNS, plan_catch_up
+from duetime.domain.catchup import MAX_CATCH_UP_RUNS, plan_before, plan_catch_up
 from duetime.domain.cron import CronSchedule
 from duetime.domain.models import CatchUp
 
@@ -53,3 +53,15 @@ def test_ten_thousand_missed_minutes_are_planned_in_bounded_work():
     assert plan.run_slots[-1] == minutes(10_000)
     assert plan.skipped_count == 10_001 - MAX_CATCH_UP_RUNS
     assert plan.next_slot == minutes(10_001)
+
+
+def test_a_plan_cut_at_a_later_planned_row_keeps_its_part():
+    # 09:00 to 09:05 missed; a row of 09:03 plans the slots from there itself
+    latest = plan_catch_up(EVERY_MINUTE, minutes(0), minutes(5) + timedelta(seconds=30), CatchUp.LATEST, None)
+    part = plan_before(latest, EVERY_MINUTE, minutes(0), minutes(3))
+    assert part.run_slots == [] and part.skipped_count == 3 and part.skip_reason == "catch-up latest"
+    assert part.next_slot == minutes(3)
+    every = plan_catch_up(EVERY_MINUTE, minutes(0), minutes(5) + timedelta(seconds=30), CatchUp.ALL, None)
+    part = plan_before(every, EVERY_MINUTE, minutes(0), minutes(3))
+    assert part.run_slots == [minutes(0), minutes(1), minutes(2)] and part.skipped_count == 0
+    assert part.skip_reason is None and part.next_slot == minutes(3)
