@@ -11,6 +11,7 @@ from duetime.domain import capacity
 from duetime.domain.capacity import (
     CRON_RUN,
     ONE_OFF,
+    OPEN_BY_JOB_INDEX_WCU,
     Inputs,
     call_profile,
     estimate,
@@ -423,3 +424,13 @@ def test_the_lateness_metrics_by_owner_are_a_fixed_count_priced_a_month(capsys):
     assert main(["capacity", "--rate", "1000", "--late-budgets", "0.3", "--metric-owners", "5"]) == 0
     out = capsys.readouterr().out
     assert "lateness metrics by owner       12 metrics" in out and "$4.10 a month" in out
+
+
+def test_a_lease_longer_than_the_job_index_window_prices_every_claims_open_by_job_entry():
+    # A claim holding a lease over BY_JOB_LEASE_SECONDS enters its run in openByJob (domain/job_index.py): 2 units
+    # a run more, as a run that heartbeats pays.
+    plain = call_profile(Inputs(rate=10_000, profile="cron", lease_seconds=40))
+    long = call_profile(Inputs(rate=10_000, profile="cron", lease_seconds=41))
+    assert long.index_wcu == plain.index_wcu + OPEN_BY_JOB_INDEX_WCU
+    cost = estimate(Inputs(rate=10_000, profile="cron", lease_seconds=41)).scheduler_cost_per_million
+    assert cost > estimate(Inputs(rate=10_000, profile="cron", lease_seconds=40)).scheduler_cost_per_million

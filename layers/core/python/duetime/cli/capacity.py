@@ -50,6 +50,7 @@ from duetime.domain.capacity import (
     schedule_cost,
 )
 from duetime.domain.errors import InvalidSchedule
+from duetime.domain.job_index import BY_JOB_LEASE_SECONDS
 
 # Where each per-execution figure comes from: the test that pins it on the real adapters against moto.
 COUNTS_SOURCE = "tests/integration/test_call_counts.py"
@@ -62,8 +63,9 @@ def per_execution_lines(profile: CallProfile) -> list[str]:
         f"    executions table   {profile.executions_writes:g} writes, {profile.executions_wcu:g} WCU on its "
         "hour#shard (create; claim; finish: a one-off's create and finish are 2 each, inside its job's transactions)",
         f"    indexes            {profile.index_wcu:g} WCU, {profile.open_index_wcu:g} of them on the `open` index "
-        "(byJob at create; openByJob only for a run claimed late, that heartbeats or repeats within a minute, and"
-        " `open` only for a run the sweep finds open once overdue: an entry and its removal each)",
+        f"(byJob at create; openByJob only for a run claimed late or with a lease over {BY_JOB_LEASE_SECONDS} s, that"
+        " heartbeats or repeats within a minute, and `open` only for a run the sweep finds open once overdue: an entry"
+        " and its removal each)",
         f"    jobs table         {profile.jobs_wcu:.4g} WCU; reads {profile.read_units:g} RCU "
         f"({profile.partition_read_units:g} on the hour#shard)",
         f"    SQS                {profile.sqs_requests:.2f} requests (send, receive, delete; batches of {SQS_BATCH})",

@@ -52,7 +52,7 @@ from duetime.domain.costs import CallProfile as CallProfile
 from duetime.domain.costs import Prices as Prices
 from duetime.domain.costs import lateness_units as lateness_units
 from duetime.domain.interval import parse_every
-from duetime.domain.job_index import MIN_UNINDEXED_PERIOD
+from duetime.domain.job_index import BY_JOB_LEASE_SECONDS, MIN_UNINDEXED_PERIOD
 
 # --- AWS limits (docs/measured.md, AWS documentation) --------------------------------------------------------
 PARTITION_WCU_PER_SECOND = 1000  # one partition key value: 1,000 write units/s
@@ -424,8 +424,12 @@ SWEPT_OPEN_INDEX_WCU = 2
 
 
 def heartbeat_share(inputs: Inputs) -> float:
-    """The share of runs that heartbeat (a class whose average run is longer than a third of the lease): the first
-    heartbeat enters the run in `openByJob` and its end removes it, 2 units (domain/job_index.py)."""
+    """The share of runs that enter `openByJob` (2 units: the entry and its removal at the end, domain/job_index.py)
+    by their claim or their first heartbeat: every run when the lease is longer than BY_JOB_LEASE_SECONDS (the
+    claim enters it), else those of a class whose average run is longer than a third of the lease (they
+    heartbeat)."""
+    if inputs.lease_seconds > BY_JOB_LEASE_SECONDS:
+        return 1.0
     return sum(c.share for c in job_classes(inputs) if heartbeats(c.avg_seconds, inputs.lease_seconds) > 0)
 
 
