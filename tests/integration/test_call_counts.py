@@ -248,7 +248,7 @@ def test_a_run_still_running_when_the_sweep_passes_it_costs_the_sweep_s_write_an
     # for a run that outlives reconcile_after (capacity.SWEPT_OPEN_WRITES, SWEPT_OPEN_INDEX_WCU)
     assert calls.index_writes["open"] == capacity.SWEPT_OPEN_INDEX_WCU == 2
     # And its heartbeat entered it in openByJob, which its end left: the 2 units of a run that heartbeats
-    # (capacity.heartbeat_share)
+    # (capacity.open_by_job_share)
     assert calls.index_writes["openByJob"] == capacity.OPEN_BY_JOB_INDEX_WCU == 2
     sweep_writes = [n for (table, tx), n in calls.writes.items() if table == calls.executions_table and not tx]
     # the heartbeat, the sweep's UpdateItem (the finish ends the one-off job in a transaction)

@@ -1,6 +1,6 @@
 """`python -m tests.simulation`: run seeds of the simulation, or replay one (`make simulate`, docs/simulation.md).
 
-    python -m tests.simulation --seeds 500 [--first 0] [--backend sqlite|moto|both] [--steps 150]
+    python -m tests.simulation --seeds 500 [--first 0] [--backend sqlite|moto|both] [--steps 150] [--spread]
     python -m tests.simulation --seed 1234 [--backend sqlite] [--steps 150] [--trace] [--spread]
 
 Prints each failing seed with its trace and how to replay it, then the seeds run per minute; exits 1 if any

@@ -372,8 +372,7 @@ class World:
     steps: int = 150
     seconds_share: float = SECONDS_SHARE
     # `--spread`: a third of the jobs a minute or more apart are spread (jitterSeconds 20, 45 or 58), so two slots
-    # fall due seconds apart. Off in the budget: seed 85 on SQLite finds a catch-up `latest` job that accounts a
-    # slot twice after an outage with a spread (open, docs/simulation.md).
+    # fall due seconds apart (the budget's SPREAD_SEEDS; seed 85 found a slot counted twice, docs/simulation.md).
     spread: bool = False
     trace: list[str] = field(default_factory=list)
 

@@ -399,10 +399,10 @@ def smallest_shards(rate: float, profile: CallProfile, beats: int, open_index_by
 
 def call_profile(inputs: Inputs) -> CallProfile:
     """The measured per-execution work of the inputs' mix (or profile), with the `openByJob` entries of runs that
-    heartbeat or repeat within a minute (heartbeat_share, job_index_units), and the `open` index's work for runs
+    heartbeat or repeat within a minute (open_by_job_share, job_index_units), and the `open` index's work for runs
     still running when the sweep passes them (swept_open_share)."""
     profile = blend_calls(inputs.mix) if inputs.mix else PROFILES[inputs.profile]
-    by_job = max(inputs.extra_index_wcu, heartbeat_share(inputs) * OPEN_BY_JOB_INDEX_WCU)
+    by_job = max(inputs.extra_index_wcu, open_by_job_share(inputs) * OPEN_BY_JOB_INDEX_WCU)
     if by_job:
         profile = replace(profile, index_wcu=profile.index_wcu + by_job)
     share = swept_open_share(inputs)
@@ -423,7 +423,7 @@ SWEPT_OPEN_WRITES = 1
 SWEPT_OPEN_INDEX_WCU = 2
 
 
-def heartbeat_share(inputs: Inputs) -> float:
+def open_by_job_share(inputs: Inputs) -> float:
     """The share of runs that enter `openByJob` (2 units: the entry and its removal at the end, domain/job_index.py)
     by their claim or their first heartbeat: every run when the lease is longer than BY_JOB_LEASE_SECONDS (the
     claim enters it), else those of a class whose average run is longer than a third of the lease (they

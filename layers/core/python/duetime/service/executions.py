@@ -309,14 +309,12 @@ def _live_others(ports: Ports, job: Job, execution_id: str, now: datetime) -> li
     others = ports.store.indexed_open_executions_of_job(
         job.job_id, due_by=now + RUNNING_DUE_MARGIN, excluding=execution_id
     )
-    if ports.store.indexes_every_open_run:
-        return [e for e in others if e.lease_live(now)]
-    seen = {e.execution_id for e in others}
-    own_slot = parse_execution_id(execution_id)[1]
-    for slot in unindexed_slots(job, own_slot, now):
-        plain = plain_run(job, slot)
-        if plain.execution_id not in seen and (row := ports.store.get_execution(ports.store.key_of(plain))):
-            others.append(row)
+    if not ports.store.indexes_every_open_run:
+        seen = {e.execution_id for e in others}
+        for slot in unindexed_slots(job, parse_execution_id(execution_id)[1], now):
+            plain = plain_run(job, slot)
+            if plain.execution_id not in seen and (row := ports.store.get_execution(ports.store.key_of(plain))):
+                others.append(row)
     return [e for e in others if e.lease_live(now)]
 
 
