@@ -33,6 +33,8 @@ from duetime.definitions import Settings  # noqa: E402
 from duetime.notify import ConsoleNotifier  # noqa: E402
 from duetime.service.context import Ports  # noqa: E402
 
+from tests.moto_keys import reuse_kms_key_material  # noqa: E402
+
 
 @dataclass
 class Clock:
@@ -96,6 +98,7 @@ def ports(clock: Clock, test_settings: Settings, backend: str, tmp_path: Path) -
     from moto import mock_aws
 
     _serialise_moto_dynamodb()
+    reuse_kms_key_material()
     with mock_aws():
         dynamodb = _moto_client("dynamodb")
         sqs = _moto_client("sqs")

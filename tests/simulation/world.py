@@ -68,6 +68,8 @@ from duetime.service.ports import DueMessage, Received
 from duetime.worker import demo  # noqa: F401  (registers demo.echo, the handler the simulated jobs name)
 from duetime.worker.runtime import MAX_EARLY_WAIT_SECONDS, Claimed, Worker
 
+from tests.moto_keys import reuse_kms_key_material
+
 from .invariants import Checker, Violation
 
 JOB_CLASS = DEFAULT_JOB_CLASS
@@ -268,6 +270,7 @@ class MotoBackend:
         from moto import mock_aws
         from moto.sqs import models as sqs_models
 
+        reuse_kms_key_material()
         self.clock = clock
         self.patches = contextlib.ExitStack()
         self.patches.enter_context(mock_aws())
