@@ -234,7 +234,9 @@ def compile_for_runtime(folder: Path) -> bool:
     if python is None:
         print(f"warning: no python{RUNTIME_PYTHON_VERSION} here: {folder} ships without bytecode", file=sys.stderr)
         return False
-    command = [python, "-m", "compileall", "-q", "-q", "--invalidation-mode", "unchecked-hash", str(folder)]
+    # -I: the .pyc go beside the sources, whatever this environment says (a PYTHONPYCACHEPREFIX, as `make` sets,
+    # would write them elsewhere and leave the layer without any).
+    command = [python, "-I", "-m", "compileall", "-q", "-q", "--invalidation-mode", "unchecked-hash", str(folder)]
     # A module that does not compile for the runtime (a test file of some distribution) is left to compile at
     # import, as it would without bytecode: compileall's exit status says only that one did not.
     subprocess.run(command, check=False)
