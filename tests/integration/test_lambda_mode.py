@@ -185,6 +185,41 @@ def test_concurrent_pollers_invoke_at_once_up_to_their_number(sqs):
     assert peak[0] == 2 and depth(sqs, url) == 0
 
 
+def test_stopping_waits_for_a_batch_being_invoked_but_not_for_a_receive_and_a_late_batch_is_handed_back(sqs):
+    """Pollers long-poll (20 s, as Lambda's do): stop waits for the batch in an invocation to be deleted, not for
+    a poller waiting in a receive; a batch such a poller receives after the stop is never invoked and is visible
+    again at once, not after its visibility timeout (30 s here)."""
+    url, _ = make_queue(sqs, visibility=30)
+    send(sqs, url, 1)
+    started, release = threading.Event(), threading.Event()
+    invoked: list[str] = []
+
+    def slow(event: dict[str, Any]) -> None:
+        invoked.extend(r["body"] for r in event["Records"])
+        started.set()
+        release.wait(10)
+
+    source = SqsEventSource(sqs, url, slow, batch_size=1, pollers=2, region=REGION).start()
+    stopper = threading.Thread(target=source.stop)
+    try:
+        assert started.wait(10)
+        stopper.start()
+        stopper.join(1)
+        assert stopper.is_alive(), "stop returned while a batch was being invoked"
+        release.set()
+        stopper.join(10)
+        assert not stopper.is_alive(), "stop waited for the poller that is still in its 20 s receive"
+        assert depth(sqs, url) == 0  # the invoked batch was deleted before stop returned
+        send(sqs, url, 1)  # the other poller, still waiting in its receive, takes it, and must hand it back
+        time.sleep(1)
+        again = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=1, WaitTimeSeconds=5).get("Messages", [])
+        assert [m["Body"] for m in again] == ["m0"], "the late batch stayed hidden for its visibility timeout"
+        assert invoked == ["m0"]  # the first batch only: the late one was never invoked
+    finally:
+        release.set()
+        source.stop()
+
+
 FUNCTION = '''
 """A test function: what it saw of the environment at import, and each invocation's context."""
 import os

@@ -70,7 +70,10 @@ from typing import Any
 log = logging.getLogger("duetime.local.lambda")
 
 ACCOUNT = "123456789012"  # moto's default account
-POLL_SECONDS = 1
+# Lambda's SQS pollers long-poll for 20 s. A poller waiting in a receive costs nothing (moto answers as soon as a
+# message is sent, and checks delayed ones each second); one-second polls were a third of the requests an idle
+# `duetime local --backend moto` made. Stopping does not wait for a receive (SqsEventSource.stop).
+POLL_SECONDS = 20
 FUNCTIONS_DIR = Path(__file__).resolve().parents[5] / "functions"
 # The runtime dependencies the dependency layer is built from (infra/build_layers.py reads the same list).
 PYPROJECT = FUNCTIONS_DIR.parent / "pyproject.toml"
@@ -400,6 +403,9 @@ class SqsEventSource:
         self.threads = [
             threading.Thread(target=self._loop, name=f"{name}-poller-{n}", daemon=True) for n in range(pollers)
         ]
+        # Batches handed to `invoke` and not yet deleted: what stop waits for (under `_turn`, with `stopped`).
+        self._invoking = 0
+        self._turn = threading.Condition()
 
     def start(self) -> SqsEventSource:
         for thread in self.threads:
@@ -407,9 +413,12 @@ class SqsEventSource:
         return self
 
     def stop(self, timeout: float = 15) -> None:
-        self.stopped.set()
-        for thread in self.threads:
-            thread.join(timeout=timeout)
+        """End the mapping: wait (up to `timeout`) for the batches being invoked to be deleted, not for pollers
+        waiting in a receive. Those are daemon threads: a batch one receives after this hands its messages
+        back at once (poll_once), and one whose server is gone ends with the error."""
+        with self._turn:
+            self.stopped.set()
+            self._turn.wait_for(lambda: self._invoking == 0, timeout=timeout)
 
     def _loop(self) -> None:
         while not self.stopped.is_set():
@@ -433,6 +442,31 @@ class SqsEventSource:
         messages = response.get("Messages", [])
         if not messages:
             return 0
+        with self._turn:
+            stopped = self.stopped.is_set()
+            if not stopped:
+                self._invoking += 1
+        if stopped:  # received while the mapping ended: visible again at once, not after its visibility timeout
+            self._hand_back(messages)
+            return 0
+        try:
+            return self._invoke(messages)
+        finally:
+            with self._turn:
+                self._invoking -= 1
+                self._turn.notify_all()
+
+    def _hand_back(self, messages: list[dict[str, Any]]) -> None:
+        for start in range(0, len(messages), 10):
+            entries = [
+                {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"], "VisibilityTimeout": 0}
+                for i, m in enumerate(messages[start : start + 10])
+            ]
+            with contextlib.suppress(Exception):  # its server may be stopping too: then the timeout returns them
+                self.client.change_message_visibility_batch(QueueUrl=self.queue_url, Entries=entries)
+
+    def _invoke(self, messages: list[dict[str, Any]]) -> int:
+        """Invoke the handler with one received batch and delete what succeeded; returns the batch size."""
         event = {"Records": [sqs_record(m, self.queue_arn, self.region) for m in messages]}
         try:
             result = self.invoke(event)
