@@ -1,13 +1,15 @@
 """Deal a test folder's files into parts of about equal time, for `make test`'s side-by-side pytest processes.
 
     python scripts/deal_tests.py --parts 4 --part 2 tests/integration   # part 2's files, one line
-    python scripts/deal_tests.py --weigh durations.log tests/integration  # weights.txt from --durations=0
+    python scripts/deal_tests.py --weigh cpu.log tests/integration  # weights.txt from tests/cpu_weights.py
 
-Each file weighs the seconds it took alone, as the folder's `weights.txt` records them (a file not listed weighs
-1 s). The heaviest file goes first to the lightest part, and so on (longest processing time first), so no part is
-left running alone long after the others: dealt round-robin by name, the part holding the smoke test and the
-paced limits test ended two minutes after the rest. A stale weight only unbalances the parts; every file is
-dealt to exactly one part.
+Each file weighs the CPU seconds it took, as the folder's `weights.txt` records them (tests/cpu_weights.py
+measures them; a file not listed weighs 1 s): the parts share the machine's cores, so a part lasts about as long
+as its CPU. Weighed by wall time alone, the part holding the smoke test (minutes of waiting, little CPU) ended
+110 s before the one holding the CPU-heavy files (2026-12-03). The heaviest file goes first to the lightest part,
+and so on (longest processing time first), so no part is left running alone long after the others: dealt
+round-robin by name, the part holding the smoke test and the paced limits test ended two minutes after the rest.
+A stale weight only unbalances the parts; every file is dealt to exactly one part.
 """
 
 from __future__ import annotations
@@ -15,16 +17,16 @@ from __future__ import annotations
 import argparse
 import re
 import sys
-from collections import Counter
 from pathlib import Path
 
 DEFAULT_WEIGHT = 1.0
 HEADER = """\
-# Seconds each test file of this folder takes alone (pytest --durations=0 on a 2-core machine), read by
-# scripts/deal_tests.py to deal the files into make test's parts of about equal time. A file not listed weighs
-# 1 s; a stale figure only unbalances the parts, it never leaves a file out. Measure again:
-#   python -m pytest -q -m "not bench" --durations=0 <folder> > d.log
-#   python scripts/deal_tests.py --weigh d.log <folder>
+# CPU seconds each test file of this folder takes (its pytest process and the children it waits for, on a 2-core
+# machine), read by scripts/deal_tests.py to deal the files into make test's parts of about equal CPU: the parts
+# share the machine's cores, so each lasts about as long as its CPU. A file not listed weighs 1 s; a stale figure
+# only unbalances the parts, it never leaves a file out. Measure again (tests/cpu_weights.py):
+#   python -m pytest -q -p tests.cpu_weights -m "not bench" <folder> > cpu.log
+#   python scripts/deal_tests.py --weigh cpu.log <folder>
 """
 
 
@@ -50,11 +52,12 @@ def deal(files: list[str], weight: dict[str, float], parts: int) -> list[list[st
 
 
 def weigh(log: Path, folder: Path) -> str:
-    seconds: Counter[str] = Counter()
-    line = re.compile(r"([\d.]+)s (?:call|setup|teardown)\s+(\S+?\.py)::")
+    seconds: dict[str, float] = {}
+    line = re.compile(r"([\d.]+)s (?:call|setup|teardown|cpu)\s+(\S+?\.py)::")
     for text in log.read_text().splitlines():
         if (match := line.match(text)) and Path(match.group(2)).parent == folder:
-            seconds[Path(match.group(2)).name] += float(match.group(1))
+            name = Path(match.group(2)).name
+            seconds[name] = seconds.get(name, 0.0) + float(match.group(1))
     rows = [f"{value:.0f} {name}" for name, value in sorted(seconds.items(), key=lambda kv: (-kv[1], kv[0]))]
     return HEADER + "".join(f"{row}\n" for row in rows if float(row.split()[0]) >= DEFAULT_WEIGHT)
 

@@ -53,3 +53,32 @@ def test_weights_are_read_back_from_a_durations_log(tmp_path):
     )
     (folder / "weights.txt").write_text(deal_tests.weigh(log, folder))
     assert deal_tests.weights(folder) == {"test_a.py": 15.0, "test_b.py": 3.0}
+
+
+def test_weights_are_read_back_from_the_cpu_plugins_lines(tmp_path, monkeypatch):
+    """tests/cpu_weights.py prints the CPU each test took in the form --weigh reads (a test that waits weighs
+    little: only what it computes counts)."""
+    from tests import cpu_weights
+
+    deal_tests = _deal_tests()
+    folder = tmp_path / "tests" / "integration"
+    folder.mkdir(parents=True)
+    monkeypatch.setattr(cpu_weights, "_taken", {})
+    clock = iter([10.0, 14.0, 14.0, 14.5, 20.0, 21.0])
+    monkeypatch.setattr(cpu_weights, "_cpu_seconds", lambda: next(clock))
+    for nodeid in (f"{folder}/test_a.py::test_one[moto]", f"{folder}/test_a.py::test_two", f"{folder}/test_b.py::t"):
+        cpu_weights.pytest_runtest_logstart(nodeid, None)
+        cpu_weights.pytest_runtest_logfinish(nodeid, None)
+
+    class Reporter:
+        lines: list[str] = []
+
+        def write_line(self, line: str) -> None:
+            self.lines.append(line)
+
+    reporter = Reporter()
+    cpu_weights.pytest_terminal_summary(reporter)
+    log = tmp_path / "cpu.log"
+    log.write_text("\n".join(reporter.lines) + "\n")
+    (folder / "weights.txt").write_text(deal_tests.weigh(log, folder))
+    assert deal_tests.weights(folder) == {"test_a.py": 4.0, "test_b.py": 1.0}
