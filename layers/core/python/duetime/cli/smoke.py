@@ -543,6 +543,10 @@ class Smoke:
                 "handler": "demo.echo",
                 "payload": {"result": "x" * RESULT_BYTES},
                 "schedule": {"cron": "*/5 * * * * *", "maxRuns": 2},
+                # Every slot runs, however late it is picked up: under `latest`, a run claimed after the next
+                # slot was due is skipped, and a worker slow to start (a cold start on a loaded machine) ended
+                # the job with two skipped runs. What this path checks is the worker and maxRuns, not lateness.
+                "catchUp": "all",
             }
         )
         first = datetime.now(UTC) + timedelta(seconds=4)
