@@ -379,6 +379,14 @@ def failed_items(response: Any, message_ids: set[str]) -> set[str] | None:
     return failed
 
 
+def _receipt_entries(messages: list[dict[str, Any]], **extra: Any) -> Iterator[list[dict[str, Any]]]:
+    """The entries of SQS batch calls (DeleteMessageBatch, ChangeMessageVisibilityBatch) for `messages`: ten a
+    call, each entry its message's receipt handle and `extra`."""
+    for start in range(0, len(messages), 10):
+        batch = messages[start : start + 10]
+        yield [{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"], **extra} for i, m in enumerate(batch)]
+
+
 class SqsEventSource:
     """Lambda's SQS event source mapping: `pollers` concurrent batches (Lambda's concurrency for the
     queue), each received, handed to `invoke` and deleted as its response says."""
@@ -457,11 +465,7 @@ class SqsEventSource:
                 self._turn.notify_all()
 
     def _hand_back(self, messages: list[dict[str, Any]]) -> None:
-        for start in range(0, len(messages), 10):
-            entries = [
-                {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"], "VisibilityTimeout": 0}
-                for i, m in enumerate(messages[start : start + 10])
-            ]
+        for entries in _receipt_entries(messages, VisibilityTimeout=0):
             with contextlib.suppress(Exception):  # its server may be stopping too: then the timeout returns them
                 self.client.change_message_visibility_batch(QueueUrl=self.queue_url, Entries=entries)
 
@@ -479,10 +483,7 @@ class SqsEventSource:
             log.warning("malformed batchItemFailures from the handler: the whole batch failed (%s)", json.dumps(result))
             return len(messages)
         done = [m for m in messages if m["MessageId"] not in failed]
-        for start in range(0, len(done), 10):
-            entries = [
-                {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(done[start : start + 10])
-            ]
+        for entries in _receipt_entries(done):
             outcome = self.client.delete_message_batch(QueueUrl=self.queue_url, Entries=entries)
             for failure in outcome.get("Failed", []):
                 log.warning("could not delete a handled message: %s", failure.get("Message"))

@@ -379,9 +379,10 @@ def _planned_later(
     joining = {e.execution_id for e in pending if e.job_id == job.job_id and e.kind == "scheduled" and e.attempt == 0}
     ids = ports.store.execution_ids_between(job.job_id, to_ms(execution.scheduled_at) + 2, to_ms(end) - 1)
     for slot, row_id in sorted((parse_execution_id(i)[1], i) for i in ids if i not in joining and not i.endswith(".m")):
+        if not is_slot(schedule, slot):  # a row of a slot the schedule no longer has: not read
+            continue
         row = ports.store.find_execution(job.job_id, row_id)
-        carries_on = row is not None and row.kind == "scheduled" and row.skip_reason != SCHEDULE_EDITED
-        if carries_on and is_slot(schedule, slot):
+        if row is not None and row.kind == "scheduled" and row.skip_reason != SCHEDULE_EDITED:
             return slot
     return None
 
