@@ -60,6 +60,13 @@ class Checker:
         self.slots_seen: set[tuple[str, datetime]] = set()  # rows found to be slots of their job's schedule
         self.due_counts: dict[str, tuple[datetime, int]] = {}  # job id -> (a slot, how many are due up to it)
         self.swept: dict[int, int] = {}  # shard -> how far its sweep has gone (sweptMs)
+        # What the checks derive from a job's stored form, kept while the reader hands back the same parsed job:
+        # job id -> (the job, its recurrence, its first slot). Parsing a cron again for every check of every step
+        # was a tenth of the budget's CPU.
+        self.schedules: dict[str, tuple[Job, Any, datetime]] = {}
+        # Terminal rows checked as they are: execution id -> (the row, the report then). A row the reader hands
+        # back unchanged, with no new report, passes the same checks again, so it is not checked again.
+        self.checked_terminal: dict[str, tuple[Execution, tuple[int, str] | None]] = {}
 
     # -- events the world tells -----------------------------------------------------------------------------------
 
@@ -183,15 +190,19 @@ class Checker:
             if not indexed:
                 raise Violation(f"{eid} runs where the reconciler cannot find it (open shard {stored.open_shard!r})")
             return
+        reported = self.reported.get(eid)
+        checked = self.checked_terminal.get(eid)
+        if checked is not None and checked[0] is row and checked[1] == reported:
+            return
         self._terminal_record(row)
         first = self.terminal.setdefault(eid, row)
         if first != row:
             before, after = first.model_dump(mode="json"), row.model_dump(mode="json")
             changed = {k: (before.get(k), after.get(k)) for k in before | after if before.get(k) != after.get(k)}
             raise Violation(f"terminal {eid} changed after it ended: {changed}")
-        reported = self.reported.get(eid)
         if reported is not None and row.status == ExecutionStatus.SUCCEEDED and reported[0] != row.attempt:
             raise Violation(f"{eid} was reported by attempt {reported[0]} but ended with attempt {row.attempt}")
+        self.checked_terminal[eid] = (row, reported)
 
     def _swept_past(self, stored: StoredExecution) -> bool:
         """Whether the sweep of the row's shard has passed its due time (service/dispatch.py, sweep)."""
@@ -220,8 +231,16 @@ class Checker:
             if reported is not None and reported[1] != history[-1].worker_id:
                 raise Violation(f"{eid} reported by {reported[1]}, its history says {history[-1].worker_id}")
 
+    def _schedule_of(self, job: Job) -> tuple[Any, datetime]:
+        """(recurrence, first slot) of `job`, derived again only when the reader parsed the job again."""
+        cached = self.schedules.get(job.job_id)
+        if cached is None or cached[0] is not job:
+            cached = (job, recurrence_of(job.schedule, job.created_at), first_slot(job.schedule, job.created_at))
+            self.schedules[job.job_id] = cached
+        return cached[1], cached[2]
+
     def _slots(self, job: Job, rows: list[Execution]) -> None:
-        schedule = recurrence_of(job.schedule, job.created_at)
+        schedule, first = self._schedule_of(job)
         planned = [row for row in rows if row.kind != "manual"]
         if schedule is None:
             if len(planned) != 1:
@@ -238,7 +257,6 @@ class Checker:
             policy = COMMON_SKIPS | POLICY_SKIPS[job.catch_up]
             if row.status == ExecutionStatus.SKIPPED and row.skip_reason not in policy:
                 raise Violation(f"{row.execution_id} skipped for {row.skip_reason!r} under catchUp {job.catch_up}")
-        first = first_slot(job.schedule, job.created_at)
         earliest, latest = min(by_slot), max(by_slot)
         if abs(earliest - first) > SLOT_TOLERANCE:  # a slot's row is stored to the millisecond
             raise Violation(f"{job.job_id}'s first row is {earliest:%H:%M:%S}, its first slot {first:%H:%M:%S}")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
+from functools import cache
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -33,11 +34,15 @@ from tests.unit.test_cron_properties import (
 )
 
 
-def month_dates(day: date) -> list[date]:
+# The reference's day rules are pure functions of a token and a date, asked once a minute of every window:
+# each answer is kept (functools.cache).
+@cache
+def month_dates(day: date) -> tuple[date, ...]:
     first = day.replace(day=1)
-    return [d for d in (first + timedelta(days=i) for i in range(31)) if d.month == day.month]
+    return tuple(d for d in (first + timedelta(days=i) for i in range(31)) if d.month == day.month)
 
 
+@cache
 def quartz_dom_matches(token: str, day: date) -> bool:
     dates = month_dates(day)
     weekdays = [d for d in dates if d.weekday() < 5]
@@ -53,6 +58,7 @@ def quartz_dom_matches(token: str, day: date) -> bool:
     return day == nearest
 
 
+@cache
 def quartz_dow_matches(token: str, day: date) -> bool:
     if "#" in token:
         name, k = token.split("#")
