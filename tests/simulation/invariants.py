@@ -13,6 +13,9 @@ what the simulated workers believe.
 - Every due slot of a repeating job is accounted exactly once: its rows (one per slot, each a slot of the
   schedule, from the job's first slot on) and the slots its skip records count (`skippedCount`) cover every
   slot up to its latest row, none twice; a skip's reason belongs to the job's catch-up policy.
+- An edited job (the world's `edits`): only the waiting runs its edit replaced disappear; after the edit it has its
+  new schedule's waiting run and none of the old one's; each row is a slot of a schedule it has had; and from the
+  first slot its last edit wrote, its slots are accounted as above.
 - A terminal row never changes (the DLQ drain's notified marking is not part of the row the API shows).
 - At the end, once the faults stop and the system has run healthy for a while: `duetime audit` is clean.
 """
@@ -27,7 +30,7 @@ from duetime.adapters.sqlite.items import execution_from_doc, job_from_doc
 from duetime.adapters.sqlite.store import SqliteStore
 from duetime.domain.keys import ExecutionKey, open_index_key, shard_of_partition
 from duetime.domain.models import CatchUp, Execution, ExecutionStatus, Job, JobStatus, Overlap, to_ms
-from duetime.domain.recurrence import SLOT_TOLERANCE, is_slot, recurrence_of
+from duetime.domain.recurrence import SCHEDULE_EDITED, SLOT_TOLERANCE, is_slot, recurrence_of
 from duetime.service.audit import swept_through
 from duetime.service.jobs import first_slot
 from duetime.service.ports import StoredExecution
@@ -67,6 +70,11 @@ class Checker:
         # Terminal rows checked as they are: execution id -> (the row, the report then). A row the reader hands
         # back unchanged, with no new report, passes the same checks again, so it is not checked again.
         self.checked_terminal: dict[str, tuple[Execution, tuple[int, str] | None]] = {}
+        # Edited jobs (the world's `edits`): job id -> every schedule it has had, as stored; and the ids of waiting
+        # runs an edit may replace (edit_job deletes them and writes the new schedule's first slot).
+        self.schedules_had: dict[str, list[Any]] = {}
+        self.replaceable: dict[str, set[str]] = {}
+        self.epochs: dict[str, tuple[Any, datetime]] = {}  # job id -> (its schedule, the first slot its edit wrote)
 
     # -- events the world tells -----------------------------------------------------------------------------------
 
@@ -127,6 +135,48 @@ class Checker:
             raise Violation(f"{eid} reported finished twice: by {self.reported[eid]} and by {worker.worker_id}")
         self.reported[eid] = (task.execution.attempt, worker.worker_id)
 
+    def editing(self, job_id: str, job: Job) -> None:
+        """An edit of `job` starts: its waiting first runs of its schedule may be replaced."""
+        self.schedules_had.setdefault(job_id, [job.schedule])
+        waiting = self.world.raw.store.open_executions_of_job(job_id)
+        self.replaceable.setdefault(job_id, set()).update(
+            e.execution_id
+            for e in waiting
+            if e.status == ExecutionStatus.SCHEDULED and e.kind == "scheduled" and e.attempt == 0
+        )
+
+    def edited(self, job_id: str, job: Job) -> None:
+        """`job` as stored after an edit that took (its schedule anchored as the API stores it), and the first slot
+        of its new schedule the edit wrote (the waiting first run of the new schedule)."""
+        self.schedules_had.setdefault(job_id, []).append(job.schedule)
+        self.epochs.pop(job_id, None)
+        self.due_counts.pop(job_id, None)  # counted under the schedule it had
+        recurrence = recurrence_of(job.schedule, job.created_at)
+        if recurrence is None:
+            return
+        written = [
+            e.scheduled_at
+            for e in self.world.raw.store.open_executions_of_job(job_id)
+            if e.kind == "scheduled"
+            and e.attempt == 0
+            and e.status == ExecutionStatus.SCHEDULED
+            and is_slot(recurrence, e.scheduled_at)
+        ]
+        if not written:
+            raise Violation(f"the edit of {job_id} left its new schedule no waiting run")
+        self.epochs[job_id] = (recurrence, min(written))
+        # ... and replaced the old schedule's: the job never has two next runs (its waiting first attempts).
+        left = [
+            e.execution_id
+            for e in self.world.raw.store.open_executions_of_job(job_id)
+            if e.kind == "scheduled"
+            and e.attempt == 0
+            and e.status == ExecutionStatus.SCHEDULED
+            and e.scheduled_at < min(written)
+        ]
+        if left:
+            raise Violation(f"the edit of {job_id} left the old schedule's waiting runs {left}")
+
     # -- after every step --------------------------------------------------------------------------------------------
 
     def check(self, stored: bool = True) -> None:
@@ -145,7 +195,7 @@ class Checker:
             if not stored:
                 raise Violation(f"accepted job {job_id} has no execution")
             ids = {s.execution.execution_id for s in stored}
-            lost = self.seen.get(job_id, set()) - ids
+            lost = self.seen.get(job_id, set()) - ids - self.replaceable.get(job_id, set())
             if lost:
                 raise Violation(f"executions of {job_id} disappeared: {sorted(lost)}")
             self.seen[job_id] = ids
@@ -240,7 +290,17 @@ class Checker:
         return cached[1], cached[2]
 
     def _slots(self, job: Job, rows: list[Execution]) -> None:
-        schedule, first = self._schedule_of(job)
+        if job.job_id in self.schedules_had:
+            self._edited_slots(job, rows)
+            epoch = self.epochs.get(job.job_id)
+            if epoch is None:
+                return
+            schedule, first = epoch
+            # Since its last edit, its schedule's rows are accounted as a new job's are, from the first slot the
+            # edit wrote (a row of an old schedule that falls on a slot of the new one is that slot's row).
+            rows = [row for row in rows if row.scheduled_at >= first and is_slot(schedule, row.scheduled_at)]
+        else:
+            schedule, first = self._schedule_of(job)
         planned = [row for row in rows if row.kind != "manual"]
         if schedule is None:
             if len(planned) != 1:
@@ -289,6 +349,25 @@ class Checker:
                 f"{job.job_id} ({job.catch_up.value}): {due} slots due up to {latest:%H:%M:%S}, "
                 f"{counted} accounted: {ledger}"
             )
+
+    def _edited_slots(self, job: Job, rows: list[Execution]) -> None:
+        """An edited job's rows: one a slot, each a slot of a schedule the job has had (or ended as one an edit
+        left behind), each skip for a reason of its catch-up policy. The count of its slots is not checked: an
+        edit replaces the waiting run, so which slots of the old schedule were due is the edit's moment's."""
+        recurrences = [recurrence_of(schedule, job.created_at) for schedule in self.schedules_had[job.job_id]]
+        seen: set[datetime] = set()
+        for row in rows:
+            if row.kind == "manual":
+                continue
+            if row.scheduled_at in seen:
+                raise Violation(f"{job.job_id}'s slot {row.scheduled_at:%H:%M:%S} has two rows")
+            seen.add(row.scheduled_at)
+            of_a_schedule = any(r is not None and is_slot(r, row.scheduled_at) for r in recurrences)
+            if not of_a_schedule and row.skip_reason != SCHEDULE_EDITED:
+                raise Violation(f"{row.execution_id} is not a slot of any schedule {job.job_id} has had")
+            policy = COMMON_SKIPS | POLICY_SKIPS[job.catch_up]
+            if row.status == ExecutionStatus.SKIPPED and row.skip_reason not in policy:
+                raise Violation(f"{row.execution_id} skipped for {row.skip_reason!r} under catchUp {job.catch_up}")
 
     def _row(self, execution: Execution) -> Execution | None:
         store = self.world.raw.store

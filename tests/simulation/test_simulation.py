@@ -29,6 +29,9 @@ SECONDS_SEED = 12  # a seed of the SQLite budget with a `*/5 * * * * *` job (19 
 # Seeds on SQLite with a third of the jobs spread over 20-58 s (`--spread`), so two slots of a job fall due
 # seconds apart; seed 85 found two waiting rows of one job planned apart counting a slot twice.
 SPREAD_SEEDS = [*range(200, 240), 85]
+# Seeds on SQLite whose repeating jobs' schedules are also edited (`--edits`), and one on moto.
+EDIT_SEEDS = range(300, 330)
+MOTO_EDIT_SEED = 306  # two edits take, and the edited job runs its new schedule
 
 
 @pytest.mark.parametrize("seed", range(SQLITE_SEEDS))
@@ -44,6 +47,27 @@ def test_moto_seed(seed: int) -> None:
 @pytest.mark.parametrize("seed", SPREAD_SEEDS)
 def test_sqlite_spread_seed(seed: int) -> None:
     run_seed(seed, "sqlite", SQLITE_STEPS, spread=True)
+
+
+@pytest.mark.parametrize("seed", EDIT_SEEDS)
+def test_sqlite_edit_seed(seed: int) -> None:
+    run_seed(seed, "sqlite", SQLITE_STEPS, edits=True)
+
+
+def test_moto_edit_seed() -> None:
+    world = run_seed(MOTO_EDIT_SEED, "moto", MOTO_STEPS, edits=True)
+    assert any(any(eid.startswith(job_id) for eid, _ in world.checker.claims) for job_id in world.checker.epochs)
+
+
+def test_the_edit_seeds_edit() -> None:
+    """The edit seeds edit schedules that then run: some edit takes, and an edited job runs its new schedule."""
+    edited = 0
+    for seed in EDIT_SEEDS[:10]:
+        world = run_seed(seed, "sqlite", SQLITE_STEPS, edits=True)
+        edited += sum(
+            1 for job_id in world.checker.epochs if any(eid.startswith(job_id) for eid, _ in world.checker.claims)
+        )
+    assert edited >= 3
 
 
 def test_moto_seconds_schedules() -> None:
@@ -137,6 +161,21 @@ def test_the_budget_catches_a_planted_bug(monkeypatch: pytest.MonkeyPatch, bug: 
     assert "replay: make simulate SEED=" in text
     assert "invariant broken" in text, text.splitlines()[0]
     print(f"{bug}: {text.splitlines()[0]}")
+
+
+def test_the_edit_seeds_catch_an_edit_that_keeps_the_old_waiting_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The planted bug: SqliteStore.edit_job writes the job and its new first run but leaves the old schedule's
+    waiting run, so the job has two next runs."""
+    real = SqliteStore.edit_job
+    monkeypatch.setattr(SqliteStore, "edit_job", lambda self, edited, replaced, first: real(self, edited, [], first))
+    for seed in EDIT_SEEDS:
+        try:
+            run_seed(seed, "sqlite", SQLITE_STEPS, edits=True)
+        except SimulationFailure as failure:
+            assert "invariant broken" in str(failure), str(failure).splitlines()[0]
+            assert "EDITS=1" in str(failure)
+            return
+    pytest.fail(f"the planted bug survived all {len(EDIT_SEEDS)} edit seeds")
 
 
 def _plant_unfenced_finish(monkeypatch: pytest.MonkeyPatch) -> None:

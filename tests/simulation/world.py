@@ -43,7 +43,7 @@ from duetime.adapters.sqlite.queue import SqliteQueues
 from duetime.adapters.sqlite.store import SqliteStore
 from duetime.definitions import DEFAULT_JOB_CLASS, Settings
 from duetime.domain.catchup import MIN_CATCH_UP_ALL_PERIOD_SECONDS
-from duetime.domain.errors import Conflict, NotFound, StaleAttempt
+from duetime.domain.errors import Conflict, InvalidInput, NotFound, StaleAttempt
 from duetime.domain.keys import new_job_id
 from duetime.domain.models import (
     CatchUp,
@@ -61,6 +61,7 @@ from duetime.service.audit import audit
 from duetime.service.context import Ports
 from duetime.service.deadletters import drain_dead_letters
 from duetime.service.dispatch import preload
+from duetime.service.edit import edit_job
 from duetime.service.executions import Lease
 from duetime.service.jobs import cancel_job, pause_job, resume_job, submit_job
 from duetime.service.outcomes import RunOutcome, RunResult
@@ -377,6 +378,9 @@ class World:
     # `--spread`: a third of the jobs a minute or more apart are spread (jitterSeconds 20, 45 or 58), so two slots
     # fall due seconds apart (the budget's SPREAD_SEEDS; seed 85 found a slot counted twice, docs/simulation.md).
     spread: bool = False
+    # `--edits`: schedules are edited too (PATCH's edit_job: a recurring job's waiting run replaced by the new
+    # schedule's first slot), racing the pre-loader, claims, pauses and faults (the budget's EDIT_SEEDS).
+    edits: bool = False
     trace: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -472,10 +476,13 @@ class World:
         ("restart", 1),
     )
 
+    EDIT_WEIGHT = 3
+
     def run(self) -> None:
         """Run `steps` steps, then heal and audit; raises SimulationFailure with the seed and the trace."""
-        names = [name for name, _ in self.ACTIONS]
-        weights = [weight for _, weight in self.ACTIONS]
+        actions = (*self.ACTIONS, ("edit", self.EDIT_WEIGHT)) if self.edits else self.ACTIONS
+        names = [name for name, _ in actions]
+        weights = [weight for _, weight in actions]
         level = logging.getLogger("duetime").level
         logging.getLogger("duetime").setLevel(logging.CRITICAL)  # the faults make the code log, as it should
         try:
@@ -504,7 +511,8 @@ class World:
         head = [
             f"simulation seed {self.seed} on {self.backend} ({self.steps} steps) failed at step {self.step_no}: {what}",
             f"replay: make simulate SEED={self.seed} BACKEND={self.backend} STEPS={self.steps}"
-            + (" SPREAD=1" if self.spread else ""),
+            + (" SPREAD=1" if self.spread else "")
+            + (" EDITS=1" if self.edits else ""),
             f"trace{f' (last {tail} of {len(self.trace)} lines)' if skipped else ''}:",
         ]
         return "\n".join(head + lines)
@@ -535,16 +543,20 @@ class World:
         self.jobs[job_id] = SimJob(job_id, profile, kind, at_most_once, _period_seconds(spec.schedule, self.clock_now))
         self.log(f"  accepted {job_id}")
 
+    def _repeating_schedule(self, kind: str) -> Schedule:
+        rng = self.rng
+        if kind == "cron":
+            return Schedule(cron=rng.choice(SECONDS_CRONS if rng.random() < self.seconds_share else MINUTE_CRONS))
+        return Schedule(every=rng.choice(SECONDS_EVERY if rng.random() < self.seconds_share else MINUTE_EVERY))
+
     def _random_spec(self) -> tuple[JobSpec, str]:
         rng = self.rng
         kind = rng.choice(["at", "at", "cron", "every"])
         if kind == "at":
             at = self.clock_now + timedelta(milliseconds=rng.randrange(-30_000, 180_000))
             schedule = Schedule(at=at.replace(microsecond=at.microsecond // 1000 * 1000))
-        elif kind == "cron":
-            schedule = Schedule(cron=rng.choice(SECONDS_CRONS if rng.random() < self.seconds_share else MINUTE_CRONS))
         else:
-            schedule = Schedule(every=rng.choice(SECONDS_EVERY if rng.random() < self.seconds_share else MINUTE_EVERY))
+            schedule = self._repeating_schedule(kind)
         spec = JobSpec(
             name=f"sim-{kind}",
             handler="demo.echo",
@@ -815,6 +827,39 @@ class World:
     def act_cancel(self) -> None:
         self._job_call("cancel", cancel_job)
 
+    def act_edit(self) -> None:
+        """Edit a repeating job's schedule to another (cron or interval), as PATCH /jobs/{id} does. Its waiting
+        runs may be replaced (deleted, the new first slot written in their place), so the checker is told which
+        may go; a catch-up `all` job keeps slots far enough apart (else the API refuses the edit, as it would)."""
+        repeating = sorted(job_id for job_id, job in self.jobs.items() if job.kind != "at")
+        if not repeating:
+            return
+        job_id = self.rng.choice(repeating)
+        schedule = self._repeating_schedule(self.rng.choice(["cron", "every"]))
+        before = self.raw.store.get_job(job_id)
+        if before is None:
+            return
+        what = schedule.cron or schedule.every
+        self.checker.editing(job_id, before)
+        try:
+            edit_job(self.ports, OWNER, job_id, before.version, {"schedule": schedule})
+            self.log(f"edit {job_id}: schedule {what}")
+        except (Conflict, NotFound, InvalidInput) as refused:
+            self.log(f"edit {job_id} to {what}: refused ({refused})")
+        except (StoreError, Crash):
+            self.log(f"edit {job_id} to {what}: the call died")
+        after = self.raw.store.get_job(job_id)
+        waiting = [
+            f"{_hms(e.scheduled_at)} {e.status.value}/{e.kind}/{e.attempt}"
+            for e in self.raw.store.open_executions_of_job(job_id)
+        ]
+        self.log(f"  its open runs now: {', '.join(waiting) or 'none'}")
+        if after is not None and after.version != before.version:
+            self.checker.edited(job_id, after)
+            self.jobs[job_id].period_seconds = min(
+                self.jobs[job_id].period_seconds, _period_seconds(after.schedule, self.clock_now)
+            )
+
     def _job_call(self, name: str, call: Callable[[Ports, str, str], Any]) -> None:
         job_id = self._some_job()
         if job_id is None:
@@ -915,10 +960,15 @@ def _hms(moment: datetime | None) -> str:
 
 
 def run_seed(
-    seed: int, backend: str = "sqlite", steps: int = 150, seconds_share: float = SECONDS_SHARE, spread: bool = False
+    seed: int,
+    backend: str = "sqlite",
+    steps: int = 150,
+    seconds_share: float = SECONDS_SHARE,
+    spread: bool = False,
+    edits: bool = False,
 ) -> World:
     """Run one seed to its end (raises SimulationFailure naming the seed, with its trace)."""
-    world = World(seed, backend, steps, seconds_share, spread)
+    world = World(seed, backend, steps, seconds_share, spread, edits)
     try:
         world.run()
     finally:
