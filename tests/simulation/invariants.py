@@ -138,12 +138,15 @@ class Checker:
     def editing(self, job_id: str, job: Job) -> None:
         """An edit of `job` starts: its waiting first runs of its schedule may be replaced."""
         self.schedules_had.setdefault(job_id, [job.schedule])
-        waiting = self.world.raw.store.open_executions_of_job(job_id)
-        self.replaceable.setdefault(job_id, set()).update(
-            e.execution_id
-            for e in waiting
-            if e.status == ExecutionStatus.SCHEDULED and e.kind == "scheduled" and e.attempt == 0
-        )
+        self.replaceable.setdefault(job_id, set()).update(e.execution_id for e in self._waiting_first_runs(job_id))
+
+    def _waiting_first_runs(self, job_id: str) -> list[Execution]:
+        """The job's waiting first attempts of its schedule's slots (what an edit replaces), as stored now."""
+        return [
+            e
+            for e in self.world.raw.store.open_executions_of_job(job_id)
+            if e.kind == "scheduled" and e.attempt == 0 and e.status == ExecutionStatus.SCHEDULED
+        ]
 
     def edited(self, job_id: str, job: Job) -> None:
         """`job` as stored after an edit that took (its schedule anchored as the API stores it), and the first slot
@@ -154,26 +157,13 @@ class Checker:
         recurrence = recurrence_of(job.schedule, job.created_at)
         if recurrence is None:
             return
-        written = [
-            e.scheduled_at
-            for e in self.world.raw.store.open_executions_of_job(job_id)
-            if e.kind == "scheduled"
-            and e.attempt == 0
-            and e.status == ExecutionStatus.SCHEDULED
-            and is_slot(recurrence, e.scheduled_at)
-        ]
+        waiting = self._waiting_first_runs(job_id)
+        written = [e.scheduled_at for e in waiting if is_slot(recurrence, e.scheduled_at)]
         if not written:
             raise Violation(f"the edit of {job_id} left its new schedule no waiting run")
         self.epochs[job_id] = (recurrence, min(written))
         # ... and replaced the old schedule's: the job never has two next runs (its waiting first attempts).
-        left = [
-            e.execution_id
-            for e in self.world.raw.store.open_executions_of_job(job_id)
-            if e.kind == "scheduled"
-            and e.attempt == 0
-            and e.status == ExecutionStatus.SCHEDULED
-            and e.scheduled_at < min(written)
-        ]
+        left = [e.execution_id for e in waiting if e.scheduled_at < min(written)]
         if left:
             raise Violation(f"the edit of {job_id} left the old schedule's waiting runs {left}")
 
