@@ -29,9 +29,10 @@ SECONDS_SEED = 12  # a seed of the SQLite budget with a `*/5 * * * * *` job (19 
 # Seeds on SQLite with a third of the jobs spread over 20-58 s (`--spread`), so two slots of a job fall due
 # seconds apart; seed 85 found two waiting rows of one job planned apart counting a slot twice.
 SPREAD_SEEDS = [*range(200, 240), 85]
-# Seeds on SQLite whose repeating jobs' schedules are also edited (`--edits`), and one on moto.
+# Seeds on SQLite whose repeating jobs' schedules are also edited and whose jobs are also run now (`--edits
+# --run-now`), and one on moto.
 EDIT_SEEDS = range(300, 330)
-MOTO_EDIT_SEED = 306  # two edits take, and the edited job runs its new schedule
+MOTO_EDIT_SEED = 313  # an edited job runs its new schedule, and six manual runs are claimed
 
 
 @pytest.mark.parametrize("seed", range(SQLITE_SEEDS))
@@ -51,23 +52,26 @@ def test_sqlite_spread_seed(seed: int) -> None:
 
 @pytest.mark.parametrize("seed", EDIT_SEEDS)
 def test_sqlite_edit_seed(seed: int) -> None:
-    run_seed(seed, "sqlite", SQLITE_STEPS, edits=True)
+    run_seed(seed, "sqlite", SQLITE_STEPS, edits=True, run_now=True)
 
 
 def test_moto_edit_seed() -> None:
-    world = run_seed(MOTO_EDIT_SEED, "moto", MOTO_STEPS, edits=True)
+    world = run_seed(MOTO_EDIT_SEED, "moto", MOTO_STEPS, edits=True, run_now=True)
     assert any(any(eid.startswith(job_id) for eid, _ in world.checker.claims) for job_id in world.checker.epochs)
+    assert any(eid.endswith(".m") for eid, _ in world.checker.claims)
 
 
-def test_the_edit_seeds_edit() -> None:
-    """The edit seeds edit schedules that then run: some edit takes, and an edited job runs its new schedule."""
-    edited = 0
+def test_the_edit_seeds_edit_and_run_now() -> None:
+    """The edit seeds edit schedules that then run (some edit takes, and an edited job runs its new schedule),
+    and run jobs now (manual runs are claimed)."""
+    edited = manual = 0
     for seed in EDIT_SEEDS[:10]:
-        world = run_seed(seed, "sqlite", SQLITE_STEPS, edits=True)
+        world = run_seed(seed, "sqlite", SQLITE_STEPS, edits=True, run_now=True)
+        manual += sum(1 for eid, _ in world.checker.claims if eid.endswith(".m"))
         edited += sum(
             1 for job_id in world.checker.epochs if any(eid.startswith(job_id) for eid, _ in world.checker.claims)
         )
-    assert edited >= 3
+    assert edited >= 3 and manual >= 3
 
 
 def test_moto_seconds_schedules() -> None:
@@ -170,7 +174,7 @@ def test_the_edit_seeds_catch_an_edit_that_keeps_the_old_waiting_run(monkeypatch
     monkeypatch.setattr(SqliteStore, "edit_job", lambda self, edited, replaced, first: real(self, edited, [], first))
     for seed in EDIT_SEEDS:
         try:
-            run_seed(seed, "sqlite", SQLITE_STEPS, edits=True)
+            run_seed(seed, "sqlite", SQLITE_STEPS, edits=True, run_now=True)
         except SimulationFailure as failure:
             assert "invariant broken" in str(failure), str(failure).splitlines()[0]
             assert "EDITS=1" in str(failure)

@@ -63,7 +63,7 @@ from duetime.service.deadletters import drain_dead_letters
 from duetime.service.dispatch import preload
 from duetime.service.edit import edit_job
 from duetime.service.executions import Lease
-from duetime.service.jobs import cancel_job, pause_job, resume_job, submit_job
+from duetime.service.jobs import cancel_job, pause_job, resume_job, run_now, submit_job
 from duetime.service.outcomes import RunOutcome, RunResult
 from duetime.service.ports import DueMessage, Received
 from duetime.worker import demo  # noqa: F401  (registers demo.echo, the handler the simulated jobs name)
@@ -381,6 +381,9 @@ class World:
     # `--edits`: schedules are edited too (PATCH's edit_job: a recurring job's waiting run replaced by the new
     # schedule's first slot), racing the pre-loader, claims, pauses and faults (the budget's EDIT_SEEDS).
     edits: bool = False
+    # `--run-now`: jobs are also run now (POST /jobs/{id}/run's run_now: a manual run due at once, outside the
+    # schedule), beside their scheduled runs.
+    run_now: bool = False
     trace: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -477,10 +480,15 @@ class World:
     )
 
     EDIT_WEIGHT = 3
+    RUN_NOW_WEIGHT = 2
 
     def run(self) -> None:
         """Run `steps` steps, then heal and audit; raises SimulationFailure with the seed and the trace."""
-        actions = (*self.ACTIONS, ("edit", self.EDIT_WEIGHT)) if self.edits else self.ACTIONS
+        actions = (
+            *self.ACTIONS,
+            *((("edit", self.EDIT_WEIGHT),) if self.edits else ()),
+            *((("run_now", self.RUN_NOW_WEIGHT),) if self.run_now else ()),
+        )
         names = [name for name, _ in actions]
         weights = [weight for _, weight in actions]
         level = logging.getLogger("duetime").level
@@ -512,7 +520,8 @@ class World:
             f"simulation seed {self.seed} on {self.backend} ({self.steps} steps) failed at step {self.step_no}: {what}",
             f"replay: make simulate SEED={self.seed} BACKEND={self.backend} STEPS={self.steps}"
             + (" SPREAD=1" if self.spread else "")
-            + (" EDITS=1" if self.edits else ""),
+            + (" EDITS=1" if self.edits else "")
+            + (" RUN_NOW=1" if self.run_now else ""),
             f"trace{f' (last {tail} of {len(self.trace)} lines)' if skipped else ''}:",
         ]
         return "\n".join(head + lines)
@@ -860,6 +869,20 @@ class World:
                 self.jobs[job_id].period_seconds, _period_seconds(after.schedule, self.clock_now)
             )
 
+    def act_run_now(self) -> None:
+        """Run a job now, outside its schedule (its slots are not disturbed): a manual run due at once, with its
+        own id, which the workers claim and run like any other."""
+        job_id = self._some_job()
+        if job_id is None:
+            return
+        try:
+            manual = run_now(self.ports, OWNER, job_id)
+            self.log(f"run now {job_id}: {manual.execution_id}")
+        except (Conflict, NotFound) as refused:
+            self.log(f"run now {job_id}: refused ({refused})")
+        except (StoreError, Crash):
+            self.log(f"run now {job_id}: the call died")
+
     def _job_call(self, name: str, call: Callable[[Ports, str, str], Any]) -> None:
         job_id = self._some_job()
         if job_id is None:
@@ -966,9 +989,10 @@ def run_seed(
     seconds_share: float = SECONDS_SHARE,
     spread: bool = False,
     edits: bool = False,
+    run_now: bool = False,
 ) -> World:
     """Run one seed to its end (raises SimulationFailure naming the seed, with its trace)."""
-    world = World(seed, backend, steps, seconds_share, spread, edits)
+    world = World(seed, backend, steps, seconds_share, spread, edits, run_now)
     try:
         world.run()
     finally:
