@@ -3,7 +3,7 @@
     python -m tests.simulation --seeds 500 [--first 0] [--backend sqlite|moto|both] [--steps 150] [options]
     python -m tests.simulation --seed 1234 [--backend sqlite] [--steps 150] [--trace] [options]
 
-options: --spread (spread jobs), --edits (schedule edits), --run-now (manual runs).
+options: --spread (spread jobs), --edits (schedule edits), --run-now (manual runs), --backfill (backfills).
 
 Prints each failing seed with its trace and how to replay it, then the seeds run per minute; exits 1 if any
 seed failed.
@@ -33,6 +33,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--spread", action="store_true", help="spread a third of the jobs (jitterSeconds up to 58)")
     parser.add_argument("--edits", action="store_true", help="edit repeating jobs' schedules too")
     parser.add_argument("--run-now", action="store_true", help="run jobs now too (manual runs)")
+    parser.add_argument("--backfill", action="store_true", help="backfill repeating jobs' past slots too")
     args = parser.parse_args(argv)
     seeds = [args.seed] if args.seed is not None else list(range(args.first, args.first + args.seeds))
     backends = ["sqlite", "moto"] if args.backend == "both" else [args.backend]
@@ -41,7 +42,15 @@ def main(argv: list[str] | None = None) -> int:
         started = time.monotonic()
         for seed in seeds:
             try:
-                world = run_seed(seed, backend, args.steps, spread=args.spread, edits=args.edits, run_now=args.run_now)
+                world = run_seed(
+                    seed,
+                    backend,
+                    args.steps,
+                    spread=args.spread,
+                    edits=args.edits,
+                    run_now=args.run_now,
+                    backfill=args.backfill,
+                )
             except SimulationFailure as failure:
                 failed += 1
                 print(failure, file=sys.stderr)

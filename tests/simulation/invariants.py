@@ -16,6 +16,8 @@ what the simulated workers believe.
 - An edited job (the world's `edits`): only the waiting runs its edit replaced disappear; after the edit it has its
   new schedule's waiting run and none of the old one's; each row is a slot of a schedule it has had; and from the
   first slot its last edit wrote, its slots are accounted as above.
+- A backfilled row (the world's `backfill`) is a slot of its job's schedule and the only row of that slot; a slot
+  backfilled before the plan that reached it is accounted by that row (see the ledger above).
 - A terminal row never changes (the DLQ drain's notified marking is not part of the row the API shows).
 - At the end, once the faults stop and the system has run healthy for a while: `duetime audit` is clean.
 """
@@ -291,11 +293,19 @@ class Checker:
             rows = [row for row in rows if row.scheduled_at >= first and is_slot(schedule, row.scheduled_at)]
         else:
             schedule, first = self._schedule_of(job)
-        planned = [row for row in rows if row.kind != "manual"]
+        planned = [row for row in rows if row.kind not in ("manual", "backfill")]
         if schedule is None:
             if len(planned) != 1:
                 raise Violation(f"one-off {job.job_id} has {len(planned)} executions")
             return
+        # A backfilled run is a past slot's, run by request: a slot of the schedule with no row of its own before
+        # (a slot a skip record counts may be backfilled), outside the ledger of what the schedule ran.
+        for row in rows:
+            if row.kind == "backfill" and job.job_id not in self.schedules_had:
+                if not is_slot(schedule, row.scheduled_at):
+                    raise Violation(f"backfilled {row.execution_id} is not a slot of {job.job_id}'s schedule")
+                if any(other.scheduled_at == row.scheduled_at for other in planned):
+                    raise Violation(f"{job.job_id}'s slot {row.scheduled_at:%H:%M:%S} has two rows")
         by_slot: dict[datetime, Execution] = {}
         for row in planned:
             if row.scheduled_at in by_slot:
@@ -322,13 +332,16 @@ class Checker:
         self.due_counts[job.job_id] = (slot, due)
         # A skip record counts the slots after it that have no row; the latest row's count runs past the rows.
         counted = sum((row.skipped_count or 1) for at, row in by_slot.items() if at < latest) + 1
+        # A slot backfilled before the plan that reached it has a row, so no skip record counts it; one backfilled
+        # after may be counted by a skip record too (backfill runs a past slot that did not run).
+        backfilled = sum(1 for row in rows if row.kind == "backfill" and first <= row.scheduled_at < latest)
         # Fewer is a gap still to be planned while a row before it waits (a pre-loader that died after creating
         # the next slot and before ending the missed ones: the next cycle plans them again), or one a cancel
         # froze (it ended that waiting row `cancelled`, with no count); more is never right.
         planning = job.status == JobStatus.CANCELLED or any(
             row.status == ExecutionStatus.SCHEDULED for at, row in by_slot.items() if at < latest
         )
-        if counted > due or (counted < due and not planning):
+        if counted > due or (counted + backfilled < due and not planning):
             ledger = ", ".join(
                 f"{at:%H:%M:%S} {row.status.value}"
                 + (f" x{row.skipped_count}" if row.skipped_count else "")

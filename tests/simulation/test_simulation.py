@@ -29,10 +29,11 @@ SECONDS_SEED = 12  # a seed of the SQLite budget with a `*/5 * * * * *` job (19 
 # Seeds on SQLite with a third of the jobs spread over 20-58 s (`--spread`), so two slots of a job fall due
 # seconds apart; seed 85 found two waiting rows of one job planned apart counting a slot twice.
 SPREAD_SEEDS = [*range(200, 240), 85]
-# Seeds on SQLite whose repeating jobs' schedules are also edited and whose jobs are also run now (`--edits
-# --run-now`), and one on moto.
-EDIT_SEEDS = range(300, 330)
-MOTO_EDIT_SEED = 313  # an edited job runs its new schedule, and six manual runs are claimed
+# Seeds on SQLite with an operator's actions too: schedules edited, jobs run now and past spans backfilled
+# (`--edits --run-now --backfill`), and one on moto.
+OPERATOR_SEEDS = range(300, 330)
+MOTO_OPERATOR_SEED = 310  # an edited job runs its new schedule, a manual run is claimed, a backfill creates a run
+OPERATOR = {"edits": True, "run_now": True, "backfill": True}
 
 
 @pytest.mark.parametrize("seed", range(SQLITE_SEEDS))
@@ -50,28 +51,38 @@ def test_sqlite_spread_seed(seed: int) -> None:
     run_seed(seed, "sqlite", SQLITE_STEPS, spread=True)
 
 
-@pytest.mark.parametrize("seed", EDIT_SEEDS)
-def test_sqlite_edit_seed(seed: int) -> None:
-    run_seed(seed, "sqlite", SQLITE_STEPS, edits=True, run_now=True)
+@pytest.mark.parametrize("seed", OPERATOR_SEEDS)
+def test_sqlite_operator_seed(seed: int) -> None:
+    run_seed(seed, "sqlite", SQLITE_STEPS, **OPERATOR)
 
 
-def test_moto_edit_seed() -> None:
-    world = run_seed(MOTO_EDIT_SEED, "moto", MOTO_STEPS, edits=True, run_now=True)
+def _backfilled_runs_ended(world: Any) -> int:
+    return sum(
+        1
+        for _, stored in world.checker.reader.rows.values()
+        if stored.execution.kind == "backfill" and stored.execution.status.is_terminal
+    )
+
+
+def test_moto_operator_seed() -> None:
+    world = run_seed(MOTO_OPERATOR_SEED, "moto", MOTO_STEPS, **OPERATOR)
     assert any(any(eid.startswith(job_id) for eid, _ in world.checker.claims) for job_id in world.checker.epochs)
     assert any(eid.endswith(".m") for eid, _ in world.checker.claims)
+    assert _backfilled_runs_ended(world) >= 1
 
 
-def test_the_edit_seeds_edit_and_run_now() -> None:
-    """The edit seeds edit schedules that then run (some edit takes, and an edited job runs its new schedule),
-    and run jobs now (manual runs are claimed)."""
-    edited = manual = 0
-    for seed in EDIT_SEEDS[:10]:
-        world = run_seed(seed, "sqlite", SQLITE_STEPS, edits=True, run_now=True)
+def test_the_operator_seeds_edit_run_now_and_backfill() -> None:
+    """The operator seeds edit schedules that then run (some edit takes, and an edited job runs its new
+    schedule), run jobs now (manual runs are claimed) and backfill (backfilled runs end)."""
+    edited = manual = backfilled = 0
+    for seed in OPERATOR_SEEDS[:10]:
+        world = run_seed(seed, "sqlite", SQLITE_STEPS, **OPERATOR)
         manual += sum(1 for eid, _ in world.checker.claims if eid.endswith(".m"))
+        backfilled += _backfilled_runs_ended(world)
         edited += sum(
             1 for job_id in world.checker.epochs if any(eid.startswith(job_id) for eid, _ in world.checker.claims)
         )
-    assert edited >= 3 and manual >= 3
+    assert edited >= 3 and manual >= 3 and backfilled >= 3
 
 
 def test_moto_seconds_schedules() -> None:
@@ -167,19 +178,19 @@ def test_the_budget_catches_a_planted_bug(monkeypatch: pytest.MonkeyPatch, bug: 
     print(f"{bug}: {text.splitlines()[0]}")
 
 
-def test_the_edit_seeds_catch_an_edit_that_keeps_the_old_waiting_run(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_operator_seeds_catch_an_edit_that_keeps_the_old_waiting_run(monkeypatch: pytest.MonkeyPatch) -> None:
     """The planted bug: SqliteStore.edit_job writes the job and its new first run but leaves the old schedule's
     waiting run, so the job has two next runs."""
     real = SqliteStore.edit_job
     monkeypatch.setattr(SqliteStore, "edit_job", lambda self, edited, replaced, first: real(self, edited, [], first))
-    for seed in EDIT_SEEDS:
+    for seed in OPERATOR_SEEDS:
         try:
-            run_seed(seed, "sqlite", SQLITE_STEPS, edits=True, run_now=True)
+            run_seed(seed, "sqlite", SQLITE_STEPS, **OPERATOR)
         except SimulationFailure as failure:
             assert "invariant broken" in str(failure), str(failure).splitlines()[0]
             assert "EDITS=1" in str(failure)
             return
-    pytest.fail(f"the planted bug survived all {len(EDIT_SEEDS)} edit seeds")
+    pytest.fail(f"the planted bug survived all {len(OPERATOR_SEEDS)} operator seeds")
 
 
 def _plant_unfenced_finish(monkeypatch: pytest.MonkeyPatch) -> None:

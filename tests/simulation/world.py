@@ -58,6 +58,7 @@ from duetime.domain.models import (
 )
 from duetime.domain.recurrence import recurrence_of
 from duetime.service.audit import audit
+from duetime.service.backfill import backfill
 from duetime.service.context import Ports
 from duetime.service.deadletters import drain_dead_letters
 from duetime.service.dispatch import preload
@@ -384,6 +385,9 @@ class World:
     # `--run-now`: jobs are also run now (POST /jobs/{id}/run's run_now: a manual run due at once, outside the
     # schedule), beside their scheduled runs.
     run_now: bool = False
+    # `--backfill`: repeating jobs' past slots are also backfilled (service/backfill.py, as POST
+    # /jobs/{id}/backfill does), allow or forbid.
+    backfill: bool = False
     trace: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -481,6 +485,7 @@ class World:
 
     EDIT_WEIGHT = 3
     RUN_NOW_WEIGHT = 2
+    BACKFILL_WEIGHT = 2
 
     def run(self) -> None:
         """Run `steps` steps, then heal and audit; raises SimulationFailure with the seed and the trace."""
@@ -488,6 +493,7 @@ class World:
             *self.ACTIONS,
             *((("edit", self.EDIT_WEIGHT),) if self.edits else ()),
             *((("run_now", self.RUN_NOW_WEIGHT),) if self.run_now else ()),
+            *((("backfill", self.BACKFILL_WEIGHT),) if self.backfill else ()),
         )
         names = [name for name, _ in actions]
         weights = [weight for _, weight in actions]
@@ -521,7 +527,8 @@ class World:
             f"replay: make simulate SEED={self.seed} BACKEND={self.backend} STEPS={self.steps}"
             + (" SPREAD=1" if self.spread else "")
             + (" EDITS=1" if self.edits else "")
-            + (" RUN_NOW=1" if self.run_now else ""),
+            + (" RUN_NOW=1" if self.run_now else "")
+            + (" BACKFILL=1" if self.backfill else ""),
             f"trace{f' (last {tail} of {len(self.trace)} lines)' if skipped else ''}:",
         ]
         return "\n".join(head + lines)
@@ -883,6 +890,29 @@ class World:
         except (StoreError, Crash):
             self.log(f"run now {job_id}: the call died")
 
+    def act_backfill(self) -> None:
+        """Backfill a span of a repeating job's past: its slots without a row are run once, as kind `backfill`, one
+        at a time (forbid) or together (allow)."""
+        repeating = sorted(job_id for job_id, job in self.jobs.items() if job.kind != "at")
+        if not repeating:
+            return
+        job_id = self.rng.choice(repeating)
+        # A span of up to 8 of the job's periods, within the last half hour: a serial backfill runs its slots one
+        # after another, and the heal must have time to run them all before the audit.
+        period = self.jobs[job_id].period_seconds
+        length = self.rng.uniform(1, 8 * period)
+        start = self.clock_now - timedelta(seconds=self.rng.uniform(length + 1, 1800 + length))
+        end = start + timedelta(seconds=length)
+        overlap = self.rng.choice([Overlap.FORBID, Overlap.ALLOW])
+        what = f"{_hms(start)}-{_hms(end)} {overlap.value}"
+        try:
+            done = backfill(self.ports, OWNER, job_id, start, end, overlap)
+            self.log(f"backfill {job_id} {what}: {done.created} created, {done.present} present")
+        except (Conflict, NotFound, InvalidInput) as refused:
+            self.log(f"backfill {job_id} {what}: refused ({refused})")
+        except (StoreError, Crash):
+            self.log(f"backfill {job_id} {what}: the call died")
+
     def _job_call(self, name: str, call: Callable[[Ports, str, str], Any]) -> None:
         job_id = self._some_job()
         if job_id is None:
@@ -990,9 +1020,10 @@ def run_seed(
     spread: bool = False,
     edits: bool = False,
     run_now: bool = False,
+    backfill: bool = False,
 ) -> World:
     """Run one seed to its end (raises SimulationFailure naming the seed, with its trace)."""
-    world = World(seed, backend, steps, seconds_share, spread, edits, run_now)
+    world = World(seed, backend, steps, seconds_share, spread, edits, run_now, backfill)
     try:
         world.run()
     finally:
