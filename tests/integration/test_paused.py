@@ -9,9 +9,11 @@ from typing import Any
 from duetime.adapters.aws.items import execution_to_item, job_to_item
 from duetime.domain.models import Execution, Job, JobSpec, JobStatus, to_ms
 from duetime.service import dispatch
+from duetime.service import executions as cases
 from duetime.service.dispatch import new_execution, preload
-from duetime.service.jobs import pause_job, resume_job, submit_job
+from duetime.service.jobs import pause_job, resume_job, run_now, submit_job
 
+from tests.conftest import BOTH_BACKENDS
 from tests.integration.bulk import write_directly
 
 # With a page of 200 rows per shard and cycle (1,000 deployed), enough to need several reconciler cycles over
@@ -111,3 +113,31 @@ def test_pause_takes_the_waiting_row_out_of_the_open_index_and_resume_puts_it_ba
     assert len(open_now) == 2
     sweep_through(open_now[1].due_at)  # in the index once the sweep passes their time, should they still wait
     assert sorted(in_open_index()) == sorted(e.execution_id for e in open_now)
+
+
+@BOTH_BACKENDS
+def test_a_paused_one_off_whose_run_ends_gives_its_held_run_now_back_to_the_reconciler(ports, clock):
+    """A one-off job is run now and paused while its one run runs; that run ends, so the job completes (nothing
+    resumes it then). Its run-now row, held by the pause, must not wait out of the reconciler's sight for good
+    (the simulation, seed 4162 with --edits --run-now --backfill --spread): it goes back to the `open` index
+    before the job completes, and runs."""
+    due = clock.now + timedelta(seconds=1)
+    spec = JobSpec.model_validate({"name": "o", "handler": "demo.echo", "schedule": {"at": due.isoformat()}})
+    job, _ = submit_job(ports, "alice", spec)
+    [scheduled] = ports.store.executions_of_job(job.job_id)
+    clock.advance(2)
+    key = ports.store.key_of(scheduled)
+    claim = cases.claim_execution(ports, cases.DueMessage.for_execution(scheduled, key), "w1")
+    assert claim.verdict == cases.ClaimVerdict.CLAIMED and claim.execution is not None
+    manual = run_now(ports, "alice", job.job_id)
+    shard = int(ports.store.key_of(manual).pk.rsplit("#", 1)[1])
+    clock.advance(60)
+    swept_to = to_ms(clock.now)
+    dispatch.sweep(ports, shard, to_ms(manual.due_at - timedelta(hours=1)), swept_to)  # the sweep passes it
+    pause_job(ports, "alice", job.job_id)
+    assert manual.execution_id not in [e.execution_id for e in ports.store.open_page(shard, 2**42, 100).executions]
+    cases.complete(ports, key, claim.execution.attempt, succeeded=True, claim_token=claim.execution.claim_token)
+    assert ports.store.get_job(job.job_id).status == JobStatus.COMPLETED
+    clock.advance(10 * 60)
+    dispatch.sweep(ports, shard, swept_to, to_ms(clock.now))  # later sweeps start where the last one ended
+    assert manual.execution_id in [e.execution_id for e in ports.store.open_page(shard, 2**42, 100).executions]

@@ -81,7 +81,7 @@ def _fail_redriven(ports: Ports, body: dict[str, Any]) -> dict[str, Any] | None:
         # not poison: each wait sends a fresh message, and one redriven all the same (sent before that rule)
         # stays waiting in the `open` index, where the reconciler finds it overdue and sends it again.
         return None
-    ending = one_off_ending(job, execution.kind, now)
+    ending = one_off_ending(ports, job, execution.kind, now)
     try:
         if execution.status == ExecutionStatus.SCHEDULED:
             ended = ports.store.end_waiting(message.key, ExecutionStatus.FAILED, now, POISON, ending=ending)

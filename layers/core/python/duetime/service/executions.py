@@ -95,7 +95,7 @@ def claim_execution(
     if can_run is not None and not can_run(job):
         return Claim(ClaimVerdict.PASSED, job=job, hide_seconds=PASS_HIDE_SECONDS)
     if _past_starting_deadline(job, message, now):
-        ending = one_off_ending(job, message.kind, now)
+        ending = one_off_ending(ports, job, message.kind, now)
         ended = ports.store.end_waiting(message.key, ExecutionStatus.SKIPPED, now, "starting deadline", ending=ending)
         if ended is not None:
             run_ended(ports, ended, job)
@@ -174,7 +174,7 @@ def _claim(
             # The last attempt's worker was lost (its lease ended) and no attempt is left: fail it for good.
             error = f"attempt {current.attempt}'s worker stopped heartbeating and no attempt is left"
             with contextlib.suppress(Conflict):
-                ending = one_off_ending(job, current.kind, now)
+                ending = one_off_ending(ports, job, current.kind, now)
                 failed = ports.store.finish(
                     message.key, current.attempt, ExecutionStatus.FAILED, now, error=error, ending=ending
                 )
@@ -218,7 +218,7 @@ def _never_again(ports: Ports, message: DueMessage, job: Job, current: Execution
             "run is never started again"
         )
         with contextlib.suppress(Conflict):
-            ending = one_off_ending(job, current.kind, now)
+            ending = one_off_ending(ports, job, current.kind, now)
             lost = ports.store.finish(
                 message.key,
                 current.attempt,
@@ -233,7 +233,7 @@ def _never_again(ports: Ports, message: DueMessage, job: Job, current: Execution
             ended_for_good(ports, announce(ports, ending) or job, lost, now)
             return Claim(ClaimVerdict.DONE, execution=lost, job=job)
     elif current.status == ExecutionStatus.SCHEDULED and current.attempt > 0:
-        ending = one_off_ending(job, current.kind, now)
+        ending = one_off_ending(ports, job, current.kind, now)
         skipped = ports.store.end_waiting(message.key, ExecutionStatus.SKIPPED, now, STARTED_BEFORE, ending=ending)
         if skipped is not None:
             run_ended(ports, skipped, job)
@@ -451,7 +451,7 @@ def complete(
     retries = job is not None and job.delivery == Delivery.AT_LEAST_ONCE and job.status in runnable
     if job is not None and retries and should_retry(job.retry, attempt, retryable, current.retry_base):
         return _retry(ports, key, current, attempt, error, now, job, claim_token)
-    ending = one_off_ending(job, current.kind, now)
+    ending = one_off_ending(ports, job, current.kind, now)
     failed = ports.store.finish(
         key, attempt, ExecutionStatus.FAILED, now, error=error, claim_token=claim_token, ending=ending
     )
@@ -499,7 +499,7 @@ class Success:
         if current is not None:
             check_fits_row(text, current)
         now = now or ports.clock()
-        ending = one_off_ending(job, current.kind if current else None, now)
+        ending = one_off_ending(ports, job, current.kind if current else None, now)
         return cls(ports, key, attempt, result, job, ending, claim_token, now)
 
     def write(self) -> Execution:

@@ -29,16 +29,35 @@ PAUSE_PAGES = 25
 ONE_OFF_ENDED = "its one run ended"
 
 
-def one_off_ending(job: Job | None, run_kind: str | None, now: datetime) -> JobEnding | None:
+def one_off_ending(ports: Ports, job: Job | None, run_kind: str | None, now: datetime) -> JobEnding | None:
     """The completion of a one-off job to write together with the end for good of a run of `run_kind`, if
     that is its one run (succeeded, failed after its last attempt, skipped by its deadline, failed as
     poison); None for any other run (a run-now, a repeating schedule's) or a job already ended. Written in
-    the run's own write, it gives the job's place in its owner's active-jobs quota back at most once."""
+    the run's own write, it gives the job's place in its owner's active-jobs quota back at most once.
+
+    A paused job's held rows go back where the reconciler looks first (release_held)."""
     if job is None or job.schedule.at is None or run_kind != "scheduled":
         return None
     if job.status not in (JobStatus.ACTIVE, JobStatus.PAUSED):
         return None
+    release_held(ports, job)
     return JobEnding(job, now, note=ONE_OFF_ENDED)
+
+
+def release_held(ports: Ports, job: Job) -> None:
+    """Before a paused job is completed: its waiting rows the pause held (a run-now) go back to the
+    reconciler's `open` index, to run. A completed job is never resumed, so a row still held then would wait
+    out of sight for good (the simulation found it: a one-off paused while its run ran, seed 4162 with
+    --edits --run-now --backfill --spread). Back before the job's write, as resume does: a write refused or a
+    process dying in between leaves a paused job whose rows the reconciler holds again.
+
+    Known only from `job` as the caller read it: a worker ending a run with the job it read at the claim does
+    not see a pause made since, and that job's held rows still stay out of sight (docs/simulation.md)."""
+    if job.status != JobStatus.PAUSED:
+        return
+    for execution in ports.store.open_executions_of_job(job.job_id):
+        if execution.status == ExecutionStatus.SCHEDULED:
+            ports.store.unhold_waiting(ports.store.key_of(execution))
 
 
 def one_off_reopening(job: Job, execution: Execution, now: datetime) -> JobEnding | None:
@@ -63,6 +82,7 @@ def announce(ports: Ports, ending: JobEnding | None) -> Job | None:
 def complete_schedule(ports: Ports, job: Job, now: datetime, note: str | None = None) -> None:
     """Mark a job whose schedule has run its last slot `completed` (once; a change meanwhile wins)."""
     if job.status in (JobStatus.ACTIVE, JobStatus.PAUSED):
+        release_held(ports, job)
         with contextlib.suppress(Conflict):
             reason = note or "the schedule's last run ended"
             job_changed(
