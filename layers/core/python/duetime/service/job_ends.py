@@ -44,20 +44,25 @@ def one_off_ending(ports: Ports, job: Job | None, run_kind: str | None, now: dat
     return JobEnding(job, now, note=ONE_OFF_ENDED)
 
 
-def release_held(ports: Ports, job: Job) -> None:
-    """Before a paused job is completed: its waiting rows the pause held (a run-now) go back to the
-    reconciler's `open` index, to run. A completed job is never resumed, so a row still held then would wait
-    out of sight for good (the simulation found it: a one-off paused while its run ran, seed 4162 with
-    --edits --run-now --backfill --spread). Back before the job's write, as resume does: a write refused or a
-    process dying in between leaves a paused job whose rows the reconciler holds again.
+def release_held(ports: Ports, job: Job) -> list[Execution]:
+    """A paused job's waiting rows, each given back to the reconciler's `open` index (the pause held them out of
+    it), earliest due first; none for a job that is not paused. Resume, cancel and a completion call it before
+    the job's own write, so a write refused or a process dying in between leaves a paused job whose rows the
+    reconciler holds again, never rows waiting out of sight for good.
 
-    Known only from `job` as the caller read it: a worker ending a run with the job it read at the claim does
-    not see a pause made since, and that job's held rows still stay out of sight (docs/simulation.md)."""
+    A completion needs it too: a completed job is never resumed (the simulation found a one-off paused while its
+    run ran, seed 4162 with --edits --run-now --backfill --spread). Known only from `job` as the caller read it:
+    a worker ending a run with the job it read at the claim does not see a pause made since, and that job's held
+    rows still stay out of sight (docs/simulation.md)."""
     if job.status != JobStatus.PAUSED:
-        return
-    for execution in ports.store.open_executions_of_job(job.job_id):
-        if execution.status == ExecutionStatus.SCHEDULED:
-            ports.store.unhold_waiting(ports.store.key_of(execution))
+        return []
+    held = sorted(
+        (e for e in ports.store.open_executions_of_job(job.job_id) if e.status == ExecutionStatus.SCHEDULED),
+        key=lambda e: e.due_at,
+    )
+    for execution in held:
+        ports.store.unhold_waiting(ports.store.key_of(execution))
+    return held
 
 
 def one_off_reopening(job: Job, execution: Execution, now: datetime) -> JobEnding | None:

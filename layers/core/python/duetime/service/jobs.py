@@ -44,6 +44,7 @@ from duetime.service.context import Ports
 from duetime.service.dispatch import dispatch, new_execution
 from duetime.service.events import job_changed
 from duetime.service.handlers import check_grant, check_handler
+from duetime.service.job_ends import release_held
 from duetime.service.lateness import WithinBudget, within_budget
 from duetime.service.limits import check_reference as check_limit_reference
 from duetime.service.ports import DueMessage, JobFilter, NewJob
@@ -534,9 +535,7 @@ def resume(ports: Ports, job: Job, note: str | None = None, groups: Sequence[str
     # Back where the reconciler looks before the job is active again: a resume that dies between the two
     # leaves a paused job whose rows the reconciler holds again (and the resume can be retried), never an
     # active job with a waiting row nothing finds.
-    held = waiting_executions(ports, job.job_id)
-    for execution in held:
-        ports.store.unhold_waiting(ports.store.key_of(execution))
+    held = release_held(ports, job)
     job = ports.store.update_job_status(job, JobStatus.ACTIVE, now, note)
     job_changed(ports, job, JobChange.RESUMED, now)
     waiting = [e for e in held if e.due_at <= ports.dispatch_horizon(now)]
@@ -558,11 +557,9 @@ def cancel(ports: Ports, job: Job) -> bool:
     """cancel_job's change of a job read (the write conditioned on its version); True if it was not
     cancelled yet (its open rows are ended either way)."""
     now = ports.clock()
-    if job.status == JobStatus.PAUSED:
-        # A paused job's held rows go back where the reconciler looks first: a cancel that dies after the job's
-        # write leaves them where the reconciler finds and ends them, never waiting out of sight for good.
-        for execution in waiting_executions(ports, job.job_id):
-            ports.store.unhold_waiting(ports.store.key_of(execution))
+    # A paused job's held rows go back where the reconciler looks first: a cancel that dies after the job's
+    # write leaves them where the reconciler finds and ends them, never waiting out of sight for good.
+    release_held(ports, job)
     changed = job.status != JobStatus.CANCELLED
     if changed:
         job_changed(ports, ports.store.update_job_status(job, JobStatus.CANCELLED, now), JobChange.CANCELLED, now)
