@@ -314,9 +314,7 @@ class Checker:
                 raise Violation(f"{row.execution_id} is not a slot of {job.job_id}'s schedule")
             by_slot[row.scheduled_at] = row
             self.slots_seen.add((job.job_id, row.scheduled_at))
-            policy = COMMON_SKIPS | POLICY_SKIPS[job.catch_up]
-            if row.status == ExecutionStatus.SKIPPED and row.skip_reason not in policy:
-                raise Violation(f"{row.execution_id} skipped for {row.skip_reason!r} under catchUp {job.catch_up}")
+            _check_skip(job, row)
         earliest, latest = min(by_slot), max(by_slot)
         if abs(earliest - first) > SLOT_TOLERANCE:  # a slot's row is stored to the millisecond
             raise Violation(f"{job.job_id}'s first row is {earliest:%H:%M:%S}, its first slot {first:%H:%M:%S}")
@@ -368,13 +366,17 @@ class Checker:
             of_a_schedule = any(r is not None and is_slot(r, row.scheduled_at) for r in recurrences)
             if not of_a_schedule and row.skip_reason != SCHEDULE_EDITED:
                 raise Violation(f"{row.execution_id} is not a slot of any schedule {job.job_id} has had")
-            policy = COMMON_SKIPS | POLICY_SKIPS[job.catch_up]
-            if row.status == ExecutionStatus.SKIPPED and row.skip_reason not in policy:
-                raise Violation(f"{row.execution_id} skipped for {row.skip_reason!r} under catchUp {job.catch_up}")
+            _check_skip(job, row)
 
     def _row(self, execution: Execution) -> Execution | None:
         store = self.world.raw.store
         return store.find_execution(execution.job_id, execution.execution_id)
+
+
+def _check_skip(job: Job, row: Execution) -> None:
+    """A skipped row's reason belongs to its job's catch-up policy (or to any job's)."""
+    if row.status == ExecutionStatus.SKIPPED and row.skip_reason not in COMMON_SKIPS | POLICY_SKIPS[job.catch_up]:
+        raise Violation(f"{row.execution_id} skipped for {row.skip_reason!r} under catchUp {job.catch_up}")
 
 
 class StoredReader:

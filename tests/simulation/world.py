@@ -380,7 +380,7 @@ class World:
     # fall due seconds apart (the budget's SPREAD_SEEDS; seed 85 found a slot counted twice, docs/simulation.md).
     spread: bool = False
     # `--edits`: schedules are edited too (PATCH's edit_job: a recurring job's waiting run replaced by the new
-    # schedule's first slot), racing the pre-loader, claims, pauses and faults (the budget's EDIT_SEEDS).
+    # schedule's first slot), racing the pre-loader, claims, pauses and faults (the budget's OPERATOR_SEEDS).
     edits: bool = False
     # `--run-now`: jobs are also run now (POST /jobs/{id}/run's run_now: a manual run due at once, outside the
     # schedule), beside their scheduled runs.
@@ -834,6 +834,10 @@ class World:
     def _some_job(self) -> str | None:
         return self.rng.choice(sorted(self.jobs)) if self.jobs else None
 
+    def _some_repeating_job(self) -> str | None:
+        repeating = sorted(job_id for job_id, job in self.jobs.items() if job.kind != "at")
+        return self.rng.choice(repeating) if repeating else None
+
     def act_pause(self) -> None:
         self._job_call("pause", pause_job)
 
@@ -847,10 +851,9 @@ class World:
         """Edit a repeating job's schedule to another (cron or interval), as PATCH /jobs/{id} does. Its waiting
         runs may be replaced (deleted, the new first slot written in their place), so the checker is told which
         may go; a catch-up `all` job keeps slots far enough apart (else the API refuses the edit, as it would)."""
-        repeating = sorted(job_id for job_id, job in self.jobs.items() if job.kind != "at")
-        if not repeating:
+        job_id = self._some_repeating_job()
+        if job_id is None:
             return
-        job_id = self.rng.choice(repeating)
         schedule = self._repeating_schedule(self.rng.choice(["cron", "every"]))
         before = self.raw.store.get_job(job_id)
         if before is None:
@@ -879,24 +882,14 @@ class World:
     def act_run_now(self) -> None:
         """Run a job now, outside its schedule (its slots are not disturbed): a manual run due at once, with its
         own id, which the workers claim and run like any other."""
-        job_id = self._some_job()
-        if job_id is None:
-            return
-        try:
-            manual = run_now(self.ports, OWNER, job_id)
-            self.log(f"run now {job_id}: {manual.execution_id}")
-        except (Conflict, NotFound) as refused:
-            self.log(f"run now {job_id}: refused ({refused})")
-        except (StoreError, Crash):
-            self.log(f"run now {job_id}: the call died")
+        self._job_call("run now", run_now)
 
     def act_backfill(self) -> None:
         """Backfill a span of a repeating job's past: its slots without a row are run once, as kind `backfill`, one
         at a time (forbid) or together (allow)."""
-        repeating = sorted(job_id for job_id, job in self.jobs.items() if job.kind != "at")
-        if not repeating:
+        job_id = self._some_repeating_job()
+        if job_id is None:
             return
-        job_id = self.rng.choice(repeating)
         # A span of up to 8 of the job's periods, within the last half hour: a serial backfill runs its slots one
         # after another, and the heal must have time to run them all before the audit.
         period = self.jobs[job_id].period_seconds
