@@ -141,3 +141,46 @@ def test_a_paused_one_off_whose_run_ends_gives_its_held_run_now_back_to_the_reco
     clock.advance(10 * 60)
     dispatch.sweep(ports, shard, swept_to, to_ms(clock.now))  # later sweeps start where the last one ended
     assert manual.execution_id in [e.execution_id for e in ports.store.open_page(shard, 2**42, 100).executions]
+
+
+@BOTH_BACKENDS
+def test_a_run_ended_with_the_job_read_at_its_claim_still_gives_a_pause_since_its_held_rows_back(ports, clock):
+    """As above, but the worker ends the run with the job as it read it at the claim (active), as the runtime
+    does: the write's job condition (the status read) refuses the completion, the run's end is written alone,
+    and the job is read again and completed as it stands, its held run-now row given back to the `open` index
+    first. The job completes once, and its owner's place in the active-jobs quota comes back once."""
+    due = clock.now + timedelta(seconds=1)
+    spec = JobSpec.model_validate({"name": "o", "handler": "demo.echo", "schedule": {"at": due.isoformat()}})
+    job, _ = submit_job(ports, "alice", spec)
+    active_before = ports.store.active_jobs("alice")
+    [scheduled] = ports.store.executions_of_job(job.job_id)
+    clock.advance(2)
+    key = ports.store.key_of(scheduled)
+    claim = cases.claim_execution(ports, cases.DueMessage.for_execution(scheduled, key), "w1")
+    assert claim.verdict == cases.ClaimVerdict.CLAIMED and claim.execution is not None and claim.job is not None
+    manual = run_now(ports, "alice", job.job_id)
+    shard = int(ports.store.key_of(manual).pk.rsplit("#", 1)[1])
+    clock.advance(60)
+    swept_to = to_ms(clock.now)
+    dispatch.sweep(ports, shard, to_ms(manual.due_at - timedelta(hours=1)), swept_to)
+    pause_job(ports, "alice", job.job_id)
+    assert manual.execution_id not in [e.execution_id for e in ports.store.open_page(shard, 2**42, 100).executions]
+    assert claim.job.status == JobStatus.ACTIVE  # what the worker holds: read before the pause
+    ended = cases.complete(
+        ports,
+        key,
+        claim.execution.attempt,
+        succeeded=False,
+        error="boom",
+        retryable=False,
+        job=claim.job,
+        current=claim.execution,
+        claim_token=claim.execution.claim_token,
+    )
+    assert ended.status.value == "failed"
+    stored = ports.store.get_job(job.job_id)
+    assert stored is not None and stored.status == JobStatus.COMPLETED
+    assert ports.store.active_jobs("alice") == active_before - 1
+    clock.advance(10 * 60)
+    dispatch.sweep(ports, shard, swept_to, to_ms(clock.now))
+    assert manual.execution_id in [e.execution_id for e in ports.store.open_page(shard, 2**42, 100).executions]

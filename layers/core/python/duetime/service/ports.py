@@ -54,9 +54,10 @@ class JobFilter:
         )
 
 
-# What a one-off job's status moves between when its run ends for good, and when that run is retried.
+# What a one-off job's status moves between when its run ends for good (from the status its caller read:
+# active or paused), and when that run is retried (from completed).
 _ENDING_MOVES = {
-    False: ((JobStatus.ACTIVE, JobStatus.PAUSED), JobStatus.COMPLETED, -1),
+    False: ((), JobStatus.COMPLETED, -1),
     True: ((JobStatus.COMPLETED,), JobStatus.ACTIVE, 1),
 }
 
@@ -75,10 +76,12 @@ class NewJob:
 class JobEnding:
     """A job whose status changes in the same write as its run: a one-off job `completed` by the end of its
     one run (its place in its owner's active-jobs counter given back), or reopened (`active`, the place taken
-    again) by a retry of that run. The store applies it only while the job is in a status it moves from
-    (active or paused; completed to reopen) and sets `changed` to the job as written; otherwise (cancelled,
-    or completed already) the run's own write happens alone and `changed` stays None, so an ending is
-    applied, and counted, at most once."""
+    again) by a retry of that run. The store applies it only while the job is in the status it moves from
+    (to complete: the status `job` was read in, active or paused; to reopen: completed) and sets `changed` to
+    the job as written; otherwise (cancelled, completed already, or paused or resumed since it was read) the
+    run's own write happens alone and `changed` stays None, so an ending is applied, and counted, at most
+    once. job_ends.announce completes the job as it now stands if it is still active or paused: a pause since
+    the read held the job's waiting rows, which must go back to the reconciler first."""
 
     job: Job
     now: datetime
@@ -88,7 +91,7 @@ class JobEnding:
 
     @property
     def from_statuses(self) -> tuple[JobStatus, ...]:
-        return _ENDING_MOVES[self.reopen][0]
+        return _ENDING_MOVES[self.reopen][0] or (self.job.status,)
 
     @property
     def to_status(self) -> JobStatus:
