@@ -181,3 +181,31 @@ def test_a_slot_whose_run_was_retried_elsewhere_is_present_not_run_again(ports, 
     # Then it is present, and no second row of the slot exists
     assert (result.created, result.present) == (0, 1)
     assert [e.execution_id for e in ports.store.executions_of_job(job.job_id, limit=10)].count(live.execution_id) == 1
+
+
+def test_slots_skipped_after_a_backfilled_one_in_a_missed_span_are_each_in_a_skip_record(ports, clock):
+    """A span of missed slots with a backfilled one in its middle: the pre-loader's plan skips the others (catch-up
+    none), and the skip records count every skipped slot once, the backfilled slot in none (it is its row's).
+    The slots after the backfilled one were once in no record (the simulation, seed 95 with --edits --run-now
+    --backfill)."""
+    from duetime.service.dispatch import preload
+
+    # Given an hourly job whose first run (10:00) waits, and an outage of six hours after a pre-load at 09:00
+    job = hourly_job(ports, catchUp="none")
+    preload(ports, "p")
+    clock.advance(6 * 3600 + 600)  # 15:10: 10:00 to 15:00 are missed
+    first = datetime(2026, 12, 1, 10, tzinfo=UTC)
+    # And the 12:00 slot backfilled meanwhile
+    assert backfill(ports, "alice", job.job_id, first + timedelta(hours=2), first + timedelta(hours=3)).created == 1
+    # When the pre-loader plans the missed span
+    preload(ports, "p")
+    rows = ports.store.executions_of_job(job.job_id, limit=100)
+    # Then the backfilled slot has its row, the other five are counted by skip records once each
+    skipped = {e.scheduled_at: e.skipped_count or 1 for e in rows if e.status == ExecutionStatus.SKIPPED}
+    backfilled = [e.scheduled_at for e in rows if e.kind == "backfill"]
+    assert backfilled == [first + timedelta(hours=2)]
+    assert sum(skipped.values()) == 5, skipped
+    # And the chain goes on from the next slot
+    assert [e.scheduled_at for e in rows if e.status == ExecutionStatus.SCHEDULED and e.kind == "scheduled"] == [
+        first + timedelta(hours=6)
+    ]

@@ -486,20 +486,27 @@ def _skip_counts(
     elsewhere: list[datetime],
 ) -> list[int]:
     """The skippedCount of each of `skipped_rows`: itself, and the skipped slots with no row that follow it up
-    to the next slot that has one (in the batch, elsewhere, or run by the plan) or the plan's next slot.
+    to the next slot the batch has a row of, or the plan runs, or the plan's next slot.
 
     Each record counts only the slots after it, so a plan carried out in part (a pre-loader that dies between
-    two of its writes) and planned again from the rows still waiting counts every slot once, and a row outside
-    the batch (`elsewhere`) accounts for the slots after it itself. Walks the plan's span (at most MAX_SCAN
-    slots, as the plan did); a job with excluded dates, whose slots the walk cannot tell, gives the first
-    record every rowless slot instead."""
-    rowless = plan.skipped_count - len(skipped_rows)
+    two of its writes) and planned again from the rows still waiting counts every slot once. A slot with a row
+    outside the batch (`elsewhere`) is that row's, and the count goes on past it: such a row runs its own slot
+    only (a catch-up or backfilled run, wherever a retry moved it), since a `scheduled` row, which carries the
+    job on from its slot, ends the plan's span first (_planned_later). Counting stopped there once, and the
+    skipped slots after a backfilled one were in no record (the simulation, seed 95 with --edits --run-now
+    --backfill).
+
+    Walks the plan's span (at most MAX_SCAN slots, as the plan did); a job with excluded dates, whose slots the
+    walk cannot tell, gives the first record every rowless slot instead."""
+    elsewhere_ms = {to_ms(slot) for slot in elsewhere}
+    runs_ms = {to_ms(slot) for slot in plan.run_slots}
+    rowless = plan.skipped_count - len(skipped_rows) - len(elsewhere_ms - runs_ms)
     plain = [1 + max(0, rowless)] + [1] * (len(skipped_rows) - 1) if skipped_rows else []
     schedule = recurrence_of(job.schedule, job.created_at)
     if rowless <= 0 or not skipped_rows or plan.next_slot is None or schedule is None or job.exclude:
         return plain
     counts = {to_ms(row.scheduled_at): 1 for row in skipped_rows}
-    boundaries = {to_ms(slot) for slot in [*existing, *plan.run_slots, *elsewhere]}
+    boundaries = {to_ms(slot) for slot in existing} | runs_ms
     end_ms = to_ms(plan.next_slot) - 1  # slots are stored to the millisecond: one either way is the same slot
     current: int | None = None
     slot = skipped_rows[0].scheduled_at
@@ -512,7 +519,7 @@ def _skip_counts(
             current = min(own)
         elif near & boundaries:
             current = None
-        elif current is not None:
+        elif current is not None and not near & elsewhere_ms:
             counts[current] += 1
         slot = schedule.next_after(slot)
     return plain
