@@ -265,3 +265,30 @@ def test_two_waiting_rows_of_a_spread_job_planned_apart_count_each_slot_once(por
     assert counted == list(range(early.minute, ten.minute + 1))
     runs = [e for e in rows(ports, job) if e.status != ExecutionStatus.SKIPPED and early <= e.scheduled_at <= ten]
     assert [e.scheduled_at for e in runs] == [ten]  # `latest` runs one slot
+
+
+def test_a_late_plans_next_slot_due_already_is_not_made_beside_a_row_a_retry_moved(ports, clock) -> None:
+    """Seed 5380 (spread jobs): a missed slot is judged late against its own spread, so the plan's next slot is
+    the first after `now` less that spread; with a smaller spread of its own, that slot may be due already, run,
+    failed and moved for its retry. The plan's next slot must not be created a second time beside it."""
+    spec = JobSpec.model_validate(
+        {
+            "name": "t",
+            "handler": "demo.echo",
+            "schedule": {"cron": "* * * * *"},
+            "catchUp": "latest",
+            "jitterSeconds": 58,
+        }
+    )
+    job, _ = submit_job(ports, "alice", spec)
+    [first] = rows(ports, job)
+    first_spread = spread(job.job_id, first.scheduled_at, job.jitter_seconds)
+    # A later slot whose spread is smaller than the first's by more than a second (the ids are the same each run)
+    later = [first.scheduled_at + timedelta(minutes=k) for k in range(2, 60)]
+    slot = next(s for s in later if spread(job.job_id, s, job.jitter_seconds) < first_spread - timedelta(seconds=1))
+    due = slot + spread(job.job_id, slot, job.jitter_seconds)
+    moved = new_execution(job, slot).model_copy(update={"attempt": 1, "due_at": due + timedelta(minutes=30)})
+    assert ports.store.put_execution(moved)  # that slot's row, claimed on time, failed and moved for its retry
+    clock.advance((due + timedelta(milliseconds=500) - clock()).total_seconds())
+    dispatch(ports, [first], clock())  # the first slot's row, dispatched only now (an outage)
+    assert [e.execution_id for e in rows(ports, job) if e.scheduled_at == slot] == [moved.execution_id]

@@ -259,8 +259,10 @@ def _plan(
                 # The next slot is created before the missed ones end: a pre-loader that dies (or a store call
                 # that fails) between the two leaves a waiting row that carries the job on, and the next cycle
                 # plans the missed ones again; never a chain whose last row has ended with nothing after it.
+                # Judged late against its spread, the next slot may be due already, even claimed and moved by
+                # its retry (_rowless; the simulation, seed 5380 with --spread --edits --run-now --backfill).
                 follower = new_execution(job, next_slot, run_number=number)
-                if ports.store.put_execution(follower):
+                if _rowless(ports, [follower], now) and ports.store.put_execution(follower):
                     report.created += 1
                     if follower.due_at <= ports.dispatch_horizon(now):
                         pending.append(follower)
