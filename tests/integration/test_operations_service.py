@@ -347,3 +347,22 @@ def test_catch_up_after_an_outage_stops_at_max_runs(ports, clock, policy):
     assert ran == ([first.scheduled_at + timedelta(minutes=2)] if policy == "latest" else [])
     assert all(r.scheduled_at <= first.scheduled_at + timedelta(minutes=2) for r in rows)
     assert get_job(ports, "alice", job.job_id).job.status == JobStatus.COMPLETED
+
+
+def test_a_bounded_jobs_last_run_replaced_by_an_earlier_slots_run_completes_the_job(ports, clock):
+    """Runs late after an outage may be claimed in any order: with overlap `replace`, the earlier slot's claim ends
+    the last slot's run (`replaced`), and the job must complete then, as its last run's end would have done
+    (simulation seed 180, --bounded). It stayed active with nothing to run, for good."""
+    job, _ = submit_job(ports, "alice", spec(schedule={"every": "10s", "maxRuns": 2}, overlap="replace"))
+    clock.advance(10.1)
+    preload(ports, "p1")  # the first slot's message, and the second's row
+    clock.advance(10)
+    preload(ports, "p1")
+    received = {r.message.execution_id: r.message for r in ports.queues.receive("default", 10, 0, 30)}
+    first, last = sorted(received)
+    claimed_last = cases.claim_execution(ports, received[last], "w1")
+    assert claimed_last.verdict == cases.ClaimVerdict.CLAIMED
+    assert cases.claim_execution(ports, received[first], "w2").verdict == cases.ClaimVerdict.CLAIMED
+    rows = {r.execution_id: r for r in history(ports, job.job_id)}
+    assert (rows[last].status, rows[last].skip_reason) == (ExecutionStatus.CANCELLED, "replaced")
+    assert get_job(ports, "alice", job.job_id).job.status == JobStatus.COMPLETED

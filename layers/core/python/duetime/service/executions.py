@@ -195,9 +195,14 @@ def _claim(
             return Claim(ClaimVerdict.DONE, execution=skipped, job=job)
         for other in others:  # Overlap.REPLACE: end the old run; its next heartbeat is refused and it stops
             with contextlib.suppress(Conflict):
-                ports.store.end_claimed(
+                replaced = ports.store.end_claimed(
                     ports.store.key_of(other), other.attempt, ExecutionStatus.CANCELLED, now, "replaced"
                 )
+                run_ended(ports, replaced, job)
+                # The run replaced may hold a bounded schedule's last slot (runs late after an outage replace
+                # one another in any order): nothing else would complete the job then (simulation seed 180,
+                # --bounded).
+                complete_if_last(ports, job, replaced, now)
     if job.late_after_seconds is not None:
         try:
             lateness.judge_start(ports, job, claimed)
