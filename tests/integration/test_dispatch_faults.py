@@ -292,3 +292,38 @@ def test_a_late_plans_next_slot_due_already_is_not_made_beside_a_row_a_retry_mov
     clock.advance((due + timedelta(milliseconds=500) - clock()).total_seconds())
     dispatch(ports, [first], clock())  # the first slot's row, dispatched only now (an outage)
     assert [e.execution_id for e in rows(ports, job) if e.scheduled_at == slot] == [moved.execution_id]
+
+
+def test_a_preloader_dying_as_it_skips_a_bounded_jobs_last_slot_leaves_the_job_completed(ports, clock) -> None:
+    """Seeds 262 and 489 (--bounded): the plan skipped the missed last slot of a bounded schedule, then the
+    pre-loader died before completing the job, which stayed active with nothing to run, for good. The job now
+    completes before the missed slots end."""
+    spec = JobSpec.model_validate(
+        {"name": "t", "handler": "demo.echo", "schedule": {"cron": "* * * * *", "maxRuns": 1}, "catchUp": "none"}
+    )
+    job, _ = submit_job(ports, "alice", spec)
+    [first] = rows(ports, job)
+    clock.advance(5 * 60)  # an outage: the one slot is missed
+    fail_after(ports, "end_waiting")
+    with pytest.raises(Died):
+        dispatch(ports, [first], clock())
+    assert ports.store.get_job(job.job_id).status == JobStatus.COMPLETED
+    assert not [f for f in audit(ports).findings if f.check == "cron chain broken"]
+
+
+def test_a_preloader_dying_as_it_skips_an_excluded_slot_leaves_the_next_slot(ports, clock) -> None:
+    """Read in the code beside seeds 262 and 489: a slot on an excluded date ended (skipped) before its next slot
+    was created, so a pre-loader dying between left the chain with nothing waiting. The next slot now comes first."""
+    spec = JobSpec.model_validate(
+        {"name": "t", "handler": "demo.echo", "schedule": {"cron": "30 9 * * *"}, "exclude": ["2026-12-01"]}
+    )
+    job, _ = submit_job(ports, "alice", spec)
+    [first] = rows(ports, job)
+    assert first.scheduled_at.day == 1  # the first slot is on the excluded date: its row ends as a skip
+    clock.advance((first.scheduled_at - clock()).total_seconds())
+    fail_after(ports, "end_waiting")
+    with pytest.raises(Died):
+        dispatch(ports, [first], clock())
+    waiting = [e for e in rows(ports, job) if e.status == ExecutionStatus.SCHEDULED and e.scheduled_at.day == 2]
+    assert len(waiting) == 1
+    assert not [f for f in audit(ports).findings if f.check == "cron chain broken"]

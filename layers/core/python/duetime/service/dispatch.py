@@ -202,80 +202,85 @@ def _plan(
             report.skipped += 1
         return
     exclusions = Exclusions(job.exclude, job.schedule.time_zone, calendars.of(job)) if job.exclude else None
-    next_slot: datetime | None
-    # Slots from this one to next_slot, for the run count; excluded dates are not slots of the schedule.
-    walked = 1
-    # Sent to run as it is: a bounded schedule's last slot completes the job when its run ends.
-    runs_plainly = False
     if exclusions is not None and exclusions.excludes(execution.scheduled_at):
         if job.schedule.end_at is None and next_included(schedule, exclusions, execution.scheduled_at) is None:
             # Kept waiting (not skipped): the job is paused, and its resume plans from this row again.
             raise NoSlotLeft(f"every slot from {format_time(execution.scheduled_at)} up to {LATEST_DATE} is excluded")
-        next_slot = _skip_excluded(ports, execution, schedule, exclusions, now, report, job)
-        walked = 0
-    else:
-        excluded = exclusions.excludes if exclusions is not None else None
-        # Lateness is judged against when this run is due (its slot plus the job's spread), and no
-        # slot past the schedule's bounds is planned.
-        planned_now = now - spread(job.job_id, execution.scheduled_at, job.jitter_seconds)
-        plan = plan_catch_up(
-            schedule,
-            execution.scheduled_at,
-            planned_now,
-            job.catch_up,
-            job.starting_deadline_seconds,
-            excluded,
-            last_bound(job, execution, schedule, planned_now),
-        )
-        if plan is None:
-            to_send.append(execution)
-            next_slot = schedule.next_after(execution.scheduled_at)
-            runs_plainly = True
-        else:
-            # Only on this rare path (a missed slot) does dispatch read: a later slot in the plan's span whose
-            # row was planned before (queued just before an outage, or left by a cycle that died part way) plans
-            # the slots from there itself; planning them here too would count them twice.
-            cut = _planned_later(ports, job, schedule, execution, plan, pending, planned_now)
-            if cut is not None:
-                plan = plan_before(plan, schedule, execution.scheduled_at, cut)
-            # Other waiting slots of this job that the plan covers (a job paused mid-chain has several).
-            siblings = [
-                e
-                for e in pending
-                if e.job_id == job.job_id
-                and e.kind == "scheduled"
-                and e.attempt == 0
-                and plan.next_slot is not None
-                and e.scheduled_at < plan.next_slot
-            ]
-            for sibling in siblings:
-                pending.remove(sibling)
-            next_slot = plan.next_slot
-            if cut is not None:  # the row at `cut` carries the job on from there
-                _apply_catch_up(ports, job, [execution, *siblings], plan, now, to_send, report)
-                return
-            number = following_number(execution, plan.skipped_count + len(plan.run_slots))
-            if next_slot is not None and within_bounds(job.schedule, next_slot, number):
-                # The next slot is created before the missed ones end: a pre-loader that dies (or a store call
-                # that fails) between the two leaves a waiting row that carries the job on, and the next cycle
-                # plans the missed ones again; never a chain whose last row has ended with nothing after it.
-                # Judged late against its spread, the next slot may be due already, even claimed and moved by
-                # its retry (_rowless; the simulation, seed 5380 with --spread --edits --run-now --backfill).
-                follower = new_execution(job, next_slot, run_number=number)
-                if _rowless(ports, [follower], now) and ports.store.put_execution(follower):
-                    report.created += 1
-                    if follower.due_at <= ports.dispatch_horizon(now):
-                        pending.append(follower)
-                _apply_catch_up(ports, job, [execution, *siblings], plan, now, to_send, report)
-                return
-            _apply_catch_up(ports, job, [execution, *siblings], plan, now, to_send, report)
-            walked = plan.skipped_count + len(plan.run_slots)
-    number = following_number(execution, walked)
+        count, next_slot = _excluded_run(execution, schedule, exclusions)
+        # Excluded dates are not slots of the schedule: the run count goes on from this row's.
+        _carry_on(ports, job, execution, next_slot, following_number(execution, 0), pending, now, report)
+        _skip_excluded(ports, execution, count, now, report, job)
+        return
+    # Lateness is judged against when this run is due (its slot plus the job's spread), and no slot past the
+    # schedule's bounds is planned.
+    planned_now = now - spread(job.job_id, execution.scheduled_at, job.jitter_seconds)
+    plan = plan_catch_up(
+        schedule,
+        execution.scheduled_at,
+        planned_now,
+        job.catch_up,
+        job.starting_deadline_seconds,
+        exclusions.excludes if exclusions is not None else None,
+        last_bound(job, execution, schedule, planned_now),
+    )
+    if plan is None:
+        # Sent to run as it is: a bounded schedule's last slot completes the job when its run ends.
+        to_send.append(execution)
+        next_slot = schedule.next_after(execution.scheduled_at)
+        number = following_number(execution)
+        if next_slot is not None and within_bounds(job.schedule, next_slot, number):
+            followers.append(new_execution(job, next_slot, run_number=number))
+        return
+    # Only on this rare path (a missed slot) does dispatch read: a later slot in the plan's span whose row was
+    # planned before (queued just before an outage, or left by a cycle that died part way) plans the slots from
+    # there itself; planning them here too would count them twice.
+    cut = _planned_later(ports, job, schedule, execution, plan, pending, planned_now)
+    if cut is not None:
+        plan = plan_before(plan, schedule, execution.scheduled_at, cut)
+    # Other waiting slots of this job that the plan covers (a job paused mid-chain has several).
+    siblings = [
+        e
+        for e in pending
+        if e.job_id == job.job_id
+        and e.kind == "scheduled"
+        and e.attempt == 0
+        and plan.next_slot is not None
+        and e.scheduled_at < plan.next_slot
+    ]
+    for sibling in siblings:
+        pending.remove(sibling)
+    if cut is None:  # else the row at `cut` carries the job on from there
+        number = following_number(execution, plan.skipped_count + len(plan.run_slots))
+        _carry_on(ports, job, execution, plan.next_slot, number, pending, now, report)
+    _apply_catch_up(ports, job, [execution, *siblings], plan, now, to_send, report)
+
+
+def _carry_on(
+    ports: Ports,
+    job: Job,
+    execution: Execution,
+    next_slot: datetime | None,
+    number: int | None,
+    pending: deque[Execution],
+    now: datetime,
+    report: DispatchReport,
+) -> None:
+    """Before `execution` (a missed slot, or an excluded one) ends: create the job's next slot, numbered `number`
+    (dispatched in turn if due within the horizon), or complete a bounded schedule that has no slot left (runs
+    already sent still run). A pre-loader that dies (or a store call that fails) after this and before the rows
+    end leaves them waiting, and the next cycle plans them again; done after, a death between left a chain whose
+    last row had ended with nothing after it, or a bounded job active with nothing to run, for good (the
+    simulation, seeds 262 and 489 with --bounded).
+
+    Judged late against its spread, the next slot may be due already, even claimed and moved by its retry
+    (_rowless; the simulation, seed 5380 with --spread --edits --run-now --backfill)."""
     if next_slot is not None and within_bounds(job.schedule, next_slot, number):
-        followers.append(new_execution(job, next_slot, run_number=number))
-    elif job.schedule.is_bounded and not runs_plainly:
-        # The schedule has no slot left and what it ran here (catch-up runs) carries no count: the job
-        # completes now (runs already sent still run). A plain last run completes it when it ends.
+        follower = new_execution(job, next_slot, run_number=number)
+        if _rowless(ports, [follower], now) and ports.store.put_execution(follower):
+            report.created += 1
+            if follower.due_at <= ports.dispatch_horizon(now):
+                pending.append(follower)
+    elif job.schedule.is_bounded:
         complete_schedule(ports, job, now)
 
 
@@ -389,21 +394,11 @@ def _planned_later(
     return None
 
 
-def _skip_excluded(
-    ports: Ports,
-    execution: Execution,
-    schedule: Recurrence,
-    exclusions: Exclusions,
-    now: datetime,
-    report: DispatchReport,
-    job: Job | None = None,
-) -> datetime | None:
-    """End a waiting slot on an excluded date as skipped (`excluded`), one record for the whole run of
-    consecutive excluded slots it starts (skippedCount), and return the first slot after that run.
+def _excluded_run(execution: Execution, schedule: Recurrence, exclusions: Exclusions) -> tuple[int, datetime | None]:
+    """The run of consecutive excluded slots `execution`'s starts: how many, and the first slot after it.
 
-    Counting walks the slots, at most MAX_SCAN of them; a longer run is jumped over by dates and its
-    count stops at MAX_SCAN. None when no slot is left up to the horizon (domain/horizon.py).
-    """
+    Counting walks the slots, at most MAX_SCAN of them; a longer run is jumped over by dates and its count stops
+    at MAX_SCAN. No slot after it (None) when none is left up to the horizon (domain/horizon.py)."""
     count = 0
     slot = execution.scheduled_at
     while exclusions.excludes(slot) and count < MAX_SCAN:
@@ -412,12 +407,18 @@ def _skip_excluded(
     following: datetime | None = slot
     if exclusions.excludes(slot):
         following = next_included(schedule, exclusions, slot)
-    key = ports.store.key_of(execution)
-    skipped = ports.store.end_waiting(key, ExecutionStatus.SKIPPED, now, EXCLUDED, count)
+    return count, following
+
+
+def _skip_excluded(
+    ports: Ports, execution: Execution, count: int, now: datetime, report: DispatchReport, job: Job | None = None
+) -> None:
+    """End a waiting slot on an excluded date as skipped (`excluded`), one record for the `count` consecutive
+    excluded slots it starts (skippedCount)."""
+    skipped = ports.store.end_waiting(ports.store.key_of(execution), ExecutionStatus.SKIPPED, now, EXCLUDED, count)
     if skipped is not None:
         report.skipped += count
         run_ended(ports, skipped, job)
-    return following
 
 
 def _apply_catch_up(
