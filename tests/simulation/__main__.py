@@ -34,6 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--edits", action="store_true", help="edit repeating jobs' schedules too")
     parser.add_argument("--run-now", action="store_true", help="run jobs now too (manual runs)")
     parser.add_argument("--backfill", action="store_true", help="backfill repeating jobs' past slots too")
+    parser.add_argument("--bounded", action="store_true", help="bound two in five repeating jobs (maxRuns or endAt)")
     args = parser.parse_args(argv)
     seeds = [args.seed] if args.seed is not None else list(range(args.first, args.first + args.seeds))
     backends = ["sqlite", "moto"] if args.backend == "both" else [args.backend]
@@ -50,6 +51,7 @@ def main(argv: list[str] | None = None) -> int:
                     edits=args.edits,
                     run_now=args.run_now,
                     backfill=args.backfill,
+                    bounded=args.bounded,
                 )
             except SimulationFailure as failure:
                 failed += 1

@@ -32,7 +32,7 @@ from duetime.adapters.sqlite.items import execution_from_doc, job_from_doc
 from duetime.adapters.sqlite.store import SqliteStore
 from duetime.domain.keys import ExecutionKey, open_index_key, shard_of_partition
 from duetime.domain.models import CatchUp, Execution, ExecutionStatus, Job, JobStatus, Overlap, to_ms
-from duetime.domain.recurrence import SCHEDULE_EDITED, SLOT_TOLERANCE, is_slot, recurrence_of
+from duetime.domain.recurrence import SCHEDULE_EDITED, SLOT_TOLERANCE, Recurrence, is_slot, recurrence_of
 from duetime.service.audit import swept_through
 from duetime.service.jobs import first_slot
 from duetime.service.ports import StoredExecution
@@ -77,6 +77,7 @@ class Checker:
         self.schedules_had: dict[str, list[Any]] = {}
         self.replaceable: dict[str, set[str]] = {}
         self.epochs: dict[str, tuple[Any, datetime]] = {}  # job id -> (its schedule, the first slot its edit wrote)
+        self.last_slots: dict[str, datetime] = {}  # a bounded job's id -> its last slot (_check_bounds)
 
     # -- events the world tells -----------------------------------------------------------------------------------
 
@@ -294,6 +295,8 @@ class Checker:
         else:
             schedule, first = self._schedule_of(job)
         planned = [row for row in rows if row.kind not in ("manual", "backfill")]
+        if schedule is not None and job.job_id not in self.schedules_had:
+            self._check_bounds(job, schedule, first, rows)
         if schedule is None:
             if len(planned) != 1:
                 raise Violation(f"one-off {job.job_id} has {len(planned)} executions")
@@ -350,6 +353,31 @@ class Checker:
                 f"{job.job_id} ({job.catch_up.value}): {due} slots due up to {latest:%H:%M:%S}, "
                 f"{counted} accounted: {ledger}"
             )
+
+    def _check_bounds(self, job: Job, schedule: Recurrence, first: datetime, rows: list[Execution]) -> None:
+        """A bounded job's rows of its schedule (planned, caught up or backfilled) lie within its bounds: no slot
+        after endAt, none after its maxRuns-th slot (skipped slots are counted), no run number over maxRuns."""
+        bounds = job.schedule
+        if not bounds.is_bounded:
+            return
+        last = self.last_slots.get(job.job_id)
+        if last is None:
+            last = bounds.end_at
+            if bounds.max_runs is not None:
+                slot = first
+                for _ in range(bounds.max_runs - 1):
+                    slot = schedule.next_after(slot)
+                last = slot if last is None else min(last, slot)
+            assert last is not None
+            self.last_slots[job.job_id] = last
+        for row in rows:
+            if row.kind == "manual":
+                continue
+            if row.scheduled_at > last + SLOT_TOLERANCE:
+                raise Violation(f"{row.execution_id} is past {job.job_id}'s bounds (last slot {last:%H:%M:%S})")
+            numbered = bounds.max_runs is not None and row.run_number is not None
+            if numbered and row.run_number > bounds.max_runs:  # type: ignore[operator]
+                raise Violation(f"{row.execution_id} is run {row.run_number} of {job.job_id}'s {bounds.max_runs}")
 
     def _edited_slots(self, job: Job, rows: list[Execution]) -> None:
         """An edited job's rows: one a slot, each a slot of a schedule the job has had (or ended as one an edit

@@ -10,7 +10,8 @@ import pytest
 from duetime.adapters.records import execution_from_values
 from duetime.adapters.sqlite.store import SqliteStore
 from duetime.domain.keys import ExecutionKey
-from duetime.domain.models import to_ms
+from duetime.domain.models import JobStatus, to_ms
+from duetime.service import dispatch
 from duetime.service.ports import ClaimOutcome, new_claim_token
 
 from .world import SimulationFailure, run_seed
@@ -35,6 +36,10 @@ SPREAD_SEEDS = [*range(200, 240), 85]
 OPERATOR_SEEDS = [*range(300, 330), 95]
 MOTO_OPERATOR_SEED = 310  # an edited job runs its new schedule, a manual run is claimed, a backfill creates a run
 OPERATOR = {"edits": True, "run_now": True, "backfill": True}
+# Seeds on SQLite with two in five repeating jobs bounded (`--bounded`: maxRuns or endAt). Seed 180 found a bounded
+# job's last run replaced by an earlier slot's, and 262 and 489 a pre-loader dying as it skipped the last slot: each
+# left the job active with nothing to run.
+BOUNDED_SEEDS = [*range(400, 420), 180, 262, 489]
 # With spread jobs too: seed 4162 found a one-off job paused while its one run ran, its run-now row held out of
 # the reconciler's sight for good once that run ended (job_ends.announce); seed 5380 a late plan's next slot
 # made a second time beside its row a retry had moved (dispatch._rowless).
@@ -64,6 +69,36 @@ def test_sqlite_operator_seed(seed: int) -> None:
 @pytest.mark.parametrize("seed", SPREAD_OPERATOR_SEEDS)
 def test_sqlite_spread_operator_seed(seed: int) -> None:
     run_seed(seed, "sqlite", SQLITE_STEPS, spread=True, **OPERATOR)
+
+
+@pytest.mark.parametrize("seed", BOUNDED_SEEDS)
+def test_sqlite_bounded_seed(seed: int) -> None:
+    run_seed(seed, "sqlite", SQLITE_STEPS, bounded=True)
+
+
+def test_the_bounded_seeds_complete_jobs_by_maxruns_and_by_endat() -> None:
+    """The bounded seeds draw both bounds, and jobs of each run to their last slot and complete."""
+    completed: dict[str, int] = {"maxRuns": 0, "endAt": 0}
+    for seed in BOUNDED_SEEDS[:10]:
+        world = run_seed(seed, "sqlite", SQLITE_STEPS, bounded=True)
+        for _, job in world.checker.reader.jobs.values():
+            if job.status == JobStatus.COMPLETED and job.schedule.is_bounded:
+                completed["maxRuns" if job.schedule.max_runs is not None else "endAt"] += 1
+    assert completed["maxRuns"] >= 2 and completed["endAt"] >= 2, completed
+
+
+def test_the_bounded_seeds_catch_a_chain_that_runs_past_maxruns(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The planted bug: the pre-loader's bounds check forgets maxRuns, so a chain goes on past its last slot."""
+    monkeypatch.setattr(
+        dispatch, "within_bounds", lambda schedule, slot, _: schedule.end_at is None or slot <= schedule.end_at
+    )
+    for seed in BOUNDED_SEEDS:
+        try:
+            run_seed(seed, "sqlite", SQLITE_STEPS, bounded=True)
+        except SimulationFailure as failure:
+            assert "is past" in str(failure) and "BOUNDED=1" in str(failure), str(failure).splitlines()[0]
+            return
+    pytest.fail(f"the planted bug survived all {len(BOUNDED_SEEDS)} bounded seeds")
 
 
 def _backfilled_runs_ended(world: Any) -> int:

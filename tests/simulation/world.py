@@ -388,6 +388,9 @@ class World:
     # `--backfill`: repeating jobs' past slots are also backfilled (service/backfill.py, as POST
     # /jobs/{id}/backfill does), allow or forbid.
     backfill: bool = False
+    # `--bounded`: two in five repeating jobs are bounded (maxRuns 1-5, or endAt 4-15 minutes on): their chains
+    # end, their last run completes them, catch-up and backfill stay within the bounds.
+    bounded: bool = False
     trace: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -528,7 +531,8 @@ class World:
             + (" SPREAD=1" if self.spread else "")
             + (" EDITS=1" if self.edits else "")
             + (" RUN_NOW=1" if self.run_now else "")
-            + (" BACKFILL=1" if self.backfill else ""),
+            + (" BACKFILL=1" if self.backfill else "")
+            + (" BOUNDED=1" if self.bounded else ""),
             f"trace{f' (last {tail} of {len(self.trace)} lines)' if skipped else ''}:",
         ]
         return "\n".join(head + lines)
@@ -540,6 +544,10 @@ class World:
         what = (
             spec.schedule.at.strftime("at %H:%M:%S") if spec.schedule.at else spec.schedule.cron or spec.schedule.every
         )
+        if spec.schedule.max_runs is not None:
+            what += f" maxRuns={spec.schedule.max_runs}"
+        if spec.schedule.end_at is not None:
+            what += f" endAt={spec.schedule.end_at:%H:%M:%S}"
         self.log(
             f"submit {what} catchUp={spec.catch_up.value} overlap={spec.overlap.value} "
             f"attempts={spec.retry.max_attempts} deadline={spec.starting_deadline_seconds} "
@@ -590,6 +598,10 @@ class World:
         )
         if self.spread and kind != "at" and _period_seconds(schedule, self.clock_now) >= 60 and rng.random() < 0.3:
             spec = spec.model_copy(update={"jitter_seconds": rng.choice([20, 45, 58])})
+        if self.bounded and kind != "at" and rng.random() < 0.4:
+            end_at = self.clock_now + timedelta(milliseconds=rng.randrange(240_000, 900_000))
+            bounds = rng.choice([{"max_runs": rng.randint(1, 5)}, {"end_at": end_at}])
+            spec = spec.model_copy(update={"schedule": schedule.model_copy(update=bounds)})
         if spec.catch_up == CatchUp.ALL and _period_seconds(schedule, self.clock_now) < MIN_CATCH_UP_ALL_PERIOD_SECONDS:
             # The API refuses `all` for slots this close (domain/catchup.py says why): such a job draws `latest`.
             spec = spec.model_copy(update={"catch_up": CatchUp.LATEST})
@@ -1014,9 +1026,10 @@ def run_seed(
     edits: bool = False,
     run_now: bool = False,
     backfill: bool = False,
+    bounded: bool = False,
 ) -> World:
     """Run one seed to its end (raises SimulationFailure naming the seed, with its trace)."""
-    world = World(seed, backend, steps, seconds_share, spread, edits, run_now, backfill)
+    world = World(seed, backend, steps, seconds_share, spread, edits, run_now, backfill, bounded)
     try:
         world.run()
     finally:
