@@ -88,7 +88,12 @@ HEARTBEAT_SECONDS = LEASE_SECONDS / 3
 # After the last step: faults stop and the system runs healthy this long before the audit.
 HEAL_ROUNDS = 25
 HEAL_STEP_SECONDS = 10
-HEAL_MORE_ROUNDS = 120  # at most 20 virtual minutes more, while the audit is not clean
+# More while the audit is not clean: 20 virtual minutes, then on while its findings keep changing (a backlog that
+# drains: serial backfilled runs of a failing handler each take their attempts in turn, seed 7369 with all four
+# operator flags), at most 100 minutes in all; stopped once they stand still for five minutes.
+HEAL_MORE_ROUNDS = 120
+HEAL_MOST_ROUNDS = 600
+HEAL_STALLED_ROUNDS = 30
 FULL_CHECK_EVERY_MOTO = 5
 START = datetime(2026, 12, 1, 8, 30, tzinfo=UTC)
 # The repeating schedules a submit draws from: minute ones, and seconds ones (issue 34: a six-field cron, seconds
@@ -954,11 +959,16 @@ class World:
         extra = 0
         # A backlog of catch-up runs (which run one after another) with retries takes longer to drain; the audit
         # cannot tell a run deferred behind its job's running one from one never picked up: give it more time.
-        while not report.ok and extra < HEAL_MORE_ROUNDS:
+        seen, changed_at = report.lines()[1:-1], 0  # the findings alone (the counts move with every run)
+        while not report.ok and extra < HEAL_MOST_ROUNDS:
             self._heal_round()
             extra += 1
             if extra % 6 == 0:
                 report = audit(self.raw)
+                if report.lines()[1:-1] != seen:
+                    seen, changed_at = report.lines()[1:-1], extra
+                elif extra >= HEAL_MORE_ROUNDS and extra - changed_at >= HEAL_STALLED_ROUNDS:
+                    break  # the findings stood still for five minutes: stuck, not draining
         if extra:
             self.checker.check()
             report = audit(self.raw)
