@@ -366,3 +366,25 @@ def test_a_bounded_jobs_last_run_replaced_by_an_earlier_slots_run_completes_the_
     rows = {r.execution_id: r for r in history(ports, job.job_id)}
     assert (rows[last].status, rows[last].skip_reason) == (ExecutionStatus.CANCELLED, "replaced")
     assert get_job(ports, "alice", job.job_id).job.status == JobStatus.COMPLETED
+
+
+def test_a_bounded_jobs_last_run_whose_end_died_after_its_write_completes_the_job_when_its_message_comes_again(
+    ports, clock
+):
+    """The last run's end wrote its row, then its worker died before completing the job: the message, never
+    deleted, comes again, and its claim finds the row ended and completes the job (no read: the claim returns the
+    row it could not take)."""
+    from tests.integration.test_dispatch_faults import Died, fail_after
+
+    job, _ = submit_job(ports, "alice", spec(schedule={"cron": "* * * * *", "maxRuns": 1}))
+    clock.advance(60)
+    preload(ports, "p1")
+    [received] = ports.queues.receive("default", 10, 0, 30)
+    claim = cases.claim_execution(ports, received.message, "w1")
+    assert claim.verdict == cases.ClaimVerdict.CLAIMED and claim.execution is not None
+    fail_after(ports, "finish")
+    with pytest.raises(Died):
+        cases.complete(ports, received.message.key, claim.execution.attempt, succeeded=True, job=claim.job)
+    assert get_job(ports, "alice", job.job_id).job.status == JobStatus.ACTIVE
+    assert cases.claim_execution(ports, received.message, "w2").verdict == cases.ClaimVerdict.DONE
+    assert get_job(ports, "alice", job.job_id).job.status == JobStatus.COMPLETED

@@ -6,6 +6,7 @@ from collections import Counter
 from datetime import timedelta
 from typing import Any
 
+import pytest
 from duetime.adapters.aws.items import execution_to_item, job_to_item
 from duetime.domain.models import Execution, Job, JobSpec, JobStatus, to_ms
 from duetime.service import dispatch
@@ -184,3 +185,38 @@ def test_a_run_ended_with_the_job_read_at_its_claim_still_gives_a_pause_since_it
     clock.advance(10 * 60)
     dispatch.sweep(ports, shard, swept_to, to_ms(clock.now))
     assert manual.execution_id in [e.execution_id for e in ports.store.open_page(shard, 2**42, 100).executions]
+
+
+@BOTH_BACKENDS
+def test_a_one_off_whose_runs_end_died_after_its_write_is_completed_when_the_message_comes_again(ports, clock):
+    """The simulation, seed 150 with --limits: a one-off job paused while its one run ran; the run's end wrote the
+    row but not the completion (the job was no longer in the status its worker read), and the worker died before
+    completing the job as it stood. The run's message comes again (it was never deleted): its claim finds the
+    row ended and completes the job, paused or not."""
+    from tests.integration.test_dispatch_faults import Died, fail_after
+
+    due = clock.now + timedelta(seconds=1)
+    spec = JobSpec.model_validate({"name": "o", "handler": "demo.echo", "schedule": {"at": due.isoformat()}})
+    job, _ = submit_job(ports, "alice", spec)
+    [scheduled] = ports.store.executions_of_job(job.job_id)
+    clock.advance(2)
+    key = ports.store.key_of(scheduled)
+    message = cases.DueMessage.for_execution(scheduled, key)
+    claim = cases.claim_execution(ports, message, "w1")
+    assert claim.verdict == cases.ClaimVerdict.CLAIMED and claim.execution is not None
+    pause_job(ports, "alice", job.job_id)
+    fail_after(ports, "finish")
+    with pytest.raises(Died):
+        cases.complete(
+            ports,
+            key,
+            claim.execution.attempt,
+            succeeded=True,
+            job=claim.job,
+            current=claim.execution,
+            claim_token=claim.execution.claim_token,
+        )
+    assert ports.store.get_job(job.job_id).status == JobStatus.PAUSED  # the row ended, the job did not
+    again = cases.claim_execution(ports, message, "w2")
+    assert again.verdict == cases.ClaimVerdict.DONE
+    assert ports.store.get_job(job.job_id).status == JobStatus.COMPLETED

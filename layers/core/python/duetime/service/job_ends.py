@@ -121,6 +121,21 @@ def complete_if_last(ports: Ports, job: Job | None, execution: Execution, now: d
         complete_schedule(ports, job, now)
 
 
+def settle_ended(ports: Ports, job: Job, row: Execution, now: datetime) -> None:
+    """What the end of `row`, found ended when its message came again, should have done to its job: complete a
+    one-off job whose one run it was, or a bounded schedule whose last slot it held. The run's end does it in or
+    right after its own write, so this finds work only when that end's process died (or its store call failed)
+    after the write: the job stayed active or paused with nothing to run, for good (the simulation, seed 150
+    with --limits: a one-off paused while its run ran, that run's end refused the completion as the job was no
+    longer what it had read, and the end's caller failed before completing it as it stood). No read."""
+    if not row.status.is_terminal or row.status == ExecutionStatus.CANCELLED:
+        return
+    if job.schedule.at is not None and row.kind == "scheduled":
+        complete_schedule(ports, job, now, ONE_OFF_ENDED)
+    elif row.run_number is not None:
+        complete_if_last(ports, job, row, now)
+
+
 def pause_if_failing(ports: Ports, job: Job | None, failed: Execution, now: datetime) -> bool:
     """After `failed` ended `failed` for good: pause the job (with a note) if its last pauseAfterFailures
     runs all failed. Reads the job's newest history rows only here, on a failure; a success costs nothing.
