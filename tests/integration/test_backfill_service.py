@@ -209,3 +209,14 @@ def test_slots_skipped_after_a_backfilled_one_in_a_missed_span_are_each_in_a_ski
     assert [e.scheduled_at for e in rows if e.status == ExecutionStatus.SCHEDULED and e.kind == "scheduled"] == [
         first + timedelta(hours=6)
     ]
+
+
+def test_a_backfill_of_a_max_runs_schedule_stops_at_its_last_slot(ports, clock):
+    """Slots after the maxRuns-th are not the schedule's, as those after endAt are not (the simulation, seed 9101
+    with every flag: six slots run past a maxRuns 1 job's one)."""
+    job = hourly_job(ports, schedule={"cron": "* * * * *", "timeZone": "UTC", "maxRuns": 2})
+    clock.advance(10 * 60)  # 09:10: the chain's first row (09:01) still waits, no pre-load ran
+    first = datetime(2026, 12, 1, 9, 1, tzinfo=UTC)
+    result = backfill(ports, "alice", job.job_id, first, first + timedelta(minutes=9))
+    assert (result.created, result.present) == (1, 1)
+    assert result.last_slot == first + timedelta(minutes=1)

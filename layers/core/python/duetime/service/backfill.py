@@ -15,9 +15,9 @@ from duetime.domain.quotas import BACKFILL_SLOTS_PER_HOUR, HOUR_WINDOW_SECONDS, 
 from duetime.domain.recurrence import Recurrence, recurrence_of
 from duetime.service.calendars import CalendarCache
 from duetime.service.context import Ports
-from duetime.service.dispatch import EXCLUDED, new_execution
+from duetime.service.dispatch import EXCLUDED, last_bound, new_execution
 from duetime.service.handlers import check_grant
-from duetime.service.jobs import get_owned_job
+from duetime.service.jobs import first_slot, get_owned_job
 from duetime.service.ports import DueMessage
 
 # The policies a backfill may ask for: `replace` would cancel live runs of the schedule, never wanted here.
@@ -55,7 +55,8 @@ def backfill(
     A slot's execution id derives from the job and the slot, and its row is keyed where the slot's live run
     would be (due at the slot plus the job's spread, already past): a slot whose execution exists, by id
     anywhere in the job's history or by key (a concurrent request, the live chain), is counted `present` and
-    not touched, so a second identical request creates nothing. Slots outside startAt/endAt are not slots;
+    not touched, so a second identical request creates nothing. Slots outside startAt/endAt, or after the
+    maxRuns-th, are not slots;
     a slot on an excluded date is recorded skipped (`excluded`) and not run. At most MAX_BACKFILL_SLOTS slots
     per request (400 naming `to` beyond). `overlap`: `forbid` runs them one at a time, never beside another
     running run of the job; `allow` lets them run together and beside the live schedule. The owner or the
@@ -80,6 +81,9 @@ def backfill(
     if end > now:
         raise InvalidInput("`to` must not be in the future: a backfill runs past slots only", field="to")
     slots = slots_between(recurrence, job.schedule, start, end)
+    last = _last_numbered_slot(ports, job, recurrence, now)
+    if last is not None:
+        slots = [slot for slot in slots if slot <= last]
     if not slots:
         return BackfillResult(0, 0, 0, None, None, overlap)
     exclusions = Exclusions(job.exclude, job.schedule.time_zone, CalendarCache(ports).of(job)) if job.exclude else None
@@ -139,6 +143,22 @@ def slots_between(recurrence: Recurrence, schedule: Schedule, start: datetime, e
         slots.append(slot)
         slot = recurrence.next_after(slot)
     return slots
+
+
+def _last_numbered_slot(ports: Ports, job: Job, recurrence: Recurrence, now: datetime) -> datetime | None:
+    """The slot numbered maxRuns, if the schedule has one and it is past (None: every slot up to now is within
+    the bounds): slots after it are not the schedule's, as those after endAt are not (the simulation, seed 9101
+    with every flag: a backfill ran six slots of a maxRuns 1 job past its one). Counted from the open row of the
+    job's chain with the highest run number (one read, for a maxRuns job only), else from the first slot; the walk
+    is at most MAX_SCAN slots, as a catch-up plan's (dispatch.last_bound)."""
+    if job.schedule.max_runs is None:
+        return None
+    numbered = [e for e in ports.store.open_executions_of_job(job.job_id) if e.run_number is not None]
+    if numbered:
+        anchor = max(numbered, key=lambda e: e.run_number or 0)
+    else:
+        anchor = new_execution(job, first_slot(job.schedule, job.created_at), run_number=1)
+    return last_bound(job, anchor, recurrence, now)
 
 
 def _row(job: Job, slot: datetime, overlap: Overlap, exclusions: Exclusions | None, now: datetime) -> Execution:
