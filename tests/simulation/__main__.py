@@ -35,6 +35,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--run-now", action="store_true", help="run jobs now too (manual runs)")
     parser.add_argument("--backfill", action="store_true", help="backfill repeating jobs' past slots too")
     parser.add_argument("--bounded", action="store_true", help="bound two in five repeating jobs (maxRuns or endAt)")
+    parser.add_argument(
+        "--limits", action="store_true", help="a named limit and capped jobs (rateLimit, maxConcurrent)"
+    )
     args = parser.parse_args(argv)
     seeds = [args.seed] if args.seed is not None else list(range(args.first, args.first + args.seeds))
     backends = ["sqlite", "moto"] if args.backend == "both" else [args.backend]
@@ -52,6 +55,7 @@ def main(argv: list[str] | None = None) -> int:
                     run_now=args.run_now,
                     backfill=args.backfill,
                     bounded=args.bounded,
+                    limits=args.limits,
                 )
             except SimulationFailure as failure:
                 failed += 1

@@ -105,6 +105,41 @@ class Checker:
         if job is not None and job.at_most_once and task.execution.attempt > 1:
             raise Violation(f"{key[0]} of at-most-once job {job.job_id} started a second time (attempt {key[1]})")
         self._serial(task)
+        self._capped(task)
+
+    def _capped(self, task: Task) -> None:
+        """A run of a job with `maxConcurrent`, or naming a limit with a cap on runs at once, is claimed only while
+        fewer than the cap of its job's (or its limit's) runs hold a live lease (service/limits.py: each holds a
+        slot, renewed with its lease; a dead worker's slot ends with its lease)."""
+        execution, job, now = task.execution, task.job, self.world.clock_now
+        assert execution is not None
+        if job is None:
+            return
+        limit = self.world.limit
+        caps: list[tuple[str, int, Any]] = []
+        if job.max_concurrent is not None:
+            caps.append((f"job {job.job_id}", job.max_concurrent, lambda other: other.job_id == job.job_id))
+        if job.rate_limit is not None and limit is not None and limit.max_concurrent is not None:
+            caps.append((f"limit {limit.name}", limit.max_concurrent, lambda other: other.rate_limit == job.rate_limit))
+        for name, cap, member in caps:
+            live = [
+                other.execution.execution_id
+                for worker in self.world.workers
+                for other in worker.tasks
+                if other is not task
+                and other.holds
+                and other.execution is not None
+                and other.job is not None
+                and member(other.job)
+                and other.known_lease_end is not None
+                and other.known_lease_end > now
+                and self.stale(other) is None
+            ]
+            if len(live) >= cap:
+                raise Violation(
+                    f"{execution.execution_id} claimed while {len(live)} runs of {name} (at most {cap} at once) run "
+                    f"under live leases: {', '.join(live)}"
+                )
 
     def _serial(self, task: Task) -> None:
         """A serial (`forbid`) job's slot is claimed to run only while no other run of the job holds a live lease

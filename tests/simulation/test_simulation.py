@@ -40,6 +40,9 @@ OPERATOR = {"edits": True, "run_now": True, "backfill": True}
 # job's last run replaced by an earlier slot's, and 262 and 489 a pre-loader dying as it skipped the last slot: each
 # left the job active with nothing to run.
 BOUNDED_SEEDS = [*range(400, 420), 180, 262, 489]
+# Seeds on SQLite with a named limit and capped jobs (`--limits`: rateLimit, maxConcurrent). 518 drains a backlog
+# for 20 s of CPU: not worth it here. Seed 150 found a one-off whose run's end died after its write left paused.
+LIMITS_SEEDS = [*range(500, 518), 519, 520, 150]
 # With spread jobs too: seed 4162 found a one-off job paused while its one run ran, its run-now row held out of
 # the reconciler's sight for good once that run ended (job_ends.announce); seed 5380 a late plan's next slot
 # made a second time beside its row a retry had moved (dispatch._rowless).
@@ -99,6 +102,44 @@ def test_the_bounded_seeds_catch_a_chain_that_runs_past_maxruns(monkeypatch: pyt
             assert "is past" in str(failure) and "BOUNDED=1" in str(failure), str(failure).splitlines()[0]
             return
     pytest.fail(f"the planted bug survived all {len(BOUNDED_SEEDS)} bounded seeds")
+
+
+@pytest.mark.parametrize("seed", LIMITS_SEEDS)
+def test_sqlite_limits_seed(seed: int) -> None:
+    run_seed(seed, "sqlite", SQLITE_STEPS, limits=True)
+
+
+def test_the_limits_seeds_hold_runs_back_and_run_them_later() -> None:
+    """The limits seeds defer runs (a cap full, a start reserved ahead) and those runs are claimed later."""
+    held = claimed_after = 0
+    for seed in LIMITS_SEEDS[:10]:
+        world = run_seed(seed, "sqlite", SQLITE_STEPS, limits=True)
+        deferred = {line.split()[4].split("/")[0] for line in world.trace if line.endswith(": limited")}
+        held += len(deferred)
+        claimed_after += sum(1 for eid, _ in world.checker.claims if eid in deferred)
+    assert held >= 10 and claimed_after >= 10, (held, claimed_after)
+
+
+def test_the_limits_seeds_catch_a_cap_that_lets_every_run_in(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The planted bug: a concurrency slot is granted whatever the cap."""
+    monkeypatch.setattr(SqliteStore, "acquire_slot", lambda *_, **__: True)
+    for seed in LIMITS_SEEDS:
+        try:
+            run_seed(seed, "sqlite", SQLITE_STEPS, limits=True)
+        except SimulationFailure as failure:
+            assert "at most" in str(failure) and "LIMITS=1" in str(failure), str(failure).splitlines()[0]
+            return
+    pytest.fail(f"the planted bug survived all {len(LIMITS_SEEDS)} limits seeds")
+
+
+# With every flag at once: seed 9101 found a backfill running slots past a maxRuns job's last.
+EVERY_FLAG_SEEDS = [9101]
+EVERY_FLAG = {**OPERATOR, "spread": True, "bounded": True, "limits": True}
+
+
+@pytest.mark.parametrize("seed", EVERY_FLAG_SEEDS)
+def test_sqlite_every_flag_seed(seed: int) -> None:
+    run_seed(seed, "sqlite", SQLITE_STEPS, **EVERY_FLAG)
 
 
 def _backfilled_runs_ended(world: Any) -> int:

@@ -45,6 +45,7 @@ from duetime.definitions import DEFAULT_JOB_CLASS, Settings
 from duetime.domain.catchup import MIN_CATCH_UP_ALL_PERIOD_SECONDS
 from duetime.domain.errors import Conflict, InvalidInput, NotFound, StaleAttempt
 from duetime.domain.keys import new_job_id
+from duetime.domain.limits import RateLimit
 from duetime.domain.models import (
     CatchUp,
     Delivery,
@@ -65,6 +66,7 @@ from duetime.service.dispatch import preload
 from duetime.service.edit import edit_job
 from duetime.service.executions import Lease
 from duetime.service.jobs import cancel_job, pause_job, resume_job, run_now, submit_job
+from duetime.service.limits import put_limit
 from duetime.service.outcomes import RunOutcome, RunResult
 from duetime.service.ports import DueMessage, Received
 from duetime.worker import demo  # noqa: F401  (registers demo.echo, the handler the simulated jobs name)
@@ -76,6 +78,7 @@ from .invariants import Checker, Violation
 
 JOB_CLASS = DEFAULT_JOB_CLASS
 OWNER = "sim"
+LIMIT_NAME = "shared-api"  # the owner's one named limit (`--limits`)
 LEASE_SECONDS = 30
 SETTINGS = Settings(shards=2, preload_interval_seconds=5, preload_window_seconds=30).with_lease_seconds(LEASE_SECONDS)
 # The queues' receive limit in the simulation (50 in a deployment): low, so that messages received again and
@@ -396,6 +399,10 @@ class World:
     # `--bounded`: two in five repeating jobs are bounded (maxRuns 1-5, or endAt 4-15 minutes on): their chains
     # end, their last run completes them, catch-up and backfill stay within the bounds.
     bounded: bool = False
+    # `--limits`: the owner has a named limit (PUT /limits/{name}: a rate, a burst, perhaps a cap on runs at once),
+    # and three in ten jobs name it, three in ten have a maxConcurrent of their own: runs are admitted, deferred
+    # and given their slots back under every fault.
+    limits: bool = False
     trace: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -420,6 +427,15 @@ class World:
         self.full_check_every = 1 if self.backend == "sqlite" else FULL_CHECK_EVERY_MOTO
         self.adapters = BACKENDS[self.backend](self.clock)
         self._open()
+        self.limit: RateLimit | None = None
+        if self.limits:
+            # Its rate is far above what the jobs ask (the cap is what holds runs back): a start reserved in the
+            # bucket lapses when taken more than LIMIT_LAPSE_MS late (100 ms), and the simulation's workers take
+            # what is due only at their steps, so a rate they reach would lapse and reserve again at every step,
+            # running the bucket away into the future (docs/simulation.md, Limits).
+            per_second, burst = 100.0, 10
+            self.limit, _ = put_limit(self.raw, OWNER, LIMIT_NAME, per_second, burst, self.rng.choice([2, 3]))
+            self.log(f"limit {LIMIT_NAME}: {per_second}/s, burst {burst}, at most {self.limit.max_concurrent} at once")
 
     # -- wiring ------------------------------------------------------------------------------------------------
 
@@ -537,7 +553,8 @@ class World:
             + (" EDITS=1" if self.edits else "")
             + (" RUN_NOW=1" if self.run_now else "")
             + (" BACKFILL=1" if self.backfill else "")
-            + (" BOUNDED=1" if self.bounded else ""),
+            + (" BOUNDED=1" if self.bounded else "")
+            + (" LIMITS=1" if self.limits else ""),
             f"trace{f' (last {tail} of {len(self.trace)} lines)' if skipped else ''}:",
         ]
         return "\n".join(head + lines)
@@ -553,6 +570,10 @@ class World:
             what += f" maxRuns={spec.schedule.max_runs}"
         if spec.schedule.end_at is not None:
             what += f" endAt={spec.schedule.end_at:%H:%M:%S}"
+        if spec.max_concurrent is not None:
+            what += f" maxConcurrent={spec.max_concurrent}"
+        if spec.rate_limit is not None:
+            what += f" rateLimit={spec.rate_limit}"
         self.log(
             f"submit {what} catchUp={spec.catch_up.value} overlap={spec.overlap.value} "
             f"attempts={spec.retry.max_attempts} deadline={spec.starting_deadline_seconds} "
@@ -607,6 +628,20 @@ class World:
             end_at = self.clock_now + timedelta(milliseconds=rng.randrange(240_000, 900_000))
             bounds = rng.choice([{"max_runs": rng.randint(1, 5)}, {"end_at": end_at}])
             spec = spec.model_copy(update={"schedule": schedule.model_copy(update=bounds)})
+        if self.limits:
+            # Capped and limited jobs are a minute or more apart (a seconds job's runs would outrun any of the
+            # limit's rates drawn, and a cap of one behind a job every second falls behind for good: overload,
+            # not a defect).
+            capped, named = rng.random() < 0.3, rng.random() < 0.3
+            slow = kind == "at" or _period_seconds(schedule, self.clock_now) >= 60
+            if capped and slow:
+                spec = spec.model_copy(update={"max_concurrent": rng.choice([1, 2])})
+            if named and slow:
+                spec = spec.model_copy(update={"rate_limit": LIMIT_NAME})
+            if (capped or named) and slow and spec.catch_up == CatchUp.ALL:
+                # Every missed slot run one after another, each deferred by the cap or the rate behind the job's
+                # new slots, drains slower than they come: a backlog by configuration, not a defect.
+                spec = spec.model_copy(update={"catch_up": CatchUp.LATEST})
         if spec.catch_up == CatchUp.ALL and _period_seconds(schedule, self.clock_now) < MIN_CATCH_UP_ALL_PERIOD_SECONDS:
             # The API refuses `all` for slots this close (domain/catchup.py says why): such a job draws `latest`.
             spec = spec.model_copy(update={"catch_up": CatchUp.LATEST})
@@ -1037,9 +1072,10 @@ def run_seed(
     run_now: bool = False,
     backfill: bool = False,
     bounded: bool = False,
+    limits: bool = False,
 ) -> World:
     """Run one seed to its end (raises SimulationFailure naming the seed, with its trace)."""
-    world = World(seed, backend, steps, seconds_share, spread, edits, run_now, backfill, bounded)
+    world = World(seed, backend, steps, seconds_share, spread, edits, run_now, backfill, bounded, limits)
     try:
         world.run()
     finally:
