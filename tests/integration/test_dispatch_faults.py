@@ -56,6 +56,12 @@ def fail_before(ports: Any, method: str) -> None:
     setattr(ports.store, method, call)
 
 
+# An every-minute `latest` job spread over 58 s: two of its slots may fall due in either order.
+SPREAD_LATEST = JobSpec.model_validate(
+    {"name": "t", "handler": "demo.echo", "schedule": {"cron": "* * * * *"}, "catchUp": "latest", "jitterSeconds": 58}
+)
+
+
 def cron_job(ports: Any, catch_up: str) -> Job:
     spec = JobSpec.model_validate(
         {"name": "t", "handler": "demo.echo", "schedule": {"cron": "* * * * *"}, "catchUp": catch_up}
@@ -222,15 +228,7 @@ def test_two_waiting_rows_of_a_spread_job_planned_apart_count_each_slot_once(por
     they were planned in different batches. Each plan judges lateness against its own row's due time (slot plus
     spread), so the earlier row's plan saw an earlier latest slot, 09:09, and ran it, while the later row's plan
     had already counted it skipped beside its run of 09:10. The earlier plan now stops at the later row."""
-    spec = JobSpec.model_validate(
-        {
-            "name": "t",
-            "handler": "demo.echo",
-            "schedule": {"cron": "* * * * *"},
-            "catchUp": "latest",
-            "jitterSeconds": 58,
-        }
-    )
+    spec = SPREAD_LATEST
     # Two slots, not next to each other (the slot right after a missed row was always looked at), the earlier
     # spread further: seconds after 09:10 the later one's plan counts 09:10 as missed (and runs it) while the
     # earlier one's does not yet. A job's spreads follow from its id; one job in a thousand has no such pair.
@@ -271,15 +269,7 @@ def test_a_late_plans_next_slot_due_already_is_not_made_beside_a_row_a_retry_mov
     """Seed 5380 (spread jobs): a missed slot is judged late against its own spread, so the plan's next slot is
     the first after `now` less that spread; with a smaller spread of its own, that slot may be due already, run,
     failed and moved for its retry. The plan's next slot must not be created a second time beside it."""
-    spec = JobSpec.model_validate(
-        {
-            "name": "t",
-            "handler": "demo.echo",
-            "schedule": {"cron": "* * * * *"},
-            "catchUp": "latest",
-            "jitterSeconds": 58,
-        }
-    )
+    spec = SPREAD_LATEST
     job, _ = submit_job(ports, "alice", spec)
     [first] = rows(ports, job)
     first_spread = spread(job.job_id, first.scheduled_at, job.jitter_seconds)

@@ -63,6 +63,18 @@ def _run_all(ports, batch, succeed: bool) -> list[ExecutionStatus]:
     return ended
 
 
+def one_run_claimed(ports, clock):
+    """A `maxRuns: 1` every-minute job whose one run, a minute on, is pre-loaded, received and claimed by w1: the
+    job, the received message and the claim."""
+    job, _ = submit_job(ports, "alice", spec(schedule={"cron": "* * * * *", "maxRuns": 1}))
+    clock.advance(60)
+    preload(ports, "p1")
+    [received] = ports.queues.receive("default", 10, 0, 30)
+    claim = cases.claim_execution(ports, received.message, "w1")
+    assert claim.verdict == cases.ClaimVerdict.CLAIMED and claim.execution is not None
+    return job, received, claim
+
+
 def history(ports, job_id: str):
     return ports.store.executions_of_job(job_id, newest_first=False, limit=100)
 
@@ -320,12 +332,7 @@ def test_a_sparse_filter_pages_through_many_index_pages_without_skipping_or_repe
 def test_the_audit_finds_no_broken_chain_while_a_bounded_jobs_last_run_runs_or_once_it_completed(ports, clock):
     from duetime.service.audit import audit
 
-    job, _ = submit_job(ports, "alice", spec(schedule={"cron": "* * * * *", "maxRuns": 1}))
-    clock.advance(60)
-    preload(ports, "p1")
-    [received] = ports.queues.receive("default", 10, 0, 30)
-    claim = cases.claim_execution(ports, received.message, "w1")
-    assert claim.verdict == cases.ClaimVerdict.CLAIMED and claim.execution is not None
+    job, received, claim = one_run_claimed(ports, clock)
     # While the last run runs, no next slot exists and that is no broken chain
     assert [f for f in audit(ports).findings if f.check == "cron chain broken"] == []
     cases.complete(ports, received.message.key, 1, succeeded=True, current=claim.execution)  # read the job itself
@@ -376,12 +383,7 @@ def test_a_bounded_jobs_last_run_whose_end_died_after_its_write_completes_the_jo
     row it could not take)."""
     from tests.integration.test_dispatch_faults import Died, fail_after
 
-    job, _ = submit_job(ports, "alice", spec(schedule={"cron": "* * * * *", "maxRuns": 1}))
-    clock.advance(60)
-    preload(ports, "p1")
-    [received] = ports.queues.receive("default", 10, 0, 30)
-    claim = cases.claim_execution(ports, received.message, "w1")
-    assert claim.verdict == cases.ClaimVerdict.CLAIMED and claim.execution is not None
+    job, received, claim = one_run_claimed(ports, clock)
     fail_after(ports, "finish")
     with pytest.raises(Died):
         cases.complete(ports, received.message.key, claim.execution.attempt, succeeded=True, job=claim.job)

@@ -116,20 +116,28 @@ def test_pause_takes_the_waiting_row_out_of_the_open_index_and_resume_puts_it_ba
     assert sorted(in_open_index()) == sorted(e.execution_id for e in open_now)
 
 
-@BOTH_BACKENDS
-def test_a_paused_one_off_whose_run_ends_gives_its_held_run_now_back_to_the_reconciler(ports, clock):
-    """A one-off job is run now and paused while its one run runs; that run ends, so the job completes (nothing
-    resumes it then). Its run-now row, held by the pause, must not wait out of the reconciler's sight for good
-    (the simulation, seed 4162 with --edits --run-now --backfill --spread): it goes back to the `open` index
-    before the job completes, and runs."""
+def claimed_one_off(ports: Any, clock: Any) -> tuple[Job, Any, cases.DueMessage, Any]:
+    """A one-off job of alice's due a second on, and its one run claimed by w1 once due: the job, the run's key,
+    its message and the claim."""
     due = clock.now + timedelta(seconds=1)
     spec = JobSpec.model_validate({"name": "o", "handler": "demo.echo", "schedule": {"at": due.isoformat()}})
     job, _ = submit_job(ports, "alice", spec)
     [scheduled] = ports.store.executions_of_job(job.job_id)
     clock.advance(2)
     key = ports.store.key_of(scheduled)
-    claim = cases.claim_execution(ports, cases.DueMessage.for_execution(scheduled, key), "w1")
+    message = cases.DueMessage.for_execution(scheduled, key)
+    claim = cases.claim_execution(ports, message, "w1")
     assert claim.verdict == cases.ClaimVerdict.CLAIMED and claim.execution is not None
+    return job, key, message, claim
+
+
+@BOTH_BACKENDS
+def test_a_paused_one_off_whose_run_ends_gives_its_held_run_now_back_to_the_reconciler(ports, clock):
+    """A one-off job is run now and paused while its one run runs; that run ends, so the job completes (nothing
+    resumes it then). Its run-now row, held by the pause, must not wait out of the reconciler's sight for good
+    (the simulation, seed 4162 with --edits --run-now --backfill --spread): it goes back to the `open` index
+    before the job completes, and runs."""
+    job, key, _, claim = claimed_one_off(ports, clock)
     manual = run_now(ports, "alice", job.job_id)
     shard = int(ports.store.key_of(manual).pk.rsplit("#", 1)[1])
     clock.advance(60)
@@ -150,15 +158,9 @@ def test_a_run_ended_with_the_job_read_at_its_claim_still_gives_a_pause_since_it
     does: the write's job condition (the status read) refuses the completion, the run's end is written alone,
     and the job is read again and completed as it stands, its held run-now row given back to the `open` index
     first. The job completes once, and its owner's place in the active-jobs quota comes back once."""
-    due = clock.now + timedelta(seconds=1)
-    spec = JobSpec.model_validate({"name": "o", "handler": "demo.echo", "schedule": {"at": due.isoformat()}})
-    job, _ = submit_job(ports, "alice", spec)
+    job, key, _, claim = claimed_one_off(ports, clock)
     active_before = ports.store.active_jobs("alice")
-    [scheduled] = ports.store.executions_of_job(job.job_id)
-    clock.advance(2)
-    key = ports.store.key_of(scheduled)
-    claim = cases.claim_execution(ports, cases.DueMessage.for_execution(scheduled, key), "w1")
-    assert claim.verdict == cases.ClaimVerdict.CLAIMED and claim.execution is not None and claim.job is not None
+    assert claim.job is not None
     manual = run_now(ports, "alice", job.job_id)
     shard = int(ports.store.key_of(manual).pk.rsplit("#", 1)[1])
     clock.advance(60)
@@ -195,15 +197,7 @@ def test_a_one_off_whose_runs_end_died_after_its_write_is_completed_when_the_mes
     row ended and completes the job, paused or not."""
     from tests.integration.test_dispatch_faults import Died, fail_after
 
-    due = clock.now + timedelta(seconds=1)
-    spec = JobSpec.model_validate({"name": "o", "handler": "demo.echo", "schedule": {"at": due.isoformat()}})
-    job, _ = submit_job(ports, "alice", spec)
-    [scheduled] = ports.store.executions_of_job(job.job_id)
-    clock.advance(2)
-    key = ports.store.key_of(scheduled)
-    message = cases.DueMessage.for_execution(scheduled, key)
-    claim = cases.claim_execution(ports, message, "w1")
-    assert claim.verdict == cases.ClaimVerdict.CLAIMED and claim.execution is not None
+    job, key, message, claim = claimed_one_off(ports, clock)
     pause_job(ports, "alice", job.job_id)
     fail_after(ports, "finish")
     with pytest.raises(Died):

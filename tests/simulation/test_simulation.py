@@ -122,13 +122,8 @@ def test_the_bounded_seeds_catch_a_chain_that_runs_past_maxruns(monkeypatch: pyt
     monkeypatch.setattr(
         dispatch, "within_bounds", lambda schedule, slot, _: schedule.end_at is None or slot <= schedule.end_at
     )
-    for seed in BOUNDED_SEEDS:
-        try:
-            run_seed(seed, "sqlite", SQLITE_STEPS, bounded=True)
-        except SimulationFailure as failure:
-            assert "is past" in str(failure) and "BOUNDED=1" in str(failure), str(failure).splitlines()[0]
-            return
-    pytest.fail(f"the planted bug survived all {len(BOUNDED_SEEDS)} bounded seeds")
+    failure = str(_first_caught(BOUNDED_SEEDS, "bounded seeds", bounded=True))
+    assert "is past" in failure and "BOUNDED=1" in failure, failure.splitlines()[0]
 
 
 @pytest.mark.parametrize("seed", LIMITS_SEEDS)
@@ -150,13 +145,8 @@ def test_the_limits_seeds_hold_runs_back_and_run_them_later() -> None:
 def test_the_limits_seeds_catch_a_cap_that_lets_every_run_in(monkeypatch: pytest.MonkeyPatch) -> None:
     """The planted bug: a concurrency slot is granted whatever the cap."""
     monkeypatch.setattr(SqliteStore, "acquire_slot", lambda *_, **__: True)
-    for seed in LIMITS_SEEDS:
-        try:
-            run_seed(seed, "sqlite", SQLITE_STEPS, limits=True)
-        except SimulationFailure as failure:
-            assert "at most" in str(failure) and "LIMITS=1" in str(failure), str(failure).splitlines()[0]
-            return
-    pytest.fail(f"the planted bug survived all {len(LIMITS_SEEDS)} limits seeds")
+    failure = str(_first_caught(LIMITS_SEEDS, "limits seeds", limits=True))
+    assert "at most" in failure and "LIMITS=1" in failure, failure.splitlines()[0]
 
 
 # With every flag at once: seed 9101 found a backfill running slots past a maxRuns job's last.
@@ -256,14 +246,19 @@ def _claim_ignoring_the_lease(
     return ClaimOutcome(claimed=execution, current=None) if claimable else ClaimOutcome(claimed=None, current=execution)
 
 
-def _first_failure() -> SimulationFailure:
-    """The failure of the first seed of the SQLite budget that fails."""
-    for seed in range(SQLITE_SEEDS):
+def _first_caught(seeds: Any, what: str, **flags: bool) -> SimulationFailure:
+    """The failure of the first of `seeds` (on SQLite, with `flags`) that fails; the test fails if none does."""
+    for seed in seeds:
         try:
-            run_seed(seed, "sqlite", SQLITE_STEPS)
+            run_seed(seed, "sqlite", SQLITE_STEPS, **flags)
         except SimulationFailure as failure:
             return failure
-    pytest.fail(f"the planted bug survived all {SQLITE_SEEDS} seeds of the budget")
+    pytest.fail(f"the planted bug survived all {len(seeds)} {what}")
+
+
+def _first_failure() -> SimulationFailure:
+    """The failure of the first seed of the SQLite budget that fails."""
+    return _first_caught(range(SQLITE_SEEDS), "seeds of the budget")
 
 
 @pytest.mark.parametrize(
@@ -296,14 +291,8 @@ def test_the_operator_seeds_catch_an_edit_that_keeps_the_old_waiting_run(monkeyp
     waiting run, so the job has two next runs."""
     real = SqliteStore.edit_job
     monkeypatch.setattr(SqliteStore, "edit_job", lambda self, edited, replaced, first: real(self, edited, [], first))
-    for seed in OPERATOR_SEEDS:
-        try:
-            run_seed(seed, "sqlite", SQLITE_STEPS, **OPERATOR)
-        except SimulationFailure as failure:
-            assert "invariant broken" in str(failure), str(failure).splitlines()[0]
-            assert "EDITS=1" in str(failure)
-            return
-    pytest.fail(f"the planted bug survived all {len(OPERATOR_SEEDS)} operator seeds")
+    failure = str(_first_caught(OPERATOR_SEEDS, "operator seeds", **OPERATOR))
+    assert "invariant broken" in failure and "EDITS=1" in failure, failure.splitlines()[0]
 
 
 def _plant_unfenced_finish(monkeypatch: pytest.MonkeyPatch) -> None:
