@@ -910,6 +910,10 @@ class World:
         before = self.raw.store.get_job(job_id)
         if before is None:
             return
+        if (before.max_concurrent or before.rate_limit) and _period_seconds(schedule, self.clock_now) < 60:
+            # A capped job stays a minute or more apart (as drawn, `limits`): a cap of one behind a slot every
+            # second falls behind for good, and the heal, a second at a time, would drain it for hours.
+            schedule = Schedule(cron=self.rng.choice(MINUTE_CRONS))
         what = schedule.cron or schedule.every
         self.checker.editing(job_id, before)
         try:
