@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
+from duetime.domain.errors import StaleAttempt
 from duetime.domain.limits import HOLDER_ATTR_PREFIX, job_slots_key
 from duetime.domain.models import JobSpec, format_time, to_ms
 from duetime.service import limits
@@ -96,3 +98,28 @@ def test_a_capped_run_gives_its_slot_back_when_it_ends_and_renews_it_with_its_le
     [received] = [r for r in batch if r.message.execution_id == second.execution_id]
     assert Worker(ports, "default", "w1", concurrency=1).process(received) == "succeeded"
     assert holders() == {}
+
+
+@BOTH_BACKENDS
+def test_a_run_whose_slot_ended_with_its_lease_and_was_taken_is_fenced_out_at_its_next_heartbeat(
+    ports, clock, monkeypatch
+):
+    """The simulation, seed 9814: a worker stalled past its lease, nobody took its run over, so the row lets its
+    heartbeat extend the lease; but the run's slot ended with the lease and another run holds it now. The run is
+    given up (its lease ended now, its message visible) rather than run one over the cap."""
+    job = _job(ports, clock, maxConcurrent=1)
+    first = run_now(ports, "alice", job.job_id)
+    clock.advance(0.001)
+    second = run_now(ports, "alice", job.job_id)
+    claim = claim_execution(ports, _message(ports, first), "w1")
+    key = ports.store.key_of(first)
+    lease = with_slots(Lease(ports, key, claim.execution, "default", "receipt"), claim.slots, claim.slot_holder)
+    monkeypatch.setattr(ports.queues, "extend", lambda *args: None)  # a made-up receipt: the row and slot matter
+    # w1 stalls past its lease: its slot ends with it, and the second run takes the place
+    clock.advance(ports.settings.job_class("default").lease_seconds + 1)
+    assert claim_execution(ports, _message(ports, second), "w2").verdict == ClaimVerdict.CLAIMED
+    # When w1 wakes, its heartbeat finds its slot gone: the run is given up, not run beside the other
+    with pytest.raises(StaleAttempt):
+        lease.extend()
+    given_up = ports.store.get_execution(key)
+    assert given_up.lease_until is not None and given_up.lease_until <= clock.now

@@ -143,14 +143,20 @@ def test_the_limits_seeds_hold_runs_back_and_run_them_later() -> None:
 
 
 def test_the_limits_seeds_catch_a_cap_that_lets_every_run_in(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The planted bug: a concurrency slot is granted whatever the cap."""
-    monkeypatch.setattr(SqliteStore, "acquire_slot", lambda *_, **__: True)
+    """The planted bug: a concurrency slot is granted whatever the cap (the hold still recorded and renewed)."""
+    real = SqliteStore.acquire_slot
+    monkeypatch.setattr(
+        SqliteStore,
+        "acquire_slot",
+        lambda self, key, holder, capacity, now_ms, until_ms: real(self, key, holder, 10**6, now_ms, until_ms),
+    )
     failure = str(_first_caught(LIMITS_SEEDS, "limits seeds", limits=True))
     assert "at most" in failure and "LIMITS=1" in failure, failure.splitlines()[0]
 
 
-# With every flag at once: seed 9101 found a backfill running slots past a maxRuns job's last.
-EVERY_FLAG_SEEDS = [9101]
+# With every flag at once: seed 9101 found a backfill running slots past a maxRuns job's last, 9814 a limit's cap
+# exceeded by a run whose slot had ended with its lease.
+EVERY_FLAG_SEEDS = [9101, 9814]
 EVERY_FLAG = {**OPERATOR, "spread": True, "bounded": True, "limits": True}
 
 

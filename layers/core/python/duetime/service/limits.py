@@ -155,10 +155,11 @@ def release_slots(ports: Ports, slots: tuple[str, ...], holder: str) -> None:
             log.exception("releasing slot %s of %s failed; it frees when its hold ends", key, holder)
 
 
-def renew_slots(ports: Ports, slots: tuple[str, ...], holder: str, until_ms: int) -> None:
-    """Extend `holder`'s slots with its lease, so a slot is held exactly as long as the lease is."""
-    for key in slots:
-        ports.store.renew_slot(key, holder, until_ms)
+def renew_slots(ports: Ports, slots: tuple[str, ...], holder: str, until_ms: int) -> bool:
+    """Extend `holder`'s slots with its lease, so a slot is held exactly as long as the lease is; False if one
+    of them is no longer held (it ended with a lease that ended, and another run may have its place now)."""
+    renewed = [ports.store.renew_slot(key, holder, until_ms) for key in slots]
+    return all(renewed)
 
 
 def record_wait(ports: Ports, key: ExecutionKey, claimed: Execution, message: DueMessage) -> Execution:

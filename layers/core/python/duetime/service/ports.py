@@ -634,8 +634,9 @@ class ControlStore(Protocol):
         in one atomic step that ignores holds ended by `now_ms`; False if all are held."""
         ...
 
-    def renew_slot(self, key: str, holder: str, until_ms: int) -> None:
-        """Extend `holder`'s hold on a slot of `key` (its lease was extended)."""
+    def renew_slot(self, key: str, holder: str, until_ms: int) -> bool:
+        """Extend `holder`'s hold on a slot of `key` (its lease was extended); False if it holds none any more (its
+        hold ended and an acquisition since dropped it)."""
         ...
 
     def release_slot(self, key: str, holder: str) -> None:

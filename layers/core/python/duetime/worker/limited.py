@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 
 from duetime.definitions import LIMIT_SLEEP_MS
+from duetime.domain.errors import StaleAttempt
 from duetime.domain.models import Execution, Job, to_ms
 from duetime.service import limits
 from duetime.service.context import Ports
@@ -43,9 +44,18 @@ class SlotLease(Lease):
         self.slots, self.holder = slots, holder
 
     def extend(self) -> Execution:
+        """Extend the lease and its slots; raises StaleAttempt, the run given up (its lease ended now, its message
+        visible), if a slot is no longer held. That happens to a worker stalled past its lease that nobody took
+        the run over from: the row lets it go on, but its slots ended with the lease and other runs may have taken
+        their places. Going on would put the cap one over (the simulation, seed 9814 with every flag: a cap of 3
+        held 4 runs); the run is fenced out as a stale attempt is, and another attempt takes it up within its
+        caps."""
         updated = super().extend()
-        if updated.lease_until is not None:
-            limits.renew_slots(self.ports, self.slots, self.holder, to_ms(updated.lease_until))
+        if updated.lease_until is not None and not limits.renew_slots(
+            self.ports, self.slots, self.holder, to_ms(updated.lease_until)
+        ):
+            self.release()
+            raise StaleAttempt(f"attempt {updated.attempt}'s concurrency slot ended with its lease and was not kept")
         return updated
 
     def release(self) -> bool:

@@ -309,8 +309,9 @@ class DynamoControl(DynamoTables, ShardCountCalls):
                 continue  # another holder came or went meanwhile: look again
         return False
 
-    def renew_slot(self, key: str, holder: str, until_ms: int) -> None:
-        """Extend `holder`'s hold (only if it still holds one: a hold that ended and was removed stays gone)."""
+    def renew_slot(self, key: str, holder: str, until_ms: int) -> bool:
+        """Extend `holder`'s hold (only if it still holds one: a hold that ended and was removed stays gone);
+        False if it holds none."""
         try:
             with refused_as():
                 self.client.update_item(
@@ -322,7 +323,8 @@ class DynamoControl(DynamoTables, ShardCountCalls):
                     ExpressionAttributeValues=_ser({":u": until_ms, ":e": until_ms // 1000 + CONTROL_IDLE_SECONDS}),
                 )
         except Refused:
-            pass
+            return False
+        return True
 
     def release_slot(self, key: str, holder: str) -> None:
         self.client.update_item(

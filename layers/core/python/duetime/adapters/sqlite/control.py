@@ -187,14 +187,15 @@ class SqliteControl(SqliteTables, ShardCountCalls):
             self._write_control(conn, key, fresh)
             return True
 
-    def renew_slot(self, key: str, holder: str, until_ms: int) -> None:
+    def renew_slot(self, key: str, holder: str, until_ms: int) -> bool:
         with self.db.write() as conn:
             record = self._read_control(conn, key)
             if record is None or holder_attr(holder) not in record:
-                return
+                return False
             record[holder_attr(holder)] = until_ms
             record["expiresAt"] = max(int(record.get("expiresAt") or 0), until_ms // 1000 + CONTROL_IDLE_SECONDS)
             self._write_control(conn, key, record)
+            return True
 
     def release_slot(self, key: str, holder: str) -> None:
         with self.db.write() as conn:
