@@ -399,9 +399,9 @@ class World:
     # `--bounded`: two in five repeating jobs are bounded (maxRuns 1-5, or endAt 4-15 minutes on): their chains
     # end, their last run completes them, catch-up and backfill stay within the bounds.
     bounded: bool = False
-    # `--limits`: the owner has a named limit (PUT /limits/{name}: a rate, a burst, perhaps a cap on runs at once),
-    # and three in ten jobs name it, three in ten have a maxConcurrent of their own: runs are admitted, deferred
-    # and given their slots back under every fault.
+    # `--limits`: the owner has a named limit (PUT /limits/{name}) capping runs at once, and three in ten jobs name
+    # it, three in ten have a maxConcurrent of their own: runs are admitted, deferred and given their slots back
+    # under every fault.
     limits: bool = False
     trace: list[str] = field(default_factory=list)
 
@@ -629,9 +629,8 @@ class World:
             bounds = rng.choice([{"max_runs": rng.randint(1, 5)}, {"end_at": end_at}])
             spec = spec.model_copy(update={"schedule": schedule.model_copy(update=bounds)})
         if self.limits:
-            # Capped and limited jobs are a minute or more apart (a seconds job's runs would outrun any of the
-            # limit's rates drawn, and a cap of one behind a job every second falls behind for good: overload,
-            # not a defect).
+            # Capped and limited jobs are a minute or more apart (a cap of one behind a job every second falls
+            # behind for good: overload, not a defect).
             capped, named = rng.random() < 0.3, rng.random() < 0.3
             slow = kind == "at" or _period_seconds(schedule, self.clock_now) >= 60
             if capped and slow:

@@ -188,8 +188,8 @@ def _claim(
                 run_ended(ports, failed, job)
                 ended_for_good(ports, announce(ports, ending) or job, failed, now)
                 return Claim(ClaimVerdict.DONE, execution=failed, job=job)
-        if current is not None and current.status.is_terminal and job.status == JobStatus.ACTIVE:
-            settle_ended(ports, job, current, now)  # its end died part way (no read: the claim returned the row)
+        if current is not None:
+            settle_ended(ports, job, current, now)  # an ended run's end that died part way (no read: the claim's row)
         return Claim(ClaimVerdict.DONE, execution=current, job=job)
     claimed = outcome.claimed
     if checks_overlap and claimed.attempt == 1 and message.kind == "scheduled":

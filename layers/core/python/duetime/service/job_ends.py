@@ -51,8 +51,7 @@ def release_held(ports: Ports, job: Job) -> list[Execution]:
 
     A completion needs it too: a completed job is never resumed (the simulation found a one-off paused while its
     run ran, seed 4162 with --edits --run-now --backfill --spread). Known only from `job` as the caller read it:
-    a worker ending a run with the job it read at the claim does not see a pause made since, and that job's held
-    rows still stay out of sight (docs/simulation.md)."""
+    a run's end that read the job before a pause learns of it from its write (announce)."""
     if job.status != JobStatus.PAUSED:
         return []
     held = sorted(

@@ -54,12 +54,9 @@ class JobFilter:
         )
 
 
-# What a one-off job's status moves between when its run ends for good (from the status its caller read:
-# active or paused), and when that run is retried (from completed).
-_ENDING_MOVES = {
-    False: ((), JobStatus.COMPLETED, -1),
-    True: ((JobStatus.COMPLETED,), JobStatus.ACTIVE, 1),
-}
+# What a one-off job's status moves to, and its owner's active-jobs counter by, when its run ends for good (from
+# the status its caller read: active or paused) and when that run is retried (from completed).
+_ENDING_MOVES = {False: (JobStatus.COMPLETED, -1), True: (JobStatus.ACTIVE, 1)}
 
 
 @dataclass(frozen=True)
@@ -91,16 +88,16 @@ class JobEnding:
 
     @property
     def from_statuses(self) -> tuple[JobStatus, ...]:
-        return _ENDING_MOVES[self.reopen][0] or (self.job.status,)
+        return (JobStatus.COMPLETED,) if self.reopen else (self.job.status,)
 
     @property
     def to_status(self) -> JobStatus:
-        return _ENDING_MOVES[self.reopen][1]
+        return _ENDING_MOVES[self.reopen][0]
 
     @property
     def counter_delta(self) -> int:
         """What the owner's active-jobs counter moves by in the same write."""
-        return _ENDING_MOVES[self.reopen][2]
+        return _ENDING_MOVES[self.reopen][1]
 
     def applied_to(self, stored: Job) -> Job:
         """`stored` (the job as it stands) with this change made: status, note, version and update time."""
