@@ -47,11 +47,12 @@ WORKER_TABLE_ACTIONS = {
     "control": ["GetItem", "BatchGetItem", "PutItem", "UpdateItem"],
 }
 DLQ_NOTIFIER_TABLE_ACTIONS = {
-    "jobs": ["GetItem", "UpdateItem"],
+    # BatchGetItem: a job read with its timings record (control), to find its runs by their slots' keys.
+    "jobs": ["GetItem", "BatchGetItem", "UpdateItem"],
     # Query and BatchGetItem: a redriven catch-up run is failed only if no run of its job is going.
     "executions": ["GetItem", "BatchGetItem", "Query", "UpdateItem"],
-    # BatchGetItem: the shard count of a failure notice's hour; UpdateItem: the active-jobs counter of a job
-    # its dead-lettered run ends.
+    # BatchGetItem: the shard count of a failure notice's hour, a job's timings record; UpdateItem: the
+    # active-jobs counter of a job its dead-lettered run ends.
     "control": ["BatchGetItem", "UpdateItem"],
 }
 

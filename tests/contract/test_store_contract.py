@@ -120,7 +120,8 @@ def test_a_job_status_changes_only_from_the_version_it_was_read_at(ports, clock)
 
 def test_an_execution_lives_in_the_partition_of_its_due_hour_and_shard_and_its_slot_is_created_once(ports, clock):
     store = ports.store
-    job = make_job(clock)
+    job = make_job(clock, schedule={"cron": "* * * * *"})
+    store.create_job(job, None)  # a plain run's row is found by its job's schedule (domain/history.py)
     execution = new_execution(job, clock() + timedelta(minutes=90))
     key = store.key_of(execution)
     assert key == ExecutionKey(
@@ -155,7 +156,8 @@ def test_a_jobs_open_executions_due_by_an_instant_leave_out_the_slots_planned_af
     """A job repeating every second has its window's slots open ahead; the overlap check reads only those due
     by now (plus a margin): the bound is inclusive to the millisecond, and the order stays earliest first."""
     store = ports.store
-    job = make_job(clock, schedule={"every": "1s"})
+    job = make_job(clock, schedule={"every": "1s", "startAt": clock().replace(microsecond=0)})
+    store.create_job(job, None)
     base = clock().replace(microsecond=0)
     rows = [new_execution(job, base + timedelta(seconds=s)) for s in range(10)]
     store.put_executions(rows)
@@ -177,11 +179,13 @@ def test_a_jobs_open_executions_due_by_an_instant_leave_out_the_slots_planned_af
 
 def test_a_jobs_history_is_paged_newest_first_and_iterated_oldest_first(ports, clock):
     store = ports.store
-    job = make_job(clock)
+    job = make_job(clock, schedule={"cron": "* * * * *"})
+    store.create_job(job, None)
     rows = [new_execution(job, clock() + timedelta(minutes=m)) for m in range(7)]
     store.put_executions(rows)
     other = make_job(clock, job_id="j_0000000000000002")
     store.put_execution(new_execution(other, clock()))
+    clock.advance(7 * 60)  # the rows are history (a row is planned ahead only within the pre-load window)
     seen, cursor = [], None
     while True:
         page = store.list_executions(job.job_id, 3, cursor)
@@ -199,7 +203,8 @@ def test_a_jobs_history_is_paged_newest_first_and_iterated_oldest_first(ports, c
 
 def test_a_history_cursor_is_bound_to_its_job(ports, clock):
     store = ports.store
-    job, other = make_job(clock), make_job(clock, job_id="j_0000000000000002")
+    job, other = make_job(clock, schedule={"cron": "* * * * *"}), make_job(clock, job_id="j_0000000000000002")
+    store.create_job(job, None)
     store.put_executions([new_execution(job, clock() + timedelta(minutes=m)) for m in range(3)])
     page = store.list_executions(job.job_id, 1, None)
     assert page.cursor
@@ -662,7 +667,7 @@ def test_an_edit_stores_the_job_and_replaces_its_waiting_run_in_one_write(ports,
     old = new_execution(job, clock() + timedelta(minutes=60))
     store.create_job(job, old)
     edited = job.model_copy(update={"name": "edited", "version": job.version + 1, "jitter_seconds": 600})
-    new = new_execution(edited, clock() + timedelta(minutes=30))
+    new = new_execution(edited, clock() + timedelta(minutes=60))  # the same slot, spread otherwise
     store.edit_job(edited, [store.key_of(old)], new)
     assert store.get_job(job.job_id) == edited
     assert store.get_execution(store.key_of(old)) is None
@@ -707,7 +712,8 @@ def test_an_edit_is_refused_whole_if_a_replaced_run_started_or_the_version_moved
 
 def test_the_ids_of_a_jobs_executions_in_a_slot_range_are_found_wherever_their_rows_are(ports, clock):
     store = ports.store
-    job, other = make_job(clock), make_job(clock, job_id="j_0000000000000002")
+    job, other = make_job(clock, schedule={"cron": "* * * * *"}), make_job(clock, job_id="j_0000000000000002")
+    store.create_job(job, None)
     slots = [clock() + timedelta(minutes=m) for m in range(4)]
     rows = [new_execution(job, s) for s in slots]
     manual = new_execution(job, slots[1], kind="manual")

@@ -132,12 +132,12 @@ def test_a_successful_one_off_execution_costs_three_executions_table_writes_its_
     )
     assert calls.execution_writes() == 3 == capacity.ONE_OFF.executions_writes
     assert calls.execution_write_units() == 5 == capacity.ONE_OFF.executions_wcu
-    # and its row's index entries: byJob at create; never openByJob, which a plain run claimed on time enters
-    # only if it heartbeats, nor the `open` index, which a row enters only if the sweep finds it still open
-    # once overdue
+    # and its row's index entries: none. Not byJob, as its row is found by its slot's key (domain/history.py);
+    # never openByJob, which a plain run claimed on time enters only if it heartbeats, nor the `open` index,
+    # which a row enters only if the sweep finds it still open once overdue
     # (and the job's byOwner entry, which projects every attribute: written at create, rewritten at completion)
-    assert calls.index_writes == Counter({"byJob": 1, "byOwner": 2})
-    assert calls.execution_index_units() == 1 == capacity.ONE_OFF.index_wcu
+    assert calls.index_writes == Counter({"byOwner": 2})
+    assert calls.execution_index_units() == 0 == capacity.ONE_OFF.index_wcu
     assert capacity.ONE_OFF.open_index_wcu == 0
     # jobs and control: the job's put and the counter's +1 at create, its completion and the -1 at the end,
     # each inside a transaction (the byOwner index's one unit at create is counted by the profile)
@@ -213,10 +213,10 @@ def test_a_cron_run_in_steady_state_costs_three_executions_table_writes_and_one_
     assert control == 2 * ports.settings.shards * minutes  # the pre-loader's lease and cursor, per shard and cycle
     assert calls.execution_writes() == 3 * runs == capacity.CRON_RUN.executions_writes * runs
     assert calls.execution_write_units() == capacity.CRON_RUN.executions_wcu * runs
-    # And each run's row takes a byJob entry at create: no openByJob entry, as each was claimed on time with a
-    # short lease (domain/job_index.py), and no `open` index entry, as every run ended before the sweep reached
-    # its time
-    assert calls.index_writes == Counter({"byJob": runs})
+    # And no run's row takes an index entry: no byJob entry, as a plain run's row is found by its slot's key
+    # (domain/history.py), no openByJob entry, as each was claimed on time with a short lease
+    # (domain/job_index.py), and no `open` index entry, as every run ended before the sweep reached its time
+    assert calls.index_writes == Counter()
     assert calls.execution_index_units() == capacity.CRON_RUN.index_wcu * runs
     # And a claim reads no row: its overlap check's Query of openByJob finds no entry, and no other slot of an
     # every-minute job is due within the window a run without an entry could be in (the job read is its

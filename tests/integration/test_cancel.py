@@ -43,8 +43,9 @@ def test_cancel_of_a_job_with_twenty_thousand_finished_executions_does_bounded_w
     # When it is cancelled
     cancel_job(ports, "alice", job.job_id)
     # Then only its two open rows were ended, after a handful of calls, not a walk of its history: the job's
-    # openByJob entries, how far the sweep has gone (the shards' records: a BatchGetItem) and the job's rows
-    # due since (a byJob Query of the last hour's keys, a BatchGetItem of those due after it)
+    # openByJob entries, how far the sweep has gone (the shards' records, with the job and its timings record:
+    # a BatchGetItem) and the job's rows due since (a byJob Query of the last hour's keys, and a BatchGetItem of
+    # those due after it with the rows of its slots since, by their keys: domain/history.py)
     assert ports.store.get_execution(ports.store.key_of(waiting)).status == ExecutionStatus.CANCELLED
     assert ports.store.get_execution(running_key).status == ExecutionStatus.CANCELLED
     assert calls["Query"] == 2 and calls["BatchGetItem"] == 2, calls

@@ -50,6 +50,10 @@ POLICY_SKIPS = {
 MAX_SLOTS_WALKED = 20_000
 
 
+# The page size the history check reads with: small, so pages end inside a job's runs.
+HISTORY_PAGE = 7
+
+
 class Violation(AssertionError):
     """An invariant the simulation found broken."""
 
@@ -230,6 +234,36 @@ class Checker:
             for row in stored:
                 self._row_state(job, row)
             self._slots(job, [s.execution for s in stored])
+
+    def histories(self) -> None:
+        """Every stored row of every job is in its history, each once, newest first and oldest first, in pages;
+        is found by its id; and the job's open rows are those not ended: whatever finds each row (on DynamoDB
+        byJob, or its slot's key under the timing the job had, domain/history.py). Run once, after the heal."""
+        store = self.world.raw.store
+        _, rows_of = self.reader.read(store)
+        for job_id in sorted(self.world.jobs):
+            rows = [s.execution for s in rows_of.get(job_id, [])]
+            ids = sorted(e.execution_id for e in rows)
+            newest, cursor = [], None
+            while True:
+                page = store.list_executions(job_id, HISTORY_PAGE, cursor)
+                newest += [e.execution_id for e in page.items]
+                if page.cursor is None:
+                    break
+                cursor = page.cursor
+            if newest != ids[::-1]:
+                raise Violation(f"{job_id}'s history pages list {newest}, its rows are {ids[::-1]}")
+            oldest = [e.execution_id for e in store.iter_executions_of_job(job_id)]
+            if oldest != ids:
+                raise Violation(f"{job_id}'s history oldest first lists {oldest}, its rows are {ids}")
+            for row in rows:
+                found = store.find_execution(job_id, row.execution_id)
+                if found is None or found.execution_id != row.execution_id:
+                    raise Violation(f"{row.execution_id} is stored but not found by its id")
+            open_ids = sorted(e.execution_id for e in store.open_executions_of_job(job_id))
+            not_ended = sorted(e.execution_id for e in rows if not e.status.is_terminal)
+            if open_ids != not_ended:
+                raise Violation(f"{job_id}'s open rows are read as {open_ids}, stored as {not_ended}")
 
     def _single_holders(self, now: datetime) -> None:
         holders: dict[str, tuple[str, datetime]] = {}

@@ -1013,6 +1013,7 @@ class World:
         self.log("audit: " + "; ".join(report.lines()))
         if not report.ok:
             raise Violation("the audit is not clean: " + "; ".join(report.lines()[1:-1]))
+        self.checker.histories()
 
     def _heal_round(self) -> None:
         """One healthy stretch: a pre-load cycle, then the clock moves and every visible message is run to its

@@ -12,6 +12,7 @@ from typing import Any
 
 from duetime.definitions import DEFAULT_JOB_CLASS
 from duetime.domain.checkpoints import checkpoint_attributes, decode_checkpoint
+from duetime.domain.keys import ExecutionId
 from duetime.domain.models import AttemptRecord, Execution, ExecutionStatus, Job, Overlap, from_ms, to_ms
 
 
@@ -97,6 +98,7 @@ def execution_values(execution: Execution) -> dict[str, Any]:
         "overlap": None if execution.overlap is None else execution.overlap.value,
         "waitedForLimitMs": execution.waited_for_limit_ms,
         "lateMs": ms_or_none(execution.late_at),
+        "spreadSeconds": execution.spread_seconds,
         **checkpoint_attributes(execution),
     }
 
@@ -116,7 +118,7 @@ def execution_from_values(v: dict[str, Any]) -> Execution:
     ]
     return Execution(
         execution_id=v["executionId"],
-        job_id=v["jobId"],
+        job_id=v.get("jobId") or ExecutionId.parse(v["executionId"]).job_id,  # a plain run's row on DynamoDB has none
         scheduled_at=from_ms(int(v["scheduledMs"])),
         due_at=from_ms(int(v["dueMs"])),
         job_class=v.get("jobClass", DEFAULT_JOB_CLASS),
@@ -140,4 +142,5 @@ def execution_from_values(v: dict[str, Any]) -> Execution:
         waited_for_limit_ms=None if v.get("waitedForLimitMs") is None else int(v["waitedForLimitMs"]),
         checkpoint=decode_checkpoint(v.get("checkpoint"), v.get("checkpointAttempt"), v.get("checkpointMs")),
         late_at=time_or_none(v.get("lateMs")),
+        spread_seconds=None if v.get("spreadSeconds") is None else int(v["spreadSeconds"]),
     )

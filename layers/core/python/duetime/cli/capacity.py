@@ -63,7 +63,8 @@ def per_execution_lines(profile: CallProfile) -> list[str]:
         f"    executions table   {profile.executions_writes:g} writes, {profile.executions_wcu:g} WCU on its "
         "hour#shard (create; claim; finish: a one-off's create and finish are 2 each, inside its job's transactions)",
         f"    indexes            {profile.index_wcu:g} WCU, {profile.open_index_wcu:g} of them on the `open` index "
-        f"(byJob at create; openByJob only for a run claimed late or with a lease over {BY_JOB_LEASE_SECONDS} s, that"
+        "(byJob only for a run that is not a plain slot's, at its write: a plain run is found by its slot's key;"
+        f" openByJob only for a run claimed late or with a lease over {BY_JOB_LEASE_SECONDS} s, that"
         " heartbeats or repeats within a minute, and `open` only for a run the sweep finds open once overdue: an entry"
         " and its removal each)",
         f"    jobs table         {profile.jobs_wcu:.4g} WCU; reads {profile.read_units:g} RCU "

@@ -549,10 +549,10 @@ def estimate(inputs: Inputs, prices: Prices | None = None) -> Estimate:
             f"(CDK context preloadShardGroups) or raise DUETIME_PRELOAD_DISPATCH_THREADS (calls at once per shard)"
             + (", or add shards" if preload.shard_seconds > inputs.preload_interval_seconds / 2 else "")
         )
-    # Each index has its own quota; the busiest is `byJob` (an entry a run), or `openByJob` or `open` when runs
-    # enter them too (the rest of the index units).
-    by_job_index = profile.index_wcu - profile.open_index_wcu - BY_JOB_INDEX_WCU
-    busiest_index = round(inputs.rate * max(profile.open_index_wcu, BY_JOB_INDEX_WCU, by_job_index), 1)
+    # Each index has its own quota: `open`, or `openByJob` when runs enter it (the rest of the index units; a
+    # plain run takes no byJob entry).
+    by_job_index = profile.index_wcu - profile.open_index_wcu
+    busiest_index = round(inputs.rate * max(profile.open_index_wcu, by_job_index), 1)
     for name, value in (("table", result.table_wru_per_second), ("busiest index", busiest_index)):
         if value > TABLE_ON_DEMAND_WRU_PER_SECOND:
             result.warnings.append(

@@ -65,18 +65,21 @@ class CallProfile:
     Write units count 1 per KB started (rows are ~0.4 KB), doubled inside a transaction. The executions
     table's writes all land on the execution's `hour#shard` partition. Its indexes project keys only, so
     only writes that add or remove an entry cost index units (tests/integration/test_call_counts.py reads
-    them off the tables around each write): byJob (partitioned by jobId, spread out) at create. The sparse
-    `openByJob` index (by jobId) costs a plain run on time nothing: a run enters it only if its claim is late,
-    it heartbeats or its job repeats within a minute (domain/job_index.py). The sparse `open` index (by shard)
-    costs a run nothing unless the pre-loader's sweep finds its row still open once `reconcile_after`
-    overdue (a lost message or worker, a run longer than that): then an entry and its removal, 2 units.
+    them off the tables around each write). byJob (partitioned by jobId, spread out) costs a plain run of the
+    schedule nothing: its row is found by its slot's key (domain/history.py); a run-now, a retry moved to a later
+    due, a backfilled or caught-up slot or a slot planned past the pre-load window's reach take an entry at
+    their write (BY_JOB_INDEX_WCU). The sparse `openByJob` index (by jobId) costs a plain run on time nothing:
+    a run enters it only if its claim is late, it heartbeats or its job repeats within a minute
+    (domain/job_index.py). The sparse `open` index (by shard) costs a run nothing unless the pre-loader's sweep
+    finds its row still open once `reconcile_after` overdue (a lost message or worker, a run longer than
+    that): then an entry and its removal, 2 units.
     The sweep reads each row once more (a strongly consistent Query of the hour#shard range: ~0.1 unit).
     """
 
     name: str
     executions_writes: float  # write requests on the executions table
     executions_wcu: float  # their write units (the hot-partition figure)
-    index_wcu: float  # index write units (byJob; openByJob and open only for runs that enter them)
+    index_wcu: float  # index write units (byJob, openByJob and open only for runs that enter them)
     open_index_wcu: float  # of which on the execution's `open` index partition (its shard)
     jobs_wcu: float  # jobs table, its byOwner index and the owner's counter record (control table)
     read_units: float  # GetItem/BatchGetItem of the job, overlap Query, pre-load and sweep Query shares
@@ -85,7 +88,7 @@ class CallProfile:
     api_requests: float  # API Gateway requests (POST /jobs for a one-off)
 
 
-# The byJob index's units a run (an entry at create, kept as history).
+# The byJob index's units a run that takes an entry (at its write, kept as history): not a plain run.
 BY_JOB_INDEX_WCU = 1
 # The openByJob index's units a run that enters it (an entry, then its removal at the end).
 OPEN_BY_JOB_INDEX_WCU = 2
@@ -101,7 +104,7 @@ ONE_OFF = CallProfile(
     name="one-off",
     executions_writes=3,
     executions_wcu=5,
-    index_wcu=BY_JOB_INDEX_WCU,  # byJob at create (openByJob: never, for a plain run on time)
+    index_wcu=0,  # byJob: none for a plain run (domain/history.py); openByJob: never, for a plain run on time
     open_index_wcu=0,
     # job put, byOwner entry, counter +1; completion, its byOwner rewrite (ALL projection), counter -1; the
     # job's and the counter's writes are inside transactions (doubled), the index's are not
@@ -121,7 +124,7 @@ CRON_RUN = CallProfile(
     name="cron",
     executions_writes=3,
     executions_wcu=3,
-    index_wcu=BY_JOB_INDEX_WCU,  # byJob at create (openByJob: never, for a plain run on time)
+    index_wcu=0,  # byJob: none for a plain run (domain/history.py); openByJob: never, for a plain run on time
     open_index_wcu=0,
     jobs_wcu=0,
     read_units=1 + 1 + 0.5 + 0.1 + SWEEP_READ_UNITS,

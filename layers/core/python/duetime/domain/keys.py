@@ -206,6 +206,12 @@ def announcements_key(job_class: str) -> str:
     return f"handlers#{job_class}"
 
 
+def timings_key(job_id: str) -> str:
+    """The control record of the timings a job's edits replaced (domain/history.py): where its earlier plain
+    runs' rows are."""
+    return f"timings#{job_id}"
+
+
 # In an owner's calendars record, each calendar is the attribute "calendar:<name>".
 CALENDAR_ATTR_PREFIX = "calendar:"
 

@@ -354,6 +354,9 @@ class Execution(CamelModel):
     claim_token: SkipJsonSchema[str | None] = Field(default=None, exclude=True)
     # A run-now's payload, used instead of the job's for this execution only.
     payload: dict[str, Any] | None = None
+    # The spread (the job's jitterSeconds) a new plain run of the schedule was made with: a store whose rows
+    # are keyed by due time may then find its row by its slot's key (domain/history.py). Stored, never shown.
+    spread_seconds: SkipJsonSchema[int | None] = Field(default=None, exclude=True)
     # The slot's number in a schedule with maxRuns (1 for the first): carried from row to row, no count kept.
     run_number: int | None = None
     # The attempt a retry of a failed execution restarted from (POST /executions/{id}/retry): attempt numbers

@@ -11,7 +11,9 @@ from typing import Protocol
 from duetime.definitions import Settings
 from duetime.domain.events import Event
 from duetime.domain.grants import EVERYONE, Grants
+from duetime.domain.history import within_reach
 from duetime.domain.keys import time_ordered_hex
+from duetime.domain.models import Job
 from duetime.domain.quotas import UNLIMITED, Quotas
 from duetime.service.ports import Queues, Store
 
@@ -56,6 +58,11 @@ class Ports:
     # Counts one run of an owner under a metric name (service/lateness.py: in time or late), given the
     # bounded `Owner` value; EMF on AWS (event_sinks.emf_owner_count), None elsewhere: nothing emitted.
     owner_metric: Callable[[str, str], None] | None = None
+
+    def by_slot(self, job: Job, slot: datetime, now: datetime) -> bool:
+        """Whether the plain run of `job` in `slot`, planned at `now`, may go without a byJob entry on a store
+        keyed by due time (domain.history.within_reach)."""
+        return within_reach(job, slot, now, timedelta(seconds=self.settings.preload_window_seconds))
 
     def dispatch_horizon(self, now: datetime) -> datetime:
         """Executions due before this instant may already be past the pre-loader's cursor, so whoever

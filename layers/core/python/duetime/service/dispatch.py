@@ -62,9 +62,11 @@ def new_execution(
     due_at: datetime | None = None,
     kind: RunKind = "scheduled",
     run_number: int | None = None,
+    by_slot: bool = False,
 ) -> Execution:
     """The row of `job`'s run in `slot`: due after the job's spread (a run-now is due at once), carrying
-    its slot's `run_number` when the schedule counts runs (maxRuns)."""
+    its slot's `run_number` when the schedule counts runs (maxRuns). `by_slot` (Ports.by_slot) marks a plain run
+    its store may find by its slot's key, without a byJob entry (domain/history.py)."""
     if due_at is None:
         due_at = slot if kind == "manual" else spread_due(job.job_id, slot, job.jitter_seconds)
     return Execution(
@@ -75,6 +77,7 @@ def new_execution(
         job_class=job.job_class,
         kind=kind,
         run_number=run_number,
+        spread_seconds=job.jitter_seconds if by_slot and kind == "scheduled" else None,
     )
 
 
@@ -229,7 +232,8 @@ def _plan(
         next_slot = schedule.next_after(execution.scheduled_at)
         number = following_number(execution)
         if next_slot is not None and within_bounds(job.schedule, next_slot, number):
-            followers.append(new_execution(job, next_slot, run_number=number))
+            by_slot = ports.by_slot(job, next_slot, now)
+            followers.append(new_execution(job, next_slot, run_number=number, by_slot=by_slot))
         return
     # Only on this rare path (a missed slot) does dispatch read: a later slot in the plan's span whose row was
     # planned before (queued just before an outage, or left by a cycle that died part way) plans the slots from
@@ -275,7 +279,7 @@ def _carry_on(
     Judged late against its spread, the next slot may be due already, even claimed and moved by its retry
     (_rowless; the simulation, seed 5380 with --spread --edits --run-now --backfill)."""
     if next_slot is not None and within_bounds(job.schedule, next_slot, number):
-        follower = new_execution(job, next_slot, run_number=number)
+        follower = new_execution(job, next_slot, run_number=number, by_slot=ports.by_slot(job, next_slot, now))
         if _rowless(ports, [follower], now) and ports.store.put_execution(follower):
             report.created += 1
             if follower.due_at <= ports.dispatch_horizon(now):

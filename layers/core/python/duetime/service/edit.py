@@ -137,7 +137,8 @@ def edit_job(
         replaced = [e for e in waiting_executions(ports, job_id) if e.kind == "scheduled" and e.attempt == 0]
         if not replaced and job.schedule.at is not None:
             raise Conflict("this one-off job has run already; submit a new job to run it again", field="status")
-        first = new_execution(edited, slot, run_number=first_run_number(edited.schedule))
+        number = first_run_number(edited.schedule)
+        first = new_execution(edited, slot, run_number=number, by_slot=ports.by_slot(edited, slot, now))
     ports.store.edit_job(edited, [ports.store.key_of(e) for e in replaced], first)
     job_changed(ports, edited, JobChange.EDITED, now)
     if first is not None:

@@ -200,7 +200,9 @@ def first_slot(schedule: Schedule, now: datetime) -> datetime:
             raise InvalidSchedule("schedule.at is more than a year ahead", field="schedule.at")
         if now - schedule.at > MAX_AT_BEHIND or not in_key_range(schedule.at):
             raise InvalidSchedule("schedule.at is more than a year ago", field="schedule.at")
-        return schedule.at
+        # In whole milliseconds, as the job stores `at`: the run's id and key then follow from the stored job
+        # (domain/history.py), where a rounded microsecond put it a millisecond after.
+        return whole_ms(schedule.at)
     if schedule.every is not None:
         load_zone(schedule.time_zone)  # intervals are elapsed time, but an unknown zone is still a mistake
         # Anchored where `anchored` anchors the stored job: its start, or its creation, in whole milliseconds
@@ -274,7 +276,7 @@ def prepare_job(
         created_at=now,
         updated_at=now,
     )
-    first = new_execution(job, slot, run_number=first_run_number(job.schedule))
+    first = new_execution(job, slot, run_number=first_run_number(job.schedule), by_slot=ports.by_slot(job, slot, now))
     idempotency = None
     if idem_key:
         expires = int((now + IDEMPOTENCY_TTL).timestamp())

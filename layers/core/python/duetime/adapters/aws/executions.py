@@ -11,6 +11,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from duetime.adapters.aws.base import Refused, is_refused, refused_as
+from duetime.adapters.aws.history import DynamoHistory
 from duetime.adapters.aws.items import _deser, _ser, execution_from_item, open_shard_of
 from duetime.adapters.aws.quotas import QUOTA_TRANSACTION_ATTEMPTS, DynamoQuotas
 from duetime.adapters.cursors import decode_cursor, encode_cursor
@@ -22,6 +23,7 @@ from duetime.definitions import (
     FIRST_LOOKBACK_SECONDS,
 )
 from duetime.domain.errors import StaleAttempt
+from duetime.domain.history import slots_between
 from duetime.domain.job_index import indexed_at_claim
 from duetime.domain.keys import (
     MOST_SHARDS_KEY,
@@ -43,8 +45,6 @@ from duetime.domain.results import stored_json, truncate_error
 from duetime.service.ports import ClaimOutcome, JobEnding, OpenPage, Page, StoredExecution, new_claim_token
 
 # The fence of every write by the worker holding an attempt: the row still runs that attempt.
-# Pauses before looking an execution up again by id while a retry moves its row (find_execution).
-FIND_PAUSES = (0.05, 0.25)
 HELD_BY_ATTEMPT = "#s = :running AND attempt = :a"
 # The values of DynamoExecutions.STILL_OPEN.
 STILL_OPEN_VALUES = {
@@ -63,9 +63,10 @@ def _fence(claim_token: str | None) -> tuple[str, dict[str, Any]]:
     return HELD_BY_CLAIM, {":token": claim_token}
 
 
-class DynamoExecutions(DynamoQuotas):
+class DynamoExecutions(DynamoHistory, DynamoQuotas):
     """The executions table and its byJob, open and openByJob indexes (keys only: rows are read behind them).
-    The sparse `open` index holds the rows a sweep found still open once overdue (sweep_open), not every row."""
+    The sparse `open` index holds the rows a sweep found still open once overdue (sweep_open), not every row;
+    byJob holds every row but a plain run's (adapters/aws/history.py reads a job's runs from both)."""
 
     indexes_every_open_run = False  # openByJob: domain/job_index.py says which runs have an entry
 
@@ -157,71 +158,6 @@ class DynamoExecutions(DynamoQuotas):
         item = response.get("Item")
         return execution_from_item(item) if item else None
 
-    def find_execution(self, job_id: str, execution_id: str) -> Execution | None:
-        """An execution by id, through the byJob index, then read strongly from its row.
-
-        A retry moves the row to another due partition (a delete and a put in one transaction) and the index
-        follows the table: a row the index names may be gone when it is read, and for a moment the index may
-        name no row at all. Either way the lookup is made again (FIND_PAUSES) before it answers None."""
-        for pause in (0.0, *FIND_PAUSES):
-            time.sleep(pause)
-            response = self.client.query(
-                TableName=self.executions_table,
-                IndexName=EXECUTIONS_BY_JOB_INDEX.name,
-                KeyConditionExpression="jobId = :j AND executionId = :e",
-                ExpressionAttributeValues=_ser({":j": job_id, ":e": execution_id}),
-            )
-            items = response.get("Items", [])
-            if items:
-                row = _deser(items[0])  # keys only: read the row itself, strongly
-                found = self.get_execution(ExecutionKey(pk=row["pk"], sk=row["sk"]))
-                if found is not None:
-                    return found
-        return None
-
-    def list_executions(
-        self, job_id: str, limit: int, cursor: str | None, newest_first: bool = True
-    ) -> Page[Execution]:
-        """A job's executions by id from the byJob index; the cursor is bound to the job (raises InvalidInput
-        for one of another job)."""
-        scope = f"job:{job_id}"
-        start_key = decode_cursor(scope, cursor, {"jobId": job_id, "executionId": None, "pk": None, "sk": None})
-        items, last = self._query_executions(job_id, limit, start_key, newest_first)
-        return Page(items=items, cursor=encode_cursor(scope, last))
-
-    def _query_executions(
-        self, job_id: str, limit: int, start_key: dict[str, Any] | None, newest_first: bool
-    ) -> tuple[list[Execution], dict[str, Any] | None]:
-        kwargs: dict[str, Any] = {
-            "TableName": self.executions_table,
-            "IndexName": EXECUTIONS_BY_JOB_INDEX.name,
-            "KeyConditionExpression": "jobId = :j",
-            "ExpressionAttributeValues": _ser({":j": job_id}),
-            "ScanIndexForward": not newest_first,
-            "Limit": limit,
-        }
-        if start_key:
-            kwargs["ExclusiveStartKey"] = _ser(start_key)
-        response = self.client.query(**kwargs)
-        last = response.get("LastEvaluatedKey")
-        rows = [execution_from_item(i) for i in self._rows(response.get("Items", []))]
-        return rows, _deser(last) if last else None
-
-    def _rows(self, keys: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """The rows behind index entries (the indexes project keys only), in the entries' order."""
-        wanted = [{"pk": k["pk"], "sk": k["sk"]} for k in keys]
-        found: dict[tuple[str, str], dict[str, Any]] = {}
-        for start in range(0, len(wanted), 100):
-            request: dict[str, Any] = {
-                self.executions_table: {"Keys": wanted[start : start + 100], "ConsistentRead": True}
-            }
-            while request:
-                response = self.client.batch_get_item(RequestItems=request)
-                for item in response.get("Responses", {}).get(self.executions_table, []):
-                    found[(item["pk"]["S"], item["sk"]["S"])] = item
-                request = response.get("UnprocessedKeys") or {}
-        return [found[(k["pk"]["S"], k["sk"]["S"])] for k in wanted if (k["pk"]["S"], k["sk"]["S"]) in found]
-
     def open_executions(self, shard: int, until_ms: int) -> list[Execution]:
         """Executions of `shard` not fully handled (waiting, running, or failed with the owner not yet told)
         that were due at or before `until_ms`, oldest first (every `open` index partition of the shard)."""
@@ -284,41 +220,58 @@ class DynamoExecutions(DynamoQuotas):
         """The job's executions that have not ended (waiting, paused or running), earliest due first; with
         `due_by`, only those due by then. Those in `openByJob`, and the plain runs of its schedule written
         without an entry (domain/job_index.py): every such row still open is due after the sweep's bound
-        (_swept_through_ms), so they are found among the job's history from there on (byJob, keys only: one
-        Query), and only rows due after it are read. Cancel, pause, resume, edit and GET read this; the
-        claim reads indexed_open_executions_of_job and the slots of its window by key."""
+        (_swept_through_ms), so they are among the job's byJob entries from there on (keys only: one Query) and
+        the rows of its slots from there to the newest a row may have (by their keys: domain/history.py), and
+        only rows due after the bound are read. Cancel, pause, resume, edit and GET read this; the claim reads
+        indexed_open_executions_of_job and the slots of its window by key."""
         indexed = self.indexed_open_executions_of_job(job_id, due_by, excluding)
-        swept_ms = self._swept_through_ms()
-        # A plain run's id carries its slot, at most MAX_JITTER_SECONDS before its due time.
-        lowest = execution_id_bound(job_id, swept_ms - MAX_JITTER_SECONDS * 1000)
+        records: dict[str, dict[str, Any]] = {}
+        job, timings = self.job_timings(job_id, self._sweep_record_keys(), records)
+        swept_ms = self._swept_through_ms(records)
+        # A plain run's id carries its slot, at most its spread (MAX_JITTER_SECONDS) before its due time.
+        lowest = swept_ms - MAX_JITTER_SECONDS * 1000
         keys = self._query(
             TableName=self.executions_table,
             IndexName=EXECUTIONS_BY_JOB_INDEX.name,
             KeyConditionExpression="jobId = :j AND executionId >= :lo",
             FilterExpression="sk > :swept",  # only keys of rows due after the bound come back
-            ExpressionAttributeValues=_ser({":j": job_id, ":lo": lowest, ":swept": f"{swept_ms:013d}#~"}),
+            ExpressionAttributeValues=_ser(
+                {":j": job_id, ":lo": execution_id_bound(job_id, lowest), ":swept": f"{swept_ms:013d}#~"}
+            ),
         )
         known = {e.execution_id for e in indexed} | {excluding}
         until_ms = None if due_by is None else to_ms(due_by)
-        wanted = [
-            k
-            for k in keys
-            if execution_id_of_sort_key(str(k["sk"]["S"])) not in known
-            and swept_ms < due_ms_of_sort_key(str(k["sk"]["S"]))
-            and (until_ms is None or due_ms_of_sort_key(str(k["sk"]["S"])) <= until_ms)
-        ]
-        unindexed = [e for e in (execution_from_item(i) for i in self._rows(wanted)) if not e.status.is_terminal]
-        return sorted([*indexed, *unindexed], key=lambda e: (e.due_at, e.execution_id))
 
-    def _swept_through_ms(self) -> int:
+        def wanted(execution: Execution) -> bool:
+            due_ms = to_ms(execution.due_at)
+            return (
+                execution.execution_id not in known
+                and swept_ms < due_ms
+                and (until_ms is None or due_ms <= until_ms)
+                and not execution.status.is_terminal
+            )
+
+        slots = [] if job is None else slots_between(timings, from_ms(lowest), self._reach(job, timings))
+        rows = self._read(list(keys), self._slot_keys(job_id, timings, slots))
+        unindexed = {e.execution_id: e for e in rows if wanted(e)}
+        return sorted([*indexed, *unindexed.values()], key=lambda e: (e.due_at, e.execution_id))
+
+    def _sweep_record_keys(self) -> list[str]:
+        """The control records _swept_through_ms reads: the most shards any hour was fixed with, and the
+        configured shards' pre-load records."""
+        return [MOST_SHARDS_KEY, *map(preload_record_key, range(self.settings.shards))]
+
+    def _swept_through_ms(self, records: dict[str, dict[str, Any]] | None = None) -> int:
         """How far every shard's sweep has gone (the least `sweptMs` of their pre-load records): every open row
         due by then is in `openByJob` (sweep_open enters it). A shard that has not swept yet counts from where
         its first sweep will start (FIRST_LOOKBACK_SECONDS before `reconcile_after` ago). BatchGetItem only (the
-        most shards any hour was fixed with comes in the first): every part that reads this may call it."""
-        records = self._control_records([MOST_SHARDS_KEY, *map(preload_record_key, range(self.settings.shards))])
+        most shards any hour was fixed with comes in the first): every part that reads this may call it. The
+        records of _sweep_record_keys may be given, read already."""
+        if records is None:
+            records = self._control_records(self._sweep_record_keys())
         most = records.get(MOST_SHARDS_KEY, {}).get("shards")
         shards = max(self.settings.shards, int(most["N"]) if most else 0)
-        records |= self._control_records([preload_record_key(s) for s in range(self.settings.shards, shards)])
+        records = records | self._control_records([preload_record_key(s) for s in range(self.settings.shards, shards)])
         swept = [records.get(preload_record_key(s), {}).get("sweptMs") for s in range(shards)]
         first_sweep_s = self.epoch_seconds() - self.settings.reconcile_after_seconds() - FIRST_LOOKBACK_SECONDS
         return min(int(v["N"]) if v else int(first_sweep_s * 1000) for v in swept)
@@ -333,20 +286,14 @@ class DynamoExecutions(DynamoQuotas):
         condition, values = "openJob = :j", {":j": job_id}
         if due_by is not None:  # the index's sort key starts with the due time
             condition, values = "openJob = :j AND sk < :due", {":j": job_id, ":due": sort_key_after(due_by)}
-        kwargs: dict[str, Any] = {
-            "TableName": self.executions_table,
-            "IndexName": EXECUTIONS_OPEN_BY_JOB_INDEX.name,
-            "KeyConditionExpression": condition,
-            "ExpressionAttributeValues": _ser(values),
-        }
-        keys: list[dict[str, Any]] = []
-        while True:
-            response = self.client.query(**kwargs)
-            keys.extend(response.get("Items", []))
-            last = response.get("LastEvaluatedKey")
-            if not last:
-                break
-            kwargs["ExclusiveStartKey"] = last
+        keys = list(
+            self._query(
+                TableName=self.executions_table,
+                IndexName=EXECUTIONS_OPEN_BY_JOB_INDEX.name,
+                KeyConditionExpression=condition,
+                ExpressionAttributeValues=_ser(values),
+            )
+        )
         if excluding is not None:
             keys = [k for k in keys if execution_id_of_sort_key(str(k["sk"]["S"])) != excluding]
         rows = [execution_from_item(i) for i in self._rows(keys)]
@@ -403,17 +350,6 @@ class DynamoExecutions(DynamoQuotas):
         except Refused:
             return False
         return True
-
-    def executions_of_job(self, job_id: str, newest_first: bool = True, limit: int = 50) -> list[Execution]:
-        return self._query_executions(job_id, limit, None, newest_first)[0]
-
-    def iter_executions_of_job(self, job_id: str) -> Iterator[Execution]:
-        start: dict[str, Any] | None = None
-        while True:
-            rows, start = self._query_executions(job_id, 100, start, newest_first=False)
-            yield from rows
-            if not start:
-                return
 
     def query_due(self, partition: str, after_ms: int, until_ms: int) -> list[Execution]:
         """Waiting executions in `partition` with after_ms < dueMs <= until_ms, oldest first."""
@@ -817,27 +753,6 @@ class DynamoExecutions(DynamoQuotas):
         last = response.get("LastEvaluatedKey")
         rows = [execution_from_item(i) for i in self._rows(response.get("Items", []))]
         return Page(items=rows, cursor=encode_cursor(scope, _deser(last) if last else None))
-
-    def execution_ids_between(self, job_id: str, from_ms: int, to_ms: int) -> set[str]:
-        """The ids of the job's stored executions whose slot is in [from_ms, to_ms), wherever their rows are
-        (a retried run's row moved to another partition): one keys-only Query of the byJob index (ids sort
-        by slot), paged."""
-        ids: set[str] = set()
-        kwargs: dict[str, Any] = {
-            "TableName": self.executions_table,
-            "IndexName": EXECUTIONS_BY_JOB_INDEX.name,
-            "KeyConditionExpression": "jobId = :j AND executionId BETWEEN :lo AND :hi",
-            "ExpressionAttributeValues": _ser(
-                {":j": job_id, ":lo": f"{job_id}.{from_ms:013d}", ":hi": f"{job_id}.{to_ms - 1:013d}.~"}
-            ),
-        }
-        while True:
-            response = self.client.query(**kwargs)
-            ids.update(item["executionId"]["S"] for item in response.get("Items", []))
-            last = response.get("LastEvaluatedKey")
-            if not last:
-                return ids
-            kwargs["ExclusiveStartKey"] = last
 
     # -- rate limits and concurrency caps (issue 20) -------------------------------------------------------
 

@@ -16,6 +16,7 @@ from duetime.adapters.records import (
     job_from_values,
     job_identity,
 )
+from duetime.domain.history import is_plain
 from duetime.domain.job_index import indexed_at_write
 from duetime.domain.keys import ExecutionKey, open_index_key
 from duetime.domain.models import AttemptRecord, Execution, Job, JobSpec
@@ -75,14 +76,18 @@ def execution_to_item(
     execution: Execution, key: ExecutionKey, expires_at: int | None = None, in_open_index: bool = True
 ) -> dict[str, Any]:
     """The item of `execution` stored at `key` (the store derives it from the due bucket's shard count), in
-    the `open` index if it is open and `in_open_index` (DynamoTables._indexed_at_create), and in `openByJob`
-    if it is open and either that or its kind says so (domain/job_index.py: not a plain run of its schedule)."""
+    the `open` index if it is open and `in_open_index` (DynamoTables._indexed_at_create), in `openByJob`
+    if it is open and either that or its kind says so (domain/job_index.py: not a plain run of its schedule),
+    and in byJob unless it is a plain run whose key follows from its slot (domain/history.py)."""
     is_open = not execution.status.is_terminal
     by_job = is_open and (in_open_index or indexed_at_write(execution))
+    spread = execution.spread_seconds
     return {
         "pk": key.pk,
         "sk": key.sk,
         **execution_values(execution),
+        # byJob is keyed by jobId: a plain run found by its slot's key has no entry (domain/history.py).
+        "jobId": None if spread is not None and is_plain(execution, spread) else execution.job_id,
         "result": None if execution.result is None else stored_json(execution.result),
         "attempts": [_attempt_to_item(a) for a in execution.attempts],
         "expiresAt": expires_at,

@@ -11,6 +11,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from duetime.adapters.aws.base import is_refused, refused_as
+from duetime.adapters.aws.history import DynamoHistory
 from duetime.adapters.aws.items import _deser, _ser, job_from_item, job_to_item
 from duetime.adapters.aws.quotas import QUOTA_TRANSACTION_ATTEMPTS, DynamoQuotas
 from duetime.adapters.cursors import decode_cursor, encode_cursor
@@ -64,7 +65,7 @@ def _owner_index_key(item: dict[str, Any]) -> dict[str, Any]:
 TASK_READABLE_JOB_ATTRIBUTES = ("jobId", "owner", "definition")
 
 
-class DynamoJobs(DynamoQuotas):
+class DynamoJobs(DynamoHistory, DynamoQuotas):
     """The jobs table and its byOwner index (and the owner's quota counters written with them)."""
 
     def create_job(
@@ -342,9 +343,10 @@ class DynamoJobs(DynamoQuotas):
 
     def edit_job(self, edited: Job, replaced: list[ExecutionKey], first: Execution | None) -> None:
         """One TransactWriteItems: the job put back conditioned on its stored version being
-        `edited.version - 1`, each replaced waiting row deleted conditioned on still being `scheduled`, and
-        `first` put where no row is (or, when it has a replaced row's key, over that row, conditioned as the
-        delete would be: one transaction may touch an item once). Conflict naming `version` otherwise."""
+        `edited.version - 1`, its timings record when the edit changes its timing (DynamoHistory), each replaced
+        waiting row deleted conditioned on still being `scheduled`, and `first` put where no row is (or, when it
+        has a replaced row's key, over that row, conditioned as the delete would be: one transaction may touch
+        an item once). Conflict naming `version` otherwise."""
         scheduled = {":scheduled": {"S": ExecutionStatus.SCHEDULED.value}}
         still_waiting = {
             "ConditionExpression": "#s = :scheduled",
@@ -361,6 +363,9 @@ class DynamoJobs(DynamoQuotas):
                 }
             }
         ]
+        timings = self._timings_op(edited)
+        if timings is not None:
+            items.append(timings)
         first_key = None if first is None else self.key_of(first)
         for key in replaced:
             if key != first_key:
