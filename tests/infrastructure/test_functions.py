@@ -217,7 +217,12 @@ def test_dlq_notifier_reads_shard_counts_and_ends_jobs_but_writes_no_new_rows(sy
         "dynamodb:BatchGetItem",
         "dynamodb:UpdateItem",
     }
-    assert actions_on(synthesized, role, _table_id(synthesized, "jobs")) == {"dynamodb:GetItem", "dynamodb:UpdateItem"}
+    # BatchGetItem: a job read with its timings record, to find its runs by their slots' keys (domain/history.py)
+    assert actions_on(synthesized, role, _table_id(synthesized, "jobs")) == {
+        "dynamodb:BatchGetItem",
+        "dynamodb:GetItem",
+        "dynamodb:UpdateItem",
+    }
 
 
 def test_the_smoke_target_sleeps_for_duetime_smoke_and_only_the_workers_may_invoke_it(synthesized, hardened):
