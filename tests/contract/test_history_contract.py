@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
+from duetime.domain.history import MOST_SLOTS_A_PAGE
 from duetime.domain.models import Execution, ExecutionStatus, Job, Schedule
 from duetime.service.dispatch import new_execution
 
@@ -108,14 +109,16 @@ def test_a_follower_planned_under_the_timing_an_edit_replaced_is_still_found(por
 
 
 def test_a_long_pause_without_rows_is_paged_through_to_the_runs_before_it(ports, clock):
-    """A minutely job with no rows for days (paused): newest-first pages walk the empty slots in bounded steps,
-    each answering with a cursor, and reach the runs before the gap."""
+    """A minutely job with no rows for ten hours (paused): more slots than a page reads (MOST_SLOTS_A_PAGE), so
+    newest-first pages walk the empty slots in bounded steps, each answering with a cursor, and reach the runs
+    before the gap."""
     store = ports.store
     job = make_job(clock, schedule={"cron": "* * * * *"})
     before = [new_execution(job, clock() + timedelta(minutes=m), by_slot=True) for m in (1, 2)]
     store.create_job(job, before[0])
     store.put_execution(before[1])
-    clock.advance(3 * 24 * 3600)
+    clock.advance(10 * 3600)
+    assert MOST_SLOTS_A_PAGE < 10 * 60
     after = [new_execution(job, clock() + timedelta(minutes=m), by_slot=True) for m in (1, 2)]
     store.put_executions(after)
     ids = [e.execution_id for e in [*before, *after]]

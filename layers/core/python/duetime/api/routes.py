@@ -244,7 +244,8 @@ ROUTES: tuple[Route, ...] = (
         "/jobs/{jobId}/executions",
         job_cases.list_executions,
         "A job's executions, newest scheduled first (a page may hold fewer than `limit` while `nextCursor` is set:"
-        " it stops before its executions' results and payloads pass 4 MB).",
+        " it stops before its executions' results and payloads pass 4 MB, or, on AWS, after reading 500 of the"
+        " job's slots, as across a long pause: go on until `nextCursor` is null).",
         {200: Answer("a page of executions", ExecutionPage)},
         params=[JOB_ID_PARAM],
         paged=True,

@@ -272,8 +272,10 @@ class DynamoHistory(DynamoTables):
     def execution_ids_between(self, job_id: str, from_ms: int, to_ms: int) -> set[str]:
         """The ids of the job's stored executions whose slot is in [from_ms, to_ms), wherever their rows are
         (a retried run's row moved to another partition): byJob's, and the rows of the slots in the span."""
-        _, timings = self.job_timings(job_id)
-        slots = slots_between(timings, models.from_ms(from_ms), models.from_ms(to_ms))
+        job, timings = self.job_timings(job_id)
+        # No plain row is past the reach (a span asked up to the far future reads no key there).
+        high = models.from_ms(to_ms) if job is None else min(models.from_ms(to_ms), self._reach(job, timings))
+        slots = slots_between(timings, models.from_ms(from_ms), high)
         low, high = f"{job_id}.{from_ms:013d}", f"{job_id}.{to_ms - 1:013d}{_GREATEST}"
         rows = self._read(self._slot_keys(job_id, timings, slots), self._entered(job_id, low, high, None, True))
         return {e.execution_id for e in rows}
