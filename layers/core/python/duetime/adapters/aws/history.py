@@ -274,8 +274,8 @@ class DynamoHistory(DynamoTables):
         (a retried run's row moved to another partition): byJob's, and the rows of the slots in the span."""
         job, timings = self.job_timings(job_id)
         # No plain row is past the reach (a span asked up to the far future reads no key there).
-        high = models.from_ms(to_ms) if job is None else min(models.from_ms(to_ms), self._reach(job, timings))
-        slots = slots_between(timings, models.from_ms(from_ms), high)
+        until = models.from_ms(to_ms) if job is None else min(models.from_ms(to_ms), self._reach(job, timings))
+        slots = slots_between(timings, models.from_ms(from_ms), until)
         low, high = f"{job_id}.{from_ms:013d}", f"{job_id}.{to_ms - 1:013d}{_GREATEST}"
         rows = self._read(self._slot_keys(job_id, timings, slots), self._entered(job_id, low, high, None, True))
         return {e.execution_id for e in rows}
