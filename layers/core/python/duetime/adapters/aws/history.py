@@ -42,7 +42,7 @@ _LEAST, _GREATEST = ".", ".~"
 _UNUSED = "-"
 
 
-def _at_most(rows: Iterable[Execution], newest_first: bool) -> list[Execution]:
+def _each_once(rows: Iterable[Execution], newest_first: bool) -> list[Execution]:
     """`rows` each once (by execution id), in id order (the slot's, then a run-now's after its slot's)."""
     by_id = {e.execution_id: e for e in rows}
     return [by_id[i] for i in sorted(by_id, reverse=newest_first)]
@@ -190,7 +190,7 @@ class DynamoHistory(DynamoTables):
             top = f"{job_id}{_GREATEST}" if before is None else before
             rows = self._read(self._slot_keys(job_id, timings, slots), self._entered(job_id, low, top, want + 1, True))
             found = [e for e in rows if before is None or e.execution_id < before]
-            found = _at_most(found, newest_first=True)
+            found = _each_once(found, newest_first=True)
             if len(found) >= want:
                 items.extend(found[:want])
                 return items, items[-1].execution_id
@@ -219,7 +219,7 @@ class DynamoHistory(DynamoTables):
             entered = self._entered(job_id, bottom, top, want + 1, False)
             rows = self._read(self._slot_keys(job_id, timings, slots), entered)
             found = [e for e in rows if after is None or e.execution_id > after]
-            found = _at_most(found, newest_first=False)
+            found = _each_once(found, newest_first=False)
             if len(found) >= want:
                 items.extend(found[:want])
                 return items, items[-1].execution_id
