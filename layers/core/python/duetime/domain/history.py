@@ -8,7 +8,9 @@ with byJob's entries, which every other row keeps (a run-now, a retry moved to a
 caught-up slot, a row due anywhere but its spread, and every row written before).
 
 A job's slots are those of the timing it had at the time: an edit that changes its schedule or spread keeps the
-timing it replaces (a Timing, in a record of the job's own) for the history of its runs.
+timing it replaces (a Timing, in a record of the job's own) for the history of its runs. A reader walks a job's
+slots down from a bound above every plain row's (newest_reach); a plain run planned further ahead (after excluded
+dates, say) keeps its entry (within_reach, which the writer asks).
 """
 
 from __future__ import annotations
