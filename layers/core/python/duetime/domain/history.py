@@ -106,10 +106,15 @@ class Timing:
         at = self.schedule.at
         return self.start if at is None else min(at, self.start)
 
+    def past_second_slot(self, edge: datetime) -> datetime:
+        """Just after this timing's second slot from `edge` on (just after `edge` when it has none there): a sent
+        run's follower is the one row beyond a point a writer planned to."""
+        later = self.slots(edge, _LAST, most=2)
+        return (later[-1] if later else edge) + timedelta(milliseconds=1)
+
     def replaced(self, edited: datetime) -> Timing:
         """This timing as an edit at `edited` leaves it: its slots to its second slot from REACH_AFTER_EDIT on."""
-        later = self.slots(edited + REACH_AFTER_EDIT, _LAST, most=2)
-        end = later[-1] + timedelta(milliseconds=1) if later else edited + REACH_AFTER_EDIT
+        end = self.past_second_slot(edited + REACH_AFTER_EDIT)
         return Timing(self.schedule, self.jitter_seconds, self.anchor, self.start, end, edited)
 
     def to_record(self) -> dict[str, Any]:
@@ -187,10 +192,8 @@ def within_reach(job: Job, slot: datetime, now: datetime, window: timedelta) -> 
     beyond the window), so a reader finds it below newest_reach. A run planned further ahead (past excluded
     dates, say) keeps its entry."""
     edge = now + window + REACH_SLACK
-    if slot <= edge:  # the common case, without walking the schedule
-        return True
-    later = Timing.current(job, []).slots(edge, _LAST, most=2)
-    return bool(later) and slot <= later[-1]
+    # The common case first, without walking the schedule.
+    return slot <= edge or slot < Timing.current(job, []).past_second_slot(edge)
 
 
 def newest_reach(job: Job, timings: list[Timing], now: datetime, window: timedelta) -> datetime:
@@ -198,7 +201,5 @@ def newest_reach(job: Job, timings: list[Timing], now: datetime, window: timedel
     edit replaced. A job that is not active is counted from its last change and STALE_WRITE (a writer that read
     it before writes no later), so its history does not start with empty slots up to today."""
     seen = now if job.status == JobStatus.ACTIVE else min(now, job.updated_at + STALE_WRITE)
-    edge = seen + window + REACH_SLACK
-    later = Timing.current(job, []).slots(edge, _LAST, most=2)
-    reach = (later[-1] if later else edge) + timedelta(milliseconds=1)
+    reach = Timing.current(job, []).past_second_slot(seen + window + REACH_SLACK)
     return max([reach, *(t.end for t in timings if t.end is not None)])

@@ -81,6 +81,12 @@ def new_execution(
     )
 
 
+def planned_run(ports: Ports, job: Job, slot: datetime, run_number: int | None, now: datetime) -> Execution:
+    """The plain run of `job`'s schedule in `slot`, planned at `now` (a job's first run, an edit's, a follower):
+    marked to go without a byJob entry when its store may find it by its slot's key (Ports.by_slot)."""
+    return new_execution(job, slot, run_number=run_number, by_slot=ports.by_slot(job, slot, now))
+
+
 class NoSlotLeft(ValueError):
     """Every slot of a job's schedule up to the horizon's end is excluded: there is nothing left to plan."""
 
@@ -232,8 +238,7 @@ def _plan(
         next_slot = schedule.next_after(execution.scheduled_at)
         number = following_number(execution)
         if next_slot is not None and within_bounds(job.schedule, next_slot, number):
-            by_slot = ports.by_slot(job, next_slot, now)
-            followers.append(new_execution(job, next_slot, run_number=number, by_slot=by_slot))
+            followers.append(planned_run(ports, job, next_slot, number, now))
         return
     # Only on this rare path (a missed slot) does dispatch read: a later slot in the plan's span whose row was
     # planned before (queued just before an outage, or left by a cycle that died part way) plans the slots from
@@ -279,7 +284,7 @@ def _carry_on(
     Judged late against its spread, the next slot may be due already, even claimed and moved by its retry
     (_rowless; the simulation, seed 5380 with --spread --edits --run-now --backfill)."""
     if next_slot is not None and within_bounds(job.schedule, next_slot, number):
-        follower = new_execution(job, next_slot, run_number=number, by_slot=ports.by_slot(job, next_slot, now))
+        follower = planned_run(ports, job, next_slot, number, now)
         if _rowless(ports, [follower], now) and ports.store.put_execution(follower):
             report.created += 1
             if follower.due_at <= ports.dispatch_horizon(now):

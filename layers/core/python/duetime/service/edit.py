@@ -31,7 +31,7 @@ from duetime.domain.models import (
 )
 from duetime.service.calendars import check_references
 from duetime.service.context import Ports
-from duetime.service.dispatch import dispatch, new_execution
+from duetime.service.dispatch import dispatch, planned_run
 from duetime.service.events import job_changed
 from duetime.service.handlers import check_grant, check_handler
 from duetime.service.jobs import JobView, anchored, get_job, get_owned_job, validate_spec, waiting_executions
@@ -137,8 +137,7 @@ def edit_job(
         replaced = [e for e in waiting_executions(ports, job_id) if e.kind == "scheduled" and e.attempt == 0]
         if not replaced and job.schedule.at is not None:
             raise Conflict("this one-off job has run already; submit a new job to run it again", field="status")
-        number = first_run_number(edited.schedule)
-        first = new_execution(edited, slot, run_number=number, by_slot=ports.by_slot(edited, slot, now))
+        first = planned_run(ports, edited, slot, first_run_number(edited.schedule), now)
     ports.store.edit_job(edited, [ports.store.key_of(e) for e in replaced], first)
     job_changed(ports, edited, JobChange.EDITED, now)
     if first is not None:

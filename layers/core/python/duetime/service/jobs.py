@@ -41,7 +41,7 @@ from duetime.domain.spread import spread_due
 from duetime.domain.webhooks import is_webhook, parse_webhook_url
 from duetime.service.calendars import CalendarCache, check_references
 from duetime.service.context import Ports
-from duetime.service.dispatch import dispatch, new_execution
+from duetime.service.dispatch import dispatch, new_execution, planned_run
 from duetime.service.events import job_changed
 from duetime.service.handlers import check_grant, check_handler
 from duetime.service.job_ends import release_held
@@ -276,7 +276,7 @@ def prepare_job(
         created_at=now,
         updated_at=now,
     )
-    first = new_execution(job, slot, run_number=first_run_number(job.schedule), by_slot=ports.by_slot(job, slot, now))
+    first = planned_run(ports, job, slot, first_run_number(job.schedule), now)
     idempotency = None
     if idem_key:
         expires = int((now + IDEMPOTENCY_TTL).timestamp())

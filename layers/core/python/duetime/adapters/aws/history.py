@@ -188,9 +188,8 @@ class DynamoHistory(DynamoTables):
             examined += len(slots)
             low = f"{job_id}{_LEAST}" if bound is None else execution_id_bound(job_id, to_ms(bound))
             top = f"{job_id}{_GREATEST}" if before is None else before
-            rows = self._read(self._slot_keys(job_id, timings, slots), self._entered(job_id, low, top, want + 1, True))
-            found = [e for e in rows if before is None or e.execution_id < before]
-            found = _each_once(found, newest_first=True)
+            entered = self._entered(job_id, low, top, want + 1, True)
+            found = self._round(job_id, timings, slots, entered, before, True)
             if len(found) >= want:
                 items.extend(found[:want])
                 return items, items[-1].execution_id
@@ -217,9 +216,7 @@ class DynamoHistory(DynamoTables):
             bottom = f"{job_id}{_LEAST}" if after is None else after
             top = f"{job_id}.{to_ms(slots[-1]):013d}{_GREATEST}" if more else f"{job_id}{_GREATEST}"
             entered = self._entered(job_id, bottom, top, want + 1, False)
-            rows = self._read(self._slot_keys(job_id, timings, slots), entered)
-            found = [e for e in rows if after is None or e.execution_id > after]
-            found = _each_once(found, newest_first=False)
+            found = self._round(job_id, timings, slots, entered, after, False)
             if len(found) >= want:
                 items.extend(found[:want])
                 return items, items[-1].execution_id
@@ -229,6 +226,22 @@ class DynamoHistory(DynamoTables):
             after, low = top, slots[-1] + timedelta(milliseconds=1)
             if examined >= MOST_SLOTS_A_PAGE:
                 return items, after
+
+    def _round(
+        self,
+        job_id: str,
+        timings: list[Timing],
+        slots: list[datetime],
+        entered: list[dict[str, Any]],
+        bound: str | None,
+        newest_first: bool,
+    ) -> list[Execution]:
+        """One step of a page's walk: the rows of `slots` and of the `entered` keys whose ids are past the page's
+        `bound` (below it newest first, above it oldest first; all when None), each once, in the walk's order."""
+        rows = self._read(self._slot_keys(job_id, timings, slots), entered)
+        if bound is not None:
+            rows = [e for e in rows if (e.execution_id < bound if newest_first else e.execution_id > bound)]
+        return _each_once(rows, newest_first)
 
     def _reach(self, job: Job | None, timings: list[Timing]) -> datetime:
         """Above every slot a plain row of `job` may have now (domain.history.newest_reach)."""

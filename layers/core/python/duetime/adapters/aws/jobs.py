@@ -363,7 +363,8 @@ class DynamoJobs(DynamoHistory, DynamoQuotas):
                 }
             }
         ]
-        timings = self._timings_op(edited)
+        # `first` comes with an edit of the job's timing (service/edit.py): only then may its record change.
+        timings = None if first is None else self._timings_op(edited)
         if timings is not None:
             items.append(timings)
         first_key = None if first is None else self.key_of(first)
