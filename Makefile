@@ -95,7 +95,8 @@ test-fast: $(VENV)  ## the inner loop: pure logic and adapters against moto and 
 # The deterministic simulation beyond make test's budget: SEEDS seeds from FIRST, or SEED alone (its trace
 # printed), on BACKEND (sqlite, moto or both), STEPS steps a seed, SPREAD=1 to spread a third of the jobs, EDITS=1
 # to edit schedules too, RUN_NOW=1 to run jobs now too, BACKFILL=1 to backfill too, BOUNDED=1 to bound jobs too,
-# LIMITS=1 to limit and cap jobs too. A failing seed prints itself and its replay.
+# LIMITS=1 to limit and cap jobs too, STALE=1 for eventually consistent reads of jobs a moment old. A failing seed
+# prints itself and its replay.
 SEEDS ?= 1000
 FIRST ?= 0
 STEPS ?= 150
@@ -103,7 +104,7 @@ simulate: $(VENV)  ## the deterministic simulation: make simulate SEEDS=5000, or
 	$(PY) -m tests.simulation $(if $(SEED),--seed $(SEED) --trace,--seeds $(SEEDS) --first $(FIRST)) \
 		--backend $(or $(BACKEND),sqlite) --steps $(STEPS) $(if $(SPREAD),--spread) $(if $(EDITS),--edits) \
 		$(if $(RUN_NOW),--run-now) $(if $(BACKFILL),--backfill) $(if $(BOUNDED),--bounded) \
-		$(if $(LIMITS),--limits)
+		$(if $(LIMITS),--limits) $(if $(STALE),--stale)
 
 test-e2e: $(VENV)  ## the end-to-end suite once per backend, one after the other
 	@set -e; for backend in $(E2E_BACKENDS); do $(MAKE) --no-print-directory test-e2e-$$backend; done

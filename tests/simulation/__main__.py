@@ -3,7 +3,8 @@
     python -m tests.simulation --seeds 500 [--first 0] [--backend sqlite|moto|both] [--steps 150] [options]
     python -m tests.simulation --seed 1234 [--backend sqlite] [--steps 150] [--trace] [options]
 
-options: --spread (spread jobs), --edits (schedule edits), --run-now (manual runs), --backfill (backfills).
+options: --spread (spread jobs), --edits (schedule edits), --run-now (manual runs), --backfill (backfills),
+--bounded, --limits, --stale (eventually consistent reads of jobs a moment old).
 
 Prints each failing seed with its trace and how to replay it, then the seeds run per minute; exits 1 if any
 seed failed.
@@ -38,6 +39,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--limits", action="store_true", help="a named limit and capped jobs (rateLimit, maxConcurrent)"
     )
+    parser.add_argument(
+        "--stale", action="store_true", help="eventually consistent reads of jobs answer a moment-old state"
+    )
     args = parser.parse_args(argv)
     seeds = [args.seed] if args.seed is not None else list(range(args.first, args.first + args.seeds))
     backends = ["sqlite", "moto"] if args.backend == "both" else [args.backend]
@@ -56,6 +60,7 @@ def main(argv: list[str] | None = None) -> int:
                     backfill=args.backfill,
                     bounded=args.bounded,
                     limits=args.limits,
+                    stale=args.stale,
                 )
             except SimulationFailure as failure:
                 failed += 1

@@ -109,6 +109,9 @@ SECONDS_CRONS = ["*/5 * * * * *", "*/20 * * * * *", "15,45 * * * * *"]
 MINUTE_EVERY = ["1m", "2m", "3m"]
 SECONDS_EVERY = ["1s", "7s", "30s"]
 SECONDS_SHARE = 0.05
+# How long an eventually consistent read may lag a write (`--stale`): DynamoDB's are usually within a second; 30 s
+# here, so a seed's pre-loader meets a moment-old job often (a cycle comes seconds to minutes after a change).
+STALE_LAG = timedelta(seconds=30)
 
 
 class StoreError(Exception):
@@ -183,6 +186,12 @@ class FaultyStore:
             return result
 
         return call
+
+    def get_jobs(self, job_ids: list[str], consistent: bool = True) -> dict[str, Job]:
+        """As the store answers (or the armed fault fires), but an eventually consistent read may answer a job
+        changed a moment ago as it was before (World.stale_view)."""
+        found: dict[str, Job] = self.__getattr__("get_jobs")(job_ids, consistent)
+        return found if consistent else self._world.stale_view(job_ids, found)
 
 
 class FaultyQueues:
@@ -403,6 +412,10 @@ class World:
     # it, three in ten have a maxConcurrent of their own: runs are admitted, deferred and given their slots back
     # under every fault.
     limits: bool = False
+    # `--stale`: an eventually consistent read of jobs (the pre-loader's, Store.get_jobs(consistent=False)) answers
+    # a job changed within STALE_LAG as it was before the change, or not at all if it was just created, three times in
+    # four: DynamoDB's eventually consistent read, which may lag a write (usually by under a second).
+    stale: bool = False
     trace: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -420,6 +433,10 @@ class World:
         self.preloader = 1
         self.notices = Notices()
         self.service_random = random.Random(self.seed ^ 0x5EED)
+        # Staleness draws from its own generator: the actions a seed draws stay those it drew without `stale`.
+        self.stale_random = random.Random(self.seed ^ 0x57A1E)
+        self.job_as_read: dict[str, Job] = {}  # each job as it stood at the end of the last step that changed it
+        self.job_before: dict[str, tuple[Job | None, datetime]] = {}  # what it was before, and when it changed
         self.checker = Checker(self)
         # The stored state's invariants are read after every step on SQLite; on moto, where a full read is two
         # scans of about 10 ms a page, after every FULL_CHECK_EVERY_MOTO-th step (what breaks there stays broken,
@@ -478,6 +495,34 @@ class World:
         self.fault = None
         return fault
 
+    def note_job_changes(self) -> None:
+        """After a step: each job changed by it (a new version, or new) is remembered as it was before."""
+        for job_id, job in self.raw.store.get_jobs(sorted(self.jobs)).items():
+            old = self.job_as_read.get(job_id)
+            if old is None or old.version != job.version:
+                self.job_before[job_id] = (old, self.clock_now)
+                self.job_as_read[job_id] = job
+
+    def stale_view(self, job_ids: list[str], found: dict[str, Job]) -> dict[str, Job]:
+        """What an eventually consistent read of `job_ids` answers (`stale`): a job changed within STALE_LAG as it
+        was before, or left out if it was new, three times in four."""
+        if not self.stale:
+            return found
+        view = dict(found)
+        for job_id in job_ids:
+            old, changed = self.job_before.get(job_id, (None, None))
+            if changed is None or self.clock_now - changed > STALE_LAG or self.stale_random.random() < 0.25:
+                continue
+            if old is None:
+                view.pop(job_id, None)
+            else:
+                view[job_id] = old
+            what = "nothing" if old is None else f"{old.status.value} version {old.version}"
+            now = found.get(job_id)
+            stands = "gone" if now is None else f"{now.status.value} version {now.version}"
+            self.log(f"  an eventually consistent read of {job_id} answers {what} (it is {stands})")
+        return view
+
     def fire(self, fault: Fault, call: str) -> None:
         self.log(f"  store.{call} {'fails' if fault.kind == 'fail' else 'crashes its caller'} {fault.when} its write")
         if fault.kind == "fail":
@@ -528,6 +573,8 @@ class World:
                 self.step_no = step
                 action = self.rng.choices(names, weights)[0]
                 self._guarded(getattr(self, f"act_{action}"))
+                if self.stale:
+                    self._guarded(self.note_job_changes)
                 stored = step % self.full_check_every == 0
                 self._guarded(lambda stored=stored: self.checker.check(stored))  # type: ignore[misc]
             self.step_no = self.steps + 1
@@ -554,7 +601,8 @@ class World:
             + (" RUN_NOW=1" if self.run_now else "")
             + (" BACKFILL=1" if self.backfill else "")
             + (" BOUNDED=1" if self.bounded else "")
-            + (" LIMITS=1" if self.limits else ""),
+            + (" LIMITS=1" if self.limits else "")
+            + (" STALE=1" if self.stale else ""),
             f"trace{f' (last {tail} of {len(self.trace)} lines)' if skipped else ''}:",
         ]
         return "\n".join(head + lines)
@@ -1077,9 +1125,10 @@ def run_seed(
     backfill: bool = False,
     bounded: bool = False,
     limits: bool = False,
+    stale: bool = False,
 ) -> World:
     """Run one seed to its end (raises SimulationFailure naming the seed, with its trace)."""
-    world = World(seed, backend, steps, seconds_share, spread, edits, run_now, backfill, bounded, limits)
+    world = World(seed, backend, steps, seconds_share, spread, edits, run_now, backfill, bounded, limits, stale)
     try:
         world.run()
     finally:

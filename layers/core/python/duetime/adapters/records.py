@@ -99,6 +99,7 @@ def execution_values(execution: Execution) -> dict[str, Any]:
         "waitedForLimitMs": execution.waited_for_limit_ms,
         "lateMs": ms_or_none(execution.late_at),
         "spreadSeconds": execution.spread_seconds,
+        "jobVersion": execution.job_version,
         **checkpoint_attributes(execution),
     }
 
@@ -143,4 +144,5 @@ def execution_from_values(v: dict[str, Any]) -> Execution:
         checkpoint=decode_checkpoint(v.get("checkpoint"), v.get("checkpointAttempt"), v.get("checkpointMs")),
         late_at=time_or_none(v.get("lateMs")),
         spread_seconds=None if v.get("spreadSeconds") is None else int(v["spreadSeconds"]),
+        job_version=None if v.get("jobVersion") is None else int(v["jobVersion"]),
     )

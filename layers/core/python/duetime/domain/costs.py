@@ -114,11 +114,12 @@ ONE_OFF = CallProfile(
     sqs_requests=1 + 1 / SQS_BATCH + 1 / SQS_BATCH,
     api_requests=1,
 )
-# A cron run in steady state: the pre-loader reads the job (BatchGetItem of 100, strongly consistent: 1 unit
-# a job of up to 4 KB), creates the next slot (PutItem) and sends due runs in batches of 10; the claim reads
-# the job (GetItem, 1 unit) and, for the overlap policy, the job's open rows due by now from openByJob (a
-# Query of an index, eventually consistent: 0.5 unit for up to 4 KB of keys) and the rows of the slots that
-# may run without an entry (by key: none for a run on time of a job a minute or more apart, domain/job_index.py).
+# A cron run in steady state: the pre-loader reads the job (BatchGetItem of 100, eventually consistent: half a
+# unit a job of up to 4 KB; service/dispatch.py's _jobs_of says when it reads one again, strongly), creates the
+# next slot (PutItem) and sends due runs in batches of 10; the claim reads the job (GetItem, strongly consistent:
+# 1 unit) and, for the overlap policy, the job's open rows due by now from openByJob (a Query of an index,
+# eventually consistent: 0.5 unit for up to 4 KB of keys) and the rows of the slots that may run without an
+# entry (by key: none for a run on time of a job a minute or more apart, domain/job_index.py).
 # The claim's own row is never in the index, so a job with no other run open reads no row (issue 32).
 CRON_RUN = CallProfile(
     name="cron",
@@ -127,7 +128,7 @@ CRON_RUN = CallProfile(
     index_wcu=0,  # byJob: none for a plain run (domain/history.py); openByJob: never, for a plain run on time
     open_index_wcu=0,
     jobs_wcu=0,
-    read_units=1 + 1 + 0.5 + 0.1 + SWEEP_READ_UNITS,
+    read_units=0.5 + 1 + 0.5 + 0.1 + SWEEP_READ_UNITS,
     partition_read_units=0.1 + SWEEP_READ_UNITS,
     sqs_requests=1 / SQS_BATCH + 1 / SQS_BATCH + 1 / SQS_BATCH,
     api_requests=0,

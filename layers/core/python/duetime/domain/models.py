@@ -357,6 +357,9 @@ class Execution(CamelModel):
     # The spread (the job's jitterSeconds) a new plain run of the schedule was made with: a store whose rows
     # are keyed by due time may then find its row by its slot's key (domain/history.py). Stored, never shown.
     spread_seconds: SkipJsonSchema[int | None] = Field(default=None, exclude=True)
+    # The version of its job the row was planned under: a pass that read the job eventually consistently reads it
+    # again, strongly, when a row it dispatches is newer than what it read (service/dispatch.py). Stored, never shown.
+    job_version: SkipJsonSchema[int | None] = Field(default=None, exclude=True)
     # The slot's number in a schedule with maxRuns (1 for the first): carried from row to row, no count kept.
     run_number: int | None = None
     # The attempt a retry of a failed execution restarted from (POST /executions/{id}/retry): attempt numbers

@@ -78,6 +78,7 @@ def new_execution(
         kind=kind,
         run_number=run_number,
         spread_seconds=job.jitter_seconds if by_slot and kind == "scheduled" else None,
+        job_version=job.version,
     )
 
 
@@ -143,7 +144,7 @@ def dispatch(
     calendars = CalendarCache(ports)
     known = known_jobs or {}
     missing = [e.job_id for e in executions if e.job_id not in known]
-    jobs = {**known, **(ports.store.get_jobs(missing) if missing else {})}
+    jobs = {**known, **(_jobs_of(ports, [e for e in executions if e.job_id not in known]) if missing else {})}
     horizon = ports.dispatch_horizon(now)
     pending = deque(executions)
     to_send: list[Execution] = []
@@ -184,6 +185,34 @@ def dispatch(
             report.unplanned += 1
     report.sent += _send_all(ports, [DueMessage.for_execution(e, ports.store.key_of(e)) for e in to_send], now, threads)
     return report
+
+
+def _jobs_of(ports: Ports, executions: list[Execution]) -> dict[str, Job]:
+    """The jobs of the executions a pass dispatches, read eventually consistently: half the read units on DynamoDB,
+    a run's only read at dispatch (issue 32). Such a read may answer a job as it was a moment ago, or not at all if
+    it is new. Each job is read again, strongly, unless the first read is enough:
+
+    - it found the job, and the job is active: a paused or missing job's rows are held or ended on what a strong
+      read says, so a resume or a create a moment ago is never taken for a pause or a deletion;
+    - the job it found is no older than any of the rows (the version each was planned under): a row an edit wrote
+      with the job's new schedule is never planned with the old one, whose slots it may not be on.
+
+    What is left is a job changed after its rows were written, read as it was: what a strongly consistent read a
+    moment before that change would have answered, and a pass stands that already (the claim reads the job again,
+    strongly, before anything runs; what dispatch writes to a job is conditioned on the version it read)."""
+    job_ids = list(dict.fromkeys(e.job_id for e in executions))
+    jobs = ports.store.get_jobs(job_ids, consistent=False)
+    newest: dict[str, int] = {}
+    for execution in executions:
+        # a row written before rows carried their job's version counts as newer than any read: read strongly
+        version = execution.job_version if execution.job_version is not None else 2**62
+        newest[execution.job_id] = max(newest.get(execution.job_id, 0), version)
+    again = [
+        job_id
+        for job_id in job_ids
+        if (job := jobs.get(job_id)) is None or job.status != JobStatus.ACTIVE or job.version < newest[job_id]
+    ]
+    return jobs | (ports.store.get_jobs(again) if again else {})
 
 
 def _plan(

@@ -303,7 +303,11 @@ class JobStore(Protocol):
 
     def get_job(self, job_id: str) -> Job | None: ...
 
-    def get_jobs(self, job_ids: list[str]) -> dict[str, Job]: ...
+    def get_jobs(self, job_ids: list[str], consistent: bool = True) -> dict[str, Job]:
+        """Many jobs by id (those not found are left out). With `consistent` False the store may answer what it
+        held up to a moment ago (DynamoDB's eventually consistent read, half the read units): a job written
+        within that moment may be missing or show its state before that write."""
+        ...
 
     def list_jobs(self, owner: str, limit: int, cursor: str | None, filters: JobFilter | None = None) -> Page[Job]:
         """The owner's jobs, newest first, narrowed by `filters` within the owner's partition (never a scan of

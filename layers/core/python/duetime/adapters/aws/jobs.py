@@ -205,13 +205,14 @@ class DynamoJobs(DynamoHistory, DynamoQuotas):
         item = response.get("Item")
         return job_from_item(item) if item else None
 
-    def get_jobs(self, job_ids: list[str]) -> dict[str, Job]:
-        """Many jobs by id in BatchGetItem calls of up to 100 keys."""
+    def get_jobs(self, job_ids: list[str], consistent: bool = True) -> dict[str, Job]:
+        """Many jobs by id in BatchGetItem calls of up to 100 keys, strongly consistent unless not `consistent`
+        (a unit a job of up to 4 KB, or half of one)."""
         found: dict[str, Job] = {}
         unique = list(dict.fromkeys(job_ids))
         for start in range(0, len(unique), 100):
             keys = [_ser({"jobId": j}) for j in unique[start : start + 100]]
-            request: dict[str, Any] = {self.jobs_table: {"Keys": keys, "ConsistentRead": True}}
+            request: dict[str, Any] = {self.jobs_table: {"Keys": keys, "ConsistentRead": consistent}}
             while request:
                 response = self.client.batch_get_item(RequestItems=request)
                 for item in response.get("Responses", {}).get(self.jobs_table, []):

@@ -113,7 +113,8 @@ class SqliteJobs(SqliteQuotas):
         row = self.db.query_one("SELECT doc FROM jobs WHERE job_id = ?", (job_id,))
         return job_from_doc(row[0]) if row else None
 
-    def get_jobs(self, job_ids: list[str]) -> dict[str, Job]:
+    def get_jobs(self, job_ids: list[str], consistent: bool = True) -> dict[str, Job]:
+        """Many jobs by id: always as committed (SQLite has one copy), whatever `consistent` asks."""
         found: dict[str, Job] = {}
         unique = list(dict.fromkeys(job_ids))
         for start in range(0, len(unique), IN_CHUNK):
