@@ -1,6 +1,7 @@
 """Defects the deterministic simulation found (docs/simulation.md), each pinned by the smallest scene that shows
 it, on both store adapters: a pre-loader dying mid-plan, a plan carried out in two batches, a catch-up run beside
-a row a retry moved, a resume or a cancel dying half-way, and a paused or cancelled job's lost run."""
+a row a retry moved, a resume or a cancel dying half-way, a paused or cancelled job's lost run, and a paused
+one-off whose run's end died before completing it."""
 
 from __future__ import annotations
 
@@ -9,11 +10,13 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from duetime.domain.models import Execution, ExecutionStatus, Job, JobSpec, JobStatus
+from duetime.domain.models import Execution, ExecutionStatus, Job, JobSpec, JobStatus, format_time
 from duetime.domain.spread import spread
 from duetime.service.audit import audit
 from duetime.service.dispatch import dispatch, new_execution, reconcile, reconcile_after
+from duetime.service.executions import claim_execution, complete
 from duetime.service.jobs import cancel_job, pause_job, resume_job, submit_job
+from duetime.service.outcomes import ClaimVerdict
 from duetime.service.ports import DueMessage
 
 from tests.conftest import BOTH_BACKENDS
@@ -317,3 +320,40 @@ def test_a_preloader_dying_as_it_skips_an_excluded_slot_leaves_the_next_slot(por
     waiting = [e for e in rows(ports, job) if e.status == ExecutionStatus.SCHEDULED and e.scheduled_at.day == 2]
     assert len(waiting) == 1
     assert not [f for f in audit(ports).findings if f.check == "cron chain broken"]
+
+
+def test_a_paused_one_offs_message_received_while_its_run_runs_stays_until_the_run_s_end_completes_the_job(
+    ports, clock
+) -> None:
+    # Given a one-off whose run was claimed by w1, then its job paused while that run ran (simulation seed 1213)
+    at = format_time(clock.now + timedelta(seconds=5))
+    spec = JobSpec.model_validate({"name": "o", "handler": "demo.echo", "schedule": {"at": at}})
+    job, _ = submit_job(ports, "alice", spec)
+    clock.advance(5)
+    [received] = ports.queues.receive("default", 10, 0, 30)
+    message = received.message
+    claim = claim_execution(ports, message, "w1")
+    assert claim.verdict == ClaimVerdict.CLAIMED
+    pause_job(ports, "alice", job.job_id)
+    # When its message comes again to another worker (w1 slow past its visibility) while the run still runs
+    clock.advance(40)
+    again = claim_execution(ports, message, "w2")
+    # Then it is not dropped as a paused job's: a fresh copy waits, as a run waiting its turn does
+    assert again.verdict == ClaimVerdict.BUSY and again.deferred is not None
+    # And when w1's end writes the run's row but dies before it completes the job it found paused
+    fail_after(ports, "get_job")
+    with pytest.raises(Died):
+        complete(
+            ports,
+            message.key,
+            claim.execution.attempt,
+            succeeded=True,
+            job=claim.job,
+            claim_token=claim.execution.claim_token,
+        )
+    assert ports.store.get_job(job.job_id).status == JobStatus.PAUSED
+    # Then the waiting copy, claimed once its wait is over, completes the job from the ended run
+    clock.advance(again.hide_seconds)
+    assert claim_execution(ports, again.deferred, "w2").verdict == ClaimVerdict.DONE
+    assert ports.store.get_job(job.job_id).status == JobStatus.COMPLETED
+    assert not audit(ports).findings

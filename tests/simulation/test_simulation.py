@@ -79,7 +79,12 @@ def _sqlite_seed(seed: int, **flags: bool) -> World:
     return world
 
 
-@pytest.mark.parametrize("seed", range(SQLITE_SEEDS))
+# Seeds with no flag beyond the budget's first 120 that found a defect: 1213, a paused one-off's run whose end
+# failed to complete the job after its message had been answered `held` and deleted.
+FOUND_SEEDS = [1213]
+
+
+@pytest.mark.parametrize("seed", [*range(SQLITE_SEEDS), *FOUND_SEEDS])
 def test_sqlite_seed(seed: int) -> None:
     _sqlite_seed(seed)
 

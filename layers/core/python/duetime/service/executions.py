@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from duetime.definitions import DEFAULT_JOB_CLASS, RUNNING_DUE_MARGIN_SECONDS
+from duetime.definitions import DEFAULT_JOB_CLASS, RUNNING_DUE_MARGIN_SECONDS, SQS_MAX_DELAY_SECONDS
 from duetime.domain.catchup import plan_catch_up
 from duetime.domain.errors import Conflict, NotFound, StaleAttempt
 from duetime.domain.exclusions import Exclusions
@@ -48,6 +48,10 @@ PASS_HIDE_SECONDS = 1
 # A run waiting its turn looks again after a third of a lease, and no sooner than this: SQS delays are whole
 # seconds sent a second early (adapters/aws/queue.py), so a shorter wait would come back at once.
 TURN_WAIT_SECONDS = 2
+# A paused one-off's (or bounded schedule's) message whose run's lease has lapsed looks again this often, until
+# that run ends (its holder was slow) or the job is resumed or cancelled (its holder was lost): the wait is a
+# message's delay, at most SQS's 900 s.
+PAUSED_RUN_WAIT_SECONDS = 300
 
 
 @dataclass(frozen=True)
@@ -97,6 +101,15 @@ def claim_execution(
             if row is not None and row.status.is_terminal:
                 settle_ended(ports, job, row, now)
                 return Claim(ClaimVerdict.DONE, execution=row, job=job)
+            if row is not None and row.status == ExecutionStatus.RUNNING:
+                # Its run is under way, or its holder is slow or lost: this may be the run's last message, which
+                # its end counts on should the job's completion after the run's own write fail (the message
+                # comes again and settles it, above). Not dropped as a waiting run's is: it waits its turn, a
+                # copy looking again after a lease, or after PAUSED_RUN_WAIT_SECONDS once the lease has lapsed
+                # (simulation seed 1213: the end's read of the job failed, the job stayed paused for good).
+                lease = lease_seconds(ports, message.job_class)
+                wait = lease if row.lease_live(now) else max(lease, PAUSED_RUN_WAIT_SECONDS)
+                return _looks_again(job, message, now, min(wait, SQS_MAX_DELAY_SECONDS))
         return Claim(ClaimVerdict.HELD, job=job)
     if can_run is not None and not can_run(job):
         return Claim(ClaimVerdict.PASSED, job=job, hide_seconds=PASS_HIDE_SECONDS)
@@ -261,7 +274,11 @@ def _waits_its_turn(job: Job, message: DueMessage, now: datetime, lease: int) ->
     the run should look again, and deletes what it received (as for a LIMITED run): however long the wait,
     no message of it is received more than once or twice, so none reaches the queue's maxReceiveCount and the
     DLQ drain never fails a run that was only waiting."""
-    wait = max(TURN_WAIT_SECONDS, lease // 3)
+    return _looks_again(job, message, now, max(TURN_WAIT_SECONDS, lease // 3))
+
+
+def _looks_again(job: Job, message: DueMessage, now: datetime, wait: int) -> Claim:
+    """BUSY: the message is sent again to be received `wait` seconds from now, and what was received goes."""
     deferred = replace(message, not_before_ms=to_ms(now) + wait * 1000)
     return Claim(ClaimVerdict.BUSY, job=job, hide_seconds=wait, deferred=deferred)
 
