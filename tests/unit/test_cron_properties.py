@@ -20,6 +20,7 @@ not share the engine's parser.
 from __future__ import annotations
 
 import itertools
+import os
 import zoneinfo
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
@@ -64,6 +65,9 @@ DAYS = ["SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT"]
 # Minutes of reference-daemon ticks an example (15 s of CPU for 200 examples on a quiet machine): `make test` runs
 # the unit tier niced beside a dozen processes, where one of these once passed pytest-timeout's 300 s.
 SLOW_PROPERTY = pytest.mark.timeout(1200)
+# Examples of each slow property a run draws: 100 in `make test` (each run draws new ones, so the runs add up),
+# more with DUETIME_PROPERTY_EXAMPLES (say 2000) for a deep look after a change to the cron engine.
+SLOW_EXAMPLES = int(os.environ.get("DUETIME_PROPERTY_EXAMPLES", "100"))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -291,7 +295,7 @@ def windows(draw: st.DrawFn) -> tuple[str, datetime, datetime]:
 
 
 @SLOW_PROPERTY
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=SLOW_EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 def test_engine_equals_reference_daemon(data: st.DataObject) -> None:
     zone, start, end = data.draw(windows())
@@ -331,7 +335,7 @@ def test_engine_equals_reference_daemon(data: st.DataObject) -> None:
 
 
 @SLOW_PROPERTY
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=SLOW_EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 def test_engine_equals_reference_daemon_under_each_dst_policy(data: st.DataObject) -> None:
     """Each gap and fold policy (or one of them left to the default) against the reference daemon."""

@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 from tests.unit.test_cron_properties import (
     DAYS,
     MONTHS,
+    SLOW_EXAMPLES,
     SLOW_PROPERTY,
     Expr,
     Field,
@@ -179,7 +180,7 @@ def never_matches(expr: QuartzExpr) -> bool:
 
 
 @SLOW_PROPERTY
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=SLOW_EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 def test_quartz_days_equal_reference_daemon(data: st.DataObject) -> None:
     zone, start, end = data.draw(windows())
