@@ -95,6 +95,29 @@ def with_console(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
     return synthesize(tmp_path_factory, {"console": "true"})
 
 
+# An existing key's ARN (CDK context kmsKey), imported instead of creating one.
+IMPORTED_KEY = "arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+# Five options' contexts in one synth (a synth is ~9 s of CPU): each test of one of them reads only what its own
+# option changes. The job classes spread over queues, no event bus with the accounts owners' topics may be in,
+# named metric owners, an imported KMS key and provisioned billing.
+VARIANTS_CONTEXT = {
+    "classQueues": "default:3,long:2",
+    "eventBus": "none",
+    "ownerTopicAccounts": "111122223333",
+    "metricOwners": "payments,reports",
+    "kmsKey": IMPORTED_KEY,
+    "billing": "provisioned",
+    "provisionedTargetUtilization": "80",
+    "provisionedMaxUnits": "900",
+}
+
+
+@pytest.fixture(scope="session")
+def variants(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
+    """The deployment with every option of VARIANTS_CONTEXT set."""
+    return synthesize(tmp_path_factory, VARIANTS_CONTEXT)
+
+
 @pytest.fixture(scope="session")
 def checkov(
     synthesized: Synthesized, hardened: Synthesized, with_console: Synthesized, tmp_path_factory: pytest.TempPathFactory

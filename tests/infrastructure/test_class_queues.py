@@ -10,7 +10,7 @@ from duetime.config import RuntimeConfig
 from duetime.definitions import JOB_CLASSES, MAX_RECEIVE_COUNT, Settings
 
 from infra.context import DeployContext
-from tests.infrastructure.conftest import Synthesized, synthesize
+from tests.infrastructure.conftest import Synthesized
 from tests.infrastructure.helpers import cfn_lint_errors
 
 PREFIX = Settings().prefix
@@ -21,9 +21,10 @@ WORKER_0_ID_PREFIX = "FunctionsWorkerdefault"
 
 
 @pytest.fixture(scope="module")
-def spread(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
-    # The long (ECS) class spread too: its task role and backlog scaling cover both of its queues.
-    return synthesize(tmp_path_factory, {"classQueues": "default:3,long:2"})
+def spread(variants: Synthesized) -> Synthesized:
+    # classQueues default:3,long:2 (conftest.VARIANTS_CONTEXT): the long (ECS) class spread too, so its task role
+    # and backlog scaling cover both of its queues.
+    return variants
 
 
 def _queues(synthesized: Synthesized) -> dict[str, tuple[str, dict]]:

@@ -38,10 +38,8 @@ def test_the_notifier_publishes_only_to_owner_topics_and_its_own_mail_topics(syn
     assert "secretsmanager:GetSecretValue" in actions_of(synthesized, role)
 
 
-def test_no_event_bus_means_no_events_permission_or_variable(tmp_path_factory):
-    from tests.infrastructure.conftest import synthesize
-
-    synthesized = synthesize(tmp_path_factory, {"eventBus": "none", "ownerTopicAccounts": "111122223333"})
+def test_no_event_bus_means_no_events_permission_or_variable(variants):
+    synthesized = variants  # eventBus none, ownerTopicAccounts 111122223333 (conftest.VARIANTS_CONTEXT)
     assert synthesized.resources("AWS::Events::EventBus") == {}
     stack = synthesized.stack
     for function in stack.functions.all:

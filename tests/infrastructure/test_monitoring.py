@@ -7,7 +7,7 @@ import json
 import pytest
 from duetime.definitions import JOB_CLASSES, Settings
 
-from tests.infrastructure.conftest import ALARM_EMAIL, Synthesized, synthesize
+from tests.infrastructure.conftest import ALARM_EMAIL, Synthesized
 
 
 def _alarms(synthesized) -> list[dict]:
@@ -160,8 +160,8 @@ def test_refused_events_and_undelivered_notices_alarm_for_every_function_that_co
 
 
 @pytest.fixture(scope="module")
-def naming_owners(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
-    return synthesize(tmp_path_factory, {"metricOwners": "payments,reports"})
+def naming_owners(variants: Synthesized) -> Synthesized:
+    return variants  # metricOwners payments,reports (conftest.VARIANTS_CONTEXT)
 
 
 def test_each_owner_the_stack_names_has_a_late_runs_alarm_and_its_functions_know_it(naming_owners, synthesized):

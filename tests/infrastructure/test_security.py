@@ -264,11 +264,10 @@ def test_kms_key_context_takes_create_or_a_key_arn():
         DeployContext.from_node(cdk.App(context={"kmsKey": "alias/mine"}).node)
 
 
-def test_an_existing_key_arn_is_used_without_creating_one(tmp_path_factory):
-    from tests.infrastructure.conftest import synthesize
+def test_an_existing_key_arn_is_used_without_creating_one(variants):
+    from tests.infrastructure.conftest import IMPORTED_KEY as arn
 
-    arn = "arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
-    imported = synthesize(tmp_path_factory, {"kmsKey": arn})
+    imported = variants  # kmsKey: that key's ARN (conftest.VARIANTS_CONTEXT)
     assert not imported.resources("AWS::KMS::Key")
     for table in imported.resources("AWS::DynamoDB::Table").values():
         assert table["Properties"]["SSESpecification"]["KMSMasterKeyId"] == arn

@@ -8,7 +8,6 @@ from aws_cdk.assertions import Match
 from duetime.definitions import TABLES, Settings, TableDef
 
 from infra.context import DeployContext, ProvisionedCapacity
-from tests.infrastructure.conftest import synthesize
 
 PREFIX = Settings().prefix
 
@@ -69,9 +68,9 @@ def test_execution_history_expires(synthesized):
     )
 
 
-def test_billing_provisioned_gives_every_table_and_index_capacity_scaled_to_the_utilisation_target(tmp_path_factory):
-    context = {"billing": "provisioned", "provisionedTargetUtilization": "80", "provisionedMaxUnits": "900"}
-    synthesized = synthesize(tmp_path_factory, context)
+def test_billing_provisioned_gives_every_table_and_index_capacity_scaled_to_the_utilisation_target(variants):
+    # billing provisioned, provisionedTargetUtilization 80, provisionedMaxUnits 900 (conftest.VARIANTS_CONTEXT)
+    synthesized = variants
     for definition in TABLES:
         props = _table(synthesized, definition)["Properties"]
         assert props.get("BillingMode", "PROVISIONED") == "PROVISIONED"  # CloudFormation's default
