@@ -143,8 +143,8 @@ def dispatch(
     # the next pass on, to slots not yet sent.
     calendars = CalendarCache(ports)
     known = known_jobs or {}
-    missing = [e.job_id for e in executions if e.job_id not in known]
-    jobs = {**known, **(_jobs_of(ports, [e for e in executions if e.job_id not in known]) if missing else {})}
+    unknown = [e for e in executions if e.job_id not in known]
+    jobs = {**known, **(_jobs_of(ports, unknown) if unknown else {})}
     horizon = ports.dispatch_horizon(now)
     pending = deque(executions)
     to_send: list[Execution] = []
