@@ -40,11 +40,9 @@ local: $(VENV)  ## the whole system on this machine (SQLite under .duetime; BACK
 # Every `duetime local --backend` (duetime.local.BACKENDS), read when a recipe needs it (after .venv exists).
 E2E_BACKENDS = $(shell $(PY) -c 'from duetime.local import BACKENDS; print(*BACKENDS)')
 
-# Lint runs beside the tiers, not before them: on two cores its ~30 s of CPU (mypy from a cold cache) cost the
-# run its whole wall time when it ran alone first. A lint failure still fails `make test`.
 test: dev  ## every test: unit, contract, integration, infrastructure, end-to-end on each backend
-	$(MAKE) --no-print-directory synth-local
-	$(MAKE) --no-print-directory -j --output-sync=target lint test-tiers test-browser $(addprefix test-e2e-,$(E2E_BACKENDS))
+	$(MAKE) --no-print-directory -j --output-sync=target lint synth-local
+	$(MAKE) --no-print-directory -j --output-sync=target test-tiers test-browser $(addprefix test-e2e-,$(E2E_BACKENDS))
 
 # The stack's cloud assembly that `duetime local --backend moto` runs (kept under build/synth/ for these sources),
 # made beside lint before any tier starts: made during the tiers, by whichever process asked first (perhaps one at
