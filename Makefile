@@ -41,12 +41,14 @@ local: $(VENV)  ## the whole system on this machine (SQLite under .duetime; BACK
 E2E_BACKENDS = $(shell $(PY) -c 'from duetime.local import BACKENDS; print(*BACKENDS)')
 
 test: dev  ## every test: unit, contract, integration, infrastructure, end-to-end on each backend
-	$(MAKE) --no-print-directory -j --output-sync=target lint synth-local
-	$(MAKE) --no-print-directory -j --output-sync=target test-tiers test-browser $(addprefix test-e2e-,$(E2E_BACKENDS))
+	$(MAKE) --no-print-directory -j --output-sync=target lint synth-local test-tiers test-browser \
+		$(addprefix test-e2e-,$(E2E_BACKENDS))
 
 # The stack's cloud assembly that `duetime local --backend moto` runs (kept under build/synth/ for these sources),
-# made beside lint before any tier starts: made during the tiers, by whichever process asked first (perhaps one at
-# the CPU-bound tiers' lower priority), it kept the end-to-end sessions on moto waiting two minutes.
+# made beside lint before any tier that runs the stack or builds its layers starts (ASSEMBLY_TIERS wait for it):
+# made during the tiers, by whichever process asked first (perhaps one at the CPU-bound tiers' lower priority), it
+# kept the end-to-end sessions on moto waiting two minutes. The unit, contract and simulation tiers need neither:
+# they start at once, on the core the synth (~35 s from a fresh clone, one process) leaves idle.
 synth-local: $(VENV) $(NODE)
 	$(PY) -m duetime.local.synth
 
@@ -74,6 +76,9 @@ CPU_BOUND := nice -n 10
 CPU_BOUND_TIMEOUT := -o timeout=900
 
 test-tiers: $(addprefix test-fast-,$(FAST_PARTS)) test-infrastructure
+
+ASSEMBLY_TIERS := test-fast-3 test-fast-4 test-fast-5 test-fast-6 test-infrastructure test-browser
+$(foreach tier,$(ASSEMBLY_TIERS),$(eval $(tier): | synth-local))
 
 test-fast-%: $(VENV)  ## one part of test-fast: test-fast-1 to -7
 	$(CPU_BOUND) $(PYTEST) $(CPU_BOUND_TIMEOUT) -m "not bench" $(FAST_$*)
@@ -128,15 +133,15 @@ $(foreach backend,$(CHAOS_BACKENDS),$(eval test-e2e-$(backend): e2e-chaos-$(back
 
 # The rest of the suite in one pytest process a backend: split in two it took no less wall time (the machine's
 # two cores are the limit by then) and a hundred seconds more CPU (a second `duetime local` a backend).
-e2e-rest-%: $(VENV)
+e2e-rest-%: $(VENV) | synth-local
 	@echo "== end-to-end on $*, all but the soaks"
 	DUETIME_E2E_BACKEND=$* $(PYTEST) tests/e2e --ignore=$(E2E_CHAOS) --ignore=$(E2E_RESTART)
 
-e2e-chaos-%: $(VENV)
+e2e-chaos-%: $(VENV) | synth-local
 	@echo "== end-to-end on $*, the chaos soak"
 	DUETIME_E2E_BACKEND=$* $(PYTEST) $(E2E_CHAOS)
 
-e2e-restart-%: $(VENV)
+e2e-restart-%: $(VENV) | synth-local
 	@echo "== end-to-end on $*, the restart tests"
 	DUETIME_E2E_BACKEND=$* $(PYTEST) $(E2E_RESTART)
 
