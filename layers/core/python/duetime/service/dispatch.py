@@ -200,19 +200,17 @@ def _jobs_of(ports: Ports, executions: list[Execution]) -> dict[str, Job]:
     What is left is a job changed after its rows were written, read as it was: what a strongly consistent read a
     moment before that change would have answered, and a pass stands that already (the claim reads the job again,
     strongly, before anything runs; what dispatch writes to a job is conditioned on the version it read)."""
-    job_ids = list(dict.fromkeys(e.job_id for e in executions))
-    jobs = ports.store.get_jobs(job_ids, consistent=False)
-    newest: dict[str, int] = {}
-    for execution in executions:
-        # a row written before rows carried their job's version counts as newer than any read: read strongly
-        version = execution.job_version if execution.job_version is not None else 2**62
-        newest[execution.job_id] = max(newest.get(execution.job_id, 0), version)
-    again = [
-        job_id
-        for job_id in job_ids
-        if (job := jobs.get(job_id)) is None or job.status != JobStatus.ACTIVE or job.version < newest[job_id]
-    ]
-    return jobs | (ports.store.get_jobs(again) if again else {})
+    jobs = ports.store.get_jobs(list(dict.fromkeys(e.job_id for e in executions)), consistent=False)
+    # A row written before rows carried their job's version (None) is read strongly too.
+    again = {
+        e.job_id
+        for e in executions
+        if (job := jobs.get(e.job_id)) is None
+        or job.status != JobStatus.ACTIVE
+        or e.job_version is None
+        or job.version < e.job_version
+    }
+    return jobs | (ports.store.get_jobs(sorted(again)) if again else {})
 
 
 def _plan(
