@@ -10,6 +10,7 @@ tests rebuild only when pyproject.toml changes.
 from __future__ import annotations
 
 import fcntl
+import functools
 import hashlib
 import importlib.util
 import json
@@ -105,8 +106,11 @@ def layer_requirements(pyproject: Path = ROOT / "pyproject.toml") -> list[str]:
     return requirements
 
 
+@functools.cache
 def _pip_command() -> list[str]:
-    """pip of this interpreter, else of python3 on PATH, else uv's pip (the venv may be made by uv without pip)."""
+    """pip of this interpreter, else of python3 on PATH, else uv's pip (the venv may be made by uv without pip).
+    Found once a process: the probe (`python3 -m pip --version`) costs about half a second of CPU, and a synth
+    builds several layers."""
     if importlib.util.find_spec("pip") is not None:
         return [sys.executable, "-m", "pip"]
     for python in ("python3", "python"):
