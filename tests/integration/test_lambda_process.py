@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import threading
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -94,6 +95,39 @@ def test_the_api_answers_from_its_asset_and_layers_only(assembly: tuple[dict[str
         assert not any("/.venv/" in f or "site-packages" in f for f in report["files"])
         assert function.invoke(api_event("GET", "/openapi.json"))["statusCode"] == 200
         assert len(function.instances) == 1  # the warm instance served the second invocation
+    finally:
+        function.stop()
+
+
+def test_a_report_asked_while_an_invocation_runs_on_the_instance_gets_its_own_answer(
+    assembly: tuple[dict[str, Any], Path],
+) -> None:
+    """An instance answers one question at a time, as Lambda's takes one invocation at a time: a report asked of
+    it (a test looking at what it imported) while the function's invocations run waits its turn. Both reading the
+    one pipe, the invocation's thread took the first part of the report's answer line (a fresh-clone run failed on
+    the rest, `JSONDecodeError`, in test_duetime_local_runs_every_function_from_the_cloud_assembly)."""
+    template, _ = assembly
+    function = process_function(the_api(assembly), template)
+    try:
+        assert function.invoke(api_event("GET", "/openapi.json"))["statusCode"] == 200
+        [instance] = function.instances
+        reports: list[dict[str, Any]] = []
+        failures: list[BaseException] = []
+
+        def keep_reporting() -> None:
+            try:
+                for _ in range(10):
+                    reports.append(instance.report())
+            except BaseException as exc:  # the test's thread: carried to the assert below
+                failures.append(exc)
+
+        reporter = threading.Thread(target=keep_reporting)
+        reporter.start()
+        answers = [function.invoke(api_event("GET", "/openapi.json"))["statusCode"] for _ in range(10)]
+        reporter.join(timeout=120)
+        assert not failures, failures
+        assert answers == [200] * 10
+        assert len(reports) == 10 and all(tuple(r["path"]) == function.lambda_path.path for r in reports)
     finally:
         function.stop()
 

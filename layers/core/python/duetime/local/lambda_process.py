@@ -227,6 +227,10 @@ class Instance:
         os.close(response_write)
         self.requests: IO[str] = os.fdopen(self._request_write, "w", encoding="utf-8")
         self.responses: IO[str] = os.fdopen(self._response_read, "r", encoding="utf-8")
+        # One question at a time, as a Lambda instance takes one invocation at a time: the function hands an
+        # instance to one invocation, but a report (a test's look at what the process imported) may come while
+        # one runs, and two threads reading one pipe split each other's answer lines.
+        self._asking = threading.Lock()
         first = self._answer()
         if "initError" in first or "ready" not in first:
             self.stop()
@@ -248,12 +252,13 @@ class Instance:
         return self._ask({"event": event, "context": dict(context)})
 
     def _ask(self, message: Mapping[str, Any]) -> Any:
-        try:
-            self.requests.write(json.dumps(dict(message)) + "\n")
-            self.requests.flush()
-        except (BrokenPipeError, ValueError) as exc:
-            raise InstanceDied("the runtime process ended") from exc
-        answer = self._answer()
+        with self._asking:
+            try:
+                self.requests.write(json.dumps(dict(message)) + "\n")
+                self.requests.flush()
+            except (BrokenPipeError, ValueError) as exc:
+                raise InstanceDied("the runtime process ended") from exc
+            answer = self._answer()
         if answer.get("fatal"):
             self.process.wait(timeout=30)
             raise InstanceDied(f"{answer['error'].get('errorType')}: {answer['error'].get('errorMessage')}")
