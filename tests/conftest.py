@@ -97,7 +97,7 @@ def ports(clock: Clock, test_settings: Settings, backend: str, tmp_path: Path) -
         return
     from moto import mock_aws
 
-    _serialise_moto_dynamodb()
+    serialise_moto()
     reuse_kms_key_material()
     with mock_aws():
         dynamodb = _moto_client("dynamodb")
@@ -112,7 +112,9 @@ def ports(clock: Clock, test_settings: Settings, backend: str, tmp_path: Path) -
         )
 
 
-_MOTO_DYNAMODB_LOCK = threading.Lock()
+_MOTO_LOCK = threading.Lock()
+# The requests of the services whose in-process moto backends a test's threads call at once: one at a time.
+_SERIALISED = tuple(f"before-send.{service}." for service in ("dynamodb", "ecs"))
 _BOTO_SESSIONS: list[Any] = []
 
 
@@ -128,11 +130,12 @@ def _moto_client(service: str) -> Any:
     return _BOTO_SESSIONS[0].client(service, region_name="us-east-1", config=CLIENT_CONFIG)
 
 
-def _serialise_moto_dynamodb() -> None:
-    """One DynamoDB request at a time inside in-process moto, as `duetime local`'s moto server does
-    (duetime.local.moto_server.SerializedDynamoDB): moto's backends take no locks, and a worker's threads
+def serialise_moto() -> None:
+    """One DynamoDB (or ECS) request at a time inside in-process moto, as `duetime local`'s moto server does for
+    DynamoDB (duetime.local.moto_server.SerializedDynamoDB): moto's backends take no locks, and a worker's threads
     calling it at once broke a TransactWriteItems (its deep copy of the table met another thread's write:
-    "dictionary changed size during iteration"). SQS is left alone: a long poll waits inside moto for a send."""
+    "dictionary changed size during iteration"), as did an ECS run's polling beside a test's DescribeTasks. SQS is
+    left alone: a long poll waits inside moto for a send."""
     from moto.core.botocore_stubber import BotocoreStubber
 
     if getattr(BotocoreStubber, "_duetime_serialised", False):
@@ -140,9 +143,9 @@ def _serialise_moto_dynamodb() -> None:
     unlocked = BotocoreStubber.__call__
 
     def serialised(self: BotocoreStubber, event_name: str, request: Any, **kwargs: Any) -> Any:
-        if not event_name.startswith("before-send.dynamodb."):
+        if not event_name.startswith(_SERIALISED):
             return unlocked(self, event_name, request, **kwargs)
-        with _MOTO_DYNAMODB_LOCK:
+        with _MOTO_LOCK:
             return unlocked(self, event_name, request, **kwargs)
 
     BotocoreStubber.__call__ = serialised  # type: ignore[method-assign]

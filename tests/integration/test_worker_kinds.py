@@ -9,7 +9,7 @@ import threading
 import zipfile
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import pytest
 from botocore.exceptions import ClientError
@@ -20,6 +20,8 @@ from duetime.targets.aws import EcsSettings, EcsTarget, LambdaTarget
 from duetime.worker.kinds import Targets, claim_values, resolve_handler, run_values
 from duetime.worker.registry import JobContext, PermanentFailure
 from moto import mock_aws
+
+from tests.conftest import serialise_moto
 
 
 def context(**payload) -> JobContext:
@@ -72,30 +74,10 @@ def test_a_function_error_is_retryable_unless_the_function_raised_permanent_fail
         permanent(context())
 
 
-class OneCallAtATime:
-    """A client whose calls wait for each other: in-process moto's backends are not thread-safe, and the run's
-    thread polls ECS while the test reads it (a DescribeTasks beside a RunTask once failed the run with `dictionary
-    changed size during iteration`, moto's, not the run's)."""
-
-    def __init__(self, client: Any, lock: threading.Lock) -> None:
-        self._client = client
-        self._lock = lock
-
-    def __getattr__(self, name: str) -> Any:
-        attr = getattr(self._client, name)
-        if not callable(attr):
-            return attr
-
-        def call(*args: Any, **kwargs: Any) -> Any:
-            with self._lock:
-                return attr(*args, **kwargs)
-
-        return call
-
-
 @mock_aws
 def test_an_ecs_handler_starts_a_task_with_the_run_references_and_stops_it_when_told():
-    ecs = OneCallAtATime(make_client("ecs", "us-east-1"), threading.Lock())
+    serialise_moto()  # the run's thread polls ECS while this one reads it
+    ecs = make_client("ecs", "us-east-1")
     ecs.create_cluster(clusterName="jobs")
     ecs.register_task_definition(
         family="report", containerDefinitions=[{"name": "job", "image": "report:1", "memory": 512}]
