@@ -136,8 +136,10 @@ def serialise_moto() -> None:
     calling it at once broke a TransactWriteItems (its deep copy of the table met another thread's write:
     "dictionary changed size during iteration"), as did an ECS run's polling beside a test's DescribeTasks. SQS is
     left alone: a long poll waits inside moto for a send."""
+    from duetime.local import moto_speed
     from moto.core.botocore_stubber import BotocoreStubber
 
+    moto_speed.install()
     if getattr(BotocoreStubber, "_duetime_serialised", False):
         return
     unlocked = BotocoreStubber.__call__
@@ -150,6 +152,15 @@ def serialise_moto() -> None:
 
     BotocoreStubber.__call__ = serialised  # type: ignore[method-assign]
     BotocoreStubber._duetime_serialised = True  # type: ignore[attr-defined]
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """The modules that import moto at the top (mock_aws in the test) answer through moto_speed's fast path too
+    (the ports fixture and the simulation install it where they start moto)."""
+    if "moto" in sys.modules:
+        from duetime.local import moto_speed
+
+        moto_speed.install()
 
 
 # A thread a test left running (a receive loop whose test failed before stopping it, say) would keep this pytest

@@ -286,10 +286,12 @@ class MotoBackend:
         from duetime.adapters.aws import provision as queue_provision
         from duetime.adapters.aws.client import make_client
         from duetime.adapters.aws.provision import create_queues, create_tables
+        from duetime.local import moto_speed
         from moto import mock_aws
         from moto.sqs import models as sqs_models
 
         reuse_kms_key_material()
+        moto_speed.install()
         self.clock = clock
         self.patches = contextlib.ExitStack()
         self.patches.enter_context(mock_aws())

@@ -25,6 +25,7 @@ from urllib.parse import unquote
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
 from werkzeug.serving import BaseWSGIServer, make_server
 
+from duetime.local import moto_speed
 from duetime.local.iam import Decision, Role
 from duetime.local.iam_requests import LAMBDA_INVOKE, credential_scope, requests_of
 from duetime.local.stack_roles import roles_of_table
@@ -257,6 +258,7 @@ class EmbeddedMoto:
     `endpoint_url`, whose path carries a random secret (SecretPath)."""
 
     def __init__(self, port: int = 0, secret: str | None = None) -> None:
+        moto_speed.install()
         self.secret = secret or secrets.token_hex(16)
         self.app = SerializedDynamoDB(RememberingDispatcher(create_backend_app))
         self.iam = IamEnforcement(LambdaRelay(self.app))
