@@ -15,7 +15,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from duetime.adapters.sqlite.db import Database
+from duetime.adapters.sqlite import db as db_module
+from duetime.adapters.sqlite.db import WATCH_IDLE_INTERVAL_SECONDS, WATCH_INTERVAL_SECONDS, Database
 from duetime.adapters.sqlite.queue import SqliteQueues
 from duetime.definitions import Settings
 from duetime.domain.errors import Unavailable
@@ -188,6 +189,47 @@ def test_a_commit_from_another_connection_after_a_look_wakes_the_waiter(database
             database.wait_for_change(seen, 10)
             # Then the waiter is not left asleep until its timeout (a bound a loaded machine cannot cross)
             assert time.monotonic() - started < 5
+    finally:
+        other.close()
+
+
+def test_an_idle_watcher_looks_less_and_less_often_and_at_once_again_after_a_commit(database, monkeypatch):
+    """The watcher's pauses double while nothing commits, up to the idle pause (an idle worker process no longer
+    wakes 500 times a second), and fall back to the shortest when another connection commits."""
+    pauses: list[tuple[bool, float]] = []
+    real = db_module.watch_interval_after
+
+    def recorded(interval: float, changed: bool) -> float:
+        pauses.append((changed, real(interval, changed)))
+        return pauses[-1][1]
+
+    monkeypatch.setattr(db_module, "watch_interval_after", recorded)
+    other = Database(database.path)
+    try:
+        database.wait_for_change(database.generation, 0.01)  # starts the watcher
+        deadline = time.monotonic() + 30
+        while (False, WATCH_IDLE_INTERVAL_SECONDS) not in pauses and time.monotonic() < deadline:
+            database.wait_for_change(database.generation, 0.5)  # nothing commits
+        first_idle = pauses.index((False, WATCH_IDLE_INTERVAL_SECONDS))
+        # Each look without a commit waited twice as long as the one before, from the shortest pause
+        assert [p for _, p in pauses[: first_idle + 1]] == [
+            min(WATCH_INTERVAL_SECONDS * 2 ** (i + 1), WATCH_IDLE_INTERVAL_SECONDS) for i in range(first_idle + 1)
+        ]
+
+        def commit() -> None:
+            time.sleep(0.1)
+            with other.write() as conn:
+                conn.execute("INSERT INTO control (key, doc) VALUES ('watched', '{}')")
+
+        committer = threading.Thread(target=commit)
+        seen = database.generation
+        committer.start()
+        started = time.monotonic()
+        database.wait_for_change(seen, 10)
+        committer.join()
+        # The commit woke the waiter (a bound a loaded machine cannot cross), and the watcher looks often again
+        assert time.monotonic() - started < 5
+        assert (True, WATCH_INTERVAL_SECONDS) in pauses[first_idle:]
     finally:
         other.close()
 
