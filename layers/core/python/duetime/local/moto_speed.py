@@ -1,4 +1,5 @@
-"""moto's response serializer, made cheap for the plain dicts most of its answers are built from.
+"""moto's request handling made cheaper where it repeats work whose answer cannot change: its response serializer
+for the plain dicts most of its answers are built from, and the method list and action name of each request.
 
 moto 5.2 builds every answer (DynamoDB's items, SQS's messages) by walking the operation's output shape and
 asking, for each member of each structure, which key of the Python object holds it: six alias providers and
@@ -18,9 +19,10 @@ SQS's calls.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
-from moto.core import serialize
+from moto.core import responses, serialize, utils
 
 _MISSING = object()
 # (member name, id of its shape, id of the shape's parent) -> (shape, parent, the keys to try): the shapes are
@@ -28,6 +30,16 @@ _MISSING = object()
 _KEYS: dict[tuple[str, int, int], tuple[Any, Any, tuple[str, ...] | None]] = {}
 _PICKERS = (serialize.AttributePicker, serialize.XFormedAttributePicker)
 _moto_get_value = serialize.ResponseSerializer.get_value
+# Every request also listed its handler class's methods (inspect.getmembers, a tenth of a request's CPU in the
+# moto server here) and converted its action's name: functions of the class and of the name alone, kept.
+# (moto.core.responses calls them by the names it imported from moto.core.utils: those are replaced.)
+_moto_method_names = utils.method_names_from_class
+_moto_underscores = utils.camelcase_to_underscores
+_KEPT = {
+    "method_names_from_class": functools.cache(_moto_method_names),
+    "camelcase_to_underscores": functools.lru_cache(maxsize=4096)(_moto_underscores),
+}
+_MOTOS = {"method_names_from_class": _moto_method_names, "camelcase_to_underscores": _moto_underscores}
 
 
 def _keys_of_a_dict(picker: Any, key: str, shape: Any) -> tuple[str, ...] | None:
@@ -73,7 +85,9 @@ def _get_value(self: Any, value: Any, key: str, shape: Any) -> Any:
 def install() -> None:
     """Make moto's serializers take the plain-dict path above, in this process (idempotent)."""
     serialize.ResponseSerializer.get_value = _get_value  # type: ignore[method-assign]
+    vars(responses).update(_KEPT)
 
 
 def uninstall() -> None:
     serialize.ResponseSerializer.get_value = _moto_get_value  # type: ignore[method-assign]
+    vars(responses).update(_MOTOS)
