@@ -50,9 +50,8 @@ def _keys_of_a_dict(picker: Any, key: str, shape: Any) -> tuple[str, ...] | None
     if hit is not None and hit[0] is shape and hit[1] is parent:
         return hit[2]
     context = serialize.AttributePickerContext(obj={}, key=key, shape=shape)
-    keys: tuple[str, ...] | None = tuple(picker.get_possible_keys(context))
-    if keys is not None and any("." in k for k in keys):
-        keys = None
+    found = tuple(picker.get_possible_keys(context))
+    keys = None if any("." in k for k in found) else found
     _KEYS[cache_key] = (shape, parent, keys)
     return keys
 
