@@ -93,31 +93,28 @@ def _workload() -> list[Any]:
         ReturnConsumedCapacity="TOTAL",
     )
     kept(dynamodb.scan, TableName="t", ProjectionExpression="pk, sk, n")
-    kept(
-        dynamodb.update_item,
-        TableName="t",
-        Key={"pk": ITEM["pk"], "sk": ITEM["sk"]},
-        UpdateExpression="SET n = n + :one, l = list_append(l, :more) REMOVE nul",
-        ExpressionAttributeValues={":one": {"N": "1"}, ":more": {"L": [{"S": "two"}]}},
-        ReturnValues="ALL_NEW",
-    )
-    kept(
-        dynamodb.update_item,
-        TableName="t",
-        Key={"pk": ITEM["pk"], "sk": ITEM["sk"]},
-        UpdateExpression="SET yes = :no",
-        ExpressionAttributeValues={":no": {"BOOL": False}},
-        ReturnValues="UPDATED_OLD",
-    )
-    kept(
-        dynamodb.update_item,
-        TableName="t",
-        Key={"pk": ITEM["pk"], "sk": ITEM["sk"]},
-        UpdateExpression="SET n = :n",
-        ConditionExpression="attribute_not_exists(pk)",
-        ExpressionAttributeValues={":n": {"N": "0"}},
-        ReturnValuesOnConditionCheckFailure="ALL_OLD",
-    )
+    key = {"pk": ITEM["pk"], "sk": ITEM["sk"]}
+    for update, values, asked in (
+        (
+            "SET n = n + :one, l = list_append(l, :more) REMOVE nul",
+            {":one": {"N": "1"}, ":more": {"L": [{"S": "two"}]}},
+            {"ReturnValues": "ALL_NEW"},
+        ),
+        ("SET yes = :no", {":no": {"BOOL": False}}, {"ReturnValues": "UPDATED_OLD"}),
+        (
+            "SET n = :n",
+            {":n": {"N": "0"}},
+            {"ConditionExpression": "attribute_not_exists(pk)", "ReturnValuesOnConditionCheckFailure": "ALL_OLD"},
+        ),
+    ):
+        kept(
+            dynamodb.update_item,
+            TableName="t",
+            Key=key,
+            UpdateExpression=update,
+            ExpressionAttributeValues=values,
+            **asked,
+        )
     kept(
         dynamodb.transact_write_items,
         TransactItems=[
