@@ -95,10 +95,12 @@ def ports(clock: Clock, test_settings: Settings, backend: str, tmp_path: Path) -
         finally:
             db.close()
         return
+    from duetime.local import moto_speed
     from moto import mock_aws
 
     serialise_moto()
     reuse_kms_key_material()
+    moto_speed.install()
     with mock_aws():
         dynamodb = _moto_client("dynamodb")
         sqs = _moto_client("sqs")
@@ -136,10 +138,8 @@ def serialise_moto() -> None:
     calling it at once broke a TransactWriteItems (its deep copy of the table met another thread's write:
     "dictionary changed size during iteration"), as did an ECS run's polling beside a test's DescribeTasks. SQS is
     left alone: a long poll waits inside moto for a send."""
-    from duetime.local import moto_speed
     from moto.core.botocore_stubber import BotocoreStubber
 
-    moto_speed.install()
     if getattr(BotocoreStubber, "_duetime_serialised", False):
         return
     unlocked = BotocoreStubber.__call__
