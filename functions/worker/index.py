@@ -1,4 +1,5 @@
-"""SQS event source -> run each due execution under its lease; partial batch failures are reported."""
+"""SQS event source -> run each due execution under its lease (a record may carry several); partial batch
+failures are reported."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Any
 
 from aws_lambda_powertools import Logger, Tracer
 from aws_lambda_powertools.utilities.data_classes import SQSEvent
-from duetime.adapters.aws.queue import DueMessage, Received
+from duetime.adapters.aws.queue import DueQueues, Received
 from duetime.config import RuntimeConfig, build_ports, build_targets
 from duetime.domain.models import ExecutionStatus
 from duetime.service.outcomes import RunOutcome
@@ -32,6 +33,16 @@ QUEUE_INDEX = {
 # reads the synth-time manifest too, so this matters for workers whose code changed since).
 ANNOUNCER = HandlerAnnouncer(PORTS, JOB_CLASS, f"lambda-{uuid.uuid4().hex[:12]}")
 ANNOUNCER.announce()
+
+
+def sqs_queues(queues: object) -> DueQueues:
+    """The SQS adapter the worker function's ports hold (its records' carriers are unpacked by it)."""
+    if not isinstance(queues, DueQueues):
+        raise RuntimeError("the worker function's queues are not SQS's")
+    return queues
+
+
+QUEUES = sqs_queues(PORTS.queues)
 # A record that failed before its claim comes back after 1, 2, 4 ... seconds (at most this), not after
 # the queue's visibility timeout (the function's timeout, up to 15 minutes).
 MAX_RETRY_BACKOFF_SECONDS = 60
@@ -51,23 +62,35 @@ def retry_backoff_seconds(receive_count: int) -> int:
     return int(min(MAX_RETRY_BACKOFF_SECONDS, 2 ** min(max(receive_count, 1) - 1, 16)))
 
 
-def return_for_retry(record: Any, message: DueMessage | None, worker_id: str) -> None:
-    """Make a failed record visible again soon, unless this invocation claimed its row: then its
+def return_for_retry(record: Any, received: Received | None, worker_id: str) -> None:
+    """Make a failed record's run visible again soon, unless this invocation claimed its row: then its
     visibility already ends with the lease it took, and the next claim takes the row as that lease ends.
-    `message` is the record's body as parsed on arrival, None if it could not be."""
+    `received` is the run as unpacked from the record, None if the record could not be."""
     try:
-        if message is None:
+        if received is None:
             raise ValueError("the record's body is not a due message")
-        row = PORTS.store.get_execution(message.key)
+        row = PORTS.store.get_execution(received.message.key)
         if row is not None and row.status == ExecutionStatus.RUNNING and row.worker_id == worker_id:
             return
     except Exception:  # unreadable, or the store is down: back soon all the same (redrive ends a poison)
         logger.warning("could not read the row of a failed record", extra={"messageId": record.message_id})
     backoff = retry_backoff_seconds(int(record.attributes.approximate_receive_count))
     try:
-        PORTS.queues.extend(JOB_CLASS, record_receipt(record), backoff)
+        # A run of a carrier goes back alone (its carrier's other runs are not hurried back with it).
+        QUEUES.extend(JOB_CLASS, record_receipt(record) if received is None else received.receipt, backoff)
     except Exception:
         logger.exception("could not shorten a failed record's visibility", extra={"messageId": record.message_id})
+
+
+def runs_of(record: Any) -> list[Received] | None:
+    """The runs a record brings (a carrier brings several; one that came back, none: they were sent again
+    alone), or None if its body is not a due message."""
+    try:
+        count = int(record.attributes.approximate_receive_count)
+        return QUEUES.unpack(JOB_CLASS, record.body, record_receipt(record), record.message_id, count)
+    except Exception:
+        logger.exception("a record that is no due message", extra={"messageId": record.message_id})
+        return None
 
 
 @logger.inject_lambda_context
@@ -79,35 +102,41 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, list[dict[str, str
     ANNOUNCER.announce_if_due()
     records = list(SQSEvent(event).records)
     worker_id = f"lambda-{context.aws_request_id}"
+    runs: list[tuple[Any, Received | None]] = []
+    for record in records:
+        unpacked = runs_of(record)
+        runs += [(record, None)] if unpacked is None else [(record, r) for r in unpacked]
     worker = Worker(
         PORTS,
         JOB_CLASS,
         worker_id,
-        concurrency=max(1, len(records)),
+        concurrency=max(1, len(runs)),
         lease_visibility_on_claim=True,
         targets=TARGETS,
         deletes_by_event_source=True,
     )
 
-    def run(record: Any) -> tuple[str, RunOutcome]:
-        message: DueMessage | None = None
+    def run(item: tuple[Any, Received | None]) -> tuple[Any, Received | None, RunOutcome]:
+        record, received = item
         try:
-            message = DueMessage.from_body(record.body)  # parsed here once: a malformed body fails here
-            received = Received(
-                message=message,
-                receipt=record_receipt(record),
-                receive_count=int(record.attributes.approximate_receive_count),
-            )
-            return record.message_id, worker.process(received)
+            if received is None:
+                raise ValueError("the record's body is not a due message")
+            return record, received, worker.process(received)
         except Exception:
             logger.exception("execution failed to process", extra={"messageId": record.message_id})
-            return_for_retry(record, message, worker_id)
-            return record.message_id, RunOutcome.ERROR
+            return_for_retry(record, received, worker_id)
+            return record, received, RunOutcome.ERROR
 
-    with ThreadPoolExecutor(max_workers=max(1, len(records))) as pool:
-        outcomes = list(pool.map(run, records))
+    with ThreadPoolExecutor(max_workers=max(1, len(runs))) as pool:
+        outcomes = list(pool.map(run, runs))
     worker.flush_events()  # the batch's terminal runs and job changes: one PutEvents request per ten
     # A message kept on purpose (hidden until due, or until a live lease ends) is reported as a failure, so
-    # the event source leaves it queued; the others it deletes.
-    failures = [{"itemIdentifier": mid} for mid, outcome in outcomes if outcome.keeps_message]
-    return {"batchItemFailures": failures}
+    # the event source leaves it queued; the others it deletes. A carrier is kept while a run of it is
+    # (a run given back went alone, and no longer needs it).
+    kept = {
+        record.message_id
+        for record, received, outcome in outcomes
+        if outcome.keeps_message and (received is None or QUEUES.still_open(received.receipt))
+    }
+    QUEUES.forget(received.receipt for _, received, _ in outcomes if received is not None)
+    return {"batchItemFailures": [{"itemIdentifier": r.message_id} for r in records if r.message_id in kept]}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import signal
 import subprocess
 import sys
@@ -13,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from duetime.client import DuetimeClient
 from duetime.local.lambda_process import ProcessFunction
 from duetime.local.system import LocalSystem
 
@@ -122,3 +124,23 @@ def test_the_session_system_runs_each_function_from_its_directory_under_function
         assert function.lambda_path.path[0] == str(asset), (name, function.lambda_path.path)
         module, _, _ = function.deployed.handler.partition(".")
         assert (asset / f"{module}.py").read_bytes() == (ROOT / "functions" / directory / "index.py").read_bytes()
+
+
+def test_runs_due_in_the_same_second_reach_the_worker_function_together_and_each_runs_once(local_system: LocalSystem):
+    """A batch of one-offs due at one instant is sent ten runs to a message (adapters/aws/carriers.py): the
+    worker function, run from its asset as on AWS, unpacks each record and runs every run once."""
+    client = DuetimeClient.connect(None, None, local_system.data_dir, f"carried-{secrets.token_hex(3)}")
+    at = iso_in(3)
+    specs = [{"name": f"c{n}", "handler": "demo.echo", "schedule": {"at": at}, "payload": {"n": n}} for n in range(25)]
+    results = client.create_jobs(specs)
+    assert [r["status"] for r in results] == [201] * 25
+    ids = [r["job"]["jobId"] for r in results]
+
+    def all_ended() -> bool:
+        return all(client.request("GET", f"/jobs/{job_id}")["status"] == "completed" for job_id in ids)
+
+    wait_for(all_ended, 60, what="the carried one-offs to run and complete")
+    for n, job_id in enumerate(ids):
+        [run] = client.request("GET", f"/jobs/{job_id}/executions")["executions"]
+        assert run["status"] == "succeeded" and run["attempt"] == 1 and run["result"] == {"n": n}
+        assert run["workerId"].startswith("lambda-")

@@ -3,6 +3,7 @@ the figures `make bench` reports and duetime.domain.capacity carries to AWS scal
 
 from __future__ import annotations
 
+import json
 import threading
 from collections import Counter
 from datetime import timedelta
@@ -10,9 +11,9 @@ from typing import Any
 
 import pytest
 from duetime.adapters.aws.store import DynamoStore
-from duetime.definitions import EXECUTIONS_TABLE, TABLES
+from duetime.definitions import EXECUTIONS_TABLE, RUNS_PER_MESSAGE, TABLES
 from duetime.domain import capacity
-from duetime.domain.keys import hour_bucket
+from duetime.domain.keys import ExecutionKey, hour_bucket
 from duetime.domain.models import JobSpec, format_time
 from duetime.service import executions as cases
 from duetime.service.batch import BatchItem, submit_jobs
@@ -36,6 +37,8 @@ class Calls:
         self.writes: Counter[tuple[str, bool]] = Counter()
         self.index_writes: Counter[str] = Counter()  # index name -> units
         self.batch_reads: Counter[tuple[str, bool]] = Counter()  # BatchGetItem keys by (table, strongly consistent)
+        # The SQS messages sent, each as the shards of the runs it carries (adapters/aws/carriers.py)
+        self.messages: list[list[int]] = []
         self.executions_table = ports.store.executions_table
         self.tables = {ports.settings.table_name(table): table for table in TABLES}
         self.pending = threading.local()
@@ -45,6 +48,12 @@ class Calls:
 
     def _count(self, model: Any, params: dict[str, Any], **_: Any) -> None:
         self.calls[f"{model.service_model.service_id.hyphenize()}:{model.name}"] += 1
+        if model.name == "SendMessageBatch":
+            for entry in params["Entries"]:
+                body = json.loads(entry["MessageBody"])
+                self.messages.append(
+                    [ExecutionKey(pk=run["pk"], sk=run["sk"]).shard for run in body.get("runs", [body])]
+                )
         if model.name == "BatchGetItem":
             for table, request in params["RequestItems"].items():
                 self.batch_reads[(table, bool(request.get("ConsistentRead")))] += len(request["Keys"])
@@ -78,6 +87,7 @@ class Calls:
         self.writes.clear()
         self.index_writes.clear()
         self.batch_reads.clear()
+        self.messages.clear()
 
     def sqs(self) -> int:
         return sum(n for name, n in self.calls.items() if name.startswith("sqs:"))
@@ -201,11 +211,12 @@ def test_a_cron_run_in_steady_state_costs_three_executions_table_writes_and_one_
         clock.advance(35)  # the next minute's runs enter the pre-load window
         preload(ports, "p1")
         clock.advance(25)
-        batch = ports.queues.receive("default", 10, 0, 30)
+        # a worker with room for 100 runs: it asks for ten messages, and no run comes back for want of room
+        batch = ports.queues.receive("default", 100, 0, 30)
         while batch:
             for received in batch:
                 assert worker.process(received) == "succeeded"
-            batch = ports.queues.receive("default", 10, 0, 30)
+            batch = ports.queues.receive("default", 100, 0, 30)
 
     one_minute()
     calls.reset()
@@ -230,11 +241,19 @@ def test_a_cron_run_in_steady_state_costs_three_executions_table_writes_and_one_
     # and reads each run's job once, eventually consistently (half a unit: service/dispatch.py says why)
     assert calls.batch_reads == Counter({(ports.store.jobs_table, False): runs})
     assert calls.calls["dynamodb:GetItem"] == runs + minutes  # the claims' job reads; a pre-load cycle's record
-    # And SQS sends and receives are batched (Worker.process outside the receive loop deletes each message
-    # at once; the loop batches its deletes, tests/integration/test_worker_loop.py)
-    assert calls.calls["sqs:DeleteMessage"] == runs
+    # And a shard's runs due in the same second travel in one message (up to RUNS_PER_MESSAGE a message,
+    # adapters/aws/carriers.py), sent ten messages to a request: here each shard's minute is one message
+    assert sum(len(shards) for shards in calls.messages) == runs
+    assert all(len(set(shards)) == 1 for shards in calls.messages)
+    runs_per_shard = Counter(shards[0] for shards in calls.messages for _ in shards)
+    per_minute = [n // minutes for n in runs_per_shard.values()]
+    assert len(calls.messages) == sum(-(-n // RUNS_PER_MESSAGE) for n in per_minute) * minutes
+    assert len(calls.messages) < runs
     assert calls.calls["sqs:SendMessageBatch"] <= ports.settings.shards * minutes
-    assert calls.calls["sqs:ReceiveMessage"] <= (runs // 10 + 1) * minutes + minutes
+    # each message is received once and deleted once, when its last run is done (Worker.process outside the
+    # receive loop deletes at once; the loop batches its deletes, tests/integration/test_worker_loop.py)
+    assert calls.calls["sqs:DeleteMessage"] == len(calls.messages)
+    assert calls.calls["sqs:ReceiveMessage"] <= len(calls.messages) + 2 * minutes
 
 
 def test_a_run_still_running_when_the_sweep_passes_it_costs_the_sweep_s_write_and_an_open_entry(ports, clock, calls):
@@ -270,8 +289,10 @@ def test_a_batch_of_one_offs_costs_a_transaction_per_49_jobs_and_a_send_per_ten(
     outcomes = submit_jobs(ports, "alice", [BatchItem(one_off(clock, name=f"b{n}")) for n in range(100)])
     assert all(o.created for o in outcomes)
     # Then they are written 49 a transaction (a job and its execution are two items, the owner's counter one
-    # a group, within 100 items) and their first executions sent ten to a request; nothing is read
-    assert calls.calls == Counter({"dynamodb:TransactWriteItems": 3, "sqs:SendMessageBatch": 10})
+    # a group, within 100 items) and their first executions, all due in the same second, sent ten runs to a
+    # message and ten messages to a request; nothing is read
+    assert calls.calls == Counter({"dynamodb:TransactWriteItems": 3, "sqs:SendMessageBatch": 1})
+    assert len(calls.messages) == 100 // RUNS_PER_MESSAGE
     assert calls.execution_writes() == 100
     # the jobs' puts and the counter's +1 once a transaction: 2 units each, against 4 a job one by one; the
     # byOwner entries (1 each) and the profile adds the run's end (the job's completion, its byOwner rewrite
@@ -288,7 +309,7 @@ def test_a_batch_of_one_offs_costs_a_transaction_per_49_jobs_and_a_send_per_ten(
     calls.reset()
     submit_jobs(ports, "alice", [BatchItem(one_off(clock, name=f"k{n}"), f"k{n}") for n in range(150)])
     assert calls.calls == Counter(
-        {"dynamodb:BatchGetItem": 2, "dynamodb:TransactWriteItems": 5, "sqs:SendMessageBatch": 15}
+        {"dynamodb:BatchGetItem": 2, "dynamodb:TransactWriteItems": 5, "sqs:SendMessageBatch": 2}
     )
 
 

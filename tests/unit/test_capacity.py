@@ -11,6 +11,7 @@ from duetime.domain import capacity
 from duetime.domain.capacity import (
     CRON_RUN,
     ONE_OFF,
+    ONE_OFF_BATCH,
     OPEN_BY_JOB_INDEX_WCU,
     Inputs,
     call_profile,
@@ -60,12 +61,22 @@ def test_in_flight_messages_follow_littles_law():
     held = 2 + capacity.EARLY_HOLD_SECONDS + capacity.CALL_OVERHEAD_SECONDS
     assert result.in_flight == pytest.approx(10_000 * held)
     assert result.in_flight_share == pytest.approx(10_000 * held / 120_000, abs=1e-3)
+    # Cron runs travel ten to a message: the same runs held, a tenth of the messages in flight
+    cron = estimate(Inputs(rate=10_000, shards=64, avg_seconds=2, profile="cron"))
+    assert cron.worker_slots == result.worker_slots == pytest.approx(10_000 * held)
+    assert cron.in_flight == pytest.approx(10_000 * held / 10)
+    assert cron.ecs_tasks == result.ecs_tasks  # an ECS slot holds a run, whatever message it came in
 
 
 def test_long_jobs_at_high_rates_exceed_the_sqs_in_flight_limit():
-    result = estimate(Inputs(rate=10_000, shards=64, avg_seconds=30, profile="cron"))
+    # 10,000/s of 30-s one-offs, each a message of its own: 335,500 messages in flight
+    result = estimate(Inputs(rate=10_000, shards=64, avg_seconds=30))
     assert not result.fits
     assert any("in flight" in w for w in result.warnings)
+    # As cron runs, ten to a message: 33,550, within a queue's 120,000
+    packed = estimate(Inputs(rate=10_000, shards=64, avg_seconds=30, profile="cron"))
+    assert packed.in_flight == pytest.approx(result.in_flight / 10)
+    assert not any("in flight" in w for w in packed.warnings)
 
 
 def test_cost_per_million_is_the_sum_of_its_parts_at_the_stated_prices():
@@ -74,7 +85,12 @@ def test_cost_per_million_is_the_sum_of_its_parts_at_the_stated_prices():
     prices = capacity.Prices()
     units = CRON_RUN.executions_wcu + CRON_RUN.index_wcu + CRON_RUN.jobs_wcu
     assert cost["dynamodbWrites"] == pytest.approx(units * prices.dynamodb_write_per_million, abs=1e-4)
-    assert cost["sqs"] == pytest.approx(CRON_RUN.sqs_requests * prices.sqs_per_million, abs=1e-4)
+    # A send, a receive and a delete, each of 10 messages of 10 runs; and the Lambda worker's visibility change
+    # at claim, one a message, shared by its 10 runs
+    assert (CRON_RUN.sqs_requests, CRON_RUN.claim_visibility_changes) == pytest.approx((3 / (10 * 10), 1 / 10))
+    assert cost["sqs"] == pytest.approx((3 / 100 + 1 / 10) * prices.sqs_per_million, abs=1e-4)
+    # An invocation a batch of 10 messages: 100 runs
+    assert cost["lambdaRequests"] == pytest.approx(prices.lambda_requests_per_million / 100, abs=1e-4)
     assert cost["apiGateway"] == 0
     parts = sum(v for k, v in cost.items() if k != "total")
     assert cost["total"] == pytest.approx(parts, abs=1e-3)
@@ -112,9 +128,11 @@ def test_the_cli_prints_the_estimate_and_exits_nonzero_when_it_does_not_fit(caps
 
 
 def test_the_preloader_cycle_at_10000_cron_runs_per_second_needs_shard_groups():
-    # bench/preloader.py measured 11,230 calls for 10,000 cron runs due on one shard (32 shards: 4 a shard)
+    # bench/preloader.py measured 11,230 calls for 10,000 cron runs due on one shard while a run was a message
+    # (32 shards: 4 a shard); packed, a SendMessageBatch carries 100 runs: a job read per 100, the due Query's
+    # pages, a send per 100 and the next slot's PutItem per run, and 5 calls a shard
     one_shard = capacity.preload_estimate(Inputs(rate=10_000 / 60, shards=1, profile="cron"))
-    assert one_shard.calls == pytest.approx(10_000 * 1.1102 + 4, rel=1e-3)
+    assert one_shard.calls == pytest.approx(10_000 * (1 / 100 + 2 / 5000 + 1 / 100 + 1) + 5, rel=1e-3)
     alone = estimate(Inputs(rate=10_000, shards=32, profile="cron"))
     assert alone.preload_cycle_seconds > 60 and any("pre-load cycle" in w for w in alone.warnings)
     fanned = estimate(Inputs(rate=10_000, shards=32, profile="cron", preload_shard_groups=4))
@@ -183,6 +201,40 @@ def test_a_lambda_class_within_the_event_source_ceiling_gets_a_maximum_concurren
     [plan] = estimate(Inputs(rate=1000, shards=32, avg_seconds=2)).classes
     assert plan.lambda_batches == pytest.approx(1000 * 3.55 / 10)
     assert plan.runs_on == "lambda" and "maximum concurrency to 444" in plan.fix
+    # Cron runs, ten to a message: a batch of 10 messages is 100 runs at once
+    [cron] = estimate(Inputs(rate=1000, shards=32, avg_seconds=2, profile="cron")).classes
+    assert cron.slots == plan.slots and cron.lambda_batches == pytest.approx(1000 * 3.55 / 100)
+    assert "maximum concurrency to 45" in cron.fix
+
+
+def test_packed_runs_take_a_tenth_of_the_lambda_batches_invocations_and_run_time_at_10000_per_second():
+    one_off = estimate(Inputs(rate=10_000, shards=50))
+    cron = estimate(Inputs(rate=10_000, shards=32, profile="cron"))
+    batch = estimate(Inputs(rate=10_000, shards=50, profile="one-off-batch"))
+    assert one_off.lambda_batches == pytest.approx(3550) and cron.lambda_batches == pytest.approx(355)
+    assert batch.lambda_batches == cron.lambda_batches
+    # Within one function's 1,000 batches and the account's 1,000 invocations: no spread over queues
+    [plan] = cron.classes
+    assert plan.fits and plan.queues == 1 and plan.lambda_batches == pytest.approx(355)
+    for name in ("lambdaRequests", "lambdaDuration"):
+        assert cron.cost_per_million[name] == pytest.approx(one_off.cost_per_million[name] / 10, abs=1e-3)
+    # A one-off sent alone pays a whole visibility change at its claim; a batched one a tenth
+    assert (ONE_OFF.claim_visibility_changes, ONE_OFF_BATCH.claim_visibility_changes) == (1, 1 / 10)
+    assert ONE_OFF.sqs_requests == pytest.approx(1 + 2 / 10)
+    assert ONE_OFF_BATCH.sqs_requests == pytest.approx(3 / 100)
+
+
+def test_a_mix_shares_messages_by_the_runs_each_kind_packs():
+    # 80% one-offs sent alone, 20% cron runs ten to a message: 0.8 + 0.2 / 10 = 0.82 messages a run
+    mix = capacity.parse_mix("oneoff=0.8,cron=0.2")
+    blended = capacity.blend_calls(mix)
+    assert blended.claim_visibility_changes == pytest.approx(0.82)
+    assert blended.runs_per_message == pytest.approx(1 / 0.82)
+    result = estimate(Inputs(rate=10_000, shards=64, mix=mix))
+    assert result.in_flight == pytest.approx(result.worker_slots * 0.82, rel=1e-3)
+    assert result.lambda_batches == pytest.approx(result.worker_slots * 0.82 / 10, rel=1e-3)
+    [plan] = result.classes
+    assert plan.lambda_batches == pytest.approx(result.lambda_batches, rel=1e-3)
 
 
 def test_a_class_past_the_1000_batches_spills_over_queues_then_moves_to_ecs():
@@ -244,6 +296,9 @@ def test_a_herd_without_jitter_starts_late_and_the_jitter_the_tool_asks_for_boun
     assert plan.due_per_second == 1_000_000 and plan.drain_per_second == 10_000
     assert plan.drain_seconds == 100 and plan.last_start_late_seconds == 99
     assert plan.jitter_needed_seconds == 100
+    # The herd's runs travel ten to a message, a SendMessageBatch 100 runs
+    assert plan.in_flight_runs == pytest.approx(10_000 * 3.55) and plan.in_flight == pytest.approx(3550)
+    assert plan.send_message_batches_per_second == pytest.approx(1_000_000 / 100 / plan.preload_send_seconds, rel=0.01)
     assert not estimate(herd).fits
     spread = estimate(Inputs(**{**herd.__dict__, "jitter_seconds": 100}))
     assert spread.herd is not None and spread.herd.last_start_late_seconds == 0 and spread.fits
@@ -267,7 +322,11 @@ def test_the_preloader_detail_per_shard_counts_sends_reads_and_next_slot_writes(
     result = estimate(Inputs(rate=1000, shards=10, profile="cron"))
     detail = result.preload_per_shard
     assert detail.due == 6000  # 1,000/s x 60 s over 10 shards
-    assert detail.send_message_batches == 600 and detail.job_reads == 60 and detail.follower_writes == 6000
+    # a SendMessageBatch of 10 messages of 10 runs: 100 runs a send
+    assert detail.send_message_batches == 60 and detail.job_reads == 60 and detail.follower_writes == 6000
+    # One-offs due later are sent by the pre-loader too, as packed as cron runs
+    one_off = estimate(Inputs(rate=1000, shards=10, profile="one-off")).preload_per_shard
+    assert one_off.send_message_batches == 60 and one_off.follower_writes == 0
 
 
 def test_the_scenarios_are_sized_to_fit_their_partitions_and_print_every_plan(capsys):

@@ -99,6 +99,10 @@ DEFAULT_REGION = "us-east-1"
 
 SQS_MAX_DELAY_SECONDS = 900
 SQS_BATCH_SIZE = 10
+# Runs due in the same second to one queue of a Lambda class travel in one SQS message, up to this many
+# (adapters/aws/carriers.py): a send, a receive and a delete carry ten times the runs. The worker function's
+# batch of 10 messages is up to 100 runs at once.
+RUNS_PER_MESSAGE = 10
 SQS_MAX_VISIBILITY_SECONDS = 12 * 3600
 
 # --- job classes and their queues ------------------------------------------------------------------
@@ -135,6 +139,13 @@ class JobClassDef:
 
     def dlq_name(self, prefix: str) -> str:
         return f"{prefix}-dlq-{self.name}"
+
+    @property
+    def runs_per_message(self) -> int:
+        """Runs one SQS message of the class carries at most: RUNS_PER_MESSAGE for a Lambda class, whose worker
+        function runs a batch's runs at once; one for an ECS class, whose `duetime worker` takes no more runs
+        than it has free slots (a message of more would send the rest back)."""
+        return RUNS_PER_MESSAGE if self.worker_kind == "lambda" else 1
 
 
 # The class of a job that names none, and of the worker function and `duetime worker` unless told otherwise.

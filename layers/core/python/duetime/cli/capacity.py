@@ -18,6 +18,7 @@ from duetime.definitions import (
     OPEN_INDEX_SPREAD,
     PRELOAD_DISPATCH_THREADS,
     PRELOAD_THREADS,
+    RUNS_PER_MESSAGE,
     Settings,
     parse_class_queues,
 )
@@ -69,9 +70,16 @@ def per_execution_lines(profile: CallProfile) -> list[str]:
         " and its removal each)",
         f"    jobs table         {profile.jobs_wcu:.4g} WCU; reads {profile.read_units:g} RCU "
         f"({profile.partition_read_units:g} on the hour#shard)",
-        f"    SQS                {profile.sqs_requests:.2f} requests (send, receive, delete; batches of {SQS_BATCH})",
+        f"    SQS                {profile.sqs_requests + profile.claim_visibility_changes:.2f} requests: "
+        f"{profile.sqs_requests:.2f} to send, receive and delete ({SQS_BATCH} messages a request, "
+        f"{runs_text(profile.runs_per_message)} a message), {profile.claim_visibility_changes:.2f} the Lambda "
+        "worker's visibility change at claim (one a message)",
         f"    API Gateway        {profile.api_requests:g} request(s)",
     ]
+
+
+def runs_text(runs: float) -> str:
+    return f"{runs:.3g} run" + ("" if runs == 1 else "s")
 
 
 def billing_text(inputs: Inputs) -> str:
@@ -84,6 +92,7 @@ def render(result: Estimate) -> str:
     i = result.inputs
     name = result.profile_name or i.profile
     pre = result.preload_per_shard
+    runs_per_message = call_profile(i).runs_per_message
     lines = [
         f"duetime capacity: {i.rate:,.0f} executions/s ({name}), {i.shards} shards, lease {i.lease_seconds} s, "
         f"jobs {i.avg_seconds:g} s on average",
@@ -96,12 +105,12 @@ def render(result: Estimate) -> str:
         f"{result.open_index_wcu_per_key:,.1f} WCU/s over {result.open_index_keys} keys = rate x open-index WCU / keys",
         f"  executions table / its indexes  {result.table_wru_per_second:,.0f} / {result.index_wru_per_second:,.0f} "
         f"WRU/s (default quota {TABLE_ON_DEMAND_WRU_PER_SECOND:,} each)",
-        f"  in flight per queue             {result.in_flight:,.0f} ({result.in_flight_share:.1%} of "
+        f"  in flight per queue             {result.in_flight:,.0f} messages ({result.in_flight_share:.1%} of "
         f"{SQS_IN_FLIGHT_PER_QUEUE:,}; Little's law, {i.avg_seconds:g} s run + {EARLY_HOLD_SECONDS:g} s early hold "
-        f"+ {CALL_OVERHEAD_SECONDS:g} s calls)",
+        f"+ {CALL_OVERHEAD_SECONDS:g} s calls, over {runs_text(runs_per_message)} a message)",
         f"  worker slots                    {result.worker_slots:,.0f} = {result.lambda_batches:,.0f} Lambda batches "
-        f"of {SQS_BATCH} or {result.ecs_tasks:,} ECS tasks at concurrency {i.worker_concurrency} "
-        f"(~{result.worker_vcpus:g} vCPU of client work)",
+        f"of {SQS_BATCH} messages ({SQS_BATCH * runs_per_message:.3g} runs at once) or {result.ecs_tasks:,} ECS "
+        f"tasks at concurrency {i.worker_concurrency} (~{result.worker_vcpus:g} vCPU of client work)",
         f"  smallest shard count that fits {result.smallest_shards}",
         f"  pre-loader per cycle           {result.preload_calls_per_cycle:,.0f} calls, "
         f"{result.preload_seconds_per_shard:,.1f} s per shard, {result.preload_cycle_seconds:,.1f} s per "
@@ -111,7 +120,8 @@ def render(result: Estimate) -> str:
     ]
     lines.append(
         f"  pre-loader per shard and cycle  {pre.due:,.0f} due: {pre.send_message_batches:,.0f} "
-        f"SendMessageBatch ({pre.sends_per_second:,.0f}/s), {pre.job_reads:,.0f} BatchGetItem, "
+        f"SendMessageBatch ({pre.sends_per_second:,.0f}/s; {SQS_BATCH} messages of {RUNS_PER_MESSAGE} runs), "
+        f"{pre.job_reads:,.0f} BatchGetItem, "
         f"{pre.follower_writes:,.0f} next-slot PutItem ({pre.follower_wcu_per_second:,.0f} WCU/s), "
         f"{pre.control_writes:g} control writes, {pre.queries:g} queries (bench/preloader.py)"
     )
@@ -132,8 +142,8 @@ def render(result: Estimate) -> str:
             "a partition",
             f"    at the instant  drained at {herd.drain_per_second:,.0f}/s in {herd.drain_seconds:,.1f} s, "
             f"{herd.partition_wcu_per_second:,.0f} WCU/s a partition (claim + finish; unbounded demand "
-            f"{herd.unthrottled_partition_wcu_per_second:,.0f}), {herd.in_flight:,.0f} in flight, "
-            f"backlog {herd.backlog:,.0f}",
+            f"{herd.unthrottled_partition_wcu_per_second:,.0f}), {herd.in_flight_runs:,.0f} runs in flight "
+            f"({herd.in_flight:,.0f} messages), backlog {herd.backlog:,.0f}",
             f"    last start      ~{herd.last_start_late_seconds:,.1f} s late; jitterSeconds that keeps it on "
             f"time: {herd.jitter_needed_seconds:,}",
         ]

@@ -23,6 +23,7 @@ from duetime.definitions import (
     PRELOAD_DISPATCH_THREADS,
     PRELOAD_SLACK_SECONDS,
     PRELOAD_THREADS,
+    RUNS_PER_MESSAGE,
     RUNS_PER_SCHEDULE,
     SQS_BATCH_SIZE,
     SQS_MAX_DELAY_SECONDS,
@@ -77,10 +78,13 @@ START_TARGET_SECONDS = 2.0
 @dataclass(frozen=True)
 class PreloadProfile:
     """The pre-loader's AWS calls in one cycle (python -m bench.preloader, 10,000 due on a shard: 1,230
-    calls for one-offs, 11,230 for cron runs). Per shard: the lease and the cursor write (2 UpdateItem),
-    the due hour's Query, the sweep's Query (service/dispatch.py, sweep) and the reconciler's page Query. Per
-    dispatched execution: its job in a BatchGetItem of 100, its message in a SendMessageBatch of 10, and for a
-    cron run the next slot's PutItem; the due and sweep Queries read ~1 MB (~2,500 rows) a page.
+    calls for one-offs, 11,230 for cron runs while each run was a message of its own; packed, the sends are a
+    tenth: 330 and 10,330). Per shard: the lease and the cursor write (2 UpdateItem), the due hour's Query, the
+    sweep's Query (service/dispatch.py, sweep) and the reconciler's page Query. Per dispatched execution: its
+    job in a BatchGetItem of 100, its share of a SendMessageBatch of 10 messages of up to RUNS_PER_MESSAGE runs
+    (what the pre-loader sends is due at the same seconds: the messages are full at load, one-offs due later
+    as much as cron runs), and for a cron run the next slot's PutItem; the due and sweep Queries read ~1 MB
+    (~2,500 rows) a page.
     The puts and sends of a shard run `dispatch_threads` at once; the rest of a shard's calls in turn."""
 
     name: str
@@ -89,10 +93,12 @@ class PreloadProfile:
     parallel_calls_per_execution: float  # SendMessageBatch shares and next-slot PutItems
 
 
+# A pre-loaded run's share of a SendMessageBatch: 10 messages of RUNS_PER_MESSAGE runs.
+PRELOAD_SENDS_PER_RUN = 1 / (SQS_BATCH_SIZE * RUNS_PER_MESSAGE)
 PRELOAD_PROFILES = {
-    "one-off": PreloadProfile("one-off", 5, 1 / 100 + 2 / 5000, 1 / SQS_BATCH_SIZE),
-    "cron": PreloadProfile("cron", 5, 1 / 100 + 2 / 5000, 1 / SQS_BATCH_SIZE + 1),
-    "one-off-batch": PreloadProfile("one-off-batch", 5, 1 / 100 + 2 / 5000, 1 / SQS_BATCH_SIZE),
+    "one-off": PreloadProfile("one-off", 5, 1 / 100 + 2 / 5000, PRELOAD_SENDS_PER_RUN),
+    "cron": PreloadProfile("cron", 5, 1 / 100 + 2 / 5000, PRELOAD_SENDS_PER_RUN + 1),
+    "one-off-batch": PreloadProfile("one-off-batch", 5, 1 / 100 + 2 / 5000, PRELOAD_SENDS_PER_RUN),
 }
 PRELOADER_MEMORY_GB = 0.5  # infra/functions.py: the pre-loader function's 512 MB
 
@@ -121,14 +127,17 @@ def parse_mix(text: str) -> tuple[tuple[str, float], ...]:
 
 
 def blend_calls(mix: tuple[tuple[str, float], ...]) -> CallProfile:
-    """The per-execution work of a mix: each measured profile weighted by its share."""
+    """The per-execution work of a mix: each measured profile weighted by its share. What a run shares with
+    the runs of its message is weighted as messages a run, so the runs a message carries are the shares'
+    harmonic mean (80% sent alone and 20% ten to a message: 0.82 messages a run)."""
     if len(mix) == 1:
         return PROFILES[mix[0][0]]
     numbers = {
         name: sum(getattr(PROFILES[kind], name) * share for kind, share in mix)
         for name in CallProfile.__dataclass_fields__
-        if name != "name"
+        if name not in ("name", "runs_per_message")
     }
+    numbers["runs_per_message"] = 1 / sum(share / PROFILES[kind].runs_per_message for kind, share in mix)
     label = " + ".join(f"{share:.0%} {kind}" for kind, share in mix)
     return CallProfile(name=label, **numbers)
 
@@ -254,7 +263,7 @@ class PreloadShardDetail:
     """One shard's share of a pre-load cycle: what it sends, reads and writes, and at what rate it sends."""
 
     due: float
-    send_message_batches: float
+    send_message_batches: float  # 10 messages of up to RUNS_PER_MESSAGE runs each
     job_reads: float  # BatchGetItem of 100
     follower_writes: float  # a cron run's next slot, PutItem
     control_writes: int  # the shard's lease and cursor
@@ -297,8 +306,9 @@ class HerdPlan:
     drain_per_second: float
     partition_wcu_per_second: float
     unthrottled_partition_wcu_per_second: float
-    in_flight: float
-    backlog: float
+    in_flight: float  # SQS messages: the runs in flight over the runs a message carries
+    in_flight_runs: float
+    backlog: float  # runs
     drain_seconds: float
     last_start_late_seconds: float
     jitter_needed_seconds: int
@@ -345,10 +355,10 @@ class Estimate:
     open_index_wcu_per_second: float  # per shard, on the `open` index
     table_wru_per_second: float
     index_wru_per_second: float
-    in_flight: float  # per queue, Little's law
+    in_flight: float  # SQS messages per queue, Little's law: the runs in flight over the runs a message carries
     in_flight_share: float  # of 120,000
     worker_slots: float  # executions held by workers at once
-    lambda_batches: float  # concurrent SQS event source batches of 10
+    lambda_batches: float  # concurrent SQS event source batches of 10 messages (the runs of a batch run at once)
     ecs_tasks: int
     worker_vcpus: float
     smallest_shards: int
@@ -446,7 +456,8 @@ def preload_profile(inputs: Inputs) -> PreloadProfile:
 
 
 def held_seconds(avg_seconds: float) -> float:
-    """How long a worker holds one message: the run, the early hold before it is due and the calls."""
+    """How long a worker holds one run (and a message, whose runs it holds at once): the run, the early hold
+    before it is due and the calls."""
     return avg_seconds + EARLY_HOLD_SECONDS + CALL_OVERHEAD_SECONDS
 
 
@@ -473,19 +484,22 @@ def estimate(inputs: Inputs, prices: Prices | None = None) -> Estimate:
     partition_wcu = per_partition * execution_partition_wcu(profile, beats)
     partition_rcu = per_partition * profile.partition_read_units
     held = held_seconds(inputs.avg_seconds)
-    in_flight = inputs.rate * held  # Little's law: a message is in flight from receive to delete
-    slots = in_flight
-    lambda_batches = slots / SQS_BATCH
+    slots = inputs.rate * held  # Little's law: runs held by workers, from receive to delete
+    in_flight = slots / profile.runs_per_message  # a message is in flight while its runs are held
+    lambda_batches = slots / profile.runs_per_batch
     lateness_wcu, lateness_sqs = lateness_units(inputs.late_budgets)
     write_units = profile.executions_wcu + profile.index_wcu + profile.jobs_wcu + beats + lateness_wcu
-    sqs = profile.sqs_requests + beats + lateness_sqs  # each heartbeat also extends the message's visibility
+    # The claim's visibility change is the message's, shared by its runs; each heartbeat also extends the
+    # message's visibility (counted as the run's own: a carrier's runs beat together only while all still run).
+    sqs = profile.sqs_requests + profile.claim_visibility_changes + beats + lateness_sqs
     cost = {
         "dynamodbWrites": write_units * write_price,
         "dynamodbReads": profile.read_units * read_price,
         "sqs": sqs * prices.sqs_per_million,
-        "lambdaRequests": prices.lambda_requests_per_million / SQS_BATCH,
-        # Records of a batch run at once: the invocation lasts about as long as one record is held.
-        "lambdaDuration": 1e6 * inputs.lambda_memory_gb * held / SQS_BATCH * prices.lambda_gb_second_arm64,
+        # One invocation a batch of 10 messages, whatever runs they carry.
+        "lambdaRequests": prices.lambda_requests_per_million / profile.runs_per_batch,
+        # The runs of a batch run at once: the invocation lasts about as long as one run is held.
+        "lambdaDuration": 1e6 * inputs.lambda_memory_gb * held / profile.runs_per_batch * prices.lambda_gb_second_arm64,
         "apiGateway": profile.api_requests * api_price,
     }
     preload = preload_estimate(inputs)
@@ -561,7 +575,7 @@ def estimate(inputs: Inputs, prices: Prices | None = None) -> Estimate:
             )
     result.profile_name = profile.name
     open_index(inputs, profile, result)
-    result.classes = [class_plan(inputs, c) for c in job_classes(inputs)]
+    result.classes = [class_plan(inputs, c, profile.runs_per_message) for c in job_classes(inputs)]
     for plan in result.classes:  # advisory, like the pre-loader's: a class moves to ECS without a redesign
         result.warnings += plan.warnings
     if inputs.herd:
@@ -626,7 +640,7 @@ def reserved_concurrency(inputs: Inputs) -> ReservedConcurrency:
 def preload_shard_detail(inputs: Inputs, cycle: PreloadCycle) -> PreloadShardDetail:
     """One shard's share of a pre-load cycle: what it sends, reads and writes, and at what rate it sends."""
     due = cycle.due_per_shard
-    sends = due / SQS_BATCH_SIZE
+    sends = due * PRELOAD_SENDS_PER_RUN
     cron_share = dict(inputs.mix).get("cron", 0.0) if inputs.mix else float(inputs.profile == "cron")
     return PreloadShardDetail(
         due=round(due, 1),
@@ -668,17 +682,21 @@ def class_queues_setting(name: str, queues: int) -> str:
     return f"`-c classQueues={name}:{queues}`"
 
 
-def class_plan(inputs: Inputs, job_class: ClassLoad) -> ClassPlan:
+def class_plan(inputs: Inputs, job_class: ClassLoad, runs_per_message: float | None = None) -> ClassPlan:
     """Where a class's runs can execute and the fix when Lambda's SQS event source cannot carry them:
-    Little's law gives the runs in progress; the event source hands them over in batches of up to 10 and
-    stops at 1,000 concurrent batches per function; ECS has no such ceiling."""
+    Little's law gives the runs in progress; the event source hands them over in batches of up to 10
+    messages of `runs_per_message` runs (the inputs' profile's by default), run at once, and stops at 1,000
+    concurrent batches per function; ECS has no such ceiling."""
+    per_message = runs_per_message if runs_per_message is not None else call_profile(inputs).runs_per_message
+    if job_class.worker_kind == "ecs":  # an ECS class's runs travel alone (JobClassDef.runs_per_message)
+        per_message = 1
     rate = inputs.rate * job_class.share
     held = held_seconds(job_class.avg_seconds)
     slots = rate * held
-    batches = slots / SQS_BATCH
+    batches = slots / (SQS_BATCH * per_message)
     queues = max(1, math.ceil(batches / LAMBDA_SQS_MAX_CONCURRENT_BATCHES))
     # SQS's in-flight cap is per queue whichever worker receives: past it the class needs more queues anyway.
-    in_flight_queues = max(1, math.ceil(slots / SQS_IN_FLIGHT_PER_QUEUE))
+    in_flight_queues = max(1, math.ceil(slots / per_message / SQS_IN_FLIGHT_PER_QUEUE))
     configured = dict(inputs.class_queues).get(job_class.name, 1)
     tasks = math.ceil(slots / inputs.worker_concurrency)
     warnings: list[str] = []
@@ -772,7 +790,8 @@ def herd_plan(inputs: Inputs, profile: CallProfile) -> HerdPlan:
     drain_rate = min(due_rate, fleet_rate, partition_rate)
     drain_seconds = max(spread_seconds, herd / drain_rate)
     late_seconds = max(0.0, drain_seconds - spread_seconds)
-    in_flight = min(herd, drain_rate * held_seconds(inputs.avg_seconds))
+    in_flight_runs = min(herd, drain_rate * held_seconds(inputs.avg_seconds))
+    in_flight = in_flight_runs / CRON_RUN.runs_per_message  # the herd's runs travel packed, as cron runs do
     partition_wcu = drain_rate / shards * run_wcu
     needed_jitter = math.ceil(herd / min(fleet_rate, partition_rate))
     if send_seconds > ahead:
@@ -809,7 +828,7 @@ def herd_plan(inputs: Inputs, profile: CallProfile) -> HerdPlan:
         preload_calls=round(cycle.calls, 0),
         preload_send_seconds=round(send_seconds, 1),
         preload_seconds_ahead=ahead,
-        send_message_batches_per_second=round(herd / SQS_BATCH_SIZE / send_seconds, 1) if send_seconds else 0.0,
+        send_message_batches_per_second=round(herd * PRELOAD_SENDS_PER_RUN / send_seconds, 1) if send_seconds else 0.0,
         follower_wcu_per_partition_per_second=round(follower_wcu, 1),
         spread_seconds=spread_seconds,
         due_per_second=round(due_rate, 1),
@@ -817,7 +836,8 @@ def herd_plan(inputs: Inputs, profile: CallProfile) -> HerdPlan:
         partition_wcu_per_second=round(partition_wcu, 1),
         unthrottled_partition_wcu_per_second=round(due_rate / shards * run_wcu, 1),
         in_flight=round(in_flight, 1),
-        backlog=round(max(0.0, herd - in_flight), 1) if late_seconds else 0.0,
+        in_flight_runs=round(in_flight_runs, 1),
+        backlog=round(max(0.0, herd - in_flight_runs), 1) if late_seconds else 0.0,
         drain_seconds=round(drain_seconds, 1),
         last_start_late_seconds=round(late_seconds, 1),
         jitter_needed_seconds=needed_jitter,

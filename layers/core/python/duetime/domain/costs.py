@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from duetime.definitions import RUNS_PER_MESSAGE
+
 SQS_BATCH = 10  # messages a SendMessageBatch, ReceiveMessage or DeleteMessageBatch carries at most
 
 # --- Prices, us-east-1, as published on the AWS pricing pages; recorded 2026-11-29 ---------------------
@@ -74,6 +76,9 @@ class CallProfile:
     finds its row still open once `reconcile_after` overdue (a lost message or worker, a run longer than
     that): then an entry and its removal, 2 units.
     The sweep reads each row once more (a strongly consistent Query of the hour#shard range: ~0.1 unit).
+    SQS charges by the request and a request carries up to 10 messages; runs sent together to one queue with
+    the same whole-second delay travel up to RUNS_PER_MESSAGE to a message (adapters/aws/carriers.py), so the
+    requests, the Lambda worker's invocations and its visibility changes are shared by a message's runs.
     """
 
     name: str
@@ -86,6 +91,19 @@ class CallProfile:
     partition_read_units: float  # of which on the hour#shard partition (the pre-load and sweep Queries)
     sqs_requests: float  # SendMessageBatch, ReceiveMessage and DeleteMessageBatch shares at full batches
     api_requests: float  # API Gateway requests (POST /jobs for a one-off)
+    runs_per_message: float  # runs an SQS message carries: 1 for a run sent alone, RUNS_PER_MESSAGE packed
+
+    @property
+    def claim_visibility_changes(self) -> float:
+        """ChangeMessageVisibility requests a run costs at its claim: the Lambda worker shortens the message's
+        visibility to a lease when it claims the run (the queue's own is the function's timeout), one change
+        per message, shared by a carrier's runs."""
+        return 1 / self.runs_per_message
+
+    @property
+    def runs_per_batch(self) -> float:
+        """Runs in one SQS event source batch of the Lambda worker: 10 messages, run at once in one invocation."""
+        return SQS_BATCH * self.runs_per_message
 
 
 # The byJob index's units a run that takes an entry (at its write, kept as history): not a plain run.
@@ -96,10 +114,11 @@ OPEN_BY_JOB_INDEX_WCU = 2
 SWEEP_READ_UNITS = 0.1
 
 # A one-off job submitted through the API and due soon: one TransactWriteItems (job + execution + the
-# owner's active-jobs counter, so the execution's create costs 2 units), a SendMessageBatch of one; at run
-# time ReceiveMessage and DeleteMessageBatch (full batches at load), GetItem of the job, the claim, and the
-# finish in one TransactWriteItems with the job's completion and the counter's -1 (issue 35: the run's end
-# ends the job in the same write), read back with one strongly consistent GetItem.
+# owner's active-jobs counter, so the execution's create costs 2 units), a SendMessageBatch of one message of
+# one run (it is sent alone, at its POST); at run time ReceiveMessage and DeleteMessageBatch (full batches at
+# load), GetItem of the job, the claim, and the finish in one TransactWriteItems with the job's completion and
+# the counter's -1 (issue 35: the run's end ends the job in the same write), read back with one strongly
+# consistent GetItem.
 ONE_OFF = CallProfile(
     name="one-off",
     executions_writes=3,
@@ -113,13 +132,15 @@ ONE_OFF = CallProfile(
     partition_read_units=SWEEP_READ_UNITS,
     sqs_requests=1 + 1 / SQS_BATCH + 1 / SQS_BATCH,
     api_requests=1,
+    runs_per_message=1,
 )
 # A cron run in steady state: the pre-loader reads the job (BatchGetItem of 100, eventually consistent: half a
 # unit a job of up to 4 KB; service/dispatch.py's _jobs_of says when it reads one again, strongly), creates the
-# next slot (PutItem) and sends due runs in batches of 10; the claim reads the job (GetItem, strongly consistent:
-# 1 unit) and, for the overlap policy, the job's open rows due by now from openByJob (a Query of an index,
-# eventually consistent: 0.5 unit for up to 4 KB of keys) and the rows of the slots that may run without an
-# entry (by key: none for a run on time of a job a minute or more apart, domain/job_index.py).
+# next slot (PutItem) and sends due runs packed, up to RUNS_PER_MESSAGE a message and 10 messages a request
+# (runs due in the same second to one queue: at load every message is full); the claim reads the job (GetItem,
+# strongly consistent: 1 unit) and, for the overlap policy, the job's open rows due by now from openByJob (a
+# Query of an index, eventually consistent: 0.5 unit for up to 4 KB of keys) and the rows of the slots that may
+# run without an entry (by key: none for a run on time of a job a minute or more apart, domain/job_index.py).
 # The claim's own row is never in the index, so a job with no other run open reads no row (issue 32).
 CRON_RUN = CallProfile(
     name="cron",
@@ -130,19 +151,23 @@ CRON_RUN = CallProfile(
     jobs_wcu=0,
     read_units=0.5 + 1 + 0.5 + 0.1 + SWEEP_READ_UNITS,
     partition_read_units=0.1 + SWEEP_READ_UNITS,
-    sqs_requests=1 / SQS_BATCH + 1 / SQS_BATCH + 1 / SQS_BATCH,
+    # the send, the receive and the delete, each a request of 10 messages of RUNS_PER_MESSAGE runs
+    sqs_requests=3 / (SQS_BATCH * RUNS_PER_MESSAGE),
     api_requests=0,
+    runs_per_message=RUNS_PER_MESSAGE,
 )
 # One-off jobs created through POST /jobs/batch (issue 32), 500 a request: the jobs of a batch are written
 # 49 a TransactWriteItems (a job and its execution are two items, the owner's counter one a transaction) and
-# their first executions sent ten to a SendMessageBatch; the run is ONE_OFF's.
+# their first executions sent packed as cron runs are (up to RUNS_PER_MESSAGE a message, 10 messages a
+# SendMessageBatch); the run is ONE_OFF's, its messages shared as a cron run's are.
 BATCH_JOBS_PER_TRANSACTION = 49
 ONE_OFF_BATCH = replace(
     ONE_OFF,
     name="one-off-batch",
     jobs_wcu=2 + 1 + 2 / BATCH_JOBS_PER_TRANSACTION + 2 + 1 + 2,  # the counter's +1 once a transaction
-    sqs_requests=1 / SQS_BATCH + 1 / SQS_BATCH + 1 / SQS_BATCH,
+    sqs_requests=3 / (SQS_BATCH * RUNS_PER_MESSAGE),
     api_requests=1 / 500,
+    runs_per_message=RUNS_PER_MESSAGE,
 )
 PROFILES = {p.name: p for p in (ONE_OFF, CRON_RUN, ONE_OFF_BATCH)}
 

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from duetime.domain.costs import CRON_RUN, ONE_OFF, SQS_BATCH, CallProfile, Prices
+from duetime.domain.costs import CRON_RUN, ONE_OFF, CallProfile, Prices
 from duetime.domain.exclusions import Exclusions
 from duetime.domain.models import MAX_JITTER_SECONDS, Schedule
 from duetime.domain.recurrence import next_included, recurrence_of
@@ -45,14 +45,15 @@ class Forecast:
 
 
 def cost_per_run(profile: CallProfile, prices: Prices) -> float:
-    """USD of one run's AWS requests: the write and read units, SQS requests, its share of a Lambda
-    invocation (a batch of SQS_BATCH) and API requests, as `duetime capacity` prices them."""
+    """USD of one run's AWS requests: the write and read units, SQS requests (with the claim's visibility
+    change), its share of a Lambda invocation (a batch of 10 messages of the profile's runs) and API
+    requests, as `duetime capacity` prices them."""
     write_units = profile.executions_wcu + profile.index_wcu + profile.jobs_wcu
     per_million = (
         write_units * prices.dynamodb_write_per_million
         + profile.read_units * prices.dynamodb_read_per_million
-        + profile.sqs_requests * prices.sqs_per_million
-        + prices.lambda_requests_per_million / SQS_BATCH
+        + (profile.sqs_requests + profile.claim_visibility_changes) * prices.sqs_per_million
+        + prices.lambda_requests_per_million / profile.runs_per_batch
         + profile.api_requests * prices.api_gateway_rest_per_million
     )
     return per_million / 1e6

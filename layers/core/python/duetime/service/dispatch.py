@@ -12,6 +12,7 @@ from datetime import datetime, timedelta
 from duetime.definitions import (
     FIRST_LOOKBACK_SECONDS,
     RECONCILE_ROWS_PER_SHARD,
+    RUNS_PER_MESSAGE,
     SHARD_COUNT_FIXED_AHEAD,
     SQS_BATCH_SIZE,
 )
@@ -390,10 +391,12 @@ def _put_all(ports: Ports, executions: list[Execution], threads: int) -> list[Ex
 
 
 def _send_all(ports: Ports, messages: list[DueMessage], now: datetime, threads: int) -> int:
-    """Send the messages 10 to a request, `threads` requests at once; returns how many were sent."""
-    if threads <= 1 or len(messages) <= SQS_BATCH_SIZE:
+    """Send the messages a request's worth at a time (10 messages of up to RUNS_PER_MESSAGE runs), `threads`
+    requests at once; returns how many were sent."""
+    per_request = SQS_BATCH_SIZE * RUNS_PER_MESSAGE
+    if threads <= 1 or len(messages) <= per_request:
         return ports.queues.send(messages, now)
-    batches = [messages[i : i + SQS_BATCH_SIZE] for i in range(0, len(messages), SQS_BATCH_SIZE)]
+    batches = [messages[i : i + per_request] for i in range(0, len(messages), per_request)]
     with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="dispatch-send") as pool:
         return sum(pool.map(lambda batch: ports.queues.send(batch, now), batches))
 

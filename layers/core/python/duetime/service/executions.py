@@ -641,7 +641,7 @@ class Lease:
 
     def hide_message(self) -> None:
         """Hide the message for one lease from now (at claim, when its visibility does not end with the lease)."""
-        self.ports.queues.extend(self.job_class, self.receipt, self.seconds)
+        self.ports.queues.hold(self.job_class, self.receipt, self.seconds)
 
     def extend(self) -> Execution:
         """Renew the row's lease (a fenced heartbeat; raises StaleAttempt if the attempt no longer holds it),

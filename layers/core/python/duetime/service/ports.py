@@ -683,7 +683,17 @@ class Queues(Protocol):
         ...
 
     def extend(self, job_class: str, receipt: str, seconds: float) -> None:
-        """Hide a received message for `seconds` from now (0: visible at once)."""
+        """Hide a received message for `seconds` from now (0: visible at once): it is received again then."""
+        ...
+
+    def hold(self, job_class: str, receipt: str, seconds: float) -> None:
+        """Keep a received message hidden for `seconds` from now while this worker holds its run (at claim,
+        with each heartbeat); where several runs share a message, it stays hidden while any is held."""
+        ...
+
+    def settle(self, job_class: str, receipt: str) -> str | None:
+        """A received message is handled: the receipt to delete now, or None while it carries other runs
+        still open (it is deleted with the last)."""
         ...
 
     def delete(self, job_class: str, receipt: str) -> None: ...

@@ -168,6 +168,14 @@ class SqliteQueues:
         A receipt of an earlier receive changes nothing."""
         self._set_visibility(*self._queue_of_receipt(job_class, receipt), seconds)
 
+    def hold(self, job_class: str, receipt: str, seconds: float) -> None:
+        """Keep a received message hidden for `seconds` while this worker holds its run (one run a message)."""
+        self.extend(job_class, receipt, seconds)
+
+    def settle(self, job_class: str, receipt: str) -> str | None:
+        """The receipt to delete for a handled message: its own (a message carries one run here)."""
+        return receipt
+
     def _queue_of_receipt(self, job_class: str, receipt: str) -> tuple[str, str]:
         """(queue name, the row's receipt) of a receipt this adapter gave out for a message of `job_class`."""
         index, own = split_receipt(receipt)
