@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from duetime.adapters.aws.carriers import HOLD_SLACK_SECONDS
-from duetime.adapters.aws.queue import DueQueues
+from duetime.adapters.aws.queue import SPARE_SECONDS, DueQueues
 from duetime.definitions import RUNS_PER_MESSAGE
 from duetime.service.ports import DueMessage
 
@@ -163,19 +163,36 @@ def test_a_carrier_another_process_received_is_split_into_all_its_runs(sqs, port
     assert sorted(r.message.execution_id for r in back) == sorted(m.execution_id for m in sent)
 
 
-def test_a_receive_never_brings_more_runs_than_asked_and_the_rest_come_back_at_once(sqs):
-    queues, _ = sqs
+def test_a_receive_never_brings_more_runs_than_asked_and_the_rest_wait_for_the_next(sqs):
+    queues, requests = sqs
     sent = due_now(10)
     queues.send(sent, datetime.now(UTC))
     # When a worker with room for 4 runs receives the carrier of 10
     first = receive_all(queues, 1, room=4)
-    # Then it gets 4, and the other 6 are on the queue at once, each alone
+    # Then it gets 4, and its next receive (room for 6) the other 6, without asking SQS
     assert len(first) == 4
-    rest = receive_all(queues, 6)
+    asked = requests.calls["ReceiveMessage"]
+    rest = queues.receive("default", 6, 0, 30)
+    assert len(rest) == 6 and requests.calls["ReceiveMessage"] == asked
     assert sorted(r.message.execution_id for r in first + rest) == sorted(m.execution_id for m in sent)
     for received in first + rest:
         queues.delete("default", received.receipt)
     assert depth(queues) == 0
+
+
+def test_runs_no_receive_takes_in_time_are_given_back_for_any_worker(sqs, ports):
+    queues, _ = sqs
+    sent = due_now(10)
+    queues.send(sent, datetime.now(UTC))
+    first = receive_all(queues, 1, room=4)
+    # When this worker does not receive again within SPARE_SECONDS
+    time.sleep(SPARE_SECONDS + 0.5)
+    # Then the 6 it had no room for are on the queue, each alone, for another worker
+    other = DueQueues(ports.queues.client, ports.queues.queue_urls, ports.queues.dlq_urls)
+    rest = receive_all(other, 6)
+    assert sorted(r.message.execution_id for r in first + rest) == sorted(m.execution_id for m in sent)
+    assert {r.receive_count for r in rest} == {1}  # they were never handed to a worker
+    assert queues.receive("default", 10, 0, 30) == []  # and the first worker keeps none of them
 
 
 def test_a_carrier_on_the_dead_letter_queue_is_read_run_by_run_and_deleted_with_its_last(sqs):

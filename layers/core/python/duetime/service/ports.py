@@ -686,6 +686,10 @@ class Queues(Protocol):
         """Hide a received message for `seconds` from now (0: visible at once): it is received again then."""
         ...
 
+    def runs_per_message(self, job_class: str) -> int:
+        """How many runs a message of `job_class`'s queue may carry (1: a message is a run)."""
+        ...
+
     def hold(self, job_class: str, receipt: str, seconds: float) -> None:
         """Keep a received message hidden for `seconds` from now while this worker holds its run (at claim,
         with each heartbeat); where several runs share a message, it stays hidden while any is held."""

@@ -35,6 +35,9 @@ log = logging.getLogger("duetime.worker")
 # A message more than this early (it can only be, if clocks disagree) goes back to wait in the queue.
 MAX_EARLY_WAIT_SECONDS = 5.0
 POLL_SECONDS = 1
+# How long the receive loop waits for more free slots when fewer are free than a message may carry: messages
+# surface a second or two before they are due, so this costs a run on time nothing.
+SLOTS_WAIT_SECONDS = 0.25
 
 
 def timed_out(job: Job) -> RunResult:
@@ -203,13 +206,25 @@ class Worker:
         finisher.start()
         try:
             with ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix=self.worker_id) as pool:
+                slots_short_since: float | None = None
                 while not self.stopping.is_set():
                     with self._lock:
-                        free = self.concurrency - self._inflight
+                        free, busy = self.concurrency - self._inflight, self._inflight
                     if free == 0:
                         self._slot_freed.wait(1.0)
                         self._slot_freed.clear()
                         continue
+                    # A message may carry several runs (a Lambda class's queue on SQS): with fewer slots free than
+                    # that, wait a moment for more, so a receive does not bring runs there is no slot for.
+                    carried = min(self.concurrency, self.ports.queues.runs_per_message(self.job_class))
+                    if free < carried and busy:
+                        now = time.monotonic()
+                        slots_short_since = slots_short_since or now
+                        if now - slots_short_since < SLOTS_WAIT_SECONDS:
+                            self._slot_freed.wait(SLOTS_WAIT_SECONDS - (now - slots_short_since))
+                            self._slot_freed.clear()
+                            continue
+                    slots_short_since = None
                     try:
                         visible_until = self.ports.clock() + timedelta(seconds=self.lease)
                         batch = self.ports.queues.receive(self.job_class, free, POLL_SECONDS, self.lease)

@@ -39,6 +39,10 @@ log = logging.getLogger("duetime.queue")
 # a second late (moto's long poll re-checks once a second), so the delay is the whole seconds left after
 # that second, and the message surfaces one to two seconds early; the worker waits out the rest itself.
 EARLY_SECONDS = 1
+# How long runs a carrier brought beyond what a receive asked for wait for the next receive before they are given
+# back (a worker receives again the moment a slot is free). A message surfaces one to two seconds before its
+# runs are due, so a run that waits here no longer than that starts no later for it.
+SPARE_SECONDS = 2.0
 # SQS's default visibility timeout, which the DLQs keep: a dead letter being handled is hidden this long.
 DLQ_VISIBILITY_SECONDS = 30
 
@@ -82,16 +86,24 @@ class DueQueues:
         self.max_delay_seconds = max_delay_seconds
         # Runs a message of each class carries at most (JobClassDef.runs_per_message): one number for all, or
         # by class (a class not named: one).
-        self.runs_per_message = (
+        self.packing = (
             {name: runs_per_message for name in self.class_queue_urls}
             if isinstance(runs_per_message, int)
             else dict(runs_per_message)
         )
         self.carriers = Carriers()  # the carriers received from the due queues, not done with
+        # Runs a carrier brought beyond what its receive asked for, by class, with when they came: the next
+        # receive takes them first; what waits longer than SPARE_SECONDS is given back (_give_back_spares).
+        self._spares: dict[str, list[tuple[float, Received]]] = {}
+        self._spares_lock = threading.Lock()
         self.dead_carriers = Carriers()  # and from the DLQs
         # Runs a received message of each class has carried lately (a moving average, from the most it may):
         # a receive asks for as many messages as bring about the runs wanted.
-        self._runs_per_received = {name: float(n) for name, n in self.runs_per_message.items()}
+        self._runs_per_received = {name: float(n) for name, n in self.packing.items()}
+
+    def runs_per_message(self, job_class: str) -> int:
+        """How many runs a message of the class carries at most (JobClassDef.runs_per_message)."""
+        return self.packing.get(job_class, 1)
 
     def runtime_queue_urls(self) -> dict[str, str | list[str]]:
         """The queue URLs as RuntimeConfig.queue_urls holds them: one URL, or a spread class's list."""
@@ -127,7 +139,7 @@ class DueQueues:
             def delay(m: DueMessage) -> int:
                 return delay_seconds(m.visible_ms, now, self.max_delay_seconds)
 
-            bodies = list(packed(items, self.runs_per_message.get(job_class, 1), delay))
+            bodies = list(packed(items, self.runs_per_message(job_class), delay))
             sent += self._send_bodies(job_class, self.class_queue_urls[job_class][index], bodies)
         return sent
 
@@ -179,9 +191,14 @@ class DueQueues:
         (an empty receive costs one request per queue).
 
         A receive asks for as many messages as bring the runs wanted, at the runs a message has carried lately;
-        while a queue gives all it was asked for and more runs are wanted, it asks again without waiting. Runs
-        beyond `max_messages` that a carrier brought are given back at once (each a message of its own), so a
-        worker never holds more runs than it asked for."""
+        while a queue gives all it was asked for and more runs are wanted, it asks again without waiting. A
+        worker never holds more runs than it asked for: the runs a carrier brought beyond that wait here for the
+        next receive (a worker receives again as soon as a slot is free), and those that wait SPARE_SECONDS
+        are given back, each a message of its own, visible at once."""
+        received = self._take_spares(job_class, max_messages, visibility)
+        if len(received) >= max_messages:
+            return received
+        wanted = max_messages - len(received)
         urls = self.class_queue_urls[job_class]
         start = self._next_queue.get(job_class, 0)
         # Asked again only while what was received stays hidden well beyond it (with no visibility, the same
@@ -190,25 +207,60 @@ class DueQueues:
         for step in range(len(urls)):
             index = (start + step) % len(urls)
             last = step == len(urls) - 1
-            wait = math.ceil(wait_seconds) if last else 0
-            received, got, full = self._fetch(job_class, index, max_messages, wait, visibility)
+            wait = 0 if received else math.ceil(wait_seconds) if last else 0
+            fetched, got, full = self._fetch(job_class, index, wanted, wait, visibility)
             for _ in range(SQS_BATCH_SIZE):  # what came was carriers back again, split: their runs are there now
-                if received or not got:
+                if fetched or not got:
                     break
-                received, got, full = self._fetch(job_class, index, max_messages, 0, visibility)
-            if received or last:
+                fetched, got, full = self._fetch(job_class, index, wanted, 0, visibility)
+            if fetched or last:
                 self._next_queue[job_class] = (index + 1) % len(urls)
                 for _ in range(SQS_BATCH_SIZE):
-                    if not full or len(received) >= max_messages or time.monotonic() >= top_up_until:
+                    if not full or len(fetched) >= wanted or time.monotonic() >= top_up_until:
                         break
-                    more, _, full = self._fetch(job_class, index, max_messages - len(received), 0, visibility)
-                    received += more
-                if len(received) > max_messages:  # never handed to the worker: not counted as received
-                    surplus = [r.receipt for r in received[max(0, max_messages) :]]
-                    self._give_back(job_class, surplus, 0, handed=False)
-                    received = received[: max(0, max_messages)]
-                return received
-        return []
+                    more, _, full = self._fetch(job_class, index, wanted - len(fetched), 0, visibility)
+                    fetched += more
+                if len(fetched) > wanted:
+                    self._keep_spares(job_class, fetched[max(0, wanted) :])
+                    fetched = fetched[: max(0, wanted)]
+                return received + fetched
+        return received
+
+    def _keep_spares(self, job_class: str, spares: list[Received]) -> None:
+        """Keep runs a receive did not ask for, for the next; give them back if none takes them in time."""
+        now = time.monotonic()
+        with self._spares_lock:
+            self._spares.setdefault(job_class, []).extend((now, r) for r in spares)
+        timer = threading.Timer(SPARE_SECONDS + 0.05, self._give_back_spares, args=(job_class,))
+        timer.daemon = True
+        timer.start()
+
+    def _take_spares(self, job_class: str, max_runs: int, visibility: float) -> list[Received]:
+        """Up to `max_runs` of the runs waiting here, each now held as a fresh receive would be (`visibility`
+        from now: the worker's lease ends then); the rest keep waiting."""
+        self._give_back_spares(job_class)
+        with self._spares_lock:
+            waiting = self._spares.get(job_class, [])
+            taken, self._spares[job_class] = waiting[: max(0, max_runs)], waiting[max(0, max_runs) :]
+        for _, received in taken:
+            try:
+                self.hold(job_class, received.receipt, visibility)  # one change covers a carrier's runs
+            except Exception:  # its carrier may come back before the lease ends: a duplicate, dropped at claim
+                log.exception("could not hold %s's carrier for its new receive", received.message.execution_id)
+        return [received for _, received in taken]
+
+    def _give_back_spares(self, job_class: str) -> None:
+        """Give back the runs that waited here SPARE_SECONDS for a receive that did not come."""
+        stale_before = time.monotonic() - SPARE_SECONDS
+        with self._spares_lock:
+            waiting = self._spares.get(job_class, [])
+            stale = [r for at, r in waiting if at <= stale_before]
+            self._spares[job_class] = [(at, r) for at, r in waiting if at > stale_before]
+        if stale:
+            try:
+                self._give_back(job_class, [r.receipt for r in stale], 0, handed=False)
+            except Exception:  # their carrier comes back when its visibility ends, and is split then
+                log.exception("giving back %d runs of %s failed", len(stale), job_class)
 
     def _fetch(
         self, job_class: str, index: int, runs: int, wait: int, visibility: float

@@ -168,6 +168,9 @@ class SqliteQueues:
         A receipt of an earlier receive changes nothing."""
         self._set_visibility(*self._queue_of_receipt(job_class, receipt), seconds)
 
+    def runs_per_message(self, job_class: str) -> int:
+        return 1  # a message carries one run here
+
     def hold(self, job_class: str, receipt: str, seconds: float) -> None:
         """Keep a received message hidden for `seconds` while this worker holds its run (one run a message)."""
         self.extend(job_class, receipt, seconds)
