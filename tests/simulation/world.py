@@ -308,7 +308,12 @@ class MotoBackend:
         from duetime.adapters.aws.store import DynamoStore
 
         store = DynamoStore(self.dynamodb, SETTINGS, epoch_seconds=lambda: self.clock().timestamp())
-        return store, DueQueues.resolve(self.sqs, SETTINGS)
+
+        # SQS's clock is the virtual one (moto's is patched to it), and no timer thread runs beside the simulation's
+        def wall() -> float:
+            return self.clock().timestamp()
+
+        return store, DueQueues.resolve(self.sqs, SETTINGS, wall=wall, spare_timer=False)
 
     def close(self) -> None:
         self.patches.close()

@@ -31,7 +31,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -120,7 +120,7 @@ class Carrier:
 class Carriers:
     """The carriers this process received and has not finished with (thread-safe)."""
 
-    def __init__(self, wall: Any = time.time) -> None:
+    def __init__(self, wall: Callable[[], float] = time.time) -> None:
         self.wall = wall
         self._lock = threading.Lock()
         self._carriers: dict[str, Carrier] = {}

@@ -8,7 +8,7 @@ import logging
 import math
 import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -72,7 +72,11 @@ class DueQueues:
         dlq_urls: Mapping[str, str],
         max_delay_seconds: int = SQS_MAX_DELAY_SECONDS,
         runs_per_message: int | Mapping[str, int] = RUNS_PER_MESSAGE,
+        wall: Callable[[], float] = time.time,
+        spare_timer: bool = True,
     ) -> None:
+        """`wall` is SQS's clock, epoch seconds (the simulation's is virtual); without `spare_timer` the runs a
+        receive did not ask for are given back by the next receive only (the simulation runs one thread)."""
         self.client = client
         self.class_queue_urls = {
             name: [urls] if isinstance(urls, str) else list(urls) for name, urls in queue_urls.items()
@@ -91,12 +95,14 @@ class DueQueues:
             if isinstance(runs_per_message, int)
             else dict(runs_per_message)
         )
-        self.carriers = Carriers()  # the carriers received from the due queues, not done with
+        self.wall = wall
+        self.carriers = Carriers(wall)  # the carriers received from the due queues, not done with
         # Runs a carrier brought beyond what its receive asked for, by class, with when they came: the next
         # receive takes them first; what waits longer than SPARE_SECONDS is given back (_give_back_spares).
         self._spares: dict[str, list[tuple[float, Received]]] = {}
         self._spares_lock = threading.Lock()
-        self.dead_carriers = Carriers()  # and from the DLQs
+        self.spare_timer = spare_timer
+        self.dead_carriers = Carriers(wall)  # and from the DLQs
         # Runs a received message of each class has carried lately (a moving average, from the most it may):
         # a receive asks for as many messages as bring about the runs wanted.
         self._runs_per_received = {name: float(n) for name, n in self.packing.items()}
@@ -110,7 +116,14 @@ class DueQueues:
         return {name: urls[0] if len(urls) == 1 else urls for name, urls in self.class_queue_urls.items()}
 
     @classmethod
-    def resolve(cls, client: Any, settings: Settings, max_delay_seconds: int = SQS_MAX_DELAY_SECONDS) -> DueQueues:
+    def resolve(
+        cls,
+        client: Any,
+        settings: Settings,
+        max_delay_seconds: int = SQS_MAX_DELAY_SECONDS,
+        wall: Callable[[], float] = time.time,
+        spare_timer: bool = True,
+    ) -> DueQueues:
         """Look up every class's queue URLs by name (the local runtime and tests)."""
         urls = {
             n: [client.get_queue_url(QueueName=name)["QueueUrl"] for name in c.queue_names(settings.prefix)]
@@ -121,7 +134,7 @@ class DueQueues:
             for n, c in settings.job_classes.items()
         }
         packing = {name: c.runs_per_message for name, c in settings.job_classes.items()}
-        return cls(client, urls, dlqs, max_delay_seconds, packing)
+        return cls(client, urls, dlqs, max_delay_seconds, packing, wall, spare_timer)
 
     # -- sending -------------------------------------------------------------------------------------
 
@@ -169,7 +182,7 @@ class DueQueues:
     ) -> None:
         """Send each of `runs` (a carrier's, received `received` times) as a message of its own to `url`:
         visible when it is due, or after `delay` seconds."""
-        now = datetime.now(UTC)
+        now = datetime.fromtimestamp(self.wall(), UTC)
 
         def delay_of(fields: dict[str, Any]) -> int:
             if delay is not None:
@@ -203,7 +216,7 @@ class DueQueues:
         start = self._next_queue.get(job_class, 0)
         # Asked again only while what was received stays hidden well beyond it (with no visibility, the same
         # messages would come back).
-        top_up_until = time.monotonic() + visibility / 2
+        top_up_until = self.wall() + visibility / 2
         for step in range(len(urls)):
             index = (start + step) % len(urls)
             last = step == len(urls) - 1
@@ -216,7 +229,7 @@ class DueQueues:
             if fetched or last:
                 self._next_queue[job_class] = (index + 1) % len(urls)
                 for _ in range(SQS_BATCH_SIZE):
-                    if not full or len(fetched) >= wanted or time.monotonic() >= top_up_until:
+                    if not full or len(fetched) >= wanted or self.wall() >= top_up_until:
                         break
                     more, _, full = self._fetch(job_class, index, wanted - len(fetched), 0, visibility)
                     fetched += more
@@ -228,12 +241,13 @@ class DueQueues:
 
     def _keep_spares(self, job_class: str, spares: list[Received]) -> None:
         """Keep runs a receive did not ask for, for the next; give them back if none takes them in time."""
-        now = time.monotonic()
+        now = self.wall()
         with self._spares_lock:
             self._spares.setdefault(job_class, []).extend((now, r) for r in spares)
-        timer = threading.Timer(SPARE_SECONDS + 0.05, self._give_back_spares, args=(job_class,))
-        timer.daemon = True
-        timer.start()
+        if self.spare_timer:
+            timer = threading.Timer(SPARE_SECONDS + 0.05, self._give_back_spares, args=(job_class,))
+            timer.daemon = True
+            timer.start()
 
     def _take_spares(self, job_class: str, max_runs: int, visibility: float) -> list[Received]:
         """Up to `max_runs` of the runs waiting here, each now held as a fresh receive would be (`visibility`
@@ -251,7 +265,7 @@ class DueQueues:
 
     def _give_back_spares(self, job_class: str) -> None:
         """Give back the runs that waited here SPARE_SECONDS for a receive that did not come."""
-        stale_before = time.monotonic() - SPARE_SECONDS
+        stale_before = self.wall() - SPARE_SECONDS
         with self._spares_lock:
             waiting = self._spares.get(job_class, [])
             stale = [r for at, r in waiting if at <= stale_before]
