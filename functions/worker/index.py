@@ -43,6 +43,8 @@ def sqs_queues(queues: object) -> DueQueues:
 
 
 QUEUES = sqs_queues(PORTS.queues)
+# Handlers run in child processes at once, at most (Worker's children_at_once).
+HANDLER_CHILDREN_AT_ONCE = 10
 # A record that failed before its claim comes back after 1, 2, 4 ... seconds (at most this), not after
 # the queue's visibility timeout (the function's timeout, up to 15 minutes).
 MAX_RETRY_BACKOFF_SECONDS = 60
@@ -114,6 +116,9 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, list[dict[str, str
         lease_visibility_on_claim=True,
         targets=TARGETS,
         deletes_by_event_source=True,
+        # A batch may be 100 runs (ten a record): targets and in-process handlers run all at once, in threads,
+        # but no more Python interpreters of handlers than a batch of single runs started.
+        children_at_once=HANDLER_CHILDREN_AT_ONCE,
     )
 
     def run(item: tuple[Any, Received | None]) -> tuple[Any, Received | None, RunOutcome]:

@@ -29,6 +29,16 @@ def sleep_then_write(ctx: JobContext) -> Any:
     return {"attempt": ctx.attempt}
 
 
+@handler("sample.sleep_recording_span")
+def sleep_recording_span(ctx: JobContext) -> Any:
+    """Sleep `payload.seconds` in its child process, appending when it started and ended to `payload.dir`/spans."""
+    started = time.time()
+    time.sleep(float(ctx.payload["seconds"]))
+    with open(Path(ctx.payload["dir"]) / "spans", "a", encoding="utf-8") as out:
+        out.write(f"{started} {time.time()}\n")
+    return None
+
+
 @handler("sample.returns_datetime")
 def returns_datetime(ctx: JobContext) -> Any:
     _record_run(ctx)

@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -269,6 +270,27 @@ def test_a_handler_past_its_timeout_is_killed_and_the_next_attempt_runs_alone(po
     assert execution.status == ExecutionStatus.SUCCEEDED and execution.attempt == 2
     assert execution.attempts[0].error == "timeout after 1 s"
     assert [line.split()[0] for line in runs(tmp_path)] == ["1", "2"]
+
+
+def test_a_worker_runs_no_more_handler_children_at_once_than_it_is_allowed(ports, clock, announced, tmp_path):
+    # Given six runs due at once of a handler that runs in a child process, and a worker that takes all six at
+    # once but may start two children at a time (as the worker function, whose batch may be 100 runs, does)
+    for _ in range(6):
+        submit_job(
+            ports, "alice", spec(clock, "sample.sleep_recording_span", payload={"dir": str(tmp_path), "seconds": 1})
+        )
+    worker = Worker(ports, "default", "w1", concurrency=6, children_at_once=2)
+    clock.advance(1)
+    received = ports.queues.receive("default", 10, 0, 30)
+    assert len(received) == 6
+    # When it runs them, each in a thread of its own
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        outcomes = list(pool.map(worker.process, received))
+    # Then all succeed, and no more than two children ran at any moment
+    assert outcomes == ["succeeded"] * 6
+    spans = [tuple(map(float, line.split())) for line in (tmp_path / "spans").read_text().splitlines()]
+    assert len(spans) == 6
+    assert max(sum(start <= at < end for start, end in spans) for at, _ in spans) <= 2
 
 
 # --- the API on AWS: grants and the manifest from the environment, groups from Cognito claims ----------------

@@ -142,7 +142,10 @@ class Worker:
         lease_visibility_on_claim: bool = False,
         targets: Targets | None = None,
         deletes_by_event_source: bool = False,
+        children_at_once: int | None = None,
     ) -> None:
+        """`children_at_once` bounds the handlers run in child processes at once (each a Python interpreter of
+        its own); None: `concurrency` bounds them."""
         # A batch's terminal runs are published together (flush_events): one PutEvents per ten on AWS.
         self.ports, self.event_buffer = buffered(ports)
         self.job_class = job_class
@@ -173,6 +176,7 @@ class Worker:
         # How long a handler past its timeout, asked to stop, is waited for before its run is reported failed.
         self._stop_grace = min(5.0, self.lease / 3)
         self.announcer = HandlerAnnouncer(ports, job_class, worker_id)
+        self._children = threading.BoundedSemaphore(max(1, children_at_once or concurrency))
 
     # -- the receive loop ------------------------------------------------------------------------
 
@@ -732,7 +736,8 @@ class Worker:
         registered = get_registered(job.handler)
         try:
             if registered is not None and not registered.in_process and registered.module != "__main__":
-                return run_in_child(registered, context)
+                with self._children:
+                    return run_in_child(registered, context)
             fn = resolve_handler(job.handler, self.targets)
             if fn is None:
                 return RunResult.failure(not_served(job.handler), retryable=False)
