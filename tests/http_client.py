@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import requests
+from duetime.local.http_bridge import READ_TIMEOUT_SECONDS
 
 TIMEOUT_SECONDS = 30
+# The local API closes a kept-alive connection idle READ_TIMEOUT_SECONDS (duetime/local/http_bridge.py). A request
+# sent on one idle about that long races the close and finds it shut (RemoteDisconnected): a connection idle half
+# that long is not reused.
+REUSE_IDLE_SECONDS = READ_TIMEOUT_SECONDS / 2
 
 
 class Api:
@@ -18,12 +24,18 @@ class Api:
         self.base_url = base_url.rstrip("/")
         self.timeout = timeout
         self.session = requests.Session()
+        self._last_used = time.monotonic()
         if token is not None:
             self.session.headers["Authorization"] = f"Bearer {token}"
 
     def request(self, method: str, path: str, **kwargs: Any) -> requests.Response:
         kwargs.setdefault("timeout", self.timeout)
-        return self.session.request(method, self.base_url + path, **kwargs)
+        if time.monotonic() - self._last_used > REUSE_IDLE_SECONDS:
+            self.session.close()  # its pooled connections: the next request opens a fresh one
+        try:
+            return self.session.request(method, self.base_url + path, **kwargs)
+        finally:
+            self._last_used = time.monotonic()
 
     def get(self, path: str, **kwargs: Any) -> requests.Response:
         return self.request("GET", path, **kwargs)
