@@ -72,7 +72,9 @@ def runs_of(fields: Any) -> list[dict[str, Any]] | None:
     return runs
 
 
-def packed(messages: Iterable[DueMessage], runs_per_message: int, delay_of: Any) -> Iterator[tuple[int, str, int]]:
+def packed(
+    messages: Iterable[DueMessage], runs_per_message: int, delay_of: Callable[[DueMessage], int]
+) -> Iterator[tuple[int, str, int]]:
     """(delay seconds, body, runs) of the messages to send for `messages`: runs with the same delay
     (`delay_of(message)`) together, up to `runs_per_message` a message, in the order they came."""
     by_delay: dict[int, list[DueMessage]] = {}
