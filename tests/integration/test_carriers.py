@@ -37,11 +37,20 @@ class Requests:
             self.bodies += [json.loads(e["MessageBody"]) for e in params["Entries"]]
 
 
+def another_adapter(ports) -> DueQueues:
+    """An adapter of its own on the tests' queues (another process's), with real delays."""
+    return DueQueues(ports.queues.client, ports.queues.queue_urls, ports.queues.dlq_urls)
+
+
+def ids(items: Any) -> list[str]:
+    """The execution ids of received runs or sent messages, sorted."""
+    return sorted(getattr(item, "message", item).execution_id for item in items)
+
+
 @pytest.fixture
 def sqs(ports):
     """A second adapter on the tests' queues, with real delays, and its requests counted."""
-    queues = DueQueues(ports.queues.client, ports.queues.queue_urls, ports.queues.dlq_urls)
-    return queues, Requests(ports.queues.client)
+    return another_adapter(ports), Requests(ports.queues.client)
 
 
 def depth(queues: DueQueues) -> int:
@@ -74,7 +83,7 @@ def test_runs_due_in_the_same_second_travel_in_one_message_and_are_received_each
     assert [len(b.get("runs", [b])) for b in requests.bodies] == [RUNS_PER_MESSAGE, RUNS_PER_MESSAGE, 5]
     # And each run is received as a message of its own, once
     got = receive_all(queues, 25)
-    assert sorted(r.message.execution_id for r in got) == sorted(m.execution_id for m in sent)
+    assert ids(got) == ids(sent)
     assert {r.receive_count for r in got} == {1} and len({r.receipt for r in got}) == 25
     assert requests.calls["ReceiveMessage"] <= 2
 
@@ -142,7 +151,7 @@ def test_a_carrier_that_comes_back_is_split_into_the_runs_its_receiver_left_open
     # When the carrier's visibility ends and it is received again
     back = receive_all(queues, 2)
     # Then the two open runs come back, each alone, received a second time; the carrier is gone
-    assert sorted(r.message.execution_id for r in back) == sorted(m.execution_id for m in sent[2:])
+    assert ids(back) == ids(sent[2:])
     assert {r.receive_count for r in back} == {2}
     assert all("runs" not in body for body in requests.bodies[1:])
     for received in back:
@@ -157,10 +166,10 @@ def test_a_carrier_another_process_received_is_split_into_all_its_runs(sqs, port
     got = receive_all(queues, 4, visibility=1)
     queues.delete("default", got[0].receipt)  # this process handled one run, then died
     # When another process receives the carrier after its visibility
-    other = DueQueues(ports.queues.client, ports.queues.queue_urls, ports.queues.dlq_urls)
+    other = another_adapter(ports)
     back = receive_all(other, 4)
     # Then it knows nothing of what was handled: every run comes back alone (the handled one is dropped at claim)
-    assert sorted(r.message.execution_id for r in back) == sorted(m.execution_id for m in sent)
+    assert ids(back) == ids(sent)
 
 
 def test_a_receive_never_brings_more_runs_than_asked_and_the_rest_wait_for_the_next(sqs):
@@ -174,7 +183,7 @@ def test_a_receive_never_brings_more_runs_than_asked_and_the_rest_wait_for_the_n
     asked = requests.calls["ReceiveMessage"]
     rest = queues.receive("default", 6, 0, 30)
     assert len(rest) == 6 and requests.calls["ReceiveMessage"] == asked
-    assert sorted(r.message.execution_id for r in first + rest) == sorted(m.execution_id for m in sent)
+    assert ids(first + rest) == ids(sent)
     for received in first + rest:
         queues.delete("default", received.receipt)
     assert depth(queues) == 0
@@ -188,9 +197,9 @@ def test_runs_no_receive_takes_in_time_are_given_back_for_any_worker(sqs, ports)
     # When this worker does not receive again within SPARE_SECONDS
     time.sleep(SPARE_SECONDS + 0.5)
     # Then the 6 it had no room for are on the queue, each alone, for another worker
-    other = DueQueues(ports.queues.client, ports.queues.queue_urls, ports.queues.dlq_urls)
+    other = another_adapter(ports)
     rest = receive_all(other, 6)
-    assert sorted(r.message.execution_id for r in first + rest) == sorted(m.execution_id for m in sent)
+    assert ids(first + rest) == ids(sent)
     assert {r.receive_count for r in rest} == {1}  # they were never handed to a worker
     assert queues.receive("default", 10, 0, 30) == []  # and the first worker keeps none of them
 

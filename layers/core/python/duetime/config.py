@@ -13,7 +13,7 @@ from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
 
 from duetime.adapters.aws.client import make_client
-from duetime.adapters.aws.queue import DueQueues
+from duetime.adapters.aws.queue import DueQueues, packing
 from duetime.adapters.aws.secrets import FileSecrets, SecretsManagerSecrets, WebhookSecrets
 from duetime.adapters.aws.store import DynamoStore
 from duetime.definitions import (
@@ -298,8 +298,7 @@ def build_ports(config: RuntimeConfig, notifier: Notifier | None = None) -> Port
     dynamodb = make_client("dynamodb", config.region, config.endpoint_url, identity=config.local_identity)
     sqs = make_client("sqs", config.region, config.endpoint_url, identity=config.local_identity)
     if config.queue_urls and config.dlq_urls:
-        packing = {name: c.runs_per_message for name, c in settings.job_classes.items()}
-        queues = DueQueues(sqs, config.queue_urls, config.dlq_urls, runs_per_message=packing)
+        queues = DueQueues(sqs, config.queue_urls, config.dlq_urls, runs_per_message=packing(settings))
     else:
         queues = DueQueues.resolve(sqs, settings)
     if notifier is None:  # the DLQ notifier (an alert topic) tells each owner where its job says

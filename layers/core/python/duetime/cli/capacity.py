@@ -70,7 +70,7 @@ def per_execution_lines(profile: CallProfile) -> list[str]:
         " and its removal each)",
         f"    jobs table         {profile.jobs_wcu:.4g} WCU; reads {profile.read_units:g} RCU "
         f"({profile.partition_read_units:g} on the hour#shard)",
-        f"    SQS                {profile.sqs_requests + profile.claim_visibility_changes:.2f} requests: "
+        f"    SQS                {profile.run_sqs_requests:.2f} requests: "
         f"{profile.sqs_requests:.2f} to send, receive and delete ({SQS_BATCH} messages a request, "
         f"{runs_text(profile.runs_per_message)} a message), {profile.claim_visibility_changes:.2f} the Lambda "
         "worker's visibility change at claim (one a message)",

@@ -491,7 +491,7 @@ def estimate(inputs: Inputs, prices: Prices | None = None) -> Estimate:
     write_units = profile.executions_wcu + profile.index_wcu + profile.jobs_wcu + beats + lateness_wcu
     # The claim's visibility change is the message's, shared by its runs; each heartbeat also extends the
     # message's visibility (counted as the run's own: a carrier's runs beat together only while all still run).
-    sqs = profile.sqs_requests + profile.claim_visibility_changes + beats + lateness_sqs
+    sqs = profile.run_sqs_requests + beats + lateness_sqs
     cost = {
         "dynamodbWrites": write_units * write_price,
         "dynamodbReads": profile.read_units * read_price,

@@ -101,6 +101,12 @@ class CallProfile:
         return 1 / self.runs_per_message
 
     @property
+    def run_sqs_requests(self) -> float:
+        """SQS requests a run costs without heartbeats: its shares of the send, receive and delete, and of the
+        claim's visibility change."""
+        return self.sqs_requests + self.claim_visibility_changes
+
+    @property
     def runs_per_batch(self) -> float:
         """Runs in one SQS event source batch of the Lambda worker: 10 messages, run at once in one invocation."""
         return SQS_BATCH * self.runs_per_message

@@ -52,7 +52,7 @@ def cost_per_run(profile: CallProfile, prices: Prices) -> float:
     per_million = (
         write_units * prices.dynamodb_write_per_million
         + profile.read_units * prices.dynamodb_read_per_million
-        + (profile.sqs_requests + profile.claim_visibility_changes) * prices.sqs_per_million
+        + profile.run_sqs_requests * prices.sqs_per_million
         + prices.lambda_requests_per_million / profile.runs_per_batch
         + profile.api_requests * prices.api_gateway_rest_per_million
     )

@@ -210,6 +210,9 @@ class Worker:
         finisher.start()
         try:
             with ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix=self.worker_id) as pool:
+                # A message may carry several runs (a Lambda class's queue on SQS): with fewer slots free than
+                # that, wait a moment for more, so a receive does not bring runs there is no slot for.
+                carried = min(self.concurrency, self.ports.queues.runs_per_message(self.job_class))
                 slots_short_since: float | None = None
                 while not self.stopping.is_set():
                     with self._lock:
@@ -218,9 +221,6 @@ class Worker:
                         self._slot_freed.wait(1.0)
                         self._slot_freed.clear()
                         continue
-                    # A message may carry several runs (a Lambda class's queue on SQS): with fewer slots free than
-                    # that, wait a moment for more, so a receive does not bring runs there is no slot for.
-                    carried = min(self.concurrency, self.ports.queues.runs_per_message(self.job_class))
                     if free < carried and busy:
                         now = time.monotonic()
                         slots_short_since = slots_short_since or now

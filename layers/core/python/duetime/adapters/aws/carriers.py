@@ -107,12 +107,11 @@ def split_part(receipt: str) -> tuple[str, int | None]:
 class Carrier:
     """A carrier as its receiver keeps it: its runs, which are still open, and how long it is hidden."""
 
-    job_class: str
     receipt: str  # the carrier's own receipt (queue_receipt form)
     message_id: str  # SQS's id of the carrier: the same each time it is received
     runs: list[dict[str, Any]]
     receive_count: int  # SQS's count of its receives, this one included
-    hidden_until: float  # time.time() until which the carrier is hidden at least
+    hidden_until: float  # until when (the adapter's clock, epoch seconds) the carrier is hidden at least
     open: set[int] = field(default_factory=set)
 
     def __post_init__(self) -> None:
@@ -189,7 +188,3 @@ class Carriers:
         with self._lock:
             for receipt in receipts:
                 self._carriers.pop(split_part(receipt)[0], None)
-
-    def __len__(self) -> int:
-        with self._lock:
-            return len(self._carriers)

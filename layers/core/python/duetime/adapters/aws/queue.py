@@ -31,7 +31,7 @@ from duetime.definitions import (
 from duetime.domain.models import to_ms
 from duetime.service.ports import DueMessage, Queues, Received, queue_index, queue_receipt, split_receipt
 
-__all__ = ["DeleteBatcher", "DueMessage", "DueQueues", "Received", "delay_seconds"]
+__all__ = ["DeleteBatcher", "DueMessage", "DueQueues", "Received", "delay_seconds", "packing"]
 
 log = logging.getLogger("duetime.queue")
 
@@ -51,6 +51,11 @@ def delay_seconds(due_ms: int, now: datetime, cap: int = SQS_MAX_DELAY_SECONDS) 
     """DelaySeconds for a message due at `due_ms`: whole seconds, one to two seconds early, within 0..900."""
     remaining = (due_ms - to_ms(now)) / 1000 - EARLY_SECONDS
     return max(0, min(cap, math.floor(remaining)))
+
+
+def packing(settings: Settings) -> dict[str, int]:
+    """The runs a message of each job class carries at most (JobClassDef.runs_per_message)."""
+    return {name: c.runs_per_message for name, c in settings.job_classes.items()}
 
 
 class DueQueues:
@@ -133,8 +138,7 @@ class DueQueues:
             n: client.get_queue_url(QueueName=c.dlq_name(settings.prefix))["QueueUrl"]
             for n, c in settings.job_classes.items()
         }
-        packing = {name: c.runs_per_message for name, c in settings.job_classes.items()}
-        return cls(client, urls, dlqs, max_delay_seconds, packing, wall, spare_timer)
+        return cls(client, urls, dlqs, max_delay_seconds, packing(settings), wall, spare_timer)
 
     # -- sending -------------------------------------------------------------------------------------
 
@@ -234,8 +238,8 @@ class DueQueues:
                     more, _, full = self._fetch(job_class, index, wanted - len(fetched), 0, visibility)
                     fetched += more
                 if len(fetched) > wanted:
-                    self._keep_spares(job_class, fetched[max(0, wanted) :])
-                    fetched = fetched[: max(0, wanted)]
+                    self._keep_spares(job_class, fetched[wanted:])
+                    fetched = fetched[:wanted]
                 return received + fetched
         return received
 
@@ -291,7 +295,7 @@ class DueQueues:
             MessageSystemAttributeNames=["ApproximateReceiveCount"],
         )
         messages = response.get("Messages", [])
-        hidden_until = self.carriers.wall() + math.ceil(visibility)
+        hidden_until = self.wall() + math.ceil(visibility)
         received: list[Received] = []
         for m in messages:
             receipt = queue_receipt(index, m["ReceiptHandle"])
@@ -333,7 +337,7 @@ class DueQueues:
             if deletes:
                 self.client.delete_message(QueueUrl=url, ReceiptHandle=handle)
             return []
-        self.carriers.keep(Carrier(job_class, receipt, message_id, runs, count, hidden_until))
+        self.carriers.keep(Carrier(receipt, message_id, runs, count, hidden_until))
         return [
             Received(message=message, receipt=part_receipt(receipt, i), receive_count=count)
             for i, message in enumerate(messages)
@@ -372,21 +376,21 @@ class DueQueues:
         """Send the runs of these parts again, each a message of its own visible in `seconds`, and settle
         them (a carrier's in one call). A part of a carrier no longer kept comes back with its carrier. Not
         `handed` (a receive's surplus), this receive does not count as one of the run's."""
-        by_carrier: dict[str, list[int]] = {}
+        by_carrier: dict[str, list[tuple[int, str]]] = {}
         for receipt in receipts:
             carrier_receipt, part = split_part(receipt)
             if part is not None:
-                by_carrier.setdefault(carrier_receipt, []).append(part)
+                by_carrier.setdefault(carrier_receipt, []).append((part, receipt))
         for carrier_receipt, parts in by_carrier.items():
             carrier = self.carriers.get(carrier_receipt)
             if carrier is None:
                 continue
             url, _ = self._queue_of_receipt(job_class, carrier_receipt)
-            runs = [carrier.runs[p] for p in parts]
+            runs = [carrier.runs[part] for part, _ in parts]
             received = carrier.receive_count if handed else carrier.receive_count - 1
             self._send_alone(job_class, url, runs, received=received, delay=math.ceil(seconds))
-            for part in parts:
-                self._settle_part(job_class, carrier_receipt, part)
+            for _, receipt in parts:
+                self.delete(job_class, receipt)  # settled: the carrier goes with its last part
 
     def hold(self, job_class: str, receipt: str, seconds: float) -> None:
         """Keep a received message hidden for `seconds` from now while this worker holds its run (at claim and
@@ -415,12 +419,6 @@ class DueQueues:
             return receipt
         done = self.carriers.settle(carrier_receipt, part)
         return None if done is None else done.receipt
-
-    def _settle_part(self, job_class: str, carrier_receipt: str, part: int) -> None:
-        done = self.carriers.settle(carrier_receipt, part)
-        if done is not None:
-            url, handle = self._queue_of_receipt(job_class, done.receipt)
-            self.client.delete_message(QueueUrl=url, ReceiptHandle=handle)
 
     def delete(self, job_class: str, receipt: str) -> None:
         to_delete = self.settle(job_class, receipt)
@@ -473,8 +471,8 @@ class DueQueues:
             if runs is None:
                 letters.append((body, m["ReceiptHandle"]))
                 continue
-            hidden_until = self.dead_carriers.wall() + DLQ_VISIBILITY_SECONDS
-            carrier = Carrier(job_class, m["ReceiptHandle"], m["MessageId"], runs, 1, hidden_until)
+            hidden_until = self.wall() + DLQ_VISIBILITY_SECONDS
+            carrier = Carrier(m["ReceiptHandle"], m["MessageId"], runs, 1, hidden_until)
             self.dead_carriers.keep(carrier)
             letters += [(fields, part_receipt(m["ReceiptHandle"], i)) for i, fields in enumerate(runs)]
         return letters
