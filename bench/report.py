@@ -179,6 +179,13 @@ def render(results: dict[str, Any]) -> str:
             lines.append(f"    {detail}")
             index = ", ".join(f"{k} {v:g}" for k, v in units.items() if k.startswith("executions."))
             lines.append(f"    index write units: {index}")
+        api = results.get("calls", {}).get("apiCpu")
+        if api:
+            lines.append(
+                f"  API function CPU a job on one core: alone {api['cpuMsAlone']} ms (the model's "
+                f"{api['modelCpuMsAlone']:g}), batched {api['cpuMsBatched']} ms ({api['batchJobs']} a request; the "
+                f"model's {api['modelCpuMsBatched']:g}), host probe {api['hostProbeMs']} ms"
+            )
         for run in results.get("steady", []):
             merged = {**run["submitCallsPerExecution"]}
             for k, v in run["systemCallsPerExecution"].items():

@@ -4,6 +4,7 @@ the figures `make bench` reports and duetime.domain.capacity carries to AWS scal
 from __future__ import annotations
 
 import json
+import math
 import threading
 from collections import Counter
 from datetime import timedelta
@@ -11,7 +12,7 @@ from typing import Any
 
 import pytest
 from duetime.adapters.aws.store import DynamoStore
-from duetime.definitions import EXECUTIONS_TABLE, RUNS_PER_MESSAGE, TABLES
+from duetime.definitions import EXECUTIONS_TABLE, MAX_BATCH_JOBS, RUNS_PER_MESSAGE, TABLES
 from duetime.domain import capacity
 from duetime.domain.keys import ExecutionKey, hour_bucket
 from duetime.domain.models import JobSpec, format_time
@@ -129,6 +130,9 @@ def test_a_successful_one_off_execution_costs_three_executions_table_writes_its_
     ports.store.shards_of_bucket(hour_bucket(clock.now))
     calls.reset()
     job, _ = submit_job(ports, "alice", one_off(clock))
+    # (the API function's calls, one after the other: the creation's transaction and the send)
+    assert calls.calls == Counter({"dynamodb:TransactWriteItems": 1, "sqs:SendMessageBatch": 1})
+    assert calls.calls.total() == capacity.ONE_OFF.api_calls
     clock.advance(10)
     # When a worker runs it to success
     assert run_next(ports, worker) == "succeeded"
@@ -293,6 +297,12 @@ def test_a_batch_of_one_offs_costs_a_transaction_per_49_jobs_and_a_send_per_ten(
     # message and ten messages to a request; nothing is read
     assert calls.calls == Counter({"dynamodb:TransactWriteItems": 3, "sqs:SendMessageBatch": 1})
     assert len(calls.messages) == 100 // RUNS_PER_MESSAGE
+    # (the API function's calls: a transaction a group and a send a hundred jobs, as the profile counts 500's)
+    batched = capacity.ONE_OFF_BATCH.api_calls
+    assert calls.calls.total() == math.ceil(100 / capacity.BATCH_JOBS_PER_TRANSACTION) + math.ceil(100 / 100)
+    assert batched * MAX_BATCH_JOBS == math.ceil(MAX_BATCH_JOBS / capacity.BATCH_JOBS_PER_TRANSACTION) + math.ceil(
+        MAX_BATCH_JOBS / 100
+    )
     assert calls.execution_writes() == 100
     # the jobs' puts and the counter's +1 once a transaction: 2 units each, against 4 a job one by one; the
     # byOwner entries (1 each) and the profile adds the run's end (the job's completion, its byOwner rewrite

@@ -411,6 +411,20 @@ def test_the_scheduler_s_own_cost_is_everything_but_the_jobs_run_time_and_the_ap
     assert batch["dynamodbWrites"] < cost["dynamodbWrites"]
 
 
+def test_a_submission_pays_the_api_function_an_invocation_its_calls_waits_and_its_cpu_at_its_share_of_a_vcpu():
+    # POST /jobs: one invocation ($0.20 a million), two calls of 10 ms, and its CPU on a core at the
+    # 1,024/1,769 of a vCPU 1,024 MB buys: ~27 ms billed at 1 GB
+    alone = ONE_OFF.api_function_seconds
+    assert alone == pytest.approx(2 * 0.01 + ONE_OFF.api_cpu_seconds * 1769 / 1024)
+    priced = estimate(Inputs(rate=10_000, profile="one-off")).cost_per_million["lambdaApi"]
+    assert priced == pytest.approx(0.20 + 1e6 * alone * 0.0000133334, abs=1e-4)
+    # A batch of 500 shares an invocation and its 11 transactions and 5 sends; a cron run submits nothing
+    assert ONE_OFF_BATCH.api_calls * 500 == pytest.approx(11 + 5)
+    batched = estimate(Inputs(rate=10_000, profile="one-off-batch")).cost_per_million["lambdaApi"]
+    assert batched < priced / 10
+    assert estimate(Inputs(rate=10_000, profile="cron")).cost_per_million["lambdaApi"] == 0
+
+
 def test_duetime_capacity_takes_billing_utilisation_and_api(capsys):
     from duetime.cli.main import main
 

@@ -66,15 +66,17 @@ def test_a_run_costs_what_the_capacity_model_prices_for_it() -> None:
     inputs = Inputs(rate=100, profile="cron", avg_seconds=1)
     assert heartbeats(inputs.avg_seconds, inputs.lease_seconds) == 0
     priced = estimate(inputs).cost_per_million
-    parts = ("dynamodbWrites", "dynamodbReads", "sqs", "lambdaRequests", "apiGateway")
+    parts = ("dynamodbWrites", "dynamodbReads", "sqs", "lambdaRequests", "apiGateway", "lambdaApi")
     assert cost_per_run(CRON_RUN, Prices()) * 1e6 == pytest.approx(sum(priced[p] for p in parts), abs=1e-3)
     ahead = forecast(cron("0 9 * * *"), START)
     assert ahead.cost_per_run_usd == cost_per_run(CRON_RUN, Prices())
     # the month is rounded to a millionth of a dollar
     assert ahead.cost_per_month_usd == pytest.approx(365 / 12 * ahead.cost_per_run_usd, abs=1e-6)
-    # A one-off is submitted through the API: its run costs the API request too
+    # A one-off is submitted through the API: its run costs the API request and the API function's invocation too
     one_off = forecast(Schedule.model_validate({"at": "2027-01-05T00:00:00Z"}), START)
     assert one_off.cost_per_run_usd == cost_per_run(ONE_OFF, Prices()) > ahead.cost_per_run_usd
+    submitted = estimate(Inputs(rate=100, profile="one-off", avg_seconds=1)).cost_per_million
+    assert cost_per_run(ONE_OFF, Prices()) * 1e6 == pytest.approx(sum(submitted[p] for p in parts), abs=1e-3)
 
 
 @pytest.mark.parametrize(

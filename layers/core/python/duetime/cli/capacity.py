@@ -13,6 +13,7 @@ from typing import Any
 from duetime.definitions import (
     DEFAULT_API_RESERVED_CONCURRENCY,
     DEFAULT_WORKER_MAX_CONCURRENCY,
+    FUNCTION_MEMORY_MB,
     JOB_CLASSES,
     LAMBDA_UNRESERVED_CONCURRENCY,
     OPEN_INDEX_SPREAD,
@@ -74,8 +75,19 @@ def per_execution_lines(profile: CallProfile) -> list[str]:
         f"{profile.sqs_requests:.2f} to send, receive and delete ({SQS_BATCH} messages a request, "
         f"{runs_text(profile.runs_per_message)} a message), {profile.claim_visibility_changes:.2f} the Lambda "
         "worker's visibility change at claim (one a message)",
-        f"    API Gateway        {profile.api_requests:g} request(s)",
+        api_line(profile),
     ]
+
+
+def api_line(profile: CallProfile) -> str:
+    """The API requests an execution makes and what they cost the API function behind API Gateway."""
+    if not profile.api_requests:
+        return "    API Gateway        0 requests (the pre-loader plans the run: nothing goes through the API)"
+    return (
+        f"    API Gateway        {profile.api_requests:g} request(s), each an invocation of the API function "
+        f"({FUNCTION_MEMORY_MB['api']} MB): {profile.api_calls:.3g} AWS calls and "
+        f"{profile.api_cpu_seconds * 1000:.3g} ms of CPU on a core, {profile.api_function_seconds * 1000:.3g} ms billed"
+    )
 
 
 def runs_text(runs: float) -> str:

@@ -31,6 +31,7 @@ from duetime.definitions import (
     reconcile_after_seconds,
 )
 from duetime.domain.costs import API_TYPES as API_TYPES
+from duetime.domain.costs import AWS_CALL_SECONDS as AWS_CALL_SECONDS
 from duetime.domain.costs import BATCH_JOBS_PER_TRANSACTION as BATCH_JOBS_PER_TRANSACTION
 from duetime.domain.costs import BILLINGS as BILLINGS
 from duetime.domain.costs import BY_JOB_INDEX_WCU as BY_JOB_INDEX_WCU
@@ -184,8 +185,6 @@ def parse_class(text: str) -> ClassLoad:
 # A message is sent a second short of due and SQS delays are whole seconds, so a worker holds it 1-2 s
 # before it may claim it (worker/runtime.py waits it out in the slot): 1.5 s on average.
 EARLY_HOLD_SECONDS = 1.5
-# One AWS call's round trip from Lambda or ECS in the same region (~5-10 ms): the upper figure.
-AWS_CALL_SECONDS = 0.01
 # The hot path's own AWS round trips on AWS (about five calls).
 CALL_OVERHEAD_SECONDS = 5 * AWS_CALL_SECONDS
 # Client CPU per execution in the worker (boto3 and duetime): five calls at the ~2.2 ms a call the bench's
@@ -501,6 +500,8 @@ def estimate(inputs: Inputs, prices: Prices | None = None) -> Estimate:
         # The runs of a batch run at once: the invocation lasts about as long as one run is held.
         "lambdaDuration": 1e6 * inputs.lambda_memory_gb * held / profile.runs_per_batch * prices.lambda_gb_second_arm64,
         "apiGateway": profile.api_requests * api_price,
+        # The API function behind the gateway: an invocation a request, its calls' waits and its own CPU.
+        "lambdaApi": profile.api_function_per_million(prices),
     }
     preload = preload_estimate(inputs)
     cycles_per_million = 1e6 / (inputs.rate * inputs.preload_interval_seconds)

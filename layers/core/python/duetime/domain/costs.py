@@ -9,9 +9,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from duetime.definitions import RUNS_PER_MESSAGE
+from duetime.definitions import FUNCTION_MEMORY_MB, MAX_BATCH_JOBS, RUNS_PER_MESSAGE
 
 SQS_BATCH = 10  # messages a SendMessageBatch, ReceiveMessage or DeleteMessageBatch carries at most
+# One AWS call's round trip from Lambda or ECS in the same region (~5-10 ms): the upper figure.
+AWS_CALL_SECONDS = 0.01
+# Lambda gives a function a share of a vCPU in proportion to its memory: a whole one at 1,769 MB.
+LAMBDA_FULL_VCPU_MB = 1769
+API_MEMORY_GB = FUNCTION_MEMORY_MB["api"] / 1024
 
 # --- Prices, us-east-1, as published on the AWS pricing pages; recorded 2026-11-29 ---------------------
 PRICES_AS_OF = "2026-11-29"
@@ -90,7 +95,9 @@ class CallProfile:
     read_units: float  # GetItem/BatchGetItem of the job, overlap Query, pre-load and sweep Query shares
     partition_read_units: float  # of which on the hour#shard partition (the pre-load and sweep Queries)
     sqs_requests: float  # SendMessageBatch, ReceiveMessage and DeleteMessageBatch shares at full batches
-    api_requests: float  # API Gateway requests (POST /jobs for a one-off)
+    api_requests: float  # API Gateway requests (POST /jobs for a one-off), each an invocation of the API function
+    api_calls: float  # AWS calls the API function makes for it, one after another (its share of a batch's)
+    api_cpu_seconds: float  # the API function's own CPU for it, on a whole core (API_CPU_SECONDS_ALONE)
     runs_per_message: float  # runs an SQS message carries: 1 for a run sent alone, RUNS_PER_MESSAGE packed
 
     @property
@@ -107,6 +114,18 @@ class CallProfile:
         return self.sqs_requests + self.claim_visibility_changes
 
     @property
+    def api_function_seconds(self) -> float:
+        """The API function's billed time for it: its AWS calls' round trips, and its own CPU at the share of
+        a vCPU the function's memory buys."""
+        vcpu = min(1.0, FUNCTION_MEMORY_MB["api"] / LAMBDA_FULL_VCPU_MB)
+        return self.api_calls * AWS_CALL_SECONDS + self.api_cpu_seconds / vcpu
+
+    def api_function_per_million(self, prices: Prices) -> float:
+        """USD a million executions pay the API function behind API Gateway: its invocations and their time."""
+        seconds = 1e6 * API_MEMORY_GB * self.api_function_seconds
+        return self.api_requests * prices.lambda_requests_per_million + seconds * prices.lambda_gb_second_arm64
+
+    @property
     def runs_per_batch(self) -> float:
         """Runs in one SQS event source batch of the Lambda worker: 10 messages, run at once in one invocation."""
         return SQS_BATCH * self.runs_per_message
@@ -118,6 +137,12 @@ BY_JOB_INDEX_WCU = 1
 OPEN_BY_JOB_INDEX_WCU = 2
 # The sweep's share of a run: its row read once more, ~0.4 KB of a strongly consistent Query (4 KB a unit).
 SWEEP_READ_UNITS = 0.1
+# The API function's own CPU a job (Python: the event, validation, the items, boto3's requests; its calls'
+# waits apart) on one whole core: POST /jobs, and a job's share of a POST /jobs/batch. bench/calls.py's
+# api_cpu measures them (`python -m bench --only calls`): 2.6-3.6 ms and 0.65-0.68 ms on 2026-12-04 at host
+# probes of 26-30 ms; rounded up here.
+API_CPU_SECONDS_ALONE = 0.004
+API_CPU_SECONDS_BATCHED = 0.0007
 
 # A one-off job submitted through the API and due soon: one TransactWriteItems (job + execution + the
 # owner's active-jobs counter, so the execution's create costs 2 units), a SendMessageBatch of one message of
@@ -138,6 +163,8 @@ ONE_OFF = CallProfile(
     partition_read_units=SWEEP_READ_UNITS,
     sqs_requests=1 + 1 / SQS_BATCH + 1 / SQS_BATCH,
     api_requests=1,
+    api_calls=2,  # the creation's TransactWriteItems, the SendMessageBatch
+    api_cpu_seconds=API_CPU_SECONDS_ALONE,
     runs_per_message=1,
 )
 # A cron run in steady state: the pre-loader reads the job (BatchGetItem of 100, eventually consistent: half a
@@ -160,6 +187,8 @@ CRON_RUN = CallProfile(
     # the send, the receive and the delete, each a request of 10 messages of RUNS_PER_MESSAGE runs
     sqs_requests=3 / (SQS_BATCH * RUNS_PER_MESSAGE),
     api_requests=0,
+    api_calls=0,
+    api_cpu_seconds=0,
     runs_per_message=RUNS_PER_MESSAGE,
 )
 # One-off jobs created through POST /jobs/batch (issue 32), 500 a request: the jobs of a batch are written
@@ -172,7 +201,11 @@ ONE_OFF_BATCH = replace(
     name="one-off-batch",
     jobs_wcu=2 + 1 + 2 / BATCH_JOBS_PER_TRANSACTION + 2 + 1 + 2,  # the counter's +1 once a transaction
     sqs_requests=3 / (SQS_BATCH * RUNS_PER_MESSAGE),
-    api_requests=1 / 500,
+    api_requests=1 / MAX_BATCH_JOBS,
+    # a request's transactions and sends, one after another: 11 and 5 for 500 jobs
+    api_calls=(-(-MAX_BATCH_JOBS // BATCH_JOBS_PER_TRANSACTION) + -(-MAX_BATCH_JOBS // (SQS_BATCH * RUNS_PER_MESSAGE)))
+    / MAX_BATCH_JOBS,
+    api_cpu_seconds=API_CPU_SECONDS_BATCHED,
     runs_per_message=RUNS_PER_MESSAGE,
 )
 PROFILES = {p.name: p for p in (ONE_OFF, CRON_RUN, ONE_OFF_BATCH)}
