@@ -221,6 +221,9 @@ def api_cpu(alone: int = 300, batches: int = 5, batch_jobs: int = 100) -> dict[s
         at = datetime.now(UTC) + timedelta(seconds=30, milliseconds=next(due) % 1000)
         return {"name": "bench", "handler": "demo.echo", "schedule": {"at": format_time(at)}}
 
+    def batch() -> dict[str, Any]:
+        return {"jobs": [job() for _ in range(batch_jobs)]}
+
     def cpu_ms(requests: int, body: Callable[[], dict[str, Any]], path: str, jobs: int) -> float:
         started = time.process_time()
         for _ in range(requests):
@@ -228,9 +231,8 @@ def api_cpu(alone: int = 300, batches: int = 5, batch_jobs: int = 100) -> dict[s
         return round((time.process_time() - started) * 1000 / (requests * jobs), 3)
 
     try:
-        cpu_ms(30, lambda: job(), "/jobs", 1)  # warm: the first requests build the app's models
-        alone_ms = cpu_ms(alone, lambda: job(), "/jobs", 1)
-        batch = lambda: {"jobs": [job() for _ in range(batch_jobs)]}  # noqa: E731
+        cpu_ms(30, job, "/jobs", 1)  # warm: the first requests build the app's models
+        alone_ms = cpu_ms(alone, job, "/jobs", 1)
         cpu_ms(1, batch, "/jobs/batch", batch_jobs)
         batched_ms = cpu_ms(batches, batch, "/jobs/batch", batch_jobs)
     finally:

@@ -13,7 +13,6 @@ from typing import Any
 from duetime.definitions import (
     DEFAULT_API_RESERVED_CONCURRENCY,
     DEFAULT_WORKER_MAX_CONCURRENCY,
-    FUNCTION_MEMORY_MB,
     JOB_CLASSES,
     LAMBDA_UNRESERVED_CONCURRENCY,
     OPEN_INDEX_SPREAD,
@@ -51,6 +50,7 @@ from duetime.domain.capacity import (
     scenarios,
     schedule_cost,
 )
+from duetime.domain.costs import API_MEMORY_MB
 from duetime.domain.errors import InvalidSchedule
 from duetime.domain.job_index import BY_JOB_LEASE_SECONDS
 
@@ -85,7 +85,7 @@ def api_line(profile: CallProfile) -> str:
         return "    API Gateway        0 requests (the pre-loader plans the run: nothing goes through the API)"
     return (
         f"    API Gateway        {profile.api_requests:g} request(s), each an invocation of the API function "
-        f"({FUNCTION_MEMORY_MB['api']} MB): {profile.api_calls:.3g} AWS calls and "
+        f"({API_MEMORY_MB} MB): {profile.api_calls:.3g} AWS calls and "
         f"{profile.api_cpu_seconds * 1000:.3g} ms of CPU on a core, {profile.api_function_seconds * 1000:.3g} ms billed"
     )
 

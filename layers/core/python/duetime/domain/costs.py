@@ -7,6 +7,7 @@ tests/integration/test_call_counts.py pins; the prices are AWS's published ones.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 
 from duetime.definitions import FUNCTION_MEMORY_MB, MAX_BATCH_JOBS, RUNS_PER_MESSAGE
@@ -16,7 +17,8 @@ SQS_BATCH = 10  # messages a SendMessageBatch, ReceiveMessage or DeleteMessageBa
 AWS_CALL_SECONDS = 0.01
 # Lambda gives a function a share of a vCPU in proportion to its memory: a whole one at 1,769 MB.
 LAMBDA_FULL_VCPU_MB = 1769
-API_MEMORY_GB = FUNCTION_MEMORY_MB["api"] / 1024
+API_MEMORY_MB = FUNCTION_MEMORY_MB["api"]
+API_VCPU_SHARE = min(1.0, API_MEMORY_MB / LAMBDA_FULL_VCPU_MB)
 
 # --- Prices, us-east-1, as published on the AWS pricing pages; recorded 2026-11-29 ---------------------
 PRICES_AS_OF = "2026-11-29"
@@ -117,12 +119,11 @@ class CallProfile:
     def api_function_seconds(self) -> float:
         """The API function's billed time for it: its AWS calls' round trips, and its own CPU at the share of
         a vCPU the function's memory buys."""
-        vcpu = min(1.0, FUNCTION_MEMORY_MB["api"] / LAMBDA_FULL_VCPU_MB)
-        return self.api_calls * AWS_CALL_SECONDS + self.api_cpu_seconds / vcpu
+        return self.api_calls * AWS_CALL_SECONDS + self.api_cpu_seconds / API_VCPU_SHARE
 
     def api_function_per_million(self, prices: Prices) -> float:
         """USD a million executions pay the API function behind API Gateway: its invocations and their time."""
-        seconds = 1e6 * API_MEMORY_GB * self.api_function_seconds
+        seconds = 1e6 * API_MEMORY_MB / 1024 * self.api_function_seconds
         return self.api_requests * prices.lambda_requests_per_million + seconds * prices.lambda_gb_second_arm64
 
     @property
@@ -203,7 +204,10 @@ ONE_OFF_BATCH = replace(
     sqs_requests=3 / (SQS_BATCH * RUNS_PER_MESSAGE),
     api_requests=1 / MAX_BATCH_JOBS,
     # a request's transactions and sends, one after another: 11 and 5 for 500 jobs
-    api_calls=(-(-MAX_BATCH_JOBS // BATCH_JOBS_PER_TRANSACTION) + -(-MAX_BATCH_JOBS // (SQS_BATCH * RUNS_PER_MESSAGE)))
+    api_calls=(
+        math.ceil(MAX_BATCH_JOBS / BATCH_JOBS_PER_TRANSACTION)
+        + math.ceil(MAX_BATCH_JOBS / (SQS_BATCH * RUNS_PER_MESSAGE))
+    )
     / MAX_BATCH_JOBS,
     api_cpu_seconds=API_CPU_SECONDS_BATCHED,
     runs_per_message=RUNS_PER_MESSAGE,
