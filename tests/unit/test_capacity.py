@@ -398,13 +398,32 @@ def test_provisioned_capacity_prices_unit_hours_at_the_auto_scaling_target():
         estimate(Inputs(rate=1, billing="provisioned", utilisation=1.0))
 
 
+def test_api_gateway_requests_are_priced_at_the_month_s_volume_by_aws_s_tiers():
+    prices = capacity.Prices()
+    # A month of a few requests pays the first tier, REST's and HTTP's
+    assert prices.api_gateway_per_million("rest", 1e6) == 3.50 and prices.api_gateway_per_million("http", 1e6) == 1.00
+    assert prices.api_gateway_per_million("rest", 333e6) == 3.50
+    # 10,000 one-offs a second are 26.28 billion requests a month: each tier's requests at its price
+    month = 10_000 * 365 * 86_400 / 12
+    rest = (333e6 * 3.50 + 667e6 * 2.80 + 19e9 * 2.38 + (month - 20e9) * 1.51) / month
+    http = (300e6 * 1.00 + (month - 300e6) * 0.90) / month
+    assert prices.api_gateway_per_million("rest", month) == pytest.approx(rest)
+    assert prices.api_gateway_per_million("http", month) == pytest.approx(http)
+    priced = estimate(Inputs(rate=10_000, profile="one-off")).cost_per_million["apiGateway"]
+    assert priced == pytest.approx(rest, abs=1e-4)
+    # One request a second is 2.6 million a month: the first tier's price
+    assert estimate(Inputs(rate=1, profile="one-off")).cost_per_million["apiGateway"] == 3.50
+
+
 def test_the_scheduler_s_own_cost_is_everything_but_the_jobs_run_time_and_the_api_type_prices_submissions():
     rest = estimate(Inputs(rate=10_000, profile="one-off"))
     http = estimate(Inputs(rate=10_000, profile="one-off", api="http"))
-    assert rest.cost_per_million["apiGateway"] == 3.50 and http.cost_per_million["apiGateway"] == 1.00
     cost = rest.cost_per_million
     assert rest.scheduler_cost_per_million == pytest.approx(cost["total"] - cost["lambdaDuration"], abs=1e-3)
-    assert rest.scheduler_cost_per_million - http.scheduler_cost_per_million == pytest.approx(2.50, abs=1e-3)
+    gateway = cost["apiGateway"] - http.cost_per_million["apiGateway"]
+    assert gateway > 1.0 and rest.scheduler_cost_per_million - http.scheduler_cost_per_million == pytest.approx(
+        gateway, abs=1e-3
+    )
     # A batch's jobs share one API request per 500 and the owner's counter per transaction of 49 jobs
     batch = estimate(Inputs(rate=10_000, profile="one-off-batch")).cost_per_million
     assert batch["apiGateway"] == pytest.approx(3.50 / 500, abs=1e-4)

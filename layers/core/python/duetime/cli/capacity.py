@@ -31,6 +31,7 @@ from duetime.domain.capacity import (
     EARLY_HOLD_SECONDS,
     LAMBDA_ACCOUNT_CONCURRENCY,
     LAMBDA_SQS_MAX_CONCURRENT_BATCHES,
+    MONTH_SECONDS,
     ON_DEMAND,
     PARTITION_WCU_PER_SECOND,
     PRICES_AS_OF,
@@ -88,6 +89,18 @@ def api_line(profile: CallProfile) -> str:
         f"({API_MEMORY_MB} MB): {profile.api_calls:.3g} AWS calls and "
         f"{profile.api_cpu_seconds * 1000:.3g} ms of CPU on a core, {profile.api_function_seconds * 1000:.3g} ms billed"
     )
+
+
+def api_text(result: Estimate) -> str:
+    """The API type, and for a profile that submits through it, the month's requests and their average price."""
+    i = result.inputs
+    per_execution = call_profile(i).api_requests
+    if not per_execution:
+        return f"{i.api.upper()} API"
+    requests = i.rate * per_execution * MONTH_SECONDS
+    price = result.cost_per_million["apiGateway"] / per_execution
+    volume = f"{requests / 1e9:.3g} billion" if requests >= 1e9 else f"{requests / 1e6:.3g} million"
+    return f"{i.api.upper()} API: {volume} requests a month, ${price:.2f} a million on average by AWS's volume tiers"
 
 
 def runs_text(runs: float) -> str:
@@ -172,7 +185,7 @@ def render(result: Estimate) -> str:
         + ", ".join(f"{k} ${v:.2f}" for k, v in result.cost_per_million.items() if k != "total")
         + f"; us-east-1 prices as of {PRICES_AS_OF})",
         f"  the scheduler's own            ${result.scheduler_cost_per_million:.2f} per million (all but the jobs' "
-        f"run time; DynamoDB {billing_text(i)}, API Gateway {i.api.upper()} API)",
+        f"run time; DynamoDB {billing_text(i)}, API Gateway {api_text(result)})",
         f"  fits                            {'yes' if result.fits else 'no'}",
     ]
     if result.schedule is not None:

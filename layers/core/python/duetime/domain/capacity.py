@@ -68,6 +68,9 @@ LAMBDA_MAX_RUN_SECONDS = JOB_CLASSES[DEFAULT_JOB_CLASS].max_timeout_seconds  # a
 MAX_SPILL_QUEUES = 4
 # The target the plan is held to (docs/architecture.md): an execution starts within 2 s of its time at p99.
 START_TARGET_SECONDS = 2.0
+# The average month, as the schedule preview's forecast counts it (a 365-day year over 12): AWS's volume tiers
+# count a month's requests.
+MONTH_SECONDS = 365 * 86_400 / 12
 
 # --- Prices and what one execution costs, as measured: duetime.domain.costs (the schedule preview's forecast
 # counts them too) ----------------------------------------------------------------------------------------
@@ -476,8 +479,9 @@ def estimate(inputs: Inputs, prices: Prices | None = None) -> Estimate:
         raise ValueError(f"billing is one of {', '.join(BILLINGS)}, utilisation 0.2..0.9, api rest or http")
     prices = prices or Prices()
     write_price, read_price = prices.per_million_units(inputs.billing, inputs.utilisation)
-    api_price = prices.api_gateway_rest_per_million if inputs.api == "rest" else prices.api_gateway_http_per_million
     profile = call_profile(inputs)
+    # At the month's volume of requests this rate makes (the tiers fall from 333 million a month on REST).
+    api_price = prices.api_gateway_per_million(inputs.api, inputs.rate * profile.api_requests * MONTH_SECONDS)
     beats = heartbeats(inputs.avg_seconds, inputs.lease_seconds)
     per_partition = inputs.rate / inputs.shards
     partition_wcu = per_partition * execution_partition_wcu(profile, beats)
@@ -870,10 +874,6 @@ def preload_cycle(inputs: Inputs, due_per_shard: float) -> PreloadCycle:
         serial_calls_per_shard=serial,
         parallel_calls_per_shard=parallel,
     )
-
-
-# The average month, as the schedule preview's forecast counts it (a 365-day year over 12).
-MONTH_SECONDS = 365 * 86_400 / 12
 
 
 def job_index_units(every: str) -> float:

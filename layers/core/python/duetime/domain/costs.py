@@ -34,8 +34,15 @@ class Prices:
     sqs_per_million: float = 0.40  # standard queue requests (first 100 billion a month), 64 KB each
     lambda_requests_per_million: float = 0.20
     lambda_gb_second_arm64: float = 0.0000133334
-    api_gateway_rest_per_million: float = 3.50  # REST API, first 333 million a month
-    api_gateway_http_per_million: float = 1.00  # HTTP API, first 300 million a month (512 KB metering units)
+    # API Gateway's volume tiers: (a month's requests up to, USD a million of them), per account and region.
+    # REST; HTTP (its requests metered in 512 KB units).
+    api_gateway_rest_tiers: tuple[tuple[float, float], ...] = (
+        (333e6, 3.50),
+        (1e9, 2.80),
+        (20e9, 2.38),
+        (math.inf, 1.51),
+    )
+    api_gateway_http_tiers: tuple[tuple[float, float], ...] = ((300e6, 1.00), (math.inf, 0.90))
     dynamodb_wcu_hour: float = 0.00065  # provisioned write capacity unit-hour (standard table class)
     dynamodb_rcu_hour: float = 0.00013  # provisioned read capacity unit-hour
     # CloudWatch, recorded CLOUDWATCH_PRICES_AS_OF: a custom metric (one name and dimension values) a month,
@@ -45,6 +52,21 @@ class Prices:
     cloudwatch_logs_per_gb: float = 0.50
     as_of: str = PRICES_AS_OF
     cloudwatch_as_of: str = CLOUDWATCH_PRICES_AS_OF
+
+    def api_gateway_per_million(self, api: str, monthly_requests: float = 0.0) -> float:
+        """USD a million requests to an API of type `api` ("rest" or "http") cost on average, at
+        `monthly_requests` a month: each tier's requests at its price. The first tier's price for a small
+        volume; an account's other requests to API Gateway in the region only lower it."""
+        tiers = self.api_gateway_rest_tiers if api == "rest" else self.api_gateway_http_tiers
+        if monthly_requests <= tiers[0][0]:
+            return tiers[0][1]
+        cost, floor = 0.0, 0.0
+        for ceiling, price in tiers:
+            cost += (min(monthly_requests, ceiling) - floor) * price
+            if monthly_requests <= ceiling:
+                break
+            floor = ceiling
+        return cost / monthly_requests
 
     def per_million_units(self, billing: str, utilisation: float) -> tuple[float, float]:
         """(writes, reads): what a million write units and a million read units cost. On demand, the request

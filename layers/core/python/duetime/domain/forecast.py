@@ -47,14 +47,15 @@ class Forecast:
 def cost_per_run(profile: CallProfile, prices: Prices) -> float:
     """USD of one run's AWS requests: the write and read units, SQS requests (with the claim's visibility
     change), its share of a Lambda invocation (a batch of 10 messages of the profile's runs) and API
-    requests with the API function's invocations, as `duetime capacity` prices them."""
+    requests with the API function's invocations, as `duetime capacity` prices them (API Gateway's REST API
+    at its first tier's price: a schedule alone makes far fewer than 333 million requests a month)."""
     write_units = profile.executions_wcu + profile.index_wcu + profile.jobs_wcu
     per_million = (
         write_units * prices.dynamodb_write_per_million
         + profile.read_units * prices.dynamodb_read_per_million
         + profile.run_sqs_requests * prices.sqs_per_million
         + prices.lambda_requests_per_million / profile.runs_per_batch
-        + profile.api_requests * prices.api_gateway_rest_per_million
+        + profile.api_requests * prices.api_gateway_per_million("rest")
         + profile.api_function_per_million(prices)
     )
     return per_million / 1e6
