@@ -71,6 +71,7 @@ def _workload() -> list[Any]:
             }
         ],
         BillingMode="PAY_PER_REQUEST",
+        StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"},
     )
     kept(dynamodb.put_item, TableName="t", Item=ITEM)
     for i in range(3):
@@ -131,18 +132,21 @@ def _workload() -> list[Any]:
             },
         ],
     )
+    kept(dynamodb.scan, TableName="t")  # the failed transaction's put undone
+    _transactions(kept, dynamodb)
     kept(
         dynamodb.batch_get_item,
         RequestItems={"t": {"Keys": [{"pk": ITEM["pk"], "sk": {"S": f"000{i}#b"}} for i in range(2, 5)]}},
     )
     kept(dynamodb.delete_item, TableName="t", Key={"pk": ITEM["pk"], "sk": {"S": "0002#b"}}, ReturnValues="ALL_OLD")
     described = dynamodb.describe_table(TableName="t")["Table"]
-    for moving in ("CreationDateTime", "TableArn", "TableId", "LatestStreamArn"):
+    for moving in ("CreationDateTime", "TableArn", "TableId", "LatestStreamArn", "LatestStreamLabel"):
         described.pop(moving, None)
     for index in described.get("GlobalSecondaryIndexes", []):
         index.pop("IndexArn", None)
     answers.append(json.loads(json.dumps(described, default=str, sort_keys=True)))
     kept(dynamodb.list_tables)
+    answers.append(_stream_records(described["TableName"]))
 
     url = sqs.create_queue(QueueName="q", Attributes={"VisibilityTimeout": "30"})["QueueUrl"]
     kept(
@@ -172,6 +176,71 @@ def _workload() -> list[Any]:
     attributes = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["VisibilityTimeout", "DelaySeconds"])
     answers.append(attributes["Attributes"])
     return answers
+
+
+def _transactions(kept: Callable[..., None], dynamodb: Any) -> None:
+    """A transaction that succeeds (a put, an update, a delete), then one that fails at its last item after
+    writing the others (moto applies them in turn): the table and its index as they were after the first."""
+    key = {"pk": ITEM["pk"], "sk": ITEM["sk"]}
+    update = {"TableName": "t", "Key": key, "UpdateExpression": "SET n = :n", "ExpressionAttributeValues": {}}
+    kept(
+        dynamodb.transact_write_items,
+        TransactItems=[
+            {"Put": {"TableName": "t", "Item": {**ITEM, "sk": {"S": "0010#d"}, "openJob": {"S": "job-2"}}}},
+            {"Update": {**update, "ExpressionAttributeValues": {":n": {"N": "7"}}}},
+            {"Delete": {"TableName": "t", "Key": {"pk": ITEM["pk"], "sk": {"S": "0003#b"}}}},
+        ],
+    )
+    kept(
+        dynamodb.transact_write_items,
+        TransactItems=[
+            {"Delete": {"TableName": "t", "Key": {"pk": ITEM["pk"], "sk": {"S": "0010#d"}}}},
+            {"Update": {**update, "ExpressionAttributeValues": {":n": {"N": "8"}}}},
+            {"Put": {"TableName": "t", "Item": {**ITEM, "sk": {"S": "0011#e"}}}},
+            {
+                "ConditionCheck": {
+                    "TableName": "t",
+                    "Key": {"pk": ITEM["pk"], "sk": {"S": "0004#b"}},
+                    "ConditionExpression": "attribute_not_exists(pk)",
+                }
+            },
+        ],
+    )
+    kept(dynamodb.scan, TableName="t")
+    kept(
+        dynamodb.query,
+        TableName="t",
+        IndexName="openByJob",
+        KeyConditionExpression="openJob = :j",
+        ExpressionAttributeValues={":j": {"S": "job-2"}},
+    )
+
+
+def _stream_records(table: str) -> list[Any]:
+    """What the table's stream holds: each record's event and keys, in order (a failed transaction adds none).
+    Read off moto's backend: its DynamoDB Streams API is not served under mock_aws."""
+    from moto.dynamodb.models import dynamodb_backends
+
+    shard = dynamodb_backends["123456789012"][REGION].tables[table].stream_shard
+    return [(r.record["eventName"], json.dumps(r.record["dynamodb"]["Keys"], sort_keys=True)) for r in shard.items]
+
+
+def test_a_transaction_copies_the_items_it_names_not_their_tables() -> None:
+    from moto.dynamodb import models
+    from moto.dynamodb.models.table import Table
+
+    table = Table(
+        "t",
+        "123456789012",
+        REGION,
+        schema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+        attr=[{"AttributeName": "pk", "AttributeType": "S"}],
+    )
+    assert models.copy.deepcopy(table) is table  # TransactWriteItems's backup of a whole table
+    # anything else is copied as ever (an update's old item, which it compares with the new)
+    item = {"a": [1]}
+    copied = models.copy.deepcopy(item)
+    assert copied == item and copied is not item and copied["a"] is not item["a"]
 
 
 @pytest.fixture

@@ -15,14 +15,24 @@ holds, with the picker's response transformers applied as moto applies them. Any
 picker with other providers, a key with a dot, which moto reads as a path) goes through moto's code unchanged.
 `tests/integration/test_moto_speed.py` compares both, member by member and answer by answer, over DynamoDB's and
 SQS's calls.
+
+And its TransactWriteItems keeps, to undo a transaction that fails, the items the transaction names, where moto
+deep-copies every table it names before each one: a cost that grows with the table, half the moto server's
+samples in a `duetime local --backend moto` run at 25 executions/s (a one-off's finish is a transaction), which
+made it fall behind. A failed transaction's items are put back as they were (absent ones removed) and the
+stream records it added dropped, so the tables end as moto's own rollback leaves them; the test compares the two.
 """
 
 from __future__ import annotations
 
+import copy
 import functools
 from typing import Any
 
 from moto.core import responses, serialize, utils
+from moto.dynamodb import models as dynamodb_models
+from moto.dynamodb.models.dynamo_type import DynamoType, Item
+from moto.dynamodb.models.table import Table
 
 _MISSING = object()
 # (member name, id of its shape, id of the shape's parent) -> (shape, parent, the keys to try): the shapes are
@@ -81,12 +91,78 @@ def _get_value(self: Any, value: Any, key: str, shape: Any) -> Any:
     return found
 
 
+class _CopyKeepingTables:
+    """`copy` as moto.dynamodb.models sees it once installed: a deep copy of a Table is the table itself (only
+    TransactWriteItems's backup asks for one, and _transact_write_items keeps its items instead); anything else is
+    copied as ever."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(copy, name)
+
+    @staticmethod
+    def deepcopy(value: Any, memo: dict[int, Any] | None = None) -> Any:
+        return value if isinstance(value, Table) else copy.deepcopy(value, memo)
+
+
+_moto_transact_write_items = dynamodb_models.DynamoDBBackend.transact_write_items
+# (table, hash key, range key or None, a copy of the item before the transaction or None, the table's stream
+# records before it)
+_Saved = tuple[Table, DynamoType, DynamoType | None, Item | None, int]
+
+
+def _items_before(backend: Any, transact_items: list[dict[str, Any]]) -> list[_Saved]:
+    """A copy of each item the transaction names, as it is now (None: absent). An operation whose key cannot be
+    read is skipped: moto refuses it before it writes anything of it."""
+    saved: list[_Saved] = []
+    for entry in transact_items:
+        for op_type, op in entry.items():
+            table = backend.tables.get(op.get("TableName")) if isinstance(op, dict) else None
+            key = op.get("Item" if op_type == "Put" else "Key") if table is not None else None
+            if table is None or not isinstance(key, dict) or table.hash_key_attr not in key:
+                continue
+            if table.range_key_attr is not None and table.range_key_attr not in key:
+                continue
+            hash_value = DynamoType(key[table.hash_key_attr])
+            range_value = DynamoType(key[table.range_key_attr]) if table.range_key_attr is not None else None
+            before = table.get_item(hash_value, range_value)
+            records = len(table.stream_shard.items) if table.stream_shard is not None else 0
+            saved.append((table, hash_value, range_value, copy.deepcopy(before), records))
+    return saved
+
+
+def _put_back(saved: list[_Saved]) -> None:
+    for table, hash_value, range_value, before, records in reversed(saved):
+        if before is None:
+            table.delete_item(hash_value, range_value)
+        elif range_value is not None:
+            table.items[hash_value][range_value] = before
+        else:
+            table.items[hash_value] = before  # type: ignore[assignment]
+        if table.stream_shard is not None:
+            del table.stream_shard.items[records:]
+
+
+def _transact_write_items(self: Any, transact_items: list[dict[str, Any]]) -> None:
+    """moto's TransactWriteItems, undone item by item if it fails (module docstring)."""
+    saved = _items_before(self, transact_items)
+    try:
+        _moto_transact_write_items(self, transact_items)
+    except Exception:
+        _put_back(saved)
+        raise
+
+
 def install() -> None:
-    """Make moto's serializers take the plain-dict path above, in this process (idempotent)."""
+    """Make moto's serializers take the plain-dict path above, and its transactions keep their items instead of
+    their tables, in this process (idempotent)."""
     serialize.ResponseSerializer.get_value = _get_value  # type: ignore[method-assign]
     vars(responses).update(_KEPT)
+    vars(dynamodb_models)["copy"] = _CopyKeepingTables()
+    dynamodb_models.DynamoDBBackend.transact_write_items = _transact_write_items  # type: ignore[method-assign]
 
 
 def uninstall() -> None:
     serialize.ResponseSerializer.get_value = _moto_get_value  # type: ignore[method-assign]
     vars(responses).update(_MOTOS)
+    vars(dynamodb_models)["copy"] = copy
+    dynamodb_models.DynamoDBBackend.transact_write_items = _moto_transact_write_items  # type: ignore[method-assign]
