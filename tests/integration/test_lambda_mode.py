@@ -93,7 +93,7 @@ def test_batches_hold_up_to_the_batch_size_in_the_sqs_event_shape_and_handled_on
     url, _ = make_queue(sqs, visibility=30)
     bodies = send(sqs, url, 25)
     handler = Recorder()
-    source = SqsEventSource(sqs, url, handler, batch_size=10, pollers=1, region=REGION, wait_seconds=0)
+    source = SqsEventSource(sqs, url, handler, batch_size=10, concurrency=1, region=REGION, wait_seconds=0)
     while source.poll_once():
         pass
     sizes = [len(e["Records"]) for e in handler.events]
@@ -117,7 +117,7 @@ def test_a_partial_failure_leaves_only_the_failed_item_which_reappears_after_its
             "batchItemFailures": [{"itemIdentifier": r["messageId"]} for r in event["Records"] if r["body"] == "m1"]
         }
 
-    source = SqsEventSource(sqs, url, Recorder(fail_m1), batch_size=10, pollers=1, region=REGION, wait_seconds=0)
+    source = SqsEventSource(sqs, url, Recorder(fail_m1), batch_size=10, concurrency=1, region=REGION, wait_seconds=0)
     handled = 0
     while handled < 3:
         handled += source.poll_once()
@@ -137,7 +137,7 @@ def test_a_handler_exception_or_a_malformed_report_fails_the_whole_batch(sqs):
                 raise ZeroDivisionError("the handler crashed")
             return answer
 
-        source = SqsEventSource(sqs, url, handler, batch_size=10, pollers=1, region=REGION, wait_seconds=0)
+        source = SqsEventSource(sqs, url, handler, batch_size=10, concurrency=1, region=REGION, wait_seconds=0)
         handled = 0
         while handled < 4:
             handled += source.poll_once()
@@ -149,7 +149,7 @@ def test_sqs_redrives_a_message_to_the_dlq_after_max_receive_count_failed_batche
     url, dlq_url = make_queue(sqs, visibility=1, max_receive_count=2)
     send(sqs, url, 1)
     handler = Recorder(lambda event: {"batchItemFailures": [{"itemIdentifier": event["Records"][0]["messageId"]}]})
-    source = SqsEventSource(sqs, url, handler, batch_size=10, pollers=2, region=REGION).start()
+    source = SqsEventSource(sqs, url, handler, batch_size=10, concurrency=2, region=REGION).start()
     try:
         deadline = time.monotonic() + 15
         while depth(sqs, dlq_url) == 0 and time.monotonic() < deadline:
@@ -175,7 +175,7 @@ def test_concurrent_pollers_invoke_at_once_up_to_their_number(sqs):
         with lock:
             running[0] -= 1
 
-    source = SqsEventSource(sqs, url, slow, batch_size=1, pollers=2, region=REGION).start()
+    source = SqsEventSource(sqs, url, slow, batch_size=1, concurrency=2, region=REGION).start()
     try:
         deadline = time.monotonic() + 15
         while depth(sqs, url) and time.monotonic() < deadline:
@@ -183,6 +183,42 @@ def test_concurrent_pollers_invoke_at_once_up_to_their_number(sqs):
     finally:
         source.stop()
     assert peak[0] == 2 and depth(sqs, url) == 0
+
+
+def test_one_poller_feeds_invocations_up_to_the_concurrency_and_receives_no_batch_beyond_it(sqs):
+    """Lambda scales a mapping's invocations, not its pollers: one poller here keeps three invocations running,
+    and while all three run it receives nothing more (the other messages stay visible, for another consumer)."""
+    url, _ = make_queue(sqs, visibility=30)
+    send(sqs, url, 5)
+    running, peak, lock = [0], [0], threading.Lock()
+    full, release = threading.Event(), threading.Event()
+
+    def held(event: dict[str, Any]) -> None:
+        with lock:
+            running[0] += 1
+            peak[0] = max(peak[0], running[0])
+            if running[0] == 3:
+                full.set()
+        release.wait(10)
+        with lock:
+            running[0] -= 1
+
+    source = SqsEventSource(sqs, url, held, batch_size=1, concurrency=3, region=REGION, receivers=1)
+    assert len(source.threads) == 1
+    source.start()
+    try:
+        assert full.wait(10), "three invocations never ran at once"
+        time.sleep(0.5)  # a poller that received past its slots would have invoked a fourth by now
+        visible = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages"])
+        assert peak[0] == 3 and int(visible["Attributes"]["ApproximateNumberOfMessages"]) == 2
+        release.set()
+        deadline = time.monotonic() + 15
+        while depth(sqs, url) and time.monotonic() < deadline:
+            time.sleep(0.2)
+    finally:
+        release.set()
+        source.stop()
+    assert peak[0] == 3 and depth(sqs, url) == 0
 
 
 def test_stopping_waits_for_a_batch_being_invoked_but_not_for_a_receive_and_a_late_batch_is_handed_back(sqs):
@@ -199,7 +235,7 @@ def test_stopping_waits_for_a_batch_being_invoked_but_not_for_a_receive_and_a_la
         started.set()
         release.wait(10)
 
-    source = SqsEventSource(sqs, url, slow, batch_size=1, pollers=2, region=REGION).start()
+    source = SqsEventSource(sqs, url, slow, batch_size=1, concurrency=2, region=REGION).start()
     stopper = threading.Thread(target=source.stop)
     try:
         assert started.wait(10)

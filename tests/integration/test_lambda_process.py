@@ -164,6 +164,10 @@ def test_duetime_local_runs_every_function_from_the_cloud_assembly(tmp_path: Pat
         assert {name for name in system.functions} >= {"duetime-api", "duetime-worker-default"}
         for function in system.functions.values():
             assert isinstance(function, ProcessFunction), function.function_name
+        # The worker runs as many instances as its event source invokes batches at once (`--workers`): no batch is
+        # received for an invocation that cannot start
+        assert system.functions["duetime-worker-default"].max_instances == 1
+        assert [source.concurrency for source in system.event_sources] == [1]
         assembly = synthesized()
         for name in ("duetime-api", "duetime-worker-default"):
             [instance, *_] = system.functions[name].instances

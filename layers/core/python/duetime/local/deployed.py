@@ -78,10 +78,10 @@ class LocalDeployment:
         outdir: Path,
         layers: tuple[Path, ...] | None = None,
         region: str = REGION,
-        event_source_pollers: int = 2,
+        event_source_concurrency: int = 2,
     ) -> None:
         self.template, self.outdir, self.layers, self.region = dict(template), outdir, layers, region
-        self.event_source_pollers = event_source_pollers
+        self.event_source_concurrency = event_source_concurrency
         self.moto: MotoProcess | None = None
         self.stack: LocalStack | None = None
         self.processes: dict[str, ProcessFunction] = {}
@@ -171,7 +171,7 @@ class LocalDeployment:
                 url,
                 function.invoke,
                 batch_size=WORKER_BATCH_SIZE,
-                pollers=self.event_source_pollers,
+                concurrency=self.event_source_concurrency,
                 region=self.region,
                 name=function.function_name,
             )

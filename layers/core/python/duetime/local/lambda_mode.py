@@ -8,18 +8,18 @@ What it emulates:
 - Each invocation gets a fresh context: aws_request_id, function_name, memory_limit_in_mb,
   invoked_function_arn, get_remaining_time_in_millis (counted down from the function's timeout).
 - EventBridge: a scheduled event ("Scheduled Event", source aws.events) each tick; ticks never overlap.
-- The SQS event source: pollers long-poll ReceiveMessage for up to the configured batch size with every
-  attribute and the queue's own visibility timeout, build the SQS event Lambda builds (messageId,
-  receiptHandle, body, attributes with ApproximateReceiveCount, SentTimestamp,
-  ApproximateFirstReceiveTimestamp, eventSource, eventSourceARN, awsRegion), invoke the handler and honour
+- The SQS event source: up to five pollers long-poll ReceiveMessage (20 s), each for a batch an invocation
+  slot is free for, of up to the configured batch size with every attribute and the queue's own visibility
+  timeout; they build the SQS event Lambda builds (messageId, receiptHandle, body, attributes with
+  ApproximateReceiveCount, SentTimestamp, ApproximateFirstReceiveTimestamp, eventSource, eventSourceARN,
+  awsRegion), invoke the handler (up to the mapping's concurrency batches at once) and honour
   ReportBatchItemFailures: only the items not reported are deleted; a handler exception (or a malformed
   report) fails the whole batch and deletes nothing. Failed items reappear when their visibility ends; the
   redrive to the DLQ after maxReceiveCount is SQS's own (moto implements the RedrivePolicy).
 
 What it does not emulate: timeouts are not enforced (the context only reports the time left), memory is
 not limited, there is no X-Ray daemon (tracing is disabled), no retries of failed scheduled invocations
-(EventBridge targets are configured with none), and the pollers long-poll 1 s instead of 20 s so a stop
-is prompt (moto re-checks a long poll once a second anyway).
+(EventBridge targets are configured with none), and a stop does not wait for a poller's long poll.
 
 Layers: a function given layers (the worker's handler layer, a copy of the team's handler folder, as the CDK
 stack gives the deployed workers) imports at its cold start as Lambda's path would let it: a top-level module
@@ -74,6 +74,8 @@ ACCOUNT = "123456789012"  # moto's default account
 # message is sent, and checks delayed ones each second); one-second polls were a third of the requests an idle
 # `duetime local --backend moto` made. Stopping does not wait for a receive (SqsEventSource.stop).
 POLL_SECONDS = 20
+# Lambda polls a queue with five pollers at first, however many invocations it runs (SqsEventSource).
+RECEIVERS = 5
 FUNCTIONS_DIR = Path(__file__).resolve().parents[5] / "functions"
 # The runtime dependencies the dependency layer is built from (infra/build_layers.py reads the same list).
 PYPROJECT = FUNCTIONS_DIR.parent / "pyproject.toml"
@@ -388,8 +390,13 @@ def _receipt_entries(messages: list[dict[str, Any]], **extra: Any) -> Iterator[l
 
 
 class SqsEventSource:
-    """Lambda's SQS event source mapping: `pollers` concurrent batches (Lambda's concurrency for the
-    queue), each received, handed to `invoke` and deleted as its response says."""
+    """Lambda's SQS event source mapping: up to `concurrency` batches invoked at once (the function's concurrency
+    for the queue), received by at most `receivers` long-polling pollers, each batch handed to `invoke` and
+    deleted as its response says.
+
+    Lambda scales a mapping's invocations, not its pollers: it starts five, and a poller receives a batch only
+    for an invocation that can start. One long poll per invocation slot (64 at `--workers 64`) made moto scan
+    the whole queue on every wake of each of them: 43% of its samples, and most of the lateness at that size."""
 
     def __init__(
         self,
@@ -397,20 +404,25 @@ class SqsEventSource:
         queue_url: str,
         invoke: Callable[[dict[str, Any]], Any],
         batch_size: int,
-        pollers: int,
+        concurrency: int,
         region: str,
         wait_seconds: int = POLL_SECONDS,
         name: str = "sqs",
+        receivers: int = RECEIVERS,
     ) -> None:
         self.client, self.queue_url, self.invoke = client, queue_url, invoke
-        self.batch_size, self.pollers, self.region, self.wait_seconds = batch_size, pollers, region, wait_seconds
+        self.batch_size, self.concurrency, self.region = batch_size, concurrency, region
+        self.wait_seconds, self.name = wait_seconds, name
         self.queue_arn = client.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"][
             "QueueArn"
         ]
         self.stopped = threading.Event()
         self.threads = [
-            threading.Thread(target=self._loop, name=f"{name}-poller-{n}", daemon=True) for n in range(pollers)
+            threading.Thread(target=self._loop, name=f"{name}-poller-{n}", daemon=True)
+            for n in range(min(receivers, concurrency))
         ]
+        # Invocation slots: a poller takes one before it receives, and the batch's invocation gives it back.
+        self._slots = threading.BoundedSemaphore(concurrency)
         # Batches handed to `invoke` and not yet deleted: what stop waits for (under `_turn`, with `stopped`).
         self._invoking = 0
         self._turn = threading.Condition()
@@ -423,23 +435,41 @@ class SqsEventSource:
     def stop(self, timeout: float = 15) -> None:
         """End the mapping: wait (up to `timeout`) for the batches being invoked to be deleted, not for pollers
         waiting in a receive. Those are daemon threads: a batch one receives after this hands its messages
-        back at once (poll_once), and one whose server is gone ends with the error."""
+        back at once, and one whose server is gone ends with the error."""
         with self._turn:
             self.stopped.set()
             self._turn.wait_for(lambda: self._invoking == 0, timeout=timeout)
 
     def _loop(self) -> None:
         while not self.stopped.is_set():
+            if not self._slots.acquire(timeout=1):
+                continue  # every slot is invoking: look at `stopped` again
+            handed = False
             try:
-                self.poll_once()
+                messages = self._receive()
+                if messages and self._begin(messages):
+                    threading.Thread(
+                        target=self._invoke_then_free, args=(messages,), name=f"{self.name}-invoke", daemon=True
+                    ).start()
+                    handed = True
             except Exception:  # an unreachable queue must not end the mapping
                 if self.stopped.is_set():  # its instance ended with the system: nothing to say
                     return
                 log.exception("polling %s failed", self.queue_url)
                 self.stopped.wait(1)
+            finally:
+                if not handed:
+                    self._slots.release()
 
     def poll_once(self) -> int:
-        """Receive one batch, invoke the handler with it and delete what succeeded; returns the batch size."""
+        """Receive one batch, invoke the handler with it (in this thread) and delete what succeeded; returns
+        the batch size."""
+        messages = self._receive()
+        if not messages or not self._begin(messages):
+            return 0
+        return self._invoke_counted(messages)
+
+    def _receive(self) -> list[dict[str, Any]]:
         response = self.client.receive_message(
             QueueUrl=self.queue_url,
             MaxNumberOfMessages=self.batch_size,
@@ -447,22 +477,32 @@ class SqsEventSource:
             MessageSystemAttributeNames=["All"],
             MessageAttributeNames=["All"],
         )
-        messages = response.get("Messages", [])
-        if not messages:
-            return 0
+        return list(response.get("Messages", []))
+
+    def _begin(self, messages: list[dict[str, Any]]) -> bool:
+        """Count a received batch as being invoked, unless the mapping has ended: then its messages are visible
+        again at once, not after their visibility timeout, and this says False."""
         with self._turn:
             stopped = self.stopped.is_set()
             if not stopped:
                 self._invoking += 1
-        if stopped:  # received while the mapping ended: visible again at once, not after its visibility timeout
+        if stopped:
             self._hand_back(messages)
-            return 0
+        return not stopped
+
+    def _invoke_counted(self, messages: list[dict[str, Any]]) -> int:
         try:
             return self._invoke(messages)
         finally:
             with self._turn:
                 self._invoking -= 1
                 self._turn.notify_all()
+
+    def _invoke_then_free(self, messages: list[dict[str, Any]]) -> None:
+        try:
+            self._invoke_counted(messages)
+        finally:
+            self._slots.release()
 
     def _hand_back(self, messages: list[dict[str, Any]]) -> None:
         for entries in _receipt_entries(messages, VisibilityTimeout=0):

@@ -343,7 +343,9 @@ class LocalSystem:
         # synthesized template gives them (duetime.local.iam).
         self.role_keys = self._enforce_roles(config)
 
-        def function(name: str, timeout: int, own: dict[str, str] | None = None, **extra: str) -> Any:
+        def function(
+            name: str, timeout: int, own: dict[str, str] | None = None, instances: int = 0, **extra: str
+        ) -> Any:
             suffix = f"-{extra['job_class']}" if "job_class" in extra else ""
             role = f"worker:{extra['job_class']}" if "job_class" in extra else name
             identity = RuntimeConfig(local_identity=self.role_keys[role]).to_env()
@@ -362,10 +364,10 @@ class LocalSystem:
                     region=config.region,
                     # Instances in one process share Powertools' resolver state (duetime.api.app.one_at_a_time):
                     # the API's answer one request at a time here, each in its own process otherwise.
-                    max_instances=1 if name == "api" else LambdaFunction.max_instances,
+                    max_instances=1 if name == "api" else instances or LambdaFunction.max_instances,
                 )
                 if in_process
-                else self._process_function(role, name, function_name, environment, timeout, config.region)
+                else self._process_function(role, name, function_name, environment, timeout, config.region, instances)
             )
             self.functions[lambda_function.function_name] = lambda_function
             return lambda_function
@@ -391,9 +393,13 @@ class LocalSystem:
         for job_class in settings.job_classes.values():
             if job_class.worker_kind != "lambda":
                 continue
+            queue_urls = queues.class_queue_urls[job_class.name]
+            # As many instances as its event sources invoke batches at once (`--workers` each): a batch
+            # received for an invocation that cannot start would wait, hidden, while its runs come due.
             worker = function(
                 "worker",
                 lambda_worker_timeout_seconds(job_class),
+                instances=self.workers * len(queue_urls),
                 job_class=job_class.name,
                 handler_modules=",".join(self.handler_modules),
             )
@@ -402,13 +408,13 @@ class LocalSystem:
             # An event source per due queue of the class (on AWS each has a function of its own), polling as
             # Lambda's pollers do: with the function's role.
             poller = make_client("sqs", config.region, config.endpoint_url, identity=worker.environment[identity_var])
-            for index, queue_url in enumerate(queues.class_queue_urls[job_class.name]):
+            for index, queue_url in enumerate(queue_urls):
                 source = SqsEventSource(
                     poller,
                     queue_url,
                     worker.invoke,
                     batch_size=WORKER_BATCH_SIZE,
-                    pollers=self.workers,
+                    concurrency=self.workers,
                     region=config.region,
                     name=f"worker-{job_class.name}" + (f"-{index}" if index else ""),
                 )
@@ -463,7 +469,14 @@ class LocalSystem:
         return {function: role_key(role) for function, role in function_roles(stack.template).items()}
 
     def _process_function(
-        self, role: str, name: str, function_name: str, environment: dict[str, str], timeout: int, region: str
+        self,
+        role: str,
+        name: str,
+        function_name: str,
+        environment: dict[str, str],
+        timeout: int,
+        region: str,
+        instances: int = 0,
     ) -> ProcessFunction:
         """The function `role` ("api", "worker:default"...) of the cloud assembly, its instances processes with
         Lambda's path; its environment the template's, resolved to the local stack, under this system's own
@@ -489,6 +502,7 @@ class LocalSystem:
             region=region,
             deployed=deployed,
             lambda_path=lambda_path(deployed),
+            max_instances=instances or ProcessFunction.max_instances,
         )
 
     def _import_for_ecs_workers(self, layers: tuple[Path, ...]) -> None:
