@@ -24,6 +24,7 @@ from duetime.adapters.aws.queue import DueQueues
 from duetime.adapters.aws.store import DynamoStore
 from duetime.domain.models import JobSpec, format_time, to_ms
 from duetime.local.backends import MOTO
+from duetime.local.moto_server import served_calls
 from duetime.local.system import LocalSystem
 from duetime.notify import ConsoleNotifier
 from duetime.service.context import Ports
@@ -76,7 +77,9 @@ class BenchSystem:
         self.submit_ports = self._own_ports()
         self.submit_counter = CallCounter().attach(self.submit_ports.store.client, self.submit_ports.settings)
         self.submit_counter.attach(self.submit_ports.queues.client)
-        self.reader = self._own_ports().store  # uncounted: reads results back
+        self.reader = self._own_ports().store  # reads results back: counted to leave its calls out of the system's
+        self.reader_counter = CallCounter().attach(self.reader.client)
+        self._at_reset: tuple[Counter[str], Counter[str], Counter[str]] = (Counter(), Counter(), Counter())
 
     def _own_ports(self) -> Ports:
         """Ports with clients of their own on the same tables and queues (as a separate process has)."""
@@ -110,6 +113,20 @@ class BenchSystem:
 
     def reset_counts(self) -> None:
         self.counter.reset()
+        self._at_reset = self._call_totals()
+
+    def _call_totals(self) -> tuple[Counter[str], Counter[str], Counter[str]]:
+        """(every call the moto server served, the submitters', the reader's) so far."""
+        assert self.system.moto is not None
+        served = Counter(served_calls(self.system.moto.endpoint_url))
+        return served, self.submit_counter.snapshot()[0], self.reader_counter.snapshot()[0]
+
+    def system_calls(self) -> Counter[str]:
+        """The calls the system made since reset_counts, whoever made them (the emulated functions call moto with
+        clients of their own, out of this process's reach): the server's count, less the submitters' and the
+        reader's."""
+        served, submitted, read = (now - then for now, then in zip(self._call_totals(), self._at_reset, strict=True))
+        return served - submitted - read
 
     def server_ms_per_call(self) -> dict[str, float]:
         """moto's own milliseconds per request, by operation (only when moto runs in this process)."""
@@ -214,8 +231,7 @@ def account(bench: BenchSystem, job_ids: list[str], errors: list[str]) -> dict[s
     }
 
 
-def per_execution(counter: CallCounter, executions: int) -> dict[str, float]:
-    calls, _ = counter.snapshot()
+def per_execution(calls: Counter[str], executions: int) -> dict[str, float]:
     return {name: round(count / max(1, executions), 3) for name, count in sorted(calls.items())}
 
 
@@ -267,8 +283,8 @@ def steady(
                 "submittedLate": submitted["late"],
                 "executionsPerSecond": round((len(starts) - 1) / span, 1) if span > 0 else 0.0,
                 "submitLagP99Ms": round(percentile(submitted["lags"], 99) * 1000, 1) if submitted["lags"] else 0.0,
-                "systemCallsPerExecution": per_execution(bench.counter, result["accepted"]),
-                "submitCallsPerExecution": per_execution(bench.submit_counter, result["accepted"]),
+                "systemCallsPerExecution": per_execution(bench.system_calls(), result["accepted"]),
+                "submitCallsPerExecution": per_execution(bench.submit_counter.snapshot()[0], result["accepted"]),
             }
         )
         return result
@@ -307,7 +323,7 @@ def burst(count: int, workers: int) -> dict[str, Any]:
                 "leadSeconds": round(lead, 1),
                 "serverMsPerCall": bench.server_ms_per_call(),
                 "executionsPerSecond": round(len(finishes) / drain_seconds, 1) if drain_seconds > 0 else 0.0,
-                "systemCallsPerExecution": per_execution(bench.counter, result["accepted"]),
+                "systemCallsPerExecution": per_execution(bench.system_calls(), result["accepted"]),
             }
         )
         return result

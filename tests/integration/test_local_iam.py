@@ -17,7 +17,7 @@ import pytest
 from botocore.exceptions import ClientError
 from duetime.adapters.aws.client import make_client
 from duetime.local.backends import MOTO
-from duetime.local.moto_server import EmbeddedMoto, denied_calls, enforce_roles
+from duetime.local.moto_server import EmbeddedMoto, denied_calls, enforce_roles, served_calls
 from duetime.local.stack_roles import policy_table, role_key
 from duetime.local.synth import template
 from duetime.local.system import LocalSystem
@@ -143,6 +143,22 @@ def test_sqs_and_sns_calls_are_checked_per_queue_and_topic(server: EmbeddedMoto,
     assert denied_code(sns.publish, TopicArn=other_topic, Message="x") == "AuthorizationError"
     refused = {(d["action"], d["resource"].rsplit(":", 1)[-1]) for d in denied_calls(server.endpoint_url)}
     assert ("sqs:SendMessage", f"{resources['prefix']}-other") in refused
+
+
+def test_the_server_counts_the_requests_it_serves_by_operation_whoever_signs_them(
+    server: EmbeddedMoto, resources: dict[str, str]
+) -> None:
+    # Given the server's count so far
+    before = served_calls(server.endpoint_url)
+    # When a role sends and reads, the developer receives, and a role's call is denied
+    as_role(server, resources, "sqs").send_message(QueueUrl=resources["due"], MessageBody="counted")
+    as_role(server, resources, "dynamodb").get_item(TableName=f"{resources['prefix']}-jobs", Key={"id": {"S": "a"}})
+    make_client("sqs", REGION, server.endpoint_url).receive_message(QueueUrl=resources["due"], WaitTimeSeconds=0)
+    denied_code(as_role(server, resources, "sqs").send_message, QueueUrl=resources["other"], MessageBody="no")
+    # Then each served request is counted once under boto3's name for it, and the denied one is not
+    after = served_calls(server.endpoint_url)
+    grown = {name: count - before.get(name, 0) for name, count in after.items() if count != before.get(name, 0)}
+    assert grown == {"sqs:SendMessage": 1, "dynamodb:GetItem": 1, "sqs:ReceiveMessage": 1}
 
 
 def without_grant(raw: dict[str, Any], role_prefix: str, action: str, resource_id: str) -> dict[str, Any]:

@@ -40,6 +40,8 @@ IAM_ROUTE = "/_duetime/iam"
 DENIED_ROUTE = "/_duetime/iam/denied"
 # The route by which a local deployment names the functions it runs itself and where it serves their invocations.
 LAMBDA_ROUTE = "/_duetime/lambda"
+# The route that reads how many requests the server has served, by operation (every caller's: the functions' too).
+CALLS_ROUTE = "/_duetime/calls"
 # Long enough for any invocation (Lambda's 15 minutes): the caller's own client decides when to give up.
 RELAY_TIMEOUT_SECONDS = 960
 
@@ -62,7 +64,8 @@ class RememberingDispatcher(DomainDispatcherApplication):
 
 class SerializedDynamoDB:
     """WSGI middleware: one DynamoDB request at a time (moto's backends take no locks). SQS requests are
-    not serialized: a long poll blocks inside moto waiting for a send, which must still get through."""
+    not serialized: a long poll blocks inside moto waiting for a send, which must still get through. It counts
+    every request by operation ("dynamodb:PutItem", "sqs:ReceiveMessage"), and a GET of CALLS_ROUTE reads them."""
 
     def __init__(self, app: Callable[[Environ, StartResponse], Iterable[bytes]]) -> None:
         self.app = app
@@ -72,8 +75,11 @@ class SerializedDynamoDB:
 
     def __call__(self, environ: Environ, start_response: StartResponse) -> Iterable[bytes]:
         target = environ.get("HTTP_X_AMZ_TARGET", "")
+        if not target and environ.get("PATH_INFO") == CALLS_ROUTE:
+            with self._count_lock:
+                return _json(start_response, "200 OK", {"calls": dict(self.calls)})
         with self._count_lock:
-            name = target or environ.get("PATH_INFO", "")
+            name = operation_name(target) if target else str(environ.get("PATH_INFO", ""))
             self.calls[name] = self.calls.get(name, 0) + 1
         if target.startswith("DynamoDB_"):
             with self.lock:
@@ -163,6 +169,14 @@ class LambdaRelay:
         kept = [(k, v) for k, v in headers.items() if k.lower().startswith(("content-type", "x-amz"))]
         start_response(f"{status} {'OK' if status == 200 else 'Error'}", [*kept, ("Content-Length", str(len(body)))])
         return [body]
+
+
+def operation_name(target: str) -> str:
+    """A JSON-protocol request's operation as boto3 names it: "DynamoDB_20120810.PutItem" -> "dynamodb:PutItem",
+    "AmazonSQS.ReceiveMessage" -> "sqs:ReceiveMessage"."""
+    prefix, _, operation = target.partition(".")
+    service = {"AmazonSQS": "sqs"}.get(prefix) or prefix.split("_", 1)[0].lower()
+    return f"{service}:{operation}"
 
 
 def function_name_of(given: str) -> str:
@@ -331,6 +345,12 @@ def denied_calls(endpoint_url: str) -> list[dict[str, str]]:
     """The calls the server at `endpoint_url` refused so far: role, action, resource."""
     with urllib.request.urlopen(endpoint_url + DENIED_ROUTE, timeout=30) as response:
         return list(json.loads(response.read())["denied"])
+
+
+def served_calls(endpoint_url: str) -> dict[str, int]:
+    """The requests the server at `endpoint_url` has served so far, by operation ("sqs:ReceiveMessage")."""
+    with urllib.request.urlopen(endpoint_url + CALLS_ROUTE, timeout=30) as response:
+        return {str(k): int(v) for k, v in json.loads(response.read())["calls"].items()}
 
 
 def _watch_parent(parent: int) -> None:
