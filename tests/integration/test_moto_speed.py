@@ -85,14 +85,7 @@ def _workload() -> list[Any]:
         ExpressionAttributeValues={":p": ITEM["pk"], ":lo": {"S": "0"}, ":hi": {"S": "9"}},
         Limit=2,
     )
-    kept(
-        dynamodb.query,
-        TableName="t",
-        IndexName="openByJob",
-        KeyConditionExpression="openJob = :j",
-        ExpressionAttributeValues={":j": {"S": "job-1"}},
-        ReturnConsumedCapacity="TOTAL",
-    )
+    _by_job(kept, dynamodb, "job-1", ReturnConsumedCapacity="TOTAL")
     kept(dynamodb.scan, TableName="t", ProjectionExpression="pk, sk, n")
     key = {"pk": ITEM["pk"], "sk": ITEM["sk"]}
     for update, values, asked in (
@@ -178,6 +171,18 @@ def _workload() -> list[Any]:
     return answers
 
 
+def _by_job(kept: Callable[..., None], dynamodb: Any, job: str, **asked: Any) -> None:
+    """The keys of `job`'s rows, from the index."""
+    kept(
+        dynamodb.query,
+        TableName="t",
+        IndexName="openByJob",
+        KeyConditionExpression="openJob = :j",
+        ExpressionAttributeValues={":j": {"S": job}},
+        **asked,
+    )
+
+
 def _transactions(kept: Callable[..., None], dynamodb: Any) -> None:
     """A transaction that succeeds (a put, an update, a delete), then one that fails at its last item after
     writing the others (moto applies them in turn): the table and its index as they were after the first."""
@@ -207,13 +212,7 @@ def _transactions(kept: Callable[..., None], dynamodb: Any) -> None:
         ],
     )
     kept(dynamodb.scan, TableName="t")
-    kept(
-        dynamodb.query,
-        TableName="t",
-        IndexName="openByJob",
-        KeyConditionExpression="openJob = :j",
-        ExpressionAttributeValues={":j": {"S": "job-2"}},
-    )
+    _by_job(kept, dynamodb, "job-2")
 
 
 def _stream_records(table: str) -> list[Any]:
