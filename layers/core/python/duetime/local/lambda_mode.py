@@ -396,7 +396,8 @@ class SqsEventSource:
 
     Lambda scales a mapping's invocations, not its pollers: it starts five, and a poller receives a batch only
     for an invocation that can start. One long poll per invocation slot (64 at `--workers 64`) made moto scan
-    the whole queue on every wake of each of them: 43% of its samples, and most of the lateness at that size."""
+    the whole queue on every wake of each of them (43% of its samples), and received batches no instance was free
+    to take, which waited hidden while their runs came due."""
 
     def __init__(
         self,
