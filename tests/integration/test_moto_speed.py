@@ -277,3 +277,22 @@ def test_the_answers_are_the_same_with_and_without_it(moto_path: None) -> None:
     with mock_aws():
         fast = _workload()
     assert fast == slow
+
+
+def test_a_receive_tells_a_message_past_its_queue_s_retention_as_moto_does(moto_path: None) -> None:
+    from moto.core.utils import unix_time
+    from moto.sqs.models import sqs_backends
+
+    with mock_aws():
+        sqs = boto3.client("sqs", region_name=REGION)
+        sqs.create_queue(QueueName="kept", Attributes={"MessageRetentionPeriod": "60"})
+        sqs.send_message(QueueUrl=sqs.get_queue_url(QueueName="kept")["QueueUrl"], MessageBody="m")
+        backend = sqs_backends["123456789012"][REGION]
+        [message] = list(backend.get_queue("kept")._messages)
+        verdicts = []
+        for sent_ago in (0, 59, 61, 3600):
+            message.sent_timestamp = int((unix_time() - sent_ago) * 1000)
+            fast = moto_speed._within_retention(backend, "kept", message)
+            assert fast == moto_speed._moto_retention_check(backend, "kept", message), sent_ago
+            verdicts.append(fast)
+    assert verdicts == [True, True, False, False]
