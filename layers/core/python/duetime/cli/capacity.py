@@ -31,7 +31,6 @@ from duetime.domain.capacity import (
     EARLY_HOLD_SECONDS,
     LAMBDA_ACCOUNT_CONCURRENCY,
     LAMBDA_SQS_MAX_CONCURRENT_BATCHES,
-    MONTH_SECONDS,
     ON_DEMAND,
     PARTITION_WCU_PER_SECOND,
     PRICES_AS_OF,
@@ -42,6 +41,7 @@ from duetime.domain.capacity import (
     CallProfile,
     Estimate,
     Inputs,
+    api_requests_per_month,
     call_profile,
     estimate,
     job_index_units,
@@ -94,11 +94,10 @@ def api_line(profile: CallProfile) -> str:
 def api_text(result: Estimate) -> str:
     """The API type, and for a profile that submits through it, the month's requests and their average price."""
     i = result.inputs
-    per_execution = call_profile(i).api_requests
-    if not per_execution:
+    requests = api_requests_per_month(i)
+    if not requests:
         return f"{i.api.upper()} API"
-    requests = i.rate * per_execution * MONTH_SECONDS
-    price = result.cost_per_million["apiGateway"] / per_execution
+    price = result.cost_per_million["apiGateway"] / call_profile(i).api_requests  # the estimate's own price
     volume = f"{requests / 1e9:.3g} billion" if requests >= 1e9 else f"{requests / 1e6:.3g} million"
     return f"{i.api.upper()} API: {volume} requests a month, ${price:.2f} a million on average by AWS's volume tiers"
 

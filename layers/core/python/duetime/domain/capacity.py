@@ -463,6 +463,11 @@ def held_seconds(avg_seconds: float) -> float:
     return avg_seconds + EARLY_HOLD_SECONDS + CALL_OVERHEAD_SECONDS
 
 
+def api_requests_per_month(inputs: Inputs) -> float:
+    """The API Gateway requests `inputs` make in a month: what AWS's volume tiers count."""
+    return inputs.rate * call_profile(inputs).api_requests * MONTH_SECONDS
+
+
 def estimate(inputs: Inputs, prices: Prices | None = None) -> Estimate:
     """Partition load, queue depth, workers and cost for `inputs`; `fits` is False if a limit is exceeded."""
     if inputs.rate <= 0 or inputs.shards < 1 or inputs.lease_seconds < 3 or inputs.avg_seconds < 0:
@@ -481,7 +486,7 @@ def estimate(inputs: Inputs, prices: Prices | None = None) -> Estimate:
     write_price, read_price = prices.per_million_units(inputs.billing, inputs.utilisation)
     profile = call_profile(inputs)
     # At the month's volume of requests this rate makes (the tiers fall from 333 million a month on REST).
-    api_price = prices.api_gateway_per_million(inputs.api, inputs.rate * profile.api_requests * MONTH_SECONDS)
+    api_price = prices.api_gateway_per_million(inputs.api, api_requests_per_month(inputs))
     beats = heartbeats(inputs.avg_seconds, inputs.lease_seconds)
     per_partition = inputs.rate / inputs.shards
     partition_wcu = per_partition * execution_partition_wcu(profile, beats)
